@@ -1,0 +1,48 @@
+"""pyterrier-instruct: instruction-following retrieval for PyTerrier.
+
+``import pyterrier_instruct as pti`` registers the measures (``pMRR``, ``OG``) with ir_measures and
+exposes the public names below; transformers and loaders are imported on first use, and no model
+library (torch, transformers) is imported until a model is actually run.
+"""
+from __future__ import annotations
+
+import importlib
+
+from . import measures
+from .instructions import (DEFAULT_TEMPLATE, VARIANTS, compose, paired_qid, paired_qrels, paired_topics,
+                           split_qid)
+from .measures import OG, changed_docs, pMRR, pmrr
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "FoldInstruction": "rewrite",
+    "SetInstruction": "rewrite",
+    "InstructReranker": "_base",
+    "BM25": "retrieval.pisa",
+    "bm25_index": "retrieval.pisa",
+    "PoolBM25": "retrieval.pool_bm25",
+    "TerrierBM25": "retrieval.optional",
+    "PyseriniBM25": "retrieval.optional",
+    "BiEncoderScorer": "dense.biencoder",
+    "followir_experiment": "evaluation",
+    "followir_table": "evaluation",
+    "datasets": "datasets",
+    "load_dataset": "datasets",
+}
+
+__all__ = ["__version__", "measures", "pMRR", "OG", "pmrr", "changed_docs", "compose", "paired_topics",
+           "paired_qrels", "paired_qid", "split_qid", "DEFAULT_TEMPLATE", "VARIANTS"] + list(_LAZY)
+
+
+def __getattr__(name: str):
+    if name not in _LAZY:
+        raise AttributeError(f"module 'pyterrier_instruct' has no attribute {name!r}")
+    module = importlib.import_module(f".{_LAZY[name]}", __name__)
+    value = module if name == "datasets" else getattr(module, "load" if name == "load_dataset" else name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(__all__)

@@ -1,0 +1,4 @@
+"""Dense (bi-encoder) models."""
+from .biencoder import BiEncoderScorer
+
+__all__ = ["BiEncoderScorer"]

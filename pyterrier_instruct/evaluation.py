@@ -1,0 +1,123 @@
+"""FollowIR-style evaluation: one ``pt.Experiment`` per dataset, and the Table 2 layout.
+
+Per dataset the standard measure is computed on the ``-og`` variant against the og qrels only
+(``OG(AP@1000)``, or ``OG(nDCG@5)`` for News21) and p-MRR on og vs changed; both are keyed by the
+``-og`` qid, so pt.Experiment's per-query averaging, ``perquery`` output and ``baseline=`` tests are
+over base queries. The table reports both ×100 with one decimal, plus the unweighted averages over
+datasets when there are several (METRICS §0).
+"""
+from __future__ import annotations
+
+import warnings
+from typing import Dict, Optional, Sequence, Tuple
+
+import ir_measures
+import pandas as pd
+import pyterrier as pt
+
+from .measures import OG, pMRR
+
+
+def followir_measures(dataset, ties: str = "docno"):
+    """``[OG(<standard measure>), pMRR(ties=...)]`` for a FollowIR-layout dataset."""
+    return [OG(ir_measures.parse_measure(dataset.measure)), pMRR(ties=ties)]
+
+
+def followir_experiment(systems, dataset, names: Optional[Sequence[str]] = None, *, ties: str = "docno",
+                        baseline: Optional[int] = None, perquery=False, **kwargs):
+    """``pt.Experiment`` over the paired topics and qrels of ``dataset`` with its FollowIR measures.
+
+    Extra keyword arguments go to ``pt.Experiment`` (``test=``, ``correction=``, ``verbose=`` …).
+    ``batch_size`` is refused: batches that split a query's variants would corrupt p-MRR.
+    """
+    if kwargs.get("batch_size") is not None:
+        raise ValueError("followir_experiment: batch_size would evaluate the -og and -changed variants of a "
+                         "query in different batches; run without batch_size")
+    args = (systems, dataset.get_topics(), dataset.get_qrels(), followir_measures(dataset, ties))
+    if perquery is False:
+        return pt.Experiment(*args, names=names, baseline=baseline, **kwargs)
+    if baseline is not None:
+        raise ValueError("followir_experiment: baseline= significance tests come with perquery=False; "
+                         "call it twice (means with baseline, then perquery=True)")
+    # pt.Experiment(perquery=...) back-fills NaN rows for topic qids without values (here every -changed
+    # qid) and averages them in; the paired measures have values on the -og qids only, so drop the fill.
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r".*topic\(s\) not found in qrels.*")
+        long = pt.Experiment(*args, names=names, perquery=True, **kwargs)
+    long = long[long["qid"].astype(str).str.endswith("-og")].reset_index(drop=True)
+    if perquery == "both":
+        means = long.pivot_table(index="name", columns="measure", values="value", aggfunc="mean")
+        means = means.reindex(pd.unique(long["name"]))
+        means.columns.name = None
+        return means.reset_index(), long
+    return long
+
+
+def _short(dataset) -> str:
+    return str(dataset.name).split("/")[-1]
+
+
+def followir_table(results: Dict[str, Tuple[object, pd.DataFrame]]) -> pd.DataFrame:
+    """Table 2 layout from ``{dataset display name: (dataset, pt.Experiment mean frame)}``.
+
+    Columns: ``<name> <measure>`` and ``<name> p-MRR`` per dataset (×100, 1 decimal), then
+    ``Avg Score`` and ``Avg p-MRR`` when there is more than one dataset.
+    """
+    table = None
+    score_cols, pmrr_cols = [], []
+    for label, (dataset, res) in results.items():
+        std = next(c for c in res.columns if c.startswith("OG("))
+        pm = next(c for c in res.columns if c.startswith("pMRR"))
+        measure = std[len("OG(measure="):-1].replace("AP@", "MAP@")
+        part = pd.DataFrame({"Model": res["name"].to_numpy(),
+                             f"{label} {measure}": 100 * res[std].to_numpy(),
+                             f"{label} p-MRR": 100 * res[pm].to_numpy()})
+        score_cols.append(f"{label} {measure}")
+        pmrr_cols.append(f"{label} p-MRR")
+        table = part if table is None else table.merge(part, on="Model", how="outer", sort=False)
+    if len(results) > 1:
+        table["Avg Score"] = table[score_cols].mean(axis=1)
+        table["Avg p-MRR"] = table[pmrr_cols].mean(axis=1)
+    return table.round(1)
+
+
+def to_markdown(table: pd.DataFrame) -> str:
+    """A GitHub-markdown rendering (signed p-MRR, one decimal) without optional dependencies."""
+    cols = list(table.columns)
+
+    def fmt(col, v):
+        if isinstance(v, float):
+            return f"{v:+.1f}" if "p-MRR" in col else f"{v:.1f}"
+        return str(v)
+
+    lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" if c == "Model" else "---:" for c in cols) + "|"]
+    for _, row in table.iterrows():
+        lines.append("| " + " | ".join(fmt(c, row[c]) for c in cols) + " |")
+    return "\n".join(lines)
+
+
+def plot_per_query_pmrr(perquery: pd.DataFrame, path: str, title: str = "p-MRR per query") -> None:
+    """Saves a grouped bar chart of per-query p-MRR (×100) per system; ``perquery`` is pt.Experiment's
+    long per-query frame (``name, qid, measure, value``)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    pm = perquery[perquery["measure"].astype(str).str.startswith("pMRR")]
+    wide = pm.pivot_table(index="qid", columns="name", values="value", sort=False) * 100
+    wide.index = [str(q).removesuffix("-og") for q in wide.index]
+    fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(wide) + 2), 4))
+    width = 0.8 / max(1, wide.shape[1])
+    x = np.arange(len(wide))
+    for i, name in enumerate(wide.columns):
+        ax.bar(x + i * width - 0.4 + width / 2, wide[name].to_numpy(), width, label=name)
+    ax.axhline(0, color="black", linewidth=0.8)
+    ax.set_xticks(x)
+    ax.set_xticklabels(wide.index, rotation=45, ha="right")
+    ax.set_ylabel("p-MRR ×100 (positive: follows the changed instruction)")
+    ax.set_title(title)
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

@@ -1,0 +1,148 @@
+"""The instruction data model: one place for joining instructions to queries and for paired topics.
+
+Topics carry ``qid, query, instruction``; a missing ``instruction`` column means the empty
+instruction. The instruction is never baked into ``query`` at load time: stages that only read
+``query`` get it through :class:`~pyterrier_instruct.rewrite.FoldInstruction`, which keeps the original query as ``query_0``.
+
+Paired evaluation (FollowIR, InfoSearch) gives each instruction variant of a base query its own qid
+``<base_qid>-<variant>`` (the mteb convention), in topics, runs and qrels alike, with ``base_qid``
+and ``variant`` columns beside it.
+"""
+from __future__ import annotations
+
+from typing import Dict, Iterable, Mapping, Optional, Tuple
+
+import numpy as np
+import pandas as pd
+
+#: Suffixes of the paired-evaluation variants, in canonical order.
+VARIANTS: Tuple[str, ...] = ("og", "changed", "reversed")
+
+#: The ``append`` composer of MODELS §1: instruction after the query, stripped.
+DEFAULT_TEMPLATE = "{query} {instruction}"
+
+
+def compose(query: str, instruction: Optional[str] = "", template: str = DEFAULT_TEMPLATE) -> str:
+    """Joins a query and an instruction with ``template``, stripped.
+
+    With the default template an empty (or ``None``) instruction reproduces ``query.strip()``.
+    """
+    return template.format(query=query, instruction=instruction or "").strip()
+
+
+def compose_frame(df: pd.DataFrame, template: str = DEFAULT_TEMPLATE, default_instruction: str = "") -> np.ndarray:
+    """The composed string for every row of ``df`` (``query`` + optional ``instruction`` columns)."""
+    instructions = instructions_of(df, default_instruction)
+    if template == DEFAULT_TEMPLATE:  # vectorised fast path for the common composer
+        return (df["query"].astype(str) + " " + instructions).str.strip().to_numpy(dtype=object)
+    return np.array([compose(q, i, template) for q, i in zip(df["query"], instructions)], dtype=object)
+
+
+def instructions_of(df: pd.DataFrame, default: str = "") -> pd.Series:
+    """The ``instruction`` column of ``df`` with missing values (or a missing column) as ``default``."""
+    if "instruction" not in df.columns:
+        return pd.Series(default, index=df.index, dtype=object)
+    return df["instruction"].fillna(default).astype(str)
+
+
+def paired_qid(base_qid: str, variant: str) -> str:
+    """``"305", "og"`` → ``"305-og"``."""
+    return f"{base_qid}-{variant}"
+
+
+def split_qid(qid: str) -> Tuple[str, Optional[str]]:
+    """``"305-og"`` → ``("305", "og")``; a qid without a known variant suffix → ``(qid, None)``."""
+    base, sep, variant = str(qid).rpartition("-")
+    if sep and variant in VARIANTS:
+        return base, variant
+    return str(qid), None
+
+
+def split_qids(qids: pd.Series) -> Tuple[pd.Series, pd.Series]:
+    """Vectorised :func:`split_qid`: (base_qid, variant) series; variant is NaN where absent."""
+    qids = qids.astype(str)
+    parts = qids.str.rsplit("-", n=1, expand=True)
+    if parts.shape[1] == 1:
+        return qids, pd.Series(np.nan, index=qids.index, dtype=object)
+    has = parts[1].isin(VARIANTS)
+    base = parts[0].where(has, qids)
+    variant = parts[1].where(has, np.nan)
+    return base, variant
+
+
+def paired_topics(topics: pd.DataFrame, variants: Iterable[str] = ("og", "changed")) -> pd.DataFrame:
+    """Builds paired topics from a frame with ``instruction_<variant>`` columns.
+
+    Input: ``qid, query, instruction_og, instruction_changed[, instruction_reversed]``.
+    Output: one row per (query, variant) with ``qid=<qid>-<variant>``, ``query``, ``instruction``,
+    ``base_qid`` and ``variant``, ordered by base query then variant (group-contiguous).
+    """
+    variants = list(variants)
+    for v in variants:
+        if v not in VARIANTS:
+            raise ValueError(f"unknown variant {v!r}; expected one of {VARIANTS}")
+    missing = [c for c in ["qid", "query"] + [f"instruction_{v}" for v in variants] if c not in topics.columns]
+    if missing:
+        raise KeyError(f"paired_topics: topics frame lacks column(s) {missing}; found {list(topics.columns)}")
+    keep = [c for c in topics.columns if c not in ("qid", "query") and not c.startswith("instruction_")]
+    frames = []
+    for order, v in enumerate(variants):
+        f = pd.DataFrame({
+            "qid": topics["qid"].astype(str) + f"-{v}",
+            "query": topics["query"].values,
+            "instruction": topics[f"instruction_{v}"].fillna("").astype(str).values,
+            "base_qid": topics["qid"].astype(str).values,
+            "variant": v,
+        })
+        for c in keep:
+            f[c] = topics[c].values
+        f["_pos"] = np.arange(len(f))
+        f["_order"] = order
+        frames.append(f)
+    out = pd.concat(frames, ignore_index=True).sort_values(["_pos", "_order"], kind="stable")
+    return out.drop(columns=["_pos", "_order"]).reset_index(drop=True)
+
+
+def paired_qrels(qrels: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """Builds paired qrels from per-variant qrels frames.
+
+    ``qrels`` maps a variant (``"og"``, ``"changed"``, ``"reversed"``) to a ``qid, docno, label``
+    frame keyed by base qid. The output is keyed by ``<qid>-<variant>`` with ``base_qid`` and
+    ``variant`` columns; labels stay integers.
+    """
+    frames = []
+    for v, q in qrels.items():
+        if v not in VARIANTS:
+            raise ValueError(f"unknown variant {v!r}; expected one of {VARIANTS}")
+        missing = [c for c in ("qid", "docno", "label") if c not in q.columns]
+        if missing:
+            raise KeyError(f"paired_qrels: qrels for variant {v!r} lack column(s) {missing}; found {list(q.columns)}")
+        frames.append(pd.DataFrame({
+            "qid": q["qid"].astype(str) + f"-{v}",
+            "docno": q["docno"].astype(str).values,
+            "label": q["label"].astype("int64").values,
+            "base_qid": q["qid"].astype(str).values,
+            "variant": v,
+        }))
+    return pd.concat(frames, ignore_index=True)
+
+
+def variant_frame(df: pd.DataFrame, variant: str) -> pd.DataFrame:
+    """The rows of a paired frame (topics, run or qrels) that belong to ``variant``."""
+    if variant not in VARIANTS:
+        raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
+    _, variants = split_qids(df["qid"])
+    return df[(variants == variant).to_numpy()].reset_index(drop=True)
+
+
+def by_variant(df: pd.DataFrame) -> Dict[str, pd.DataFrame]:
+    """Splits a paired frame (topics, run or qrels) into ``{variant: rows keyed by base qid}``, row order kept."""
+    base, variants = split_qids(df["qid"])
+    out = {}
+    for v in VARIANTS:
+        mask = (variants == v).to_numpy()
+        if mask.any():
+            part = df[mask].copy()
+            part["qid"] = base[mask].to_numpy()
+            out[v] = part.reset_index(drop=True)
+    return out

@@ -1,0 +1,111 @@
+"""p-MRR (FollowIR): the pairwise change in reciprocal rank of the documents whose label changed.
+
+Semantics (METRICS §2, reproduced against mteb 2.26.24 and 1.7.64):
+
+- changed docs C_q: the og-judged documents whose changed label differs (any difference), or an
+  explicit list (mteb v2 ``qrel_diff``; duplicates count twice, unjudged docs allowed);
+- ranks over the whole run (no cut-off); a missing document has rank n_q + 1;
+- per document ``n/o - 1`` if the document stayed or moved up (n <= o), else ``1 - o/n``;
+- mean per query, then mean over queries; queries without changed docs are excluded, queries
+  missing from a run are skipped with a warning; no usable query at all is a ValueError.
+"""
+from __future__ import annotations
+
+import warnings
+from typing import Dict, Optional, Tuple, Union
+
+import numpy as np
+import pandas as pd
+
+from ._runs import QrelsLike, RunLike, qrels_frame, ranks_of, run_frame
+
+ChangedDocs = Union[pd.DataFrame, Dict[str, list]]
+
+
+def changed_docs(og_qrels: QrelsLike, changed_qrels: QrelsLike) -> pd.DataFrame:
+    """The changed-document set (mteb 1.7 ``create_qrel_diff``) as a ``qid, docno`` frame.
+
+    A document counts when its label in the changed qrels differs from its og label. Documents only
+    in the changed qrels are ignored; an og-judged document missing from the changed qrels is an
+    error, as in the reference.
+    """
+    og = qrels_frame(og_qrels, "og_qrels")
+    ch = qrels_frame(changed_qrels, "changed_qrels")
+    if ch.duplicated(["qid", "docno"]).any():
+        bad = ch[ch.duplicated(["qid", "docno"])].iloc[0]
+        raise ValueError(f"changed_qrels judge docno {bad.docno!r} twice for qid {bad.qid!r}")
+    merged = og.merge(ch, on=["qid", "docno"], how="left", suffixes=("_og", "_changed"))
+    missing = merged["label_changed"].isna()
+    if missing.any():
+        bad = merged[missing].iloc[0]
+        raise KeyError(f"document {bad.docno!r} of query {bad.qid!r} is judged in the og qrels but missing "
+                       f"from the changed qrels; both qrels must judge the same documents")
+    diff = merged[merged["label_og"] != merged["label_changed"].astype("int64")]
+    return diff[["qid", "docno"]].reset_index(drop=True)
+
+
+def _changed_docs_frame(docs: ChangedDocs) -> Tuple[pd.DataFrame, list]:
+    """(``qid, docno`` frame, the queries listed, including those listed with no document)."""
+    if isinstance(docs, pd.DataFrame):
+        missing = [c for c in ("qid", "docno") if c not in docs.columns]
+        if missing:
+            raise KeyError(f"changed_docs lacks column(s) {missing}; found {list(docs.columns)}")
+        frame = pd.DataFrame({"qid": docs["qid"].astype(str).to_numpy(), "docno": docs["docno"].astype(str).to_numpy()})
+        return frame, list(pd.unique(frame["qid"]))
+    if isinstance(docs, dict):
+        rows = [(str(q), str(d)) for q, ds in docs.items() for d in ds]
+        return pd.DataFrame(rows, columns=["qid", "docno"], dtype=object), [str(q) for q in docs]
+    raise TypeError(f"changed_docs must be a DataFrame or a {{qid: [docno, ...]}} dict, got {type(docs).__name__}")
+
+
+def pmrr_per_doc(og_run: RunLike, changed_run: RunLike, changed: ChangedDocs, ties: str = "docno",
+                 warn: bool = True) -> pd.DataFrame:
+    """Per changed document: ``qid, docno, og_rank, new_rank, pmrr`` (queries missing from a run dropped)."""
+    og, og_present = run_frame(og_run, "og_run")
+    ch, ch_present = run_frame(changed_run, "changed_run")
+    docs, listed = _changed_docs_frame(changed)
+    if warn:
+        for qid in listed:
+            if qid not in og_present or qid not in ch_present:
+                warnings.warn(f"p-MRR: query {qid!r} not found in the runs (og and changed); it is skipped", stacklevel=3)
+    usable = docs["qid"].isin(og_present) & docs["qid"].isin(ch_present)
+    docs = docs[usable].reset_index(drop=True)
+    o = ranks_of(docs, og, og_present, ties)
+    n = ranks_of(docs, ch, ch_present, ties)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = np.where(n > o, 1.0 - o / n, n / o - 1.0)
+    return docs.assign(og_rank=o.astype("int64"), new_rank=n.astype("int64"), pmrr=p)
+
+
+def pmrr(og_run: RunLike, changed_run: RunLike, changed: Optional[ChangedDocs] = None, *,
+         og_qrels: Optional[QrelsLike] = None, changed_qrels: Optional[QrelsLike] = None,
+         ties: str = "docno", per_query: bool = False, warn: bool = True
+         ) -> Union[float, Tuple[float, Dict[str, float]]]:
+    """p-MRR of a changed-instruction run against the og-instruction run, raw in (-1, 1).
+
+    Args:
+        og_run: the run with the original instruction (frame ``qid, docno, score`` or dict).
+        changed_run: the run with the changed instruction over the same candidates, same qids.
+        changed: the changed documents (``qid, docno`` frame or ``{qid: [docno]}``, e.g. mteb's
+            ``qrel_diff``); or give ``og_qrels`` and ``changed_qrels`` to derive them.
+        ties: ``'docno'`` (default, current mteb and trec_eval) or ``'input'`` (run row order, mteb 1.7).
+        per_query: also return ``{qid: value}`` for the queries that contributed.
+        warn: warn about queries missing from a run.
+
+    Returns:
+        The dataset value, or ``(value, per_query_values)``.
+    """
+    if changed is None:
+        if og_qrels is None or changed_qrels is None:
+            raise ValueError("pmrr needs the changed documents: pass `changed` or both `og_qrels` and `changed_qrels`")
+        changed = changed_docs(og_qrels, changed_qrels)
+    elif og_qrels is not None or changed_qrels is not None:
+        raise ValueError("pmrr: pass either `changed` or `og_qrels`/`changed_qrels`, not both")
+    docs = pmrr_per_doc(og_run, changed_run, changed, ties=ties, warn=warn)
+    if len(docs) == 0:
+        raise ValueError("p-MRR is undefined: no query has a changed document that is present in both runs")
+    by_query = docs.groupby("qid", sort=False)["pmrr"].mean()
+    value = float(by_query.mean())
+    if per_query:
+        return value, {str(q): float(v) for q, v in by_query.items()}
+    return value

@@ -1,0 +1,6 @@
+"""First stages and pool rerankers that need no neural model."""
+from .optional import PyseriniBM25, TerrierBM25
+from .pisa import BM25, bm25_index
+from .pool_bm25 import PoolBM25
+
+__all__ = ["BM25", "bm25_index", "PoolBM25", "TerrierBM25", "PyseriniBM25"]

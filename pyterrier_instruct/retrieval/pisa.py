@@ -1,0 +1,129 @@
+"""The embedded full-collection BM25 first stage (pyterrier-pisa; no Java).
+
+``BM25(corpus_iter)`` indexes ``{docno, text[, title]}`` dicts (title prepended to the text) and wraps
+PISA's retriever, so it composes like any PyTerrier retriever: ``BM25(corpus) % 100 >> reranker``.
+It reads ``query`` only; use ``FoldInstruction() >> bm25`` for a query+instruction first stage.
+PISA tokenises the query text itself, so quotes, operators, unicode and very long instructions
+cannot break it (tests/test_retrieval.py); a query with no indexable term returns no rows.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import sys
+import tempfile
+from typing import Dict, Iterable, Iterator, Optional
+
+import pandas as pd
+import pyterrier as pt
+
+
+@contextlib.contextmanager
+def _native_stderr_silenced(silence: bool):
+    """PISA's C++ code logs progress straight to file descriptors 1 and 2; hide it unless verbose."""
+    if not silence:
+        yield
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    try:
+        with open(os.devnull, "w") as devnull:
+            os.dup2(devnull.fileno(), 1)
+            os.dup2(devnull.fileno(), 2)
+            yield
+    finally:
+        for fd, copy in zip((1, 2), saved):
+            os.dup2(copy, fd)
+            os.close(copy)
+
+
+def _docs(corpus: Iterable[Dict], text_field: str) -> Iterator[Dict[str, str]]:
+    for i, doc in enumerate(corpus):
+        if "docno" not in doc:
+            raise KeyError(f"BM25: corpus document #{i} has no 'docno' (keys: {sorted(doc)})")
+        if text_field not in doc:
+            raise KeyError(f"BM25: corpus document {doc['docno']!r} has no {text_field!r} field (keys: {sorted(doc)})")
+        text = str(doc[text_field] or "")
+        title = doc.get("title")
+        if title:
+            text = f"{title} {text}"
+        yield {"docno": str(doc["docno"]), "text": text.strip()}
+
+
+def bm25_index(corpus: Iterable[Dict], path: Optional[str] = None, *, text_field: str = "text",
+               stemmer: str = "porter2", stops: str = "terrier", overwrite: bool = False,
+               verbose: bool = False, threads: int = 1):
+    """Builds (or reuses) a PISA index of ``corpus`` at ``path`` (a temporary folder if None)."""
+    from pyterrier_pisa import PisaIndex
+    if path is None:
+        path = tempfile.mkdtemp(prefix="pti-pisa-")
+        overwrite = True
+    index = PisaIndex(path, stemmer=stemmer, stops=stops, threads=threads, overwrite=overwrite)
+    if not index.built() or overwrite:
+        with _native_stderr_silenced(not verbose):
+            index.index(_docs(corpus, text_field))
+    return index
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+class BM25(pt.Transformer):
+    """Full-collection BM25 (``Q → R``) over a corpus indexed with PISA, or over an existing PISA index.
+
+    Args:
+        corpus: iterable of ``{docno, text[, title]}`` dicts; None to open the index at ``path``.
+        path: where the index lives; a temporary folder when indexing without one.
+        k1, b: BM25 parameters (PISA/Anserini defaults 0.9, 0.4).
+        num_results: depth of the ranking (``bm25 % k`` lowers it).
+        stemmer, stops: PISA analysis (``porter2``/``krovetz``/``none``; ``terrier``/``lucene``/``none``).
+        verbose: show PISA's own indexing log.
+
+    Control characters in the query (which PISA's parser rejects) are read as spaces; the output keeps
+    the input ``query`` unchanged.
+    """
+    schematic = {"label": "BM25"}
+
+    def __init__(self, corpus: Optional[Iterable[Dict]] = None, path: Optional[str] = None, *, k1: float = 0.9,
+                 b: float = 0.4, num_results: int = 1000, text_field: str = "text", stemmer: str = "porter2",
+                 stops: str = "terrier", verbose: bool = False, threads: int = 1):
+        if corpus is None:
+            if path is None or not os.path.exists(path):
+                raise FileNotFoundError(f"BM25: no corpus given and no PISA index at path={path!r}")
+            from pyterrier_pisa import PisaIndex
+            self.index = PisaIndex(path, threads=threads)
+        else:
+            self.index = bm25_index(corpus, path, text_field=text_field, stemmer=stemmer, stops=stops,
+                                    verbose=verbose, threads=threads)
+        self.k1, self.b, self.num_results, self.verbose = k1, b, num_results, verbose
+        with _native_stderr_silenced(not verbose):
+            self._retriever = self.index.bm25(k1=k1, b=b, num_results=num_results, verbose=False)
+
+    def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+        pt.validate.query_frame(inp, extra_columns=["query"])
+        clean = inp.assign(query=inp["query"].fillna("").astype(str).str.replace(_CONTROL, " ", regex=True))
+        with _native_stderr_silenced(not self.verbose):  # the first search compresses the index, loudly
+            res = self._retriever(clean)
+        if len(res) and (clean["query"].to_numpy() != inp["query"].to_numpy()).any():
+            res["query"] = res["qid"].map(dict(zip(inp["qid"], inp["query"])))
+        return res
+
+    def fuse_rank_cutoff(self, k: int) -> Optional["BM25"]:
+        if k >= self.num_results:
+            return None
+        clone = object.__new__(BM25)
+        clone.__dict__.update(self.__dict__)
+        clone.num_results = k
+        clone._retriever = self.index.bm25(k1=self.k1, b=self.b, num_results=k, verbose=False)
+        return clone
+
+    def __repr__(self) -> str:
+        return f"BM25({str(self.index.path)!r}, k1={self.k1}, b={self.b}, num_results={self.num_results})"
+
+    def __eq__(self, other) -> bool:
+        return type(other) is type(self) and repr(other) == repr(self)
+
+    def __hash__(self) -> int:
+        return hash(repr(self))

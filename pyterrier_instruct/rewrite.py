@@ -1,0 +1,89 @@
+"""Query-frame transformers of the instruction data model: fold the instruction into the query, set one.
+
+The joining rule itself lives in :mod:`pyterrier_instruct.instructions` (:func:`compose`).
+"""
+from __future__ import annotations
+
+import pandas as pd
+import pyterrier as pt
+
+from .instructions import DEFAULT_TEMPLATE, compose_frame
+
+
+class FoldInstruction(pt.Transformer):
+    """Folds the instruction into ``query`` for stages that only read the query (e.g. BM25).
+
+    The previous query is kept as ``query_0`` (PyTerrier's query-rewrite convention), so
+    ``pt.rewrite.reset()`` restores it. With the default template an empty instruction
+    reproduces the query byte for byte.
+
+    Args:
+        template: a format string over ``{query}`` and ``{instruction}``; the result is stripped.
+    """
+    schematic = {"label": "FoldInstr"}
+
+    def __init__(self, template: str = DEFAULT_TEMPLATE):
+        if "{query}" not in template:
+            raise ValueError(f"FoldInstruction: template {template!r} has no {{query}} field")
+        self.template = template
+
+    def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+        pt.validate.columns(inp, includes=["qid", "query"])
+        out = inp.copy()
+        if len(out) == 0:
+            out["query_0"] = pd.Series(dtype=object)
+            return out
+        if "query_0" in out.columns:  # the PyTerrier convention: shift older rewrites
+            idx = 1
+            while f"query_{idx}" in out.columns:
+                idx += 1
+            for i in range(idx, 0, -1):
+                out[f"query_{i}"] = out[f"query_{i - 1}"]
+        out["query_0"] = inp["query"]
+        out["query"] = compose_frame(inp, self.template)
+        return out
+
+    def __repr__(self) -> str:
+        return f"FoldInstruction(template={self.template!r})"
+
+    def __eq__(self, other) -> bool:
+        return type(other) is type(self) and other.template == self.template
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, self.template))
+
+
+class SetInstruction(pt.Transformer):
+    """Sets a constant ``instruction`` on every row (e.g. a Promptriever prompt, or ``""`` to ablate).
+
+    Args:
+        instruction: the instruction text.
+        overwrite: replace an existing ``instruction`` column (default); if False, only fill
+            missing or empty instructions.
+    """
+    schematic = {"label": "SetInstr"}
+
+    def __init__(self, instruction: str, overwrite: bool = True):
+        if not isinstance(instruction, str):
+            raise TypeError(f"SetInstruction: instruction must be a str, got {type(instruction).__name__}")
+        self.instruction = instruction
+        self.overwrite = overwrite
+
+    def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+        pt.validate.columns(inp, includes=["qid"])
+        out = inp.copy()
+        if self.overwrite or "instruction" not in out.columns:
+            out["instruction"] = pd.Series(self.instruction, index=out.index, dtype=object)
+        else:
+            current = out["instruction"].fillna("").astype(str)
+            out["instruction"] = current.where(current != "", self.instruction)
+        return out
+
+    def __repr__(self) -> str:
+        return f"SetInstruction({self.instruction!r}, overwrite={self.overwrite})"
+
+    def __eq__(self, other) -> bool:
+        return type(other) is type(self) and (other.instruction, other.overwrite) == (self.instruction, self.overwrite)
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, self.instruction, self.overwrite))

@@ -1,0 +1,32 @@
+import os
+
+# Tests never touch the network or the Hugging Face hub.
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["TRANSFORMERS_OFFLINE"] = "1"
+os.environ["HF_DATASETS_OFFLINE"] = "1"
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import json  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+
+DATA = Path(__file__).parent / "data"
+
+
+@pytest.fixture(scope="session")
+def pmrr_cases():
+    with open(DATA / "pmrr_cases.json") as f:
+        return json.load(f)["cases"]
+
+
+@pytest.fixture(scope="session")
+def mini():
+    import pyterrier_instruct as pti
+    return pti.load_dataset("instruct-mini")
+
+
+@pytest.fixture(scope="session")
+def mini_bm25(mini):
+    import pyterrier_instruct as pti
+    return pti.BM25(mini.get_corpus_iter())
