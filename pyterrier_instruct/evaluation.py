@@ -47,7 +47,7 @@ def followir_experiment(systems, dataset, names: Optional[Sequence[str]] = None,
     long = long[long["qid"].astype(str).str.endswith("-og")].reset_index(drop=True)
     if perquery == "both":
         means = long.pivot_table(index="name", columns="measure", values="value", aggfunc="mean")
-        means = means.reindex(pd.unique(long["name"]))
+        means = means.reindex(list(names) if names is not None else [str(s) for s in systems])
         means.columns.name = None
         return means.reset_index(), long
     return long

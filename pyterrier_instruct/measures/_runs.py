@@ -43,10 +43,7 @@ def run_frame(run: RunLike, name: str = "run") -> Tuple[pd.DataFrame, Set[str]]:
     if df["score"].isna().any():
         bad = df[df["score"].isna()].iloc[0]
         raise ValueError(f"{name} has a NaN score (qid {bad.qid!r}, docno {bad.docno!r})")
-    dup = df.duplicated(["qid", "docno"])
-    if dup.any():
-        bad = df[dup].iloc[0]
-        raise ValueError(f"{name} lists docno {bad.docno!r} more than once for qid {bad.qid!r}")
+    df.attrs["name"] = name  # duplicates are detected (cheaply, on integer keys) by ranks_of
     return df, present
 
 
@@ -67,33 +64,51 @@ def qrels_frame(qrels: QrelsLike, name: str = "qrels") -> pd.DataFrame:
     raise TypeError(f"{name} must be a DataFrame or a {{qid: {{docno: label}}}} dict, got {type(qrels).__name__}")
 
 
-def ranked(run: pd.DataFrame, ties: str) -> pd.DataFrame:
-    """Adds 1-based ``rank`` and per-query length ``n`` to a normalised run frame.
+def ranks_of(docs: pd.DataFrame, run: pd.DataFrame, ties: str) -> np.ndarray:
+    """The 1-based rank of each (qid, docno) row of ``docs`` in ``run``; a missing doc gets n_q + 1.
 
-    ``ties='docno'``: score descending, then docno descending by code point (trec_eval, mteb ≥ 2.19.5).
-    ``ties='input'``: stable sort on score only, tied documents in run order (mteb 1.7, InfoSearch).
+    Only the asked documents are ranked, without sorting the run by docno: rank = 1 + (rows of the
+    query with a higher score) + (tied rows before it: docno greater, or earlier row for
+    ``ties='input'``). ``ties='docno'`` is score descending then docno descending by code point
+    (trec_eval, mteb >= 2.19.5); ``ties='input'`` is a stable sort on score (mteb 1.7, InfoSearch).
     """
     if ties not in TIES:
         raise ValueError(f"ties must be one of {TIES}, got {ties!r}")
-    df = run.copy()
-    df["_pos"] = np.arange(len(df))
-    if ties == "docno":
-        df = df.sort_values(["qid", "score", "docno"], ascending=[True, False, False], kind="stable")
+    n = len(run)
+    qcode, quniq = pd.factorize(np.concatenate([run["qid"].to_numpy(dtype=object), docs["qid"].to_numpy(dtype=object)]))
+    dcode, duniq = pd.factorize(np.concatenate([run["docno"].to_numpy(dtype=object), docs["docno"].to_numpy(dtype=object)]))
+    key = qcode.astype(np.int64) * max(len(duniq), 1) + dcode
+    run_keys = pd.Index(key[:n])
+    if not run_keys.is_unique:
+        bad = run[run_keys.duplicated()].iloc[0]
+        raise ValueError(f"{run.attrs.get('name', 'run')} lists docno {bad.docno!r} more than once for qid {bad.qid!r}")
+    n_per_q = np.bincount(qcode[:n], minlength=len(quniq))
+    row = run_keys.get_indexer(key[n:])
+    ranks = n_per_q[qcode[n:]] + 1.0  # a missing document: n_q + 1
+    found = row >= 0
+    if not found.any():
+        return ranks
+    score_code = np.unique(run["score"].to_numpy(dtype="float64"), return_inverse=True)[1].astype(np.int64)
+    group = qcode[:n].astype(np.int64) * (int(score_code.max()) + 1) + score_code  # (query, score) ascending
+    order = np.lexsort((np.arange(n), group))
+    sorted_group = group[order]
+    r = row[found]
+    g = group[r]
+    q_end = np.cumsum(n_per_q)[qcode[r]]  # one past the query's last row in sorted order
+    higher = q_end - np.searchsorted(sorted_group, g, side="right")
+    if ties == "input":
+        position = np.empty(n, dtype=np.int64)
+        position[order] = np.arange(n)
+        tied_before = position[r] - np.searchsorted(sorted_group, g, side="left")
     else:
-        df = df.sort_values(["qid", "score", "_pos"], ascending=[True, False, True], kind="stable")
-    grouped = df.groupby("qid", sort=False)
-    df["rank"] = grouped.cumcount().to_numpy() + 1
-    df["n"] = grouped["docno"].transform("size").to_numpy()
-    return df.drop(columns="_pos")
+        tied_before = _tied_docno_greater(run["docno"].to_numpy(dtype=object), group, r)
+    ranks[found] = higher + tied_before + 1
+    return ranks
 
 
-def ranks_of(docs: pd.DataFrame, run: pd.DataFrame, present: Set[str], ties: str) -> np.ndarray:
-    """The 1-based rank of each (qid, docno) row of ``docs`` in ``run``; a missing doc gets n_q + 1.
-
-    Every qid of ``docs`` must be in ``present`` (callers drop the others first).
-    """
-    r = ranked(run, ties)
-    merged = docs[["qid", "docno"]].merge(r[["qid", "docno", "rank"]], on=["qid", "docno"], how="left")
-    lengths = r.groupby("qid", sort=False)["n"].first()
-    n = merged["qid"].map(lengths).fillna(0).to_numpy()
-    return np.where(merged["rank"].isna(), n + 1, merged["rank"].to_numpy()).astype("float64")
+def _tied_docno_greater(docno: np.ndarray, group: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """For each row in ``rows``: how many rows share its (query, score) and have a greater docno."""
+    tied = np.flatnonzero(np.isin(group, group[rows]))  # only the groups holding an asked document
+    sub = pd.DataFrame({"g": group[tied], "docno": docno[tied]}, index=tied)
+    before = sub.groupby("g", sort=False)["docno"].rank(method="first", ascending=False) - 1
+    return before.reindex(rows).to_numpy(dtype=np.int64)

@@ -60,7 +60,7 @@ def bm25_index(corpus: Iterable[Dict], path: Optional[str] = None, *, text_field
     if path is None:
         path = tempfile.mkdtemp(prefix="pti-pisa-")
         overwrite = True
-    index = PisaIndex(path, stemmer=stemmer, stops=stops, threads=threads, overwrite=overwrite)
+    index = PisaIndex(path, text_field="text", stemmer=stemmer, stops=stops, threads=threads, overwrite=overwrite)
     if not index.built() or overwrite:
         with _native_stderr_silenced(not verbose):
             index.index(_docs(corpus, text_field))
