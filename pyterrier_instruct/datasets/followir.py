@@ -159,6 +159,11 @@ class FollowIRDataset(pt.datasets.Dataset):
         from .candidates import Candidates
         return Candidates(self, text_field=text_field)
 
+    def text_loader(self, text_field: str = "text"):
+        """A transformer ``R → R`` attaching ``title`` and the text field by docno (after a first stage)."""
+        from .candidates import TextLoader
+        return TextLoader(self, text_field=text_field)
+
     def info_url(self) -> Optional[str]:
         return self.provenance.get("url")
 
