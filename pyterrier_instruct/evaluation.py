@@ -78,10 +78,6 @@ def followir_experiment(systems, dataset, names: Optional[Sequence[str]] = None,
     return long
 
 
-def _short(dataset) -> str:
-    return str(dataset.name).split("/")[-1]
-
-
 def followir_table(results: Dict[str, Tuple[object, pd.DataFrame]]) -> pd.DataFrame:
     """Table 2 layout from ``{dataset display name: (dataset, pt.Experiment mean frame)}``.
 

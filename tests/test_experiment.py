@@ -2,7 +2,6 @@
 import warnings
 
 import ir_measures
-import numpy as np
 import pandas as pd
 import pyterrier as pt
 import pytest

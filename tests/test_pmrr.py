@@ -131,17 +131,25 @@ def test_mteb_unit_vectors():
     assert pmrr(tied, tied, {"q": ["0"]}) == 0.0
 
 
+def _run_with(positions, n):
+    """A run of n docs ("f1".."fn" as filler) where each named doc sits at the given 1-based rank."""
+    fillers = iter(f"f{i}" for i in range(1, n + 1))
+    at = {rank: doc for doc, rank in positions.items()}
+    return {at.get(rank) or next(fillers): float(n - rank) for rank in range(1, n + 1)}
+
+
 def test_metrics_worked_example():
-    og = {"q1": {"a": 10, "c": 9, "x1": 8, "x2": 7, "x3": 6, "x4": 5, "x5": 4, "x6": 3, "x7": 2, "b": 1},
-          "q2": {"d": 4, "y1": 5, "y2": 6, "y3": 7}}
-    # q1: a 1→2, b 10→5, c 2→... built to the METRICS §2 table values by direct construction below
-    docs = pd.DataFrame({"qid": ["q1"], "docno": ["a"]})
-    new = {"q1": {"c": 10, "a": 9, "x1": 8, "x2": 7, "x3": 6, "x4": 5, "x5": 4, "x6": 3, "x7": 2, "b": 1}, "q2": og["q2"]}
-    assert pmrr(og, new, docs) == pytest.approx(0.5)  # rank 1 → 2
-    assert pmrr(new, og, docs) == pytest.approx(-0.5)  # rank 2 → 1
-    value, per_query = pmrr(og, new, {"q1": ["a"], "q2": ["d"], "q3": []}, per_query=True)
-    assert per_query == {"q1": pytest.approx(0.5), "q2": 0.0}
-    assert value == pytest.approx(0.25)
+    # METRICS §2: q1 C = {a: 1→2, b: 10→5, c: 3→30} gives (+0.5, −0.5, +0.9) → 0.3; q2 C = {d: 4→4} → 0;
+    # q3 has no changed documents and is excluded; the dataset value is (0.3 + 0) / 2 = 0.15.
+    og = {"q1": _run_with({"a": 1, "c": 3, "b": 10}, 30), "q2": _run_with({"d": 4}, 10), "q3": _run_with({}, 5)}
+    new = {"q1": _run_with({"a": 2, "b": 5, "c": 30}, 30), "q2": _run_with({"d": 4}, 10), "q3": _run_with({}, 5)}
+    value, per_query = pmrr(og, new, {"q1": ["a", "b", "c"], "q2": ["d"], "q3": []}, per_query=True)
+    assert per_query == {"q1": pytest.approx(0.3, abs=1e-12), "q2": 0.0}
+    assert value == pytest.approx(0.15, abs=1e-12)
+    docs = pmrr_per_doc(og, new, {"q1": ["a", "b", "c"]})
+    assert docs["pmrr"].tolist() == pytest.approx([0.5, -0.5, 0.9])
+    # a document missing from a 1000-document run ranks 1001: 5 → 1001 gives 1 − 5/1001
+    assert pmrr({"q": _run_with({"z": 5}, 1000)}, {"q": _run_with({}, 1000)}, {"q": ["z"]}) == pytest.approx(0.995, abs=1e-3)
 
 
 @pytest.mark.parametrize("bad,match", [

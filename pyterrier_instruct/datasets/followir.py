@@ -164,9 +164,6 @@ class FollowIRDataset(pt.datasets.Dataset):
         from .candidates import TextLoader
         return TextLoader(self, text_field=text_field)
 
-    def info_url(self) -> Optional[str]:
-        return self.provenance.get("url")
-
     @staticmethod
     def _select(df: pd.DataFrame, variant: Optional[str]) -> pd.DataFrame:
         return df if variant is None else variant_frame(df, variant)
