@@ -48,7 +48,7 @@ class _pMRR(PairedMeasure):
         empty = pd.DataFrame({"qid": [], "docno": [], "score": []})
         og_run, ch_run = r.get("og", empty), r.get("changed", empty)
         with_docs = set(diff["qid"])
-        missing = sorted(qid for qid in with_docs if qid not in set(og_run["qid"]) or qid not in set(ch_run["qid"]))
+        missing = sorted(with_docs - (set(og_run["qid"]) & set(ch_run["qid"])))
         if missing:
             warnings.warn(f"pMRR: {len(missing)} base queries lack their -og or -changed run and are skipped "
                           f"({missing[:5]}{'...' if len(missing) > 5 else ''}); with pt.Experiment(batch_size=...) "

@@ -43,8 +43,7 @@ def run_frame(run: RunLike, name: str = "run") -> Tuple[pd.DataFrame, Set[str]]:
     if df["score"].isna().any():
         bad = df[df["score"].isna()].iloc[0]
         raise ValueError(f"{name} has a NaN score (qid {bad.qid!r}, docno {bad.docno!r})")
-    df.attrs["name"] = name  # duplicates are detected (cheaply, on integer keys) by ranks_of
-    return df, present
+    return df, present  # duplicate (qid, docno) rows are detected on integer keys by ranks_of
 
 
 def qrels_frame(qrels: QrelsLike, name: str = "qrels") -> pd.DataFrame:
@@ -64,7 +63,7 @@ def qrels_frame(qrels: QrelsLike, name: str = "qrels") -> pd.DataFrame:
     raise TypeError(f"{name} must be a DataFrame or a {{qid: {{docno: label}}}} dict, got {type(qrels).__name__}")
 
 
-def ranks_of(docs: pd.DataFrame, run: pd.DataFrame, ties: str) -> np.ndarray:
+def ranks_of(docs: pd.DataFrame, run: pd.DataFrame, ties: str, name: str = "run") -> np.ndarray:
     """The 1-based rank of each (qid, docno) row of ``docs`` in ``run``; a missing doc gets n_q + 1.
 
     Only the asked documents are ranked, without sorting the run by docno: rank = 1 + (rows of the
@@ -81,7 +80,7 @@ def ranks_of(docs: pd.DataFrame, run: pd.DataFrame, ties: str) -> np.ndarray:
     run_keys = pd.Index(key[:n])
     if not run_keys.is_unique:
         bad = run[run_keys.duplicated()].iloc[0]
-        raise ValueError(f"{run.attrs.get('name', 'run')} lists docno {bad.docno!r} more than once for qid {bad.qid!r}")
+        raise ValueError(f"{name} lists docno {bad.docno!r} more than once for qid {bad.qid!r}")
     n_per_q = np.bincount(qcode[:n], minlength=len(quniq))
     row = run_keys.get_indexer(key[n:])
     ranks = n_per_q[qcode[n:]] + 1.0  # a missing document: n_q + 1

@@ -70,10 +70,9 @@ def pmrr_per_doc(og_run: RunLike, changed_run: RunLike, changed: ChangedDocs, ti
                 warnings.warn(f"p-MRR: query {qid!r} not found in the runs (og and changed); it is skipped", stacklevel=3)
     usable = docs["qid"].isin(og_present) & docs["qid"].isin(ch_present)
     docs = docs[usable].reset_index(drop=True)
-    o = ranks_of(docs, og, ties)
-    n = ranks_of(docs, ch, ties)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        p = np.where(n > o, 1.0 - o / n, n / o - 1.0)
+    o = ranks_of(docs, og, ties, "og_run")
+    n = ranks_of(docs, ch, ties, "changed_run")
+    p = np.where(n > o, 1.0 - o / n, n / o - 1.0)  # ranks are >= 1
     return docs.assign(og_rank=o.astype("int64"), new_rank=n.astype("int64"), pmrr=p)
 
 
