@@ -1,6 +1,6 @@
 """pyterrier-instruct: instruction-following retrieval for PyTerrier.
 
-``import pyterrier_instruct as pti`` registers the measures (``pMRR``, ``OG``) with ir_measures and
+``import pyterrier_instruct as pti`` registers the measures (``pMRR``, ``WISE``, ``SICR``, ``Robustness``, …) with ir_measures and
 exposes the public names below; transformers and loaders are imported on first use, and no model
 library (torch, transformers) is imported until a model is actually run.
 """
@@ -11,7 +11,8 @@ import importlib
 from . import measures
 from .instructions import (DEFAULT_TEMPLATE, VARIANTS, compose, paired_qid, paired_qrels, paired_topics,
                            split_qid)
-from .measures import OG, changed_docs, pMRR, pmrr
+from .measures import (OG, SICR, WISE, Changed, GoldRank, IdealWISE, IFIR_nDCG, InfoSearch_pMRR, Reversed, Robustness,
+                       changed_docs, pMRR, pmrr)
 
 __version__ = "0.1.0"
 
@@ -32,7 +33,8 @@ _LAZY = {
     "load_dataset": "datasets",
 }
 
-__all__ = ["__version__", "measures", "pMRR", "OG", "pmrr", "changed_docs", "compose", "paired_topics",
+__all__ = ["__version__", "measures", "pMRR", "OG", "Changed", "Reversed", "WISE", "IdealWISE", "SICR",
+           "InfoSearch_pMRR", "GoldRank", "Robustness", "IFIR_nDCG", "pmrr", "changed_docs", "compose", "paired_topics",
            "paired_qrels", "paired_qid", "split_qid", "DEFAULT_TEMPLATE", "VARIANTS"] + list(_LAZY)
 
 

@@ -81,7 +81,7 @@ def test_changed_docs_equal_create_qrel_diff(case):
 
 def test_og_doc_missing_from_changed_qrels_is_an_error():
     case = next(c for c in CASES if c["name"] == "og_doc_absent_from_changed_qrels")
-    with pytest.raises(KeyError, match="'b' of query 'q1'.*missing from the changed qrels"):
+    with pytest.raises(ValueError, match="'b' of query 'q1'.*missing from the changed qrels"):
         changed_docs(case["inputs"]["og_qrels"], case["inputs"]["changed_qrels"])
 
 

@@ -1,12 +1,21 @@
-"""Instruction-following measures, registered in ir_measures on import.
+"""Instruction-following measures, registered in ir_measures on import (so ``pt.Experiment``,
+``ir_measures.calc_aggregate`` and ``ir_measures.parse_measure`` know them).
 
-- :data:`pMRR` — FollowIR p-MRR on paired runs (``<qid>-og`` / ``<qid>-changed``), one value per
-  base query keyed by its ``-og`` qid. ``pMRR(ties='input')`` keeps the run's row order for ties.
-- :data:`OG` — ``OG(AP@1000)`` evaluates a standard measure on the ``-og`` variant with the og qrels
-  only (the FollowIR report convention), keyed the same way, so that
-  ``pt.Experiment(systems, paired_topics, paired_qrels, [pMRR, OG(AP@1000)], baseline=0)`` puts both
-  on the same qids.
-- :func:`pmrr` / :func:`changed_docs` — the same computation as plain functions over two runs.
+Paired-qid convention: every instruction variant of an instance has its own qid ``<base>-og`` /
+``<base>-changed`` / ``<base>-reversed`` in topics, runs and qrels; the paired measures report one
+value per instance keyed by its ``-og`` qid, so they share a qid space in ``pt.Experiment``.
+
+- FollowIR: :data:`pMRR` (``ties='docno'`` default, ``'input'`` = mteb 1.7).
+- InfoSearch: :data:`WISE` (``version='2024'|'2025'|'paper'``), :data:`IdealWISE`, :data:`SICR`
+  (``variant='code'|'mean'|'paper'``), :data:`InfoSearch_pMRR`, :data:`GoldRank` (``run=...``);
+  ties default to ``'input'`` (the reference's stable sort on run order).
+- Standard measures on one variant: :data:`OG`, :data:`Changed`, :data:`Reversed`, e.g.
+  ``OG(AP@1000)``, ``Changed(nDCG@10)`` (evaluated by ir_measures against that variant's qrels).
+- InstructIR/InfoSearch: :data:`Robustness` (``Robustness@10``, ``variant=`` to pick one mode);
+  one value per group (the qid up to its first ``_``), keyed by the group.
+- IFIR: :data:`IFIR_nDCG` (``IFIR_nDCG@20``; ``norm='ifir_code'|'standard'``); MRR@20 is ``RR@20``.
+- The same computations as plain functions: :func:`pmrr`, :func:`infosearch_eval`, :func:`wise`,
+  :func:`sicr`, :func:`infosearch_pmrr`, :func:`robustness`, :func:`ifir_ndcg`.
 """
 from __future__ import annotations
 
@@ -16,11 +25,18 @@ import ir_measures
 import pandas as pd
 from ir_measures import measures
 
-from ..instructions import by_variant, paired_qid, variant_frame
+from ..instructions import VARIANTS, by_variant, paired_qid
 from ._provider import PairedMeasure, install
-from .pmrr import changed_docs, pmrr, pmrr_per_doc
+from .ifir import ifir_ndcg, ifir_ndcg_per_query
+from .infosearch import (SICR_VARIANTS, WISE_VERSIONS, RankTable, ideal_wise, ideal_wise_values, infosearch_eval,
+                         infosearch_partition, infosearch_pmrr, sicr, sicr_per_query, wise, wise_values)
+from .pmrr import changed_docs, pmrr, pmrr_per_doc, pmrr_values
+from .robustness import group_of, robustness, robustness_eval
 
-__all__ = ["pMRR", "OG", "pmrr", "pmrr_per_doc", "changed_docs", "PairedMeasure"]
+__all__ = ["pMRR", "OG", "Changed", "Reversed", "WISE", "IdealWISE", "SICR", "InfoSearch_pMRR", "GoldRank",
+           "Robustness", "IFIR_nDCG", "pmrr", "pmrr_per_doc", "changed_docs", "infosearch_eval", "infosearch_partition",
+           "wise", "ideal_wise", "sicr", "infosearch_pmrr", "robustness", "robustness_eval", "group_of", "ifir_ndcg",
+           "PairedMeasure"]
 
 
 class _pMRR(PairedMeasure):
@@ -38,7 +54,7 @@ class _pMRR(PairedMeasure):
                                    desc="tie-break: docno descending (current mteb) or run row order (mteb 1.7)"),
     }
 
-    def paired_impl(self, qrels: pd.DataFrame, run: pd.DataFrame):
+    def paired_impl(self, qrels: pd.DataFrame, run: pd.DataFrame, cache: dict):
         q = by_variant(qrels)
         if "og" not in q or "changed" not in q:
             raise ValueError("pMRR needs paired qrels with '<qid>-og' and '<qid>-changed' query ids "
@@ -64,12 +80,12 @@ class _pMRR(PairedMeasure):
             yield paired_qid(base, "og"), float(value)
 
 
-class _OG(PairedMeasure):
-    """A standard measure evaluated on the ``-og`` variant against the og qrels only."""
-    __name__ = "OG"
-    NAME = __name__
+class _OnVariant(PairedMeasure):
+    """A standard ir_measures measure evaluated on one variant's run against that variant's qrels only,
+    reported under the instance's ``-og`` qid (so it shares the qid space of the paired measures)."""
+    VARIANT = "og"
     SUPPORTED_PARAMS = {
-        "measure": measures.ParamInfo(dtype=measures.Measure, required=True, desc="the measure to evaluate on -og"),
+        "measure": measures.ParamInfo(dtype=measures.Measure, required=True, desc="the measure to evaluate"),
     }
 
     def __call__(self, measure=None, **kwargs):
@@ -77,18 +93,211 @@ class _OG(PairedMeasure):
             kwargs["measure"] = ir_measures.parse_measure(measure) if isinstance(measure, str) else measure
         return super().__call__(**kwargs)
 
-    def paired_impl(self, qrels: pd.DataFrame, run: pd.DataFrame):
-        inner = self.params["measure"]
-        og_qrels = variant_frame(qrels, "og").rename(columns={"qid": "query_id", "docno": "doc_id", "label": "relevance"})
-        og_run = variant_frame(run, "og").rename(columns={"qid": "query_id", "docno": "doc_id"})
-        if len(og_qrels) == 0:
-            raise ValueError(f"{self!r} needs paired qrels with '<qid>-og' query ids")
-        for metric in ir_measures.iter_calc([inner], og_qrels, og_run):
-            yield metric.query_id, metric.value
+    def paired_impl(self, qrels: pd.DataFrame, run: pd.DataFrame, cache: dict):
+        inner, v = self.params["measure"], self.VARIANT
+        part_qrels = by_variant(qrels).get(v)
+        if part_qrels is None:
+            raise ValueError(f"{self!r} needs paired qrels with '<qid>-{v}' query ids")
+        part_run = by_variant(run).get(v, pd.DataFrame({"qid": [], "docno": [], "score": []}))
+        part_qrels = part_qrels.rename(columns={"qid": "query_id", "docno": "doc_id", "label": "relevance"})
+        part_run = part_run.rename(columns={"qid": "query_id", "docno": "doc_id"})
+        for metric in ir_measures.iter_calc([inner], part_qrels, part_run):
+            yield paired_qid(metric.query_id, "og"), metric.value
+
+
+class _OG(_OnVariant):
+    """A standard measure on the ``-og`` variant (FollowIR's headline MAP/nDCG; InfoSearch "Ori")."""
+    __name__ = "OG"
+    NAME = __name__
+    VARIANT = "og"
+
+
+class _Changed(_OnVariant):
+    """A standard measure on the ``-changed`` variant against the changed qrels (InfoSearch "Ins")."""
+    __name__ = "Changed"
+    NAME = __name__
+    VARIANT = "changed"
+
+
+class _Reversed(_OnVariant):
+    """A standard measure on the ``-reversed`` variant against the reversed qrels (InfoSearch "Rev")."""
+    __name__ = "Reversed"
+    NAME = __name__
+    VARIANT = "reversed"
+
+
+_TIES_INPUT = measures.ParamInfo(dtype=str, choices=["input", "docno"], default="input",
+                                 desc="tie-break: run row order (the InfoSearch reference) or docno descending")
+_EMPTY_RUN = pd.DataFrame({"qid": [], "docno": [], "score": []})
+
+
+class _InfoSearchMeasure(PairedMeasure):
+    """Base of the InfoSearch measures: one rank table (partition ranks in the three runs) per evaluation."""
+    NEEDS_REVERSED = True
+
+    def table(self, qrels: pd.DataFrame, run: pd.DataFrame, cache: dict) -> RankTable:
+        ties = self.params.get("ties", "input")
+        key = ("infosearch", ties, self.NEEDS_REVERSED)
+        if key not in cache:
+            q = by_variant(qrels)
+            if "og" not in q or "changed" not in q:
+                raise ValueError(f"{self} needs paired qrels with '<qid>-og' and '<qid>-changed' query ids "
+                                 f"(see pyterrier_instruct.paired_qrels); found variants {sorted(q)}")
+            r = by_variant(run)
+            rev = r.get("reversed", _EMPTY_RUN) if self.NEEDS_REVERSED else None
+            cache[key] = RankTable(r.get("og", _EMPTY_RUN), r.get("changed", _EMPTY_RUN), rev,
+                                   infosearch_partition(q["og"], q["changed"]), ties)
+        return cache[key]
+
+    @staticmethod
+    def emit(values: pd.Series):
+        for base, value in values.items():
+            yield paired_qid(base, "og"), float(value)
+
+
+class _WISE(_InfoSearchMeasure):
+    """WISE (InfoSearch): rank-aware reward/penalty of the gold document across the og (core query),
+    changed (instructed) and reversed runs; raw in [-1, 1]. Default: the 2024 reference code.
+
+    .. cite.dblp:: journals/corr/abs-2410-23841
+    """
+    __name__ = "WISE"
+    NAME = __name__
+    PRETTY_NAME = "Weighted Instruction Sensitivity Evaluation"
+    SHORT_DESC = "Reward when the gold rises with the instruction and falls with the reversed one; penalty otherwise."
+    SUPPORTED_PARAMS = {
+        "version": measures.ParamInfo(dtype=str, choices=list(WISE_VERSIONS), default="2024",
+                                      desc="2024 code (default), 2025 code (sqrt reward, -1 penalty) or the paper"),
+        "ties": _TIES_INPUT,
+    }
+
+    def paired_impl(self, qrels, run, cache):
+        pos = self.table(qrels, run, cache).positive
+        values = wise_values(pos["ori_rank"], pos["ins_rank"], pos["rev_rank"], pos["sum_count"],
+                             self.params.get("version", "2024"))
+        return self.emit(pd.Series(values, index=pos["qid"].to_numpy()).groupby(level=0, sort=False).mean())
+
+
+class _IdealWISE(_InfoSearchMeasure):
+    """The ideal WISE bound given the og run (gold at rank 1 when instructed, pushed down when reversed)."""
+    __name__ = "IdealWISE"
+    NAME = __name__
+    SUPPORTED_PARAMS = _WISE.SUPPORTED_PARAMS
+
+    def paired_impl(self, qrels, run, cache):
+        pos = self.table(qrels, run, cache).positive
+        values = ideal_wise_values(pos["ori_rank"], pos["sum_count"], self.params.get("version", "2024"))
+        return self.emit(pd.Series(values, index=pos["qid"].to_numpy()).groupby(level=0, sort=False).mean())
+
+
+class _SICR(_InfoSearchMeasure):
+    """SICR (InfoSearch): share of instances whose gold rises (rank and raw score) with the instruction
+    and falls with the reversed one; raw in [0, 1]. Default: the reference code (last-gold quirk).
+
+    .. cite.dblp:: journals/corr/abs-2410-23841
+    """
+    __name__ = "SICR"
+    NAME = __name__
+    PRETTY_NAME = "Strict Instruction Compliance Ratio"
+    SHORT_DESC = "Instances whose gold document moves up with the instruction and down with the reversed one."
+    SUPPORTED_PARAMS = {
+        "variant": measures.ParamInfo(dtype=str, choices=list(SICR_VARIANTS), default="code",
+                                      desc="reference code (default), true mean over golds, or the paper's eq. 4"),
+        "ties": _TIES_INPUT,
+    }
+
+    def paired_impl(self, qrels, run, cache):
+        pos = self.table(qrels, run, cache).positive
+        return self.emit(sicr_per_query(pos, self.params.get("variant", "code")))
+
+
+class _InfoSearch_pMRR(_InfoSearchMeasure):
+    """InfoSearch's p-MRR: FollowIR's per-document rank change of the negatives, og run → changed run."""
+    __name__ = "InfoSearch_pMRR"
+    NAME = __name__
+    NEEDS_REVERSED = False
+    SUPPORTED_PARAMS = {"ties": _TIES_INPUT}
+
+    def paired_impl(self, qrels, run, cache):
+        neg = self.table(qrels, run, cache).negative
+        values = pmrr_values(neg["ori_rank"], neg["ins_rank"])
+        return self.emit(pd.Series(values, index=neg["qid"].to_numpy()).groupby(level=0, sort=False).mean())
+
+
+class _GoldRank(_InfoSearchMeasure):
+    """Mean 1-based rank of the gold documents in one variant's run (InfoSearch's R_ori/R_ins/R_rev)."""
+    __name__ = "GoldRank"
+    NAME = __name__
+    SUPPORTED_PARAMS = {
+        "run": measures.ParamInfo(dtype=str, choices=list(VARIANTS), default="og", desc="which variant's run"),
+        "ties": _TIES_INPUT,
+    }
+
+    def paired_impl(self, qrels, run, cache):
+        pos = self.table(qrels, run, cache).positive
+        col = {"og": "ori_rank", "changed": "ins_rank", "reversed": "rev_rank"}[self.params.get("run", "og")]
+        return self.emit(pos[col].astype("float64").groupby(pos["qid"].to_numpy(), sort=False).mean())
+
+
+class _Robustness(PairedMeasure):
+    """Robustness@k (InstructIR): mean over groups (qid up to the first ``_``) of the minimum nDCG@k of
+    the group's instances; one value per group, keyed by the group. ``variant`` restricts it to one
+    mode of a paired frame (``Robustness(variant='changed')@10``); by default every qid is an instance.
+    """
+    __name__ = "Robustness"
+    NAME = __name__
+    AT_PARAM = "cutoff"
+    PRETTY_NAME = "Robustness@k"
+    SHORT_DESC = "Worst-case nDCG@k over the instruction variants of a query, averaged over queries."
+    SUPPORTED_PARAMS = {
+        "cutoff": measures.ParamInfo(dtype=int, required=True, desc="nDCG cut-off"),
+        "variant": measures.ParamInfo(dtype=str, choices=list(VARIANTS), default=None,
+                                      desc="evaluate only this variant's qids (paired frames)"),
+    }
+
+    def paired_impl(self, qrels, run, cache):
+        variant = self.params.get("variant")
+        if variant is not None:
+            qrels = by_variant(qrels).get(variant)
+            if qrels is None:
+                raise ValueError(f"{self} needs paired qrels with '<qid>-{variant}' query ids")
+            run = by_variant(run).get(variant, _EMPTY_RUN)
+        result = robustness_eval(run, qrels, self.params["cutoff"])
+        return result["per_group_min"].items()
+
+
+class _IFIR_nDCG(PairedMeasure):
+    """IFIR nDCG@k: IDCG from the retrieved top-k's own gold count (the IFIR code, default) or standard
+    (``norm='standard'``, ir_measures nDCG@k); each (query, level) qid is one unit.
+    """
+    __name__ = "IFIR_nDCG"
+    NAME = __name__
+    AT_PARAM = "cutoff"
+    SUPPORTED_PARAMS = {
+        "cutoff": measures.ParamInfo(dtype=int, required=True, desc="rank cut-off"),
+        "norm": measures.ParamInfo(dtype=str, choices=["ifir_code", "standard"], default="ifir_code",
+                                   desc="IDCG from the retrieved list (IFIR code) or from the qrels (trec_eval)"),
+        "ties": measures.ParamInfo(dtype=str, choices=["docno", "input"], default="docno",
+                                   desc="tie-break of the top-k list: docno descending or run row order"),
+    }
+
+    def paired_impl(self, qrels, run, cache):
+        values = ifir_ndcg_per_query(run, qrels, self.params["cutoff"], self.params.get("norm", "ifir_code"),
+                                     self.params.get("ties", "docno"))
+        return ((str(q), float(v)) for q, v in values.items())
 
 
 pMRR = _pMRR()
 OG = _OG()
+Changed = _Changed()
+Reversed = _Reversed()
+WISE = _WISE()
+IdealWISE = _IdealWISE()
+SICR = _SICR()
+InfoSearch_pMRR = _InfoSearch_pMRR()
+GoldRank = _GoldRank()
+Robustness = _Robustness()
+IFIR_nDCG = _IFIR_nDCG()
 install()
-measures.register(pMRR)
-measures.register(OG)
+for _m in (pMRR, OG, Changed, Reversed, WISE, IdealWISE, SICR, InfoSearch_pMRR, GoldRank, Robustness, IFIR_nDCG):
+    measures.register(_m)

@@ -1,4 +1,4 @@
-"""The ir_measures provider for the paired measures (p-MRR now; WISE, SICR, Robustness later).
+"""The ir_measures provider for this package's measures (p-MRR, WISE, SICR, Robustness, IFIR nDCG, …).
 
 Paired measures read a run and qrels in the paired-qid convention (``<base>-og``, ``<base>-changed``)
 and report one value per base query, keyed by its ``-og`` qid. A dedicated provider (rather than
@@ -25,13 +25,14 @@ from ir_measures import Metric, providers
 class PairedMeasure(ir_measures.measures.Measure):
     """Base of the measures served by :class:`InstructProvider`.
 
-    Subclasses implement ``paired_impl(qrels, run) -> iterable of (qid, value)``; ``qrels`` and ``run``
-    are PyTerrier-style frames (``qid, docno, label`` / ``qid, docno, score``) in the order received.
+    Subclasses implement ``paired_impl(qrels, run, cache) -> iterable of (qid, value)``; ``qrels`` and
+    ``run`` are PyTerrier-style frames (``qid, docno, label`` / ``qid, docno, score``) in the order
+    received; ``cache`` is a dict shared by the measures of one evaluation (e.g. InfoSearch rank tables).
     """
     RUN_INPUTS = ["query_id", "doc_id", "score"]
     QREL_INPUTS = ["query_id", "doc_id", "relevance"]
 
-    def paired_impl(self, qrels: pd.DataFrame, run: pd.DataFrame):  # pragma: no cover - abstract
+    def paired_impl(self, qrels: pd.DataFrame, run: pd.DataFrame, cache: dict):  # pragma: no cover - abstract
         raise NotImplementedError  # abstract
 
     def aggregator(self):
@@ -50,8 +51,9 @@ class _Evaluator(providers.Evaluator):
     def _iter_calc(self, run) -> Iterator[Metric]:
         run = ir_measures.util.RunConverter(run, strict=False).as_pd_dataframe()
         run = run.rename(columns={"query_id": "qid", "doc_id": "docno"})
+        cache: dict = {}
         for measure in self.measures:
-            for qid, value in measure.paired_impl(self.qrels, run):
+            for qid, value in measure.paired_impl(self.qrels, run, cache):
                 yield Metric(qid, measure, value)
 
 

@@ -63,8 +63,38 @@ def qrels_frame(qrels: QrelsLike, name: str = "qrels") -> pd.DataFrame:
     raise TypeError(f"{name} must be a DataFrame or a {{qid: {{docno: label}}}} dict, got {type(qrels).__name__}")
 
 
+def label_pairs(og_qrels: QrelsLike, changed_qrels: QrelsLike) -> pd.DataFrame:
+    """``qid, docno, label_og, label_changed`` for every og-judged document, in og-qrels order.
+
+    Documents judged only in the changed qrels are ignored; an og-judged document missing from the
+    changed qrels is an error (the reference raises KeyError), as is a document judged twice.
+    """
+    og = qrels_frame(og_qrels, "og_qrels")
+    ch = qrels_frame(changed_qrels, "changed_qrels")
+    for frame, name in ((og, "og_qrels"), (ch, "changed_qrels")):
+        dup = frame.duplicated(["qid", "docno"])
+        if dup.any():
+            bad = frame[dup].iloc[0]
+            raise ValueError(f"{name} judge docno {bad.docno!r} twice for qid {bad.qid!r}")
+    merged = og.merge(ch, on=["qid", "docno"], how="left", suffixes=("_og", "_changed"))
+    missing = merged["label_changed"].isna()
+    if missing.any():
+        bad = merged[missing].iloc[0]
+        raise ValueError(f"document {bad.docno!r} of query {bad.qid!r} is judged in the og qrels but missing "
+                         f"from the changed qrels; both qrels must judge the same documents")
+    return merged.astype({"label_changed": "int64"})
+
+
 def ranks_of(docs: pd.DataFrame, run: pd.DataFrame, ties: str, name: str = "run") -> np.ndarray:
-    """The 1-based rank of each (qid, docno) row of ``docs`` in ``run``; a missing doc gets n_q + 1.
+    """The 1-based rank of each (qid, docno) row of ``docs`` in ``run``; a missing doc gets n_q + 1."""
+    return ranks_and_scores(docs, run, ties, name)[0]
+
+
+def ranks_and_scores(docs: pd.DataFrame, run: pd.DataFrame, ties: str, name: str = "run"
+                     ) -> Tuple[np.ndarray, np.ndarray]:
+    """(1-based rank, score) of each (qid, docno) row of ``docs`` in ``run``.
+
+    A missing document gets rank n_q + 1 and score 0.0 (the reference rule, METRICS §0).
 
     Only the asked documents are ranked, without sorting the run by docno: rank = 1 + (rows of the
     query with a higher score) + (tied rows before it: docno greater, or earlier row for
@@ -85,8 +115,10 @@ def ranks_of(docs: pd.DataFrame, run: pd.DataFrame, ties: str, name: str = "run"
     row = run_keys.get_indexer(key[n:])
     ranks = n_per_q[qcode[n:]] + 1.0  # a missing document: n_q + 1
     found = row >= 0
+    scores = np.zeros(len(row), dtype="float64")
     if not found.any():
-        return ranks
+        return ranks, scores
+    scores[found] = run["score"].to_numpy(dtype="float64")[row[found]]
     score_code = np.unique(run["score"].to_numpy(dtype="float64"), return_inverse=True)[1].astype(np.int64)
     group = qcode[:n].astype(np.int64) * (int(score_code.max()) + 1) + score_code  # (query, score) ascending
     order = np.lexsort((np.arange(n), group))
@@ -102,7 +134,7 @@ def ranks_of(docs: pd.DataFrame, run: pd.DataFrame, ties: str, name: str = "run"
     else:
         tied_before = _tied_docno_greater(run["docno"].to_numpy(dtype=object), group, r)
     ranks[found] = higher + tied_before + 1
-    return ranks
+    return ranks, scores
 
 
 def _tied_docno_greater(docno: np.ndarray, group: np.ndarray, rows: np.ndarray) -> np.ndarray:

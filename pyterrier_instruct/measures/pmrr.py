@@ -17,7 +17,7 @@ from typing import Dict, Optional, Tuple, Union
 import numpy as np
 import pandas as pd
 
-from ._runs import QrelsLike, RunLike, qrels_frame, ranks_of, run_frame
+from ._runs import QrelsLike, RunLike, label_pairs, ranks_of, run_frame
 
 ChangedDocs = Union[pd.DataFrame, Dict[str, list]]
 
@@ -29,18 +29,8 @@ def changed_docs(og_qrels: QrelsLike, changed_qrels: QrelsLike) -> pd.DataFrame:
     in the changed qrels are ignored; an og-judged document missing from the changed qrels is an
     error, as in the reference.
     """
-    og = qrels_frame(og_qrels, "og_qrels")
-    ch = qrels_frame(changed_qrels, "changed_qrels")
-    if ch.duplicated(["qid", "docno"]).any():
-        bad = ch[ch.duplicated(["qid", "docno"])].iloc[0]
-        raise ValueError(f"changed_qrels judge docno {bad.docno!r} twice for qid {bad.qid!r}")
-    merged = og.merge(ch, on=["qid", "docno"], how="left", suffixes=("_og", "_changed"))
-    missing = merged["label_changed"].isna()
-    if missing.any():
-        bad = merged[missing].iloc[0]
-        raise KeyError(f"document {bad.docno!r} of query {bad.qid!r} is judged in the og qrels but missing "
-                       f"from the changed qrels; both qrels must judge the same documents")
-    diff = merged[merged["label_og"] != merged["label_changed"].astype("int64")]
+    pairs = label_pairs(og_qrels, changed_qrels)
+    diff = pairs[pairs["label_og"] != pairs["label_changed"]]
     return diff[["qid", "docno"]].reset_index(drop=True)
 
 
@@ -72,8 +62,14 @@ def pmrr_per_doc(og_run: RunLike, changed_run: RunLike, changed: ChangedDocs, ti
     docs = docs[usable].reset_index(drop=True)
     o = ranks_of(docs, og, ties, "og_run")
     n = ranks_of(docs, ch, ties, "changed_run")
-    p = np.where(n > o, 1.0 - o / n, n / o - 1.0)  # ranks are >= 1
-    return docs.assign(og_rank=o.astype("int64"), new_rank=n.astype("int64"), pmrr=p)
+    return docs.assign(og_rank=o.astype("int64"), new_rank=n.astype("int64"), pmrr=pmrr_values(o, n))
+
+
+def pmrr_values(og_rank: np.ndarray, new_rank: np.ndarray) -> np.ndarray:
+    """The per-document p-MRR: ``n/o - 1`` if the document stayed or moved up, else ``1 - o/n``."""
+    o = np.asarray(og_rank, dtype="float64")
+    n = np.asarray(new_rank, dtype="float64")
+    return np.where(n > o, 1.0 - o / n, n / o - 1.0)  # ranks are >= 1
 
 
 def pmrr(og_run: RunLike, changed_run: RunLike, changed: Optional[ChangedDocs] = None, *,

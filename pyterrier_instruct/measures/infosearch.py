@@ -1,0 +1,292 @@
+"""InfoSearch measures: WISE, ideal WISE, SICR, InfoSearch's p-MRR and the gold-rank diagnostics.
+
+Semantics (METRICS §3, reproduced against EIT-NLP/InfoSearch ``utils.py`` at d0eae63 (2024) and
+f33f03d (2025)). One unit is an instructed-query instance with three runs under one qid: ``ori``
+(core query), ``ins`` (instructed) and ``rev`` (reversely instructed).
+
+- Partition (``create_qrel_match``): positives (gold) are og-judged documents labelled exactly 1 in
+  both qrels; negatives have changed label 0 and a different og label; both keep og-qrels order.
+  N (``sum_count``) = positives + negatives of the instance.
+- Ranks: stable sort on score (``ties='input'``, the reference); a missing document has rank
+  n_q + 1 and score 0.
+- WISE per gold, K = 20. Reward when ``i <= o < r``: 1 if ``o < N`` (paper: ``o <= N``) and
+  ``i == 1``; else, if ``o <= K``, ``(1 - (o - i)/K)/sqrt(i)`` (2025: ``sqrt(o - i)``); else 0.01.
+  Penalty otherwise: (2025, paper) -1 if ``r < o < i``; else ``(o - i)/i`` if ``o <= i``; else
+  ``(r - o)/o``. Ideal WISE is the reward with ``i = 1``, ``r = o + 1``.
+- SICR per gold: ``o > 1``: ``o > i``, ``r > o`` and ``S_ins > S_ori > S_rev``; ``o = 1``: ``i = 1``,
+  ``r > 1``, ``S_ins >= S_ori > S_rev``. The reference resets its counter per gold, so an instance
+  scores (last gold's success) / (number of golds) — ``variant='code'``, the published numbers;
+  ``'mean'`` is the true mean, ``'paper'`` eq. 4 (``R_ins < R_ori``, strict scores).
+- InfoSearch p-MRR: FollowIR's per-document formula on the negatives, ori run vs ins run.
+- Means per instance, then over the instances that have a positive (WISE, SICR, gold ranks) or a
+  negative (p-MRR, negative ranks).
+- Like the reference, the evaluation is refused (``ValueError``) when there is no positive, no
+  negative, or no instance with both, and when a partition query is missing from a run.
+"""
+from __future__ import annotations
+
+import warnings
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+import numpy as np
+import pandas as pd
+
+from ._runs import QrelsLike, RunLike, label_pairs, ranks_and_scores, run_frame
+from .pmrr import pmrr_values
+
+#: WISE versions: the 2024 code (default, contemporaneous with the paper), the 2025 code, the paper.
+WISE_VERSIONS = ("2024", "2025", "paper")
+#: SICR variants: the reference code (default), the true mean over golds, the paper's eq. 4.
+SICR_VARIANTS = ("code", "mean", "paper")
+#: The WISE rank horizon K.
+K = 20
+
+Lists = Mapping[str, Sequence[str]]
+
+
+def infosearch_partition(og_qrels: QrelsLike, changed_qrels: QrelsLike) -> pd.DataFrame:
+    """The InfoSearch partition (``create_qrel_match``): ``qid, docno, role`` in og-qrels order.
+
+    ``role`` is ``'positive'``, ``'negative'`` or ``None`` (neither: e.g. 2 in both, 0 in both, 0→1);
+    every og-qrels query appears, because the reference requires each in all three runs.
+    """
+    pairs = label_pairs(og_qrels, changed_qrels)
+    og, ch = pairs["label_og"].to_numpy(), pairs["label_changed"].to_numpy()
+    role = np.select([(og == 1) & (ch == 1), (ch == 0) & (og != ch)], ["positive", "negative"], default=None)
+    return pd.DataFrame({"qid": pairs["qid"].to_numpy(), "docno": pairs["docno"].to_numpy(), "role": role})
+
+
+def _explicit_partition(positives: Lists, negatives: Lists) -> pd.DataFrame:
+    rows = []
+    for lists, role in ((positives, "positive"), (negatives, "negative")):
+        for qid, docs in lists.items():
+            if isinstance(docs, str):
+                raise TypeError(f"{role}s[{qid!r}] must be a list of docnos, got the string {docs!r}")
+            rows.extend((str(qid), str(d), role) for d in docs)
+            if not docs:
+                rows.append((str(qid), None, None))
+    frame = pd.DataFrame(rows, columns=["qid", "docno", "role"], dtype=object)
+    dup = frame[frame["docno"].notna()].duplicated(["qid", "docno"])
+    if dup.any():
+        bad = frame[frame["docno"].notna()][dup].iloc[0]
+        raise ValueError(f"docno {bad.docno!r} is listed twice (as positive and/or negative) for qid {bad.qid!r}")
+    return frame
+
+
+def _partition(og_qrels, changed_qrels, positives, negatives) -> pd.DataFrame:
+    if positives is not None or negatives is not None:
+        if positives is None or negatives is None:
+            raise ValueError("pass both `positives` and `negatives` ({qid: [docno, ...]}), or og_qrels/changed_qrels")
+        if og_qrels is not None or changed_qrels is not None:
+            raise ValueError("pass either `positives`/`negatives` or `og_qrels`/`changed_qrels`, not both")
+        return _explicit_partition(positives, negatives)
+    if og_qrels is None or changed_qrels is None:
+        raise ValueError("the InfoSearch measures need the og and changed qrels (or explicit positives/negatives)")
+    return infosearch_partition(og_qrels, changed_qrels)
+
+
+class RankTable:
+    """Ranks and scores of the partition's documents in the three runs, validated like the reference.
+
+    ``positive``: ``qid, docno, ori_rank, ins_rank, rev_rank, ori_score, ins_score, rev_score,
+    sum_count``; ``negative``: ``qid, docno, ori_rank, ins_rank, rev_rank`` (rev columns only with a
+    reversed run). Both keep partition order.
+    """
+
+    def __init__(self, ori_run: RunLike, ins_run: RunLike, rev_run: Optional[RunLike], partition: pd.DataFrame,
+                 ties: str = "input"):
+        runs = {"ori": run_frame(ori_run, "ori_run"), "ins": run_frame(ins_run, "ins_run")}
+        if rev_run is not None:
+            runs["rev"] = run_frame(rev_run, "rev_run")
+        qids = list(pd.unique(partition["qid"]))
+        for name, (_, present) in runs.items():
+            missing = [q for q in qids if q not in present]
+            if missing:
+                raise ValueError(f"InfoSearch: {len(missing)} queries of the qrels have no {name} run "
+                                 f"(e.g. {missing[:5]}); every query needs its ori, ins and rev runs")
+        docs = partition[partition["role"].notna()]
+        pos = docs[docs["role"] == "positive"][["qid", "docno"]].reset_index(drop=True)
+        neg = docs[docs["role"] == "negative"][["qid", "docno"]].reset_index(drop=True)
+        if len(neg) == 0:
+            raise ValueError("InfoSearch evaluation is undefined: there is no negative document (changed label 0, "
+                             "og label different) in any query")
+        if len(pos) == 0:
+            raise ValueError("InfoSearch evaluation is undefined: there is no positive (gold) document (label 1 "
+                             "in both the og and changed qrels) in any query")
+        if not pos["qid"].isin(set(neg["qid"])).any():
+            raise ValueError("InfoSearch evaluation is undefined: no query has both a positive (gold) and a "
+                             "negative document")
+        counts = docs.groupby("qid", sort=False).size()
+        pos["sum_count"] = counts.reindex(pos["qid"]).to_numpy(dtype="int64")
+        for name, (frame, _) in runs.items():
+            rank, score = ranks_and_scores(pos, frame, ties, f"{name}_run")
+            pos[f"{name}_rank"], pos[f"{name}_score"] = rank.astype("int64"), score
+            neg[f"{name}_rank"] = ranks_and_scores(neg, frame, ties, f"{name}_run")[0].astype("int64")
+        self.positive, self.negative, self.ties = pos, neg, ties
+
+    def require_rev(self, what: str) -> None:
+        if "rev_rank" not in self.positive.columns:
+            raise ValueError(f"{what} needs the reversed run")
+
+
+def _check(value, choices, name):
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+
+
+def wise_values(o, i, r, n, version: str = "2024") -> np.ndarray:
+    """WISE per gold document from its ori/ins/rev ranks and the instance's N (vectorised)."""
+    _check(version, WISE_VERSIONS, "version")
+    o, i, r, n = (np.asarray(x, dtype="float64") for x in (o, i, r, n))
+    drop = np.sqrt(o - i, where=o >= i, out=np.zeros_like(o)) if version == "2025" else o - i
+    first = (o <= n) if version == "paper" else (o < n)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        reward = np.select([first & (i == 1), o <= K], [1.0, (1.0 - drop / K) / np.sqrt(i)], default=0.01)
+        penalty = np.where(o <= i, (o - i) / i, (r - o) / o)
+    if version != "2024":  # the 2024 code tests i < o < r here, inside the reward region: unreachable
+        penalty = np.where((r < o) & (o < i), -1.0, penalty)
+    return np.where((i <= o) & (o < r), reward, penalty)
+
+
+def ideal_wise_values(o, n, version: str = "2024") -> np.ndarray:
+    """Ideal WISE per gold document: the reward with ``i = 1`` and ``r = o + 1``."""
+    o = np.asarray(o, dtype="float64")
+    return wise_values(o, np.ones_like(o), o + 1, n, version)
+
+
+def sicr_success(o, i, r, s_o, s_i, s_r, variant: str = "code") -> np.ndarray:
+    """SICR's success indicator per gold document (0.0 / 1.0)."""
+    _check(variant, SICR_VARIANTS, "variant")
+    o, i, r = (np.asarray(x) for x in (o, i, r))
+    if variant == "paper":
+        ok = (i < o) & (s_i > s_o) & (o < r) & (s_o > s_r)
+    else:
+        ok = np.where(o > 1, (o > i) & (r > o) & (s_i > s_o) & (s_o > s_r),
+                      (i == 1) & (r > 1) & (s_i >= s_o) & (s_o > s_r))
+    return ok.astype("float64")
+
+
+def _per_query(qid: pd.Series, values: np.ndarray) -> pd.Series:
+    return pd.Series(values, index=qid.to_numpy()).groupby(level=0, sort=False).mean()
+
+
+def sicr_per_query(pos: pd.DataFrame, variant: str = "code", warn: bool = True) -> pd.Series:
+    """SICR per instance; ``variant='code'`` keeps the reference's last-gold quirk."""
+    ok = sicr_success(pos["ori_rank"], pos["ins_rank"], pos["rev_rank"], pos["ori_score"].to_numpy(),
+                      pos["ins_score"].to_numpy(), pos["rev_score"].to_numpy(), variant)
+    if variant != "code":
+        return _per_query(pos["qid"], ok)
+    frame = pd.DataFrame({"qid": pos["qid"].to_numpy(), "ok": ok})
+    grouped = frame.groupby("qid", sort=False)["ok"]
+    sizes = grouped.size()
+    if warn and (sizes > 1).any():
+        many = sizes[sizes > 1].index.tolist()
+        warnings.warn(f"SICR(variant='code'): {len(many)} instances have more than one gold document (e.g. "
+                      f"{many[:3]}); as in the reference code only the last one counts, divided by the number of "
+                      "golds; SICR(variant='mean') averages them", stacklevel=3)
+    return grouped.last() / sizes
+
+
+def _per_doc(table: RankTable, version: str) -> Tuple[pd.DataFrame, pd.DataFrame]:
+    table.require_rev("WISE")
+    pos, neg = table.positive.copy(), table.negative.copy()
+    pos["WISE"] = wise_values(pos["ori_rank"], pos["ins_rank"], pos["rev_rank"], pos["sum_count"], version)
+    pos["ideal_WISE"] = ideal_wise_values(pos["ori_rank"], pos["sum_count"], version)
+    neg["p-MRR"] = pmrr_values(neg["ori_rank"], neg["ins_rank"])
+    return pos, neg
+
+
+def infosearch_eval(ori_run: RunLike, ins_run: RunLike, rev_run: RunLike, *,
+                    og_qrels: Optional[QrelsLike] = None, changed_qrels: Optional[QrelsLike] = None,
+                    positives: Optional[Lists] = None, negatives: Optional[Lists] = None,
+                    version: str = "2024", sicr: str = "code", ties: str = "input", warn: bool = True) -> Dict:
+    """Everything the InfoSearch reference (``evaluate_change``) reports, plus per-query and per-document tables.
+
+    Args:
+        ori_run, ins_run, rev_run: the three runs (``qid, docno, score`` frames or ``{qid: {docno: score}}``),
+            all under the instance's qid.
+        og_qrels, changed_qrels: derive the partition (``create_qrel_match``); or give ``positives`` and
+            ``negatives`` as ``{qid: [docno, ...]}`` lists (order matters for ``sicr='code'``).
+        version: WISE version ``'2024'`` (default), ``'2025'`` or ``'paper'``.
+        sicr: SICR variant ``'code'`` (default), ``'mean'`` or ``'paper'``.
+        ties: ``'input'`` (default; run row order, as the reference) or ``'docno'``.
+
+    Returns:
+        ``{"overall": {p-MRR, WISE, ideal_WISE, SICR, ori/ins/rev_pos_rank, ori/ins/rev_neg_rank,
+        pos_neg_rank}, "per_query": {measure: {qid: value}}, "positive": frame, "negative": frame}``,
+        raw values (not ×100).
+    """
+    _check(version, WISE_VERSIONS, "version")
+    table = RankTable(ori_run, ins_run, rev_run, _partition(og_qrels, changed_qrels, positives, negatives), ties)
+    pos, neg = _per_doc(table, version)
+    per_query = {
+        "WISE": _per_query(pos["qid"], pos["WISE"].to_numpy()),
+        "ideal_WISE": _per_query(pos["qid"], pos["ideal_WISE"].to_numpy()),
+        "p-MRR": _per_query(neg["qid"], neg["p-MRR"].to_numpy()),
+        "SICR": sicr_per_query(pos, sicr, warn),
+    }
+    overall = {m: float(per_query[m].mean()) for m in ("p-MRR", "WISE", "ideal_WISE", "SICR")}
+    for kind, frame in (("pos", pos), ("neg", neg)):
+        for run in ("ori", "ins", "rev"):
+            overall[f"{run}_{kind}_rank"] = float(_per_query(frame["qid"], frame[f"{run}_rank"].to_numpy()).mean())
+    both = pos["qid"].isin(set(neg["qid"]))
+    mean_pos = _per_query(pos["qid"][both], pos["ins_rank"][both].to_numpy())
+    mean_neg = _per_query(neg["qid"], neg["ins_rank"].to_numpy()).reindex(mean_pos.index)
+    overall["pos_neg_rank"] = float((mean_pos - mean_neg).mean())
+    return {"overall": overall,
+            "per_query": {m: {str(q): float(v) for q, v in s.items()} for m, s in per_query.items()},
+            "positive": pos, "negative": neg}
+
+
+def _value(result: Dict, measure: str, per_query: bool):
+    value = result["overall"][measure]
+    return (value, result["per_query"][measure]) if per_query else value
+
+
+def wise(ori_run: RunLike, ins_run: RunLike, rev_run: RunLike, *, og_qrels: Optional[QrelsLike] = None,
+         changed_qrels: Optional[QrelsLike] = None, positives: Optional[Lists] = None,
+         negatives: Optional[Lists] = None, version: str = "2024", ties: str = "input",
+         per_query: bool = False) -> Union[float, Tuple[float, Dict[str, float]]]:
+    """WISE (raw, in [-1, 1]); arguments as :func:`infosearch_eval`; ``per_query`` adds ``{qid: value}``."""
+    result = infosearch_eval(ori_run, ins_run, rev_run, og_qrels=og_qrels, changed_qrels=changed_qrels,
+                             positives=positives, negatives=negatives, version=version, ties=ties, warn=False)
+    return _value(result, "WISE", per_query)
+
+
+def ideal_wise(ori_run: RunLike, ins_run: RunLike, rev_run: RunLike, *, og_qrels: Optional[QrelsLike] = None,
+               changed_qrels: Optional[QrelsLike] = None, positives: Optional[Lists] = None,
+               negatives: Optional[Lists] = None, version: str = "2024", ties: str = "input",
+               per_query: bool = False) -> Union[float, Tuple[float, Dict[str, float]]]:
+    """The ideal WISE bound given the ori run (raw); arguments as :func:`wise`."""
+    result = infosearch_eval(ori_run, ins_run, rev_run, og_qrels=og_qrels, changed_qrels=changed_qrels,
+                             positives=positives, negatives=negatives, version=version, ties=ties, warn=False)
+    return _value(result, "ideal_WISE", per_query)
+
+
+def sicr(ori_run: RunLike, ins_run: RunLike, rev_run: RunLike, *, og_qrels: Optional[QrelsLike] = None,
+         changed_qrels: Optional[QrelsLike] = None, positives: Optional[Lists] = None,
+         negatives: Optional[Lists] = None, variant: str = "code", ties: str = "input",
+         per_query: bool = False) -> Union[float, Tuple[float, Dict[str, float]]]:
+    """SICR (raw, in [0, 1]); ``variant`` ``'code'`` (default, the reference), ``'mean'`` or ``'paper'``."""
+    result = infosearch_eval(ori_run, ins_run, rev_run, og_qrels=og_qrels, changed_qrels=changed_qrels,
+                             positives=positives, negatives=negatives, sicr=variant, ties=ties)
+    return _value(result, "SICR", per_query)
+
+
+def infosearch_pmrr(ori_run: RunLike, ins_run: RunLike, rev_run: Optional[RunLike] = None, *,
+                    og_qrels: Optional[QrelsLike] = None, changed_qrels: Optional[QrelsLike] = None,
+                    positives: Optional[Lists] = None, negatives: Optional[Lists] = None, ties: str = "input",
+                    per_query: bool = False) -> Union[float, Tuple[float, Dict[str, float]]]:
+    """InfoSearch's p-MRR: the negatives' rank change from the ori run to the ins run (raw, in (-1, 1)).
+
+    The reversed run does not enter the value; pass it to also apply the reference's checks on it.
+    """
+    table = RankTable(ori_run, ins_run, rev_run, _partition(og_qrels, changed_qrels, positives, negatives), ties)
+    neg = table.negative
+    by_query = _per_query(neg["qid"], pmrr_values(neg["ori_rank"], neg["ins_rank"]))
+    value = float(by_query.mean())
+    return (value, {str(q): float(v) for q, v in by_query.items()}) if per_query else value
+
+
+__all__: List[str] = ["infosearch_partition", "infosearch_eval", "wise", "ideal_wise", "sicr", "infosearch_pmrr",
+                      "wise_values", "ideal_wise_values", "sicr_success", "RankTable", "WISE_VERSIONS", "SICR_VARIANTS"]

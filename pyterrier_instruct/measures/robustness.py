@@ -1,0 +1,80 @@
+"""Robustness@k (InstructIR, InfoSearch; mteb ``robustness_at_10``).
+
+Semantics (METRICS §4, reproduced against mteb 2.26.24 with pytrec_eval-terrier 0.5.11):
+
+- nDCG@k per instance comes from ir_measures (trec_eval rules: ties by docno descending, linear
+  gain, unjudged = 0); it is never re-implemented here;
+- queries whose qrels hold no judgment at all are dropped first; all-zero judgments stay (nDCG 0);
+- the group of an instance is its qid up to the first ``_`` (``a_b_1`` → ``a``; ``q`` and ``q_1``
+  share ``q``; ``_1`` → ``""``);
+- Robustness@k is the plain mean over groups of the smallest nDCG@k in the group;
+- a judged query with no run, or a run query without qrels, is an error (mteb raises KeyError).
+"""
+from __future__ import annotations
+
+from typing import Callable, Dict, Optional
+
+import ir_measures
+import pandas as pd
+
+from ._runs import QrelsLike, RunLike, qrels_frame, run_frame
+
+
+def group_of(qid: str) -> str:
+    """The InstructIR/mteb group key: the qid up to its first ``_``."""
+    return str(qid).split("_", 1)[0]
+
+
+def ndcg_per_query(run: pd.DataFrame, qrels: pd.DataFrame, k: int) -> pd.Series:
+    """nDCG@k per qrels query via ir_measures (queries absent from the run are not returned)."""
+    measure = ir_measures.nDCG @ k
+    values = {m.query_id: m.value for m in ir_measures.iter_calc(
+        [measure], qrels.rename(columns={"qid": "query_id", "docno": "doc_id", "label": "relevance"}),
+        run.rename(columns={"qid": "query_id", "docno": "doc_id"}))}
+    return pd.Series(values, dtype="float64")
+
+
+def robustness_eval(run: RunLike, qrels: QrelsLike, k: int = 10, group: Callable[[str], str] = group_of) -> Dict:
+    """Robustness@k with its parts.
+
+    Args:
+        run: ``qid, docno, score`` frame or ``{qid: {docno: score}}``.
+        qrels: ``qid, docno, label`` frame or ``{qid: {docno: label}}`` (each instance its own qid).
+        k: the nDCG cut-off.
+        group: maps a qid to its group key (default: the text before the first ``_``).
+
+    Returns:
+        ``{"robustness": float, "ndcg": mean nDCG@k over the instances, "per_query": {qid: nDCG@k},
+        "groups": {key: [qids]}, "per_group_min": {key: value}}`` (raw, not ×100).
+    """
+    if int(k) != k or k < 1:
+        raise ValueError(f"k must be a positive integer, got {k!r}")
+    run_df, present = run_frame(run, "run")
+    q = qrels_frame(qrels, "qrels")
+    judged = list(pd.unique(q["qid"]))  # a query listed with no judgment has no row: filtered, as in mteb
+    missing = [x for x in judged if x not in present]
+    if missing:
+        raise ValueError(f"Robustness@{k}: {len(missing)} judged queries have no run (e.g. {missing[:5]}); "
+                         "every instance of a group needs its run (never split a group across evaluation batches)")
+    judged_set = set(judged)
+    extra = sorted(x for x in present if x not in judged_set)
+    if extra:
+        raise ValueError(f"Robustness@{k}: {len(extra)} run queries have no qrels (e.g. {extra[:5]}); "
+                         "evaluate with the qrels of every instance, or drop those queries from the run")
+    ndcg = ndcg_per_query(run_df, q, int(k)).reindex(judged).fillna(0.0)  # an empty run scores 0
+    keys = pd.Series([group(x) for x in judged], index=judged)
+    per_group = ndcg.groupby(keys.to_numpy(), sort=False).min()
+    return {
+        "robustness": float(per_group.mean()),
+        "ndcg": float(ndcg.mean()),
+        "per_query": {str(x): float(v) for x, v in ndcg.items()},
+        "groups": {str(g): list(members) for g, members in keys.groupby(keys.to_numpy(), sort=False).groups.items()},
+        "per_group_min": {str(g): float(v) for g, v in per_group.items()},
+    }
+
+
+def robustness(run: RunLike, qrels: QrelsLike, k: int = 10, *, per_group: bool = False,
+               group: Optional[Callable[[str], str]] = None):
+    """Robustness@k (raw): mean over groups of the minimum nDCG@k; ``per_group`` also returns ``{group: min}``."""
+    result = robustness_eval(run, qrels, k, group or group_of)
+    return (result["robustness"], result["per_group_min"]) if per_group else result["robustness"]
