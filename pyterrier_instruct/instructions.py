@@ -59,15 +59,20 @@ def split_qid(qid: str) -> Tuple[str, Optional[str]]:
 
 
 def split_qids(qids: pd.Series) -> Tuple[pd.Series, pd.Series]:
-    """Vectorised :func:`split_qid`: (base_qid, variant) series; variant is NaN where absent."""
-    qids = qids.astype(str)
-    parts = qids.str.rsplit("-", n=1, expand=True)
-    if parts.shape[1] == 1:
-        return qids, pd.Series(np.nan, index=qids.index, dtype=object)
-    has = parts[1].isin(VARIANTS)
-    base = parts[0].where(has, qids)
-    variant = parts[1].where(has, np.nan)
-    return base, variant
+    """Vectorised :func:`split_qid`: (base_qid, variant) series; variant is NaN where absent.
+
+    Splits each distinct qid once (a run repeats its qid on every row).
+    """
+    codes, uniques = pd.factorize(qids.astype(str))
+    uniques = pd.Series(uniques, dtype=object)
+    parts = uniques.str.rsplit("-", n=1, expand=True)
+    if parts.shape[1] < 2:
+        base, variant = uniques, pd.Series(np.nan, index=uniques.index, dtype=object)
+    else:
+        has = parts[1].isin(VARIANTS)
+        base, variant = parts[0].where(has, uniques), parts[1].where(has, np.nan)
+    return (pd.Series(base.to_numpy(dtype=object)[codes], index=qids.index, dtype=object),
+            pd.Series(variant.to_numpy(dtype=object)[codes], index=qids.index, dtype=object))
 
 
 def paired_topics(topics: pd.DataFrame, variants: Iterable[str] = ("og", "changed")) -> pd.DataFrame:

@@ -136,23 +136,29 @@ class _InfoSearchMeasure(PairedMeasure):
     NEEDS_REVERSED = True
 
     def table(self, qrels: pd.DataFrame, run: pd.DataFrame, cache: dict) -> RankTable:
-        ties = self.params.get("ties", "input")
-        key = ("infosearch", ties, self.NEEDS_REVERSED)
+        if "variants" not in cache:  # split the paired frames once per evaluation
+            cache["variants"] = (by_variant(qrels), by_variant(run))
+        q, r = cache["variants"]
+        if "og" not in q or "changed" not in q:
+            raise ValueError(f"{self} needs paired qrels with '<qid>-og' and '<qid>-changed' query ids "
+                             f"(see pyterrier_instruct.paired_qrels); found variants {sorted(q)}")
+        with_rev = self.NEEDS_REVERSED or "reversed" in r  # p-MRR shares the three-run table when there is one
+        key = ("infosearch", self.params.get("ties", "input"), with_rev)
         if key not in cache:
-            q = by_variant(qrels)
-            if "og" not in q or "changed" not in q:
-                raise ValueError(f"{self} needs paired qrels with '<qid>-og' and '<qid>-changed' query ids "
-                                 f"(see pyterrier_instruct.paired_qrels); found variants {sorted(q)}")
-            r = by_variant(run)
-            rev = r.get("reversed", _EMPTY_RUN) if self.NEEDS_REVERSED else None
+            rev = r.get("reversed", _EMPTY_RUN) if with_rev else None
             cache[key] = RankTable(r.get("og", _EMPTY_RUN), r.get("changed", _EMPTY_RUN), rev,
-                                   infosearch_partition(q["og"], q["changed"]), ties)
+                                   infosearch_partition(q["og"], q["changed"]), key[1])
         return cache[key]
 
     @staticmethod
     def emit(values: pd.Series):
         for base, value in values.items():
             yield paired_qid(base, "og"), float(value)
+
+    @classmethod
+    def emit_mean(cls, qids: pd.Series, values):
+        """One value per instance: the mean of ``values`` over its documents, keyed by ``<qid>-og``."""
+        return cls.emit(pd.Series(values, index=qids.to_numpy()).groupby(level=0, sort=False).mean())
 
 
 class _WISE(_InfoSearchMeasure):
@@ -173,9 +179,8 @@ class _WISE(_InfoSearchMeasure):
 
     def paired_impl(self, qrels, run, cache):
         pos = self.table(qrels, run, cache).positive
-        values = wise_values(pos["ori_rank"], pos["ins_rank"], pos["rev_rank"], pos["sum_count"],
-                             self.params.get("version", "2024"))
-        return self.emit(pd.Series(values, index=pos["qid"].to_numpy()).groupby(level=0, sort=False).mean())
+        return self.emit_mean(pos["qid"], wise_values(pos["ori_rank"], pos["ins_rank"], pos["rev_rank"], pos["sum_count"],
+                                                      self.params.get("version", "2024")))
 
 
 class _IdealWISE(_InfoSearchMeasure):
@@ -186,8 +191,7 @@ class _IdealWISE(_InfoSearchMeasure):
 
     def paired_impl(self, qrels, run, cache):
         pos = self.table(qrels, run, cache).positive
-        values = ideal_wise_values(pos["ori_rank"], pos["sum_count"], self.params.get("version", "2024"))
-        return self.emit(pd.Series(values, index=pos["qid"].to_numpy()).groupby(level=0, sort=False).mean())
+        return self.emit_mean(pos["qid"], ideal_wise_values(pos["ori_rank"], pos["sum_count"], self.params.get("version", "2024")))
 
 
 class _SICR(_InfoSearchMeasure):
@@ -220,8 +224,7 @@ class _InfoSearch_pMRR(_InfoSearchMeasure):
 
     def paired_impl(self, qrels, run, cache):
         neg = self.table(qrels, run, cache).negative
-        values = pmrr_values(neg["ori_rank"], neg["ins_rank"])
-        return self.emit(pd.Series(values, index=neg["qid"].to_numpy()).groupby(level=0, sort=False).mean())
+        return self.emit_mean(neg["qid"], pmrr_values(neg["ori_rank"], neg["ins_rank"]))
 
 
 class _GoldRank(_InfoSearchMeasure):
@@ -236,7 +239,7 @@ class _GoldRank(_InfoSearchMeasure):
     def paired_impl(self, qrels, run, cache):
         pos = self.table(qrels, run, cache).positive
         col = {"og": "ori_rank", "changed": "ins_rank", "reversed": "rev_rank"}[self.params.get("run", "og")]
-        return self.emit(pos[col].astype("float64").groupby(pos["qid"].to_numpy(), sort=False).mean())
+        return self.emit_mean(pos["qid"], pos[col].to_numpy(dtype="float64"))
 
 
 class _Robustness(PairedMeasure):

@@ -118,10 +118,11 @@ class RankTable:
                              "negative document")
         counts = docs.groupby("qid", sort=False).size()
         pos["sum_count"] = counts.reindex(pos["qid"]).to_numpy(dtype="int64")
+        both = pd.concat([pos[["qid", "docno"]], neg], ignore_index=True)  # one ranking pass per run
         for name, (frame, _) in runs.items():
-            rank, score = ranks_and_scores(pos, frame, ties, f"{name}_run")
-            pos[f"{name}_rank"], pos[f"{name}_score"] = rank.astype("int64"), score
-            neg[f"{name}_rank"] = ranks_and_scores(neg, frame, ties, f"{name}_run")[0].astype("int64")
+            rank, score = ranks_and_scores(both, frame, ties, f"{name}_run")
+            pos[f"{name}_rank"], pos[f"{name}_score"] = rank[:len(pos)].astype("int64"), score[:len(pos)]
+            neg[f"{name}_rank"] = rank[len(pos):].astype("int64")
         self.positive, self.negative, self.ties = pos, neg, ties
 
     def require_rev(self, what: str) -> None:
@@ -243,34 +244,24 @@ def _value(result: Dict, measure: str, per_query: bool):
     return (value, result["per_query"][measure]) if per_query else value
 
 
-def wise(ori_run: RunLike, ins_run: RunLike, rev_run: RunLike, *, og_qrels: Optional[QrelsLike] = None,
-         changed_qrels: Optional[QrelsLike] = None, positives: Optional[Lists] = None,
-         negatives: Optional[Lists] = None, version: str = "2024", ties: str = "input",
-         per_query: bool = False) -> Union[float, Tuple[float, Dict[str, float]]]:
-    """WISE (raw, in [-1, 1]); arguments as :func:`infosearch_eval`; ``per_query`` adds ``{qid: value}``."""
-    result = infosearch_eval(ori_run, ins_run, rev_run, og_qrels=og_qrels, changed_qrels=changed_qrels,
-                             positives=positives, negatives=negatives, version=version, ties=ties, warn=False)
-    return _value(result, "WISE", per_query)
+def wise(ori_run: RunLike, ins_run: RunLike, rev_run: RunLike, *, per_query: bool = False,
+         **kwargs) -> Union[float, Tuple[float, Dict[str, float]]]:
+    """WISE (raw, in [-1, 1]); keyword arguments (partition, ``version``, ``ties``) as :func:`infosearch_eval`;
+    ``per_query`` also returns ``{qid: value}``."""
+    return _value(infosearch_eval(ori_run, ins_run, rev_run, warn=False, **kwargs), "WISE", per_query)
 
 
-def ideal_wise(ori_run: RunLike, ins_run: RunLike, rev_run: RunLike, *, og_qrels: Optional[QrelsLike] = None,
-               changed_qrels: Optional[QrelsLike] = None, positives: Optional[Lists] = None,
-               negatives: Optional[Lists] = None, version: str = "2024", ties: str = "input",
-               per_query: bool = False) -> Union[float, Tuple[float, Dict[str, float]]]:
+def ideal_wise(ori_run: RunLike, ins_run: RunLike, rev_run: RunLike, *, per_query: bool = False,
+               **kwargs) -> Union[float, Tuple[float, Dict[str, float]]]:
     """The ideal WISE bound given the ori run (raw); arguments as :func:`wise`."""
-    result = infosearch_eval(ori_run, ins_run, rev_run, og_qrels=og_qrels, changed_qrels=changed_qrels,
-                             positives=positives, negatives=negatives, version=version, ties=ties, warn=False)
-    return _value(result, "ideal_WISE", per_query)
+    return _value(infosearch_eval(ori_run, ins_run, rev_run, warn=False, **kwargs), "ideal_WISE", per_query)
 
 
-def sicr(ori_run: RunLike, ins_run: RunLike, rev_run: RunLike, *, og_qrels: Optional[QrelsLike] = None,
-         changed_qrels: Optional[QrelsLike] = None, positives: Optional[Lists] = None,
-         negatives: Optional[Lists] = None, variant: str = "code", ties: str = "input",
-         per_query: bool = False) -> Union[float, Tuple[float, Dict[str, float]]]:
-    """SICR (raw, in [0, 1]); ``variant`` ``'code'`` (default, the reference), ``'mean'`` or ``'paper'``."""
-    result = infosearch_eval(ori_run, ins_run, rev_run, og_qrels=og_qrels, changed_qrels=changed_qrels,
-                             positives=positives, negatives=negatives, sicr=variant, ties=ties)
-    return _value(result, "SICR", per_query)
+def sicr(ori_run: RunLike, ins_run: RunLike, rev_run: RunLike, *, variant: str = "code", per_query: bool = False,
+         **kwargs) -> Union[float, Tuple[float, Dict[str, float]]]:
+    """SICR (raw, in [0, 1]); ``variant`` ``'code'`` (default, the reference), ``'mean'`` or ``'paper'``;
+    other keyword arguments as :func:`infosearch_eval`."""
+    return _value(infosearch_eval(ori_run, ins_run, rev_run, sicr=variant, **kwargs), "SICR", per_query)
 
 
 def infosearch_pmrr(ori_run: RunLike, ins_run: RunLike, rev_run: Optional[RunLike] = None, *,

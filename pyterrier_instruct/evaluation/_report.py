@@ -1,0 +1,171 @@
+"""What every benchmark report shares: one long frame of raw means, the paper's wide layout, the
+published numbers beside ours, markdown and bar charts.
+
+A report is a DataFrame (one row per system, columns ``<dataset> <measure>``, ``Avg <measure>``) whose
+``attrs`` carry ``benchmark``, ``columns`` ({column: (dataset, measure)}), ``settings`` (tie-break,
+measure versions) and ``provenance`` (pinned data revisions per dataset), and ``long`` (the raw means).
+Measure names are those of :func:`pyterrier_instruct.paper.paper_numbers`, so the paper's value of a
+cell is a lookup.
+"""
+from __future__ import annotations
+
+from typing import Dict, Mapping, Optional, Sequence
+
+import pandas as pd
+
+#: Measures reported as printed by the papers without the ×100 (mean gold ranks, IFIR fractions).
+UNSCALED_PREFIXES = ("R_",)
+
+
+def system_names(systems, names: Optional[Sequence[str]]):
+    """``(list of systems, list of names)`` from a list (+ names) or a ``{name: system}`` dict."""
+    if isinstance(systems, Mapping):
+        if names is not None:
+            raise ValueError("give names either as the keys of a systems dict or as names=, not both")
+        return list(systems.values()), [str(k) for k in systems]
+    systems = list(systems)
+    names = [str(s) for s in systems] if names is None else [str(n) for n in names]
+    if len(names) != len(systems):
+        raise ValueError(f"names has {len(names)} entries for {len(systems)} systems")
+    return systems, names
+
+
+def experiment_means(systems, names, topics, qrels, measures, dataset: str, labels: Mapping) -> pd.DataFrame:
+    """Runs every system once on ``topics``, then one ``pt.Experiment`` per measure over the results, and
+    returns the long frame ``model, dataset, measure, value`` (``labels[str(measure)]`` as the name).
+
+    One call per measure because ``pt.Experiment`` averages over the qids of its per-query table and
+    needs every measure on every qid, while these measures have their own populations (p-MRR: instances
+    with a negative; Robustness: groups).
+    """
+    import pyterrier as pt
+    results = [system(topics) if not isinstance(system, pd.DataFrame) else system for system in systems]
+    rows = []
+    for measure in measures:
+        res = pt.Experiment(results, topics, qrels, [measure], names=names, verbose=False)
+        col = str(measure)
+        rows += [(model, dataset, labels.get(col, col), float(value)) for model, value in zip(res["name"], res[col])]
+    return pd.DataFrame(rows, columns=["model", "dataset", "measure", "value"])
+
+
+def build_table(long: pd.DataFrame, benchmark: str, *, models: Sequence[str], settings: Dict, provenance: Dict,
+                average: Optional[Mapping[str, str]] = None, scale: float = 100.0, decimals: int = 1,
+                unscaled: Sequence[str] = UNSCALED_PREFIXES) -> pd.DataFrame:
+    """The paper layout from raw long means.
+
+    ``average`` maps a measure to the name of its unweighted mean over datasets (e.g. FollowIR's
+    ``MAP@1000``/``nDCG@5`` → ``Score``); given with more than one dataset, the means are appended as
+    dataset ``average``. Values are ×``scale`` (except measures starting with ``unscaled``), rounded.
+    """
+    long = long.copy()
+    if average is not None and long["dataset"].nunique() > 1:
+        avg = long[long["measure"].isin(list(average))].assign(measure=lambda f: f["measure"].map(average))
+        avg = avg.groupby(["model", "measure"], sort=False)["value"].mean().reset_index().assign(dataset="average")
+        long = pd.concat([long, avg[long.columns]], ignore_index=True)
+    factor = [1.0 if str(m).startswith(tuple(unscaled)) else scale for m in long["measure"]]
+    long["shown"] = (long["value"] * factor).round(decimals)
+    keys = list(dict.fromkeys(zip(long["dataset"], long["measure"])))
+    columns = {(f"Avg {m}" if d == "average" else f"{d} {m}"): (d, m) for d, m in keys}
+    table = pd.DataFrame({"Model": list(models)})
+    for col, (d, m) in columns.items():
+        part = long[(long["dataset"] == d) & (long["measure"] == m)].set_index("model")["shown"]
+        table[col] = part.reindex(table["Model"]).to_numpy()
+    table.attrs.update(benchmark=benchmark, columns=columns, settings=dict(settings), provenance=dict(provenance),
+                       long=long.drop(columns="shown"), scale=scale, decimals=decimals, unscaled=tuple(unscaled))
+    return table
+
+
+def with_paper(table: pd.DataFrame, models: Mapping[str, str], paper: Optional[str] = None) -> pd.DataFrame:
+    """Places the published numbers beside ours: below each mapped system a ``paper: <model>`` row and a
+    ``Δ`` row (ours − paper), on the table's scale.
+
+    Args:
+        table: a report from one of the ``*_report`` functions.
+        models: ``{our system name: the model's name as printed in the paper}``.
+        paper: restrict to one paper (e.g. ``'Promptriever'``); by default the first paper that reports
+            the model on this benchmark.
+    """
+    from ..paper import paper_numbers
+    columns, benchmark = table.attrs["columns"], table.attrs["benchmark"]
+    unknown = [m for m in models if m not in set(table["Model"])]
+    if unknown:
+        raise ValueError(f"with_paper: {unknown} are not systems of this table; systems are {table['Model'].tolist()}")
+    rows = []
+    for _, row in table.iterrows():
+        rows.append(row.to_dict())
+        if row["Model"] not in models:
+            continue
+        published = paper_numbers(benchmark=benchmark, model=models[row["Model"]], paper=paper)
+        if len(published) == 0:
+            raise ValueError(f"with_paper: no published {benchmark} numbers for model {models[row['Model']]!r}")
+        published = published[published["paper"] == published["paper"].iloc[0]]
+        value = {(d, m): v for d, m, v in zip(published["dataset"], published["measure"], published["value"])}
+        ref = {"Model": f"  paper: {models[row['Model']]} ({published['paper'].iloc[0]})"}
+        delta = {"Model": "  Δ ours − paper"}
+        for col, key in columns.items():
+            ref[col] = value.get(key, float("nan"))
+            delta[col] = round(row[col] - ref[col], table.attrs["decimals"])
+        rows += [ref, delta]
+    out = pd.DataFrame(rows, columns=table.columns)
+    out.attrs.update(table.attrs)
+    return out
+
+
+def footer(table: pd.DataFrame) -> str:
+    """One line with the settings and the data provenance of a report."""
+    settings = ", ".join(f"{k}={v}" for k, v in table.attrs.get("settings", {}).items())
+    prov = "; ".join(f"{d}: " + ", ".join(f"{k}={v}" for k, v in p.items())
+                     for d, p in table.attrs.get("provenance", {}).items())
+    return f"{settings}. Data: {prov}" if prov else settings
+
+
+def to_markdown(table: pd.DataFrame) -> str:
+    """GitHub markdown (signed p-MRR/WISE, the table's decimals) plus the settings/provenance footer."""
+    cols = list(table.columns)
+    decimals = table.attrs.get("decimals", 1)
+    signed = ("p-MRR", "pMRR", "WISE", "INSTFOL", "Δ")
+
+    def fmt(col, v, model):
+        if isinstance(v, float):
+            if v != v:
+                return "–"
+            sign = "+" if any(s in col for s in signed) or "Δ" in str(model) else ""
+            return f"{v:{sign}.{decimals}f}"
+        return str(v)
+
+    lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" if c == "Model" else "---:" for c in cols) + "|"]
+    for _, row in table.iterrows():
+        lines.append("| " + " | ".join(fmt(c, row[c], row["Model"]) for c in cols) + " |")
+    if table.attrs.get("settings") or table.attrs.get("provenance"):
+        lines += ["", footer(table)]
+    return "\n".join(lines)
+
+
+def plot_report(table: pd.DataFrame, path: str, measures: Optional[Sequence[str]] = None) -> None:
+    """Saves one bar chart per measure (a subplot each; bars = systems, groups = datasets), with the
+    paper's numbers as hatched bars when the table came through :func:`with_paper`."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    columns = table.attrs["columns"]
+    wanted = list(dict.fromkeys(m for _, m in columns.values())) if measures is None else list(measures)
+    fig, axes = plt.subplots(len(wanted), 1, figsize=(max(6.0, 1.2 * len(table) + 3), 3.2 * len(wanted)), squeeze=False)
+    for ax, measure in zip(axes[:, 0], wanted):
+        cols = [c for c, (_, m) in columns.items() if m == measure]
+        rows = table[~table["Model"].str.startswith("  Δ")]
+        x = np.arange(len(cols))
+        width = 0.8 / max(1, len(rows))
+        for j, (_, row) in enumerate(rows.iterrows()):
+            paper = str(row["Model"]).startswith("  paper:")
+            ax.bar(x + j * width - 0.4 + width / 2, row[cols].to_numpy(dtype=float), width,
+                   label=str(row["Model"]).strip(), hatch="//" if paper else None, alpha=0.6 if paper else 1.0)
+        ax.axhline(0, color="black", linewidth=0.8)
+        ax.set_xticks(x)
+        ax.set_xticklabels([c.rsplit(" ", 1)[0] if " " in c else c for c in cols], rotation=30, ha="right")
+        ax.set_title(measure)
+    axes[0, 0].legend(fontsize="small", ncol=2)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

@@ -1,0 +1,71 @@
+"""IFIR report (Table 3, 8–10): nDCG@20 and MRR@20 per subset and level, micro-averaged over
+(query, level) within a subset, unweighted over subsets; fractions to two decimals like the paper.
+
+A dataset gives topics and qrels whose qids are ``<qid>_<level>`` (level 1–3 carry instructions;
+level 0, the query alone, is the "origin" run). Qrels are level-specific. With ``origin=True`` the
+level-0 run of each query is also scored against every level's qrels (METRICS §1.3).
+"""
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import ir_measures
+import pandas as pd
+
+from ..measures import IFIR_nDCG
+from ._report import build_table, system_names
+
+
+def _level(qids: pd.Series) -> pd.Series:
+    return qids.astype(str).str.rsplit("_", n=1).str[-1]
+
+
+def ifir_report(systems, datasets, names: Optional[Sequence[str]] = None, *, k: int = 20, norm: str = "ifir_code",
+                ties: str = "docno", levels: bool = True, origin: bool = False) -> pd.DataFrame:
+    """IFIR nDCG@k / MRR@k (``RR@k``) per subset (and per level with ``levels``), plus the average over subsets.
+
+    Args:
+        datasets: ``{subset: dataset}`` (fiqa, scifact_open, nfcorpus, aila, fire, pm, cds) or one dataset.
+        norm: ``'ifir_code'`` (default, the paper's numbers) or ``'standard'`` (trec_eval nDCG).
+        origin: also report each system on the level-0 topics scored against every level's qrels.
+    """
+    systems, names = system_names(systems, names)
+    if not isinstance(datasets, dict):
+        datasets = {getattr(datasets, "name", None) or "dataset": datasets}
+    measures = {IFIR_nDCG(norm=norm, ties=ties) @ k: f"nDCG@{k}", ir_measures.RR @ k: f"MRR@{k}"}
+    rows = []
+    for key, ds in datasets.items():
+        topics, qrels = ds.get_topics(), ds.get_qrels()
+        qrels = qrels[_level(qrels["qid"]) != "0"]
+        judged_topics = topics[_level(topics["qid"]) != "0"]
+        for system, name in zip(systems, names):
+            runs = {name: system(judged_topics)}
+            if origin:
+                base = topics[_level(topics["qid"]) == "0"]
+                res0 = system(base)
+                stem = res0["qid"].astype(str).str.rsplit("_", n=1).str[0]
+                lv = qrels.assign(stem=_level(qrels["qid"]).radd("_"), base=qrels["qid"].astype(str).str.rsplit("_", n=1).str[0])
+                pairs = lv[["base", "stem"]].drop_duplicates()
+                runs[f"{name} (origin)"] = res0.assign(base=stem.to_numpy()).merge(pairs, on="base").assign(
+                    qid=lambda f: f["base"] + f["stem"]).drop(columns=["base", "stem"])
+            for run_name, run in runs.items():
+                rows += _rows(run, qrels, measures, key, run_name, levels)
+    long = pd.DataFrame(rows, columns=["model", "dataset", "measure", "value"])
+    models = list(dict.fromkeys(long["model"]))
+    average = {m: m for m in measures.values()}
+    return build_table(long, "ifir", models=models, settings={"nDCG": norm, "ties": ties, "k": k},
+                       provenance={key: dict(getattr(ds, "provenance", {}) or {}) for key, ds in datasets.items()},
+                       average=average, scale=1.0, decimals=2)
+
+
+def _rows(run, qrels, measures, key, name, levels):
+    q = qrels.rename(columns={"qid": "query_id", "docno": "doc_id", "label": "relevance"})[["query_id", "doc_id", "relevance"]]
+    r = run.rename(columns={"qid": "query_id", "docno": "doc_id"})[["query_id", "doc_id", "score"]]
+    per = pd.DataFrame([(m.query_id, measures[m.measure], m.value) for m in ir_measures.iter_calc(list(measures), q, r)],
+                       columns=["qid", "measure", "value"])
+    out = [(name, key, m, float(v)) for m, v in per.groupby("measure", sort=False)["value"].mean().items()]
+    if levels:
+        per["level"] = _level(per["qid"])
+        for (lv, m), v in per.groupby(["level", "measure"], sort=True)["value"].mean().items():
+            out.append((name, key, f"{m}/level{lv}", float(v)))
+    return out
