@@ -102,8 +102,10 @@ class RankTable:
         for name, (_, present) in runs.items():
             missing = [q for q in qids if q not in present]
             if missing:
+                suffix = {"ori": "-og", "ins": "-changed", "rev": "-reversed"}[name]
                 raise ValueError(f"InfoSearch: {len(missing)} queries of the qrels have no {name} run "
-                                 f"(e.g. {missing[:5]}); every query needs its ori, ins and rev runs")
+                                 f"(e.g. {missing[:5]}); every query needs its ori, ins and rev runs "
+                                 f"(in paired frames: rows with qid '<qid>{suffix}')")
         docs = partition[partition["role"].notna()]
         pos = docs[docs["role"] == "positive"][["qid", "docno"]].reset_index(drop=True)
         neg = docs[docs["role"] == "negative"][["qid", "docno"]].reset_index(drop=True)
