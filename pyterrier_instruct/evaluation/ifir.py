@@ -20,6 +20,10 @@ def _level(qids: pd.Series) -> pd.Series:
     return qids.astype(str).str.rsplit("_", n=1).str[-1]
 
 
+def _base(qids: pd.Series) -> pd.Series:
+    return qids.astype(str).str.rsplit("_", n=1).str[0]
+
+
 def ifir_report(systems, datasets, names: Optional[Sequence[str]] = None, *, k: int = 20, norm: str = "ifir_code",
                 ties: str = "docno", levels: bool = True, origin: bool = False) -> pd.DataFrame:
     """IFIR nDCG@k / MRR@k (``RR@k``) per subset (and per level with ``levels``), plus the average over subsets.
@@ -40,14 +44,11 @@ def ifir_report(systems, datasets, names: Optional[Sequence[str]] = None, *, k: 
         judged_topics = topics[_level(topics["qid"]) != "0"]
         for system, name in zip(systems, names):
             runs = {name: system(judged_topics)}
-            if origin:
-                base = topics[_level(topics["qid"]) == "0"]
-                res0 = system(base)
-                stem = res0["qid"].astype(str).str.rsplit("_", n=1).str[0]
-                lv = qrels.assign(stem=_level(qrels["qid"]).radd("_"), base=qrels["qid"].astype(str).str.rsplit("_", n=1).str[0])
-                pairs = lv[["base", "stem"]].drop_duplicates()
-                runs[f"{name} (origin)"] = res0.assign(base=stem.to_numpy()).merge(pairs, on="base").assign(
-                    qid=lambda f: f["base"] + f["stem"]).drop(columns=["base", "stem"])
+            if origin:  # the level-0 ranking of a query, copied under each of its judged level qids
+                res0 = system(topics[_level(topics["qid"]) == "0"])
+                levels_of = pd.DataFrame({"base": _base(qrels["qid"]), "qid": qrels["qid"].astype(str)}).drop_duplicates()
+                runs[f"{name} (origin)"] = (res0.assign(base=_base(res0["qid"])).drop(columns="qid")
+                                            .merge(levels_of, on="base").drop(columns="base"))
             for run_name, run in runs.items():
                 rows += _rows(run, qrels, measures, key, run_name, levels)
     long = pd.DataFrame(rows, columns=["model", "dataset", "measure", "value"])

@@ -85,6 +85,16 @@ def label_pairs(og_qrels: QrelsLike, changed_qrels: QrelsLike) -> pd.DataFrame:
     return merged.astype({"label_changed": "int64"})
 
 
+def per_query_values(measure, qrels: pd.DataFrame, run: pd.DataFrame) -> pd.Series:
+    """``{qid: value}`` of one standard ir_measures measure on ``qid, docno, label`` / ``qid, docno, score``
+    frames (qrels queries absent from the run are not returned)."""
+    import ir_measures
+    values = {m.query_id: m.value for m in ir_measures.iter_calc(
+        [measure], qrels.rename(columns={"qid": "query_id", "docno": "doc_id", "label": "relevance"}),
+        run.rename(columns={"qid": "query_id", "docno": "doc_id"}))}
+    return pd.Series(values, dtype="float64")
+
+
 def ranks_of(docs: pd.DataFrame, run: pd.DataFrame, ties: str, name: str = "run") -> np.ndarray:
     """The 1-based rank of each (qid, docno) row of ``docs`` in ``run``; a missing doc gets n_q + 1."""
     return ranks_and_scores(docs, run, ties, name)[0]

@@ -17,7 +17,7 @@ import ir_measures
 import numpy as np
 import pandas as pd
 
-from ._runs import TIES, QrelsLike, RunLike, qrels_frame, run_frame
+from ._runs import TIES, QrelsLike, RunLike, per_query_values, qrels_frame, run_frame
 
 NORMS = ("ifir_code", "standard")
 
@@ -49,10 +49,7 @@ def ifir_ndcg_per_query(run: RunLike, qrels: QrelsLike, k: int = 20, norm: str =
     q = qrels_frame(qrels, "qrels")
     judged = pd.Index(pd.unique(q["qid"]))
     if norm == "standard":
-        values = {m.query_id: m.value for m in ir_measures.iter_calc(
-            [ir_measures.nDCG @ int(k)], q.rename(columns={"qid": "query_id", "docno": "doc_id", "label": "relevance"}),
-            run_df.rename(columns={"qid": "query_id", "docno": "doc_id"}))}
-        return pd.Series(values, dtype="float64").reindex(judged).fillna(0.0)
+        return per_query_values(ir_measures.nDCG @ int(k), q, run_df).reindex(judged).fillna(0.0)
     top = top_k(run_df[run_df["qid"].isin(judged)], int(k), ties)
     gold = q[q["label"] > 0][["qid", "docno"]].drop_duplicates().assign(gold=1.0)
     top = top.merge(gold, on=["qid", "docno"], how="left")

@@ -17,21 +17,12 @@ from typing import Callable, Dict, Optional
 import ir_measures
 import pandas as pd
 
-from ._runs import QrelsLike, RunLike, qrels_frame, run_frame
+from ._runs import QrelsLike, RunLike, per_query_values, qrels_frame, run_frame
 
 
 def group_of(qid: str) -> str:
     """The InstructIR/mteb group key: the qid up to its first ``_``."""
     return str(qid).split("_", 1)[0]
-
-
-def ndcg_per_query(run: pd.DataFrame, qrels: pd.DataFrame, k: int) -> pd.Series:
-    """nDCG@k per qrels query via ir_measures (queries absent from the run are not returned)."""
-    measure = ir_measures.nDCG @ k
-    values = {m.query_id: m.value for m in ir_measures.iter_calc(
-        [measure], qrels.rename(columns={"qid": "query_id", "docno": "doc_id", "label": "relevance"}),
-        run.rename(columns={"qid": "query_id", "docno": "doc_id"}))}
-    return pd.Series(values, dtype="float64")
 
 
 def robustness_eval(run: RunLike, qrels: QrelsLike, k: int = 10, group: Callable[[str], str] = group_of) -> Dict:
@@ -61,7 +52,7 @@ def robustness_eval(run: RunLike, qrels: QrelsLike, k: int = 10, group: Callable
     if extra:
         raise ValueError(f"Robustness@{k}: {len(extra)} run queries have no qrels (e.g. {extra[:5]}); "
                          "evaluate with the qrels of every instance, or drop those queries from the run")
-    ndcg = ndcg_per_query(run_df, q, int(k)).reindex(judged).fillna(0.0)  # an empty run scores 0
+    ndcg = per_query_values(ir_measures.nDCG @ int(k), q, run_df).reindex(judged).fillna(0.0)  # an empty run scores 0
     keys = pd.Series([group(x) for x in judged], index=judged)
     per_group = ndcg.groupby(keys.to_numpy(), sort=False).min()
     return {
