@@ -13,42 +13,14 @@ import numpy as np
 import pandas as pd
 
 from .._base import InstructReranker
-from .._optional import require
 from ..instructions import DEFAULT_TEMPLATE, compose_frame
 from ..prompts import render
+from .._torch import by_length, hf_setup, resolve_device, resolve_dtype  # noqa: F401 - re-exported
 
 log = logging.getLogger(__name__)
 
 TRUNCATIONS = ("safe", "reference")
 SCORES = ("prob", "logprob", "logit_diff")
-_DTYPES = {"bf16": "bfloat16", "bfloat16": "bfloat16", "fp16": "float16", "float16": "float16", "fp32": "float32",
-           "float32": "float32"}
-
-
-def resolve_device(device: Optional[str]) -> str:
-    """``None``/``'auto'`` → cuda, then mps, then cpu."""
-    if device not in (None, "auto"):
-        return str(device)
-    import torch
-    if torch.cuda.is_available():
-        return "cuda"
-    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
-        return "mps"
-    return "cpu"
-
-
-def resolve_dtype(dtype, device: str):
-    """``'auto'``: bf16 on GPU, fp32 on CPU; else ``'bf16'``/``'fp16'``/``'fp32'`` or a torch dtype."""
-    import torch
-    if dtype in (None, "auto"):
-        return torch.bfloat16 if device.startswith("cuda") else torch.float32
-    if isinstance(dtype, torch.dtype):
-        return dtype
-    if dtype not in _DTYPES:
-        raise ValueError(f"dtype must be 'auto', one of {sorted(_DTYPES)} or a torch dtype, got {dtype!r}")
-    return getattr(torch, _DTYPES[dtype])
-
-
 def doc_texts(df: pd.DataFrame, text_field: str, title_field: Optional[str]) -> List[str]:
     """``(title + " " + text).strip()`` when the title column is present (mteb's document text), else the text."""
     text = df[text_field].fillna("").astype(str)
@@ -65,12 +37,6 @@ def two_way(logits, mode: str):
         return logits[:, 1] - logits[:, 0]
     logp = torch.log_softmax(logits, dim=-1)[:, 1]
     return logp.exp() if mode == "prob" else logp
-
-
-def _is_oom(err: BaseException) -> bool:
-    import torch
-    oom = getattr(torch, "OutOfMemoryError", None) or getattr(torch.cuda, "OutOfMemoryError", RuntimeError)
-    return isinstance(err, oom) or "out of memory" in str(err).lower()
 
 
 class PointwiseReranker(InstructReranker):
@@ -135,12 +101,7 @@ class PointwiseReranker(InstructReranker):
     # -- loading ---------------------------------------------------------------------------------
     def _load(self):
         if self._model is None:
-            require("torch", "hf")
-            transformers = require("transformers", "hf")
-            if not self.verbose:
-                transformers.utils.logging.disable_progress_bar()
-            self._device = resolve_device(self.device)
-            self._torch_dtype = resolve_dtype(self.dtype, self._device)
+            _, self._device, self._torch_dtype = hf_setup(self.device, self.dtype, self.verbose)
             model, tokenizer = self._load_model()
             tokenizer.padding_side = self.padding_side
             if tokenizer.pad_token is None:
@@ -240,24 +201,13 @@ class PointwiseReranker(InstructReranker):
         return scores
 
     def _in_batches(self, feats, rows: np.ndarray, scores: np.ndarray, run, bar) -> None:
-        """Scores ``rows`` of ``feats`` into ``scores`` with ``run(list of features)``, longest first (an OOM shows
-        up in the first batch), halving the batch on out-of-memory."""
+        """Scores ``rows`` of ``feats`` into ``scores`` with ``run(list of features)``, longest first."""
+        rows = np.asarray(rows)
         lengths = np.fromiter((len(feats[i]["input_ids"]) for i in rows), dtype=np.int64, count=len(rows))
-        order = np.asarray(rows)[np.argsort(-lengths, kind="stable")]
-        start, size = 0, self.batch_size
-        while start < len(order):
-            idx = order[start:start + size]
-            try:
-                scores[idx] = run([feats[i] for i in idx])
-            except Exception as err:  # noqa: BLE001 - only out-of-memory is retried
-                if not _is_oom(err) or size == 1:
-                    raise
-                size = max(1, size // 2)
-                log.warning("%s: out of memory, retrying with batch_size=%d", self.model_name_or_path, size)
-                self._empty_cache()
-                continue
-            start += len(idx)
-            bar.update(len(idx))
+
+        def run_rows(idx):
+            scores[rows[idx]] = run([feats[i] for i in rows[idx]])
+        by_length(lengths, self.batch_size, run_rows, bar=bar, name=self.model_name_or_path)
 
     def _run(self, feats: List[Dict[str, List[int]]]) -> np.ndarray:
         import torch
@@ -265,11 +215,6 @@ class PointwiseReranker(InstructReranker):
         batch = {k: v.to(self._device) for k, v in batch.items()}
         with torch.inference_mode():
             return self._forward(batch).float().cpu().numpy()
-
-    def _empty_cache(self) -> None:
-        import torch
-        if torch.cuda.is_available():
-            torch.cuda.empty_cache()
 
 
 class TrueFalseReranker(PointwiseReranker):

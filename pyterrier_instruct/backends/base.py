@@ -1,0 +1,110 @@
+"""The one small interface between prompt builders (listwise reranking, LLM judges) and text generators.
+
+A prompt is a list of chat messages (``{"role": ..., "content": ...}``). A backend
+
+- ``prepare(messages, fallback_template=None) -> Prompt``: renders the messages the way the model will see them
+  (for tokenizer backends: the checkpoint's chat template, ``add_generation_prompt=True``, then ``ftfy.fix_text``
+  as rank_llm does) and counts its tokens when it can (``Prompt.n_tokens``, ``None`` if unknown);
+- ``count(text) -> int | None``: ``len(tokenizer.encode(text))`` (special tokens included, as the references count);
+- ``generate(prompts, max_new_tokens=, min_new_tokens=) -> list[str]``: greedy answers, one per prompt, in order.
+
+All prompts given to one ``generate`` call are one batch: callers put as much independent work as they have into
+one call (the listwise reranker sends every query's window at the same position together).
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence
+
+log = logging.getLogger(__name__)
+
+Messages = Sequence[Dict[str, str]]
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """Chat messages and, for backends with a tokenizer, the rendered text and its token ids."""
+    messages: tuple
+    text: Optional[str] = None
+    token_ids: Optional[List[int]] = field(default=None, compare=False)
+
+    @property
+    def n_tokens(self) -> Optional[int]:
+        return None if self.token_ids is None else len(self.token_ids)
+
+
+def as_messages(messages: Messages) -> tuple:
+    """Validated, immutable chat messages."""
+    out = []
+    for m in messages:
+        if not isinstance(m, dict) or set(m) != {"role", "content"} or m["role"] not in ("system", "user", "assistant"):
+            raise ValueError(f"a chat message is a dict with a 'role' (system/user/assistant) and a 'content', got {m!r}")
+        out.append({"role": m["role"], "content": str(m["content"])})
+    return tuple(out)
+
+
+class Backend:
+    """Base of every backend (see the module docstring). Subclasses implement ``generate``."""
+
+    def prepare(self, messages: Messages, fallback_template: Optional[str] = None) -> Prompt:
+        return Prompt(as_messages(messages))
+
+    def count(self, text: str) -> Optional[int]:
+        return None
+
+    def generate(self, prompts: Sequence[Prompt], *, max_new_tokens: int, min_new_tokens: int = 0) -> List[str]:
+        raise NotImplementedError  # abstract
+
+    # eq/hash feed pt.Experiment(plan='tree') through the transformers that hold a backend
+    def _eq_key(self) -> tuple:
+        return (id(self),)
+
+    def __eq__(self, other) -> bool:
+        return type(other) is type(self) and other._eq_key() == self._eq_key()
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__,) + self._eq_key())
+
+
+class TokenizerBackend(Backend):
+    """A backend that owns a Hugging Face tokenizer (HF transformers, vLLM): renders with the chat template and
+    counts tokens exactly. Subclasses implement ``_tokenizer()`` (loading lazily) and ``generate``.
+
+    ``chat_template``: a Jinja template that replaces the checkpoint's own; otherwise the tokenizer's template is
+    used, and a prompt preset's ``fallback_template`` only when the tokenizer has none.
+    """
+    chat_template: Optional[str] = None
+
+    def _tokenizer(self):  # pragma: no cover - abstract
+        raise NotImplementedError  # abstract: the loaded tokenizer
+
+    def prepare(self, messages: Messages, fallback_template: Optional[str] = None) -> Prompt:
+        import ftfy
+        messages = as_messages(messages)
+        tok = self._tokenizer()
+        template = self.chat_template or (None if getattr(tok, "chat_template", None) else fallback_template)
+        if template is None and not getattr(tok, "chat_template", None):
+            raise ValueError(f"{self!r}: the tokenizer has no chat template; pass chat_template= (a Jinja string) to the backend")
+        text = ftfy.fix_text(self._render(tok, list(messages), template))
+        bos = getattr(tok, "bos_token", None)
+        # the tokenizer adds BOS unless the template already wrote it (no double BOS)
+        ids = tok(text, add_special_tokens=not (bos and text.startswith(bos)))["input_ids"]
+        return Prompt(messages, text, list(ids))
+
+    def _render(self, tok, messages: list, template: Optional[str]) -> str:
+        try:
+            return tok.apply_chat_template(messages, chat_template=template, tokenize=False, add_generation_prompt=True)
+        except Exception as err:  # noqa: BLE001 - only the "no system role" case is recovered
+            if messages[0]["role"] != "system" or "system" not in str(err).lower():
+                raise
+            log.warning("%r: the chat template rejects a system message; prepending it to the first user message", self)
+            merged = [{"role": "user", "content": messages[0]["content"] + "\n\n" + messages[1]["content"]}] + messages[2:]
+            return tok.apply_chat_template(merged, chat_template=template, tokenize=False, add_generation_prompt=True)
+
+    def count(self, text: str) -> int:
+        return len(self._tokenizer().encode(text))
+
+    def _ids(self, prompt: Prompt) -> List[int]:
+        """The prompt's token ids (rendering it here if another backend prepared it)."""
+        return list(prompt.token_ids if prompt.token_ids is not None else self.prepare(prompt.messages).token_ids)

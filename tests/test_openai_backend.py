@@ -1,0 +1,125 @@
+"""The OpenAI-compatible backend against a chat-completions server started by the test on 127.0.0.1."""
+import json
+import re
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pandas as pd
+import pytest
+
+from pyterrier_instruct.backends import OpenAIBackend
+from pyterrier_instruct.listwise import ListwiseReranker
+from pyterrier_instruct.prompts import LISTWISE
+
+
+class Server:
+    """Records every request; answers from a script of (status, body) first, then ranks passages in reverse."""
+
+    def __init__(self):
+        self.requests, self.script, self.lock = [], [], threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                with server.lock:
+                    server.requests.append({"path": self.path, "auth": self.headers.get("Authorization"), "body": body})
+                    status, payload = server.script.pop(0) if server.script else (200, None)
+                if payload is None:
+                    num = sum(1 for m in body["messages"] if m["role"] == "user" and re.match(r"\[\d+\] ", m["content"]))
+                    payload = {"choices": [{"message": {"role": "assistant", "content": " > ".join(f"[{i}]" for i in range(num, 0, -1))}}]}
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                if status == 429:
+                    self.send_header("Retry-After", "0.25")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+
+@pytest.fixture
+def server():
+    s = Server()
+    yield s
+    s.httpd.shutdown()
+
+
+def frame(n_queries=3, n_docs=30):
+    return pd.DataFrame([{"qid": f"q{q}", "query": f"query {q}", "instruction": "only reviews", "docno": f"q{q}d{j}",
+                          "text": f"passage [{j}] text", "score": float(-j)} for q in range(n_queries) for j in range(n_docs)])
+
+
+def test_rank_gpt_over_http(server, monkeypatch):
+    monkeypatch.setenv("TEST_LLM_KEY", "sk-secret-123")
+    sleeps = []
+    r = ListwiseReranker.rank_gpt("gpt-4o", base_url=server.url, api_key_env="TEST_LLM_KEY",
+                                  backend_options={"concurrency": 3, "sleep": sleeps.append, "extra_body": {"seed": 0}})
+    out = r(frame())
+    assert len(server.requests) == 6 and r.backend.requests == 6  # 2 windows × 3 queries, 2 batches of 3 concurrent requests
+    req = next(q for q in server.requests if "query: query 0" in q["body"]["messages"][1]["content"])  # concurrent: any order
+    assert req["path"] == "/v1/chat/completions" and req["auth"] == "Bearer sk-secret-123"
+    body = req["body"]
+    assert (body["model"], body["temperature"], body["seed"]) == ("gpt-4o", 0.0, 0) and "min_tokens" not in body
+    assert body["max_tokens"] == len("[1] > [2] > [3] > [4] > [5] > [6] > [7] > [8] > [9] > [10] > [11] > [12] > [13] > "
+                                     "[14] > [15] > [16] > [17] > [18] > [19] > [20]")  # no tokenizer: a character bound
+    g = LISTWISE["rank_gpt"]
+    assert body["messages"][0] == {"role": "system", "content": g.system}
+    assert body["messages"][3] == {"role": "user", "content": "[1] passage (10) text"}  # masked passage
+    assert body["messages"][-1]["content"].startswith("Search Query: query 0 only reviews. \nRank the 20 passages")
+    order = out[out.qid == "q1"].sort_values("rank").docno.str.slice(3).astype(int).tolist()
+    lst = list(range(30))
+    for a, b in [(10, 30), (0, 20)]:
+        lst[a:b] = lst[a:b][::-1]
+    assert order == lst and r.stats["clean"] == 6 and not sleeps
+    assert "sk-secret" not in repr(r) and "TEST_LLM_KEY" in repr(r.backend)
+
+
+def test_retries_with_backoff_then_fails_with_the_server_message(server, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    sleeps = []
+    backend = OpenAIBackend("m", base_url=server.url, max_retries=3, backoff=0.5, sleep=sleeps.append)
+    server.script = [(503, {"error": "busy"}), (429, {"error": "slow down"}), (200, None)]
+    prompt = backend.prepare([{"role": "user", "content": "[1] a"}])
+    assert backend.generate([prompt], max_new_tokens=5) == ["[1]"]
+    assert sleeps == [0.5, 0.25] and len(server.requests) == 3 and server.requests[0]["auth"] is None  # Retry-After wins
+    server.script = [(400, {"error": {"message": "max_tokens is too large"}})]
+    with pytest.raises(RuntimeError, match="HTTP 400: .*max_tokens is too large"):
+        backend.generate([prompt], max_new_tokens=5)
+    server.script = [(500, {"error": "x"})] * 4
+    with pytest.raises(RuntimeError, match="HTTP 500"):
+        backend.generate([prompt], max_new_tokens=5)
+    assert sleeps[2:] == [0.5, 1.0, 2.0]
+    server.script = [(200, {"choices": []})]
+    with pytest.raises(RuntimeError, match=r"returned no choices\[0\].message.content"):
+        backend.generate([prompt], max_new_tokens=5)
+
+
+def test_unreachable_server_and_min_tokens(monkeypatch):
+    sleeps = []
+    backend = OpenAIBackend("m", base_url="http://127.0.0.1:9/v1", max_retries=1, backoff=0.1, sleep=sleeps.append, timeout=5)
+    with pytest.raises(RuntimeError, match="could not reach http://127.0.0.1:9/v1/chat/completions after 2 attempts"):
+        backend.generate([backend.prepare([{"role": "user", "content": "x"}])], max_new_tokens=3)
+    assert sleeps == [0.1]
+    with pytest.raises(ValueError, match="a chat message is a dict"):
+        backend.prepare([{"role": "tool", "content": "x"}])
+
+
+def test_vllm_server_options_and_token_counting(server):
+    class Words:
+        def encode(self, text):
+            return text.split()
+    backend = OpenAIBackend("rank_zephyr", base_url=server.url, min_tokens=True, tokenizer=Words())
+    r = ListwiseReranker(backend, context_size=4096)
+    r(frame(1, 20))
+    body = server.requests[0]["body"]
+    assert body["min_tokens"] == body["max_tokens"] == r.output_budget(20) == 38
+    prompt = backend.prepare(body["messages"])
+    assert prompt.n_tokens == sum(3 + len(m["content"].split()) for m in body["messages"]) + 3
