@@ -24,6 +24,8 @@ test: install
 
 bench: install
 	$(PY) benchmarks/bench_pmrr.py
+	$(PY) benchmarks/bench_dense.py
+	$(PY) benchmarks/bench_listwise.py
 
 clean:
 	rm -rf $(VENV) results

@@ -11,10 +11,11 @@ import numpy as np
 import pandas as pd
 import pyterrier as pt
 
+from ._eq import KeyedEquality
 from .instructions import instructions_of
 
 
-class InstructReranker(pt.Transformer):
+class InstructReranker(KeyedEquality, pt.Transformer):
     """Base class: subclasses implement ``_score(df) -> np.ndarray`` (one float per row).
 
     ``df`` passed to ``_score`` always has an ``instruction`` column (filled with the default
@@ -46,16 +47,6 @@ class InstructReranker(pt.Transformer):
 
     def _tqdm(self, iterable, total=None, desc=None, unit="batch"):
         return pt.tqdm(iterable, total=total, desc=desc or type(self).__name__, unit=unit, disable=not self.verbose)
-
-    # Equality feeds pt.Experiment(plan='tree') prefix sharing; repr is derived from _eq_key.
-    def _eq_key(self) -> tuple:
-        return ()
-
-    def __eq__(self, other) -> bool:
-        return type(other) is type(self) and other._eq_key() == self._eq_key()
-
-    def __hash__(self) -> int:
-        return hash((type(self).__name__,) + self._eq_key())
 
     def subtransformers(self):
         return {}

@@ -10,7 +10,7 @@ and ``variant`` columns beside it.
 """
 from __future__ import annotations
 
-from typing import Dict, Iterable, Mapping, Optional, Tuple
+from typing import Callable, Dict, Iterable, Mapping, Optional, Tuple
 
 import numpy as np
 import pandas as pd
@@ -37,13 +37,55 @@ TART_EMPTY_INSTRUCTION = "Retrieve news paper paragraph to answer this question"
 INSTRUCTIR_TEMPLATE = "{instruction} [SEP] {query}"
 
 
+def _question_mark(query: str) -> str:
+    """``"?"`` unless the stripped query ends in ``.``, ``?`` or ``!`` (or is empty, where the reference fails)."""
+    q = query.strip()
+    return "" if not q or q[-1] in ".?!" else "?"
+
+
+def compose_mteb(query: str, instruction: Optional[str] = "") -> str:
+    """mteb's bi-encoder rule (MODELS §1): ``f"{query.strip()} {instruction}".strip()``."""
+    return f"{str(query).strip()} {instruction or ''}".strip()
+
+
+def compose_promptriever(query: str, instruction: Optional[str] = "") -> str:
+    """Promptriever/RepLLaMA, tevatron fork ``format_query`` without its ``"query:  "`` prefix (MODELS §6.2):
+    ``q.strip() + "?" (unless it ends in .?!) + " " + p.strip()``; an empty instruction gives ``q.strip()``."""
+    q, p = str(query).strip(), (instruction or "").strip()
+    return f"{q}{_question_mark(q)} {p}" if p else q
+
+
+def compose_promptriever_mteb(query: str, instruction: Optional[str] = "") -> str:
+    """Promptriever as mteb runs it (MODELS §6.2): ``f"{q}{'?' if ...} {i}".strip()``, the ``?`` added even when the
+    instruction is empty, the query itself not stripped first."""
+    q = str(query)
+    return f"{q}{_question_mark(q)} {instruction or ''}".strip()
+
+
+#: Joining rules that are functions rather than format strings, by name; ``compose_frame(template=<name>)`` uses them.
+COMPOSERS: Dict[str, Callable[[str, Optional[str]], str]] = {
+    "append": compose,
+    "mteb": compose_mteb,
+    "promptriever": compose_promptriever,
+    "promptriever_mteb": compose_promptriever_mteb,
+}
+
+#: E5-Mistral as FollowIR ran it (MODELS §1): the instruction that replaces an empty one (appended like any instruction).
+E5_EMPTY_INSTRUCTION = "Given a web search query, retrieve relevant passages that answer the query"
+
+
 def compose_frame(df: pd.DataFrame, template: str = DEFAULT_TEMPLATE, default_instruction: str = "",
                   empty_instruction: Optional[str] = None) -> np.ndarray:
     """The composed string for every row of ``df`` (``query`` + optional ``instruction`` columns);
-    ``empty_instruction`` replaces empty instructions (TART)."""
+    ``template`` is a format string or the name of a rule in :data:`COMPOSERS`; ``empty_instruction`` replaces
+    empty instructions (TART, E5-Mistral as run for FollowIR)."""
     instructions = instructions_of(df, default_instruction)
     if empty_instruction is not None:
         instructions = instructions.where(instructions.str.strip() != "", empty_instruction)
+    template = DEFAULT_TEMPLATE if template == "append" else template
+    if template in COMPOSERS:
+        rule = COMPOSERS[template]
+        return np.array([rule(q, i) for q, i in zip(df["query"].astype(str), instructions)], dtype=object)
     if template == DEFAULT_TEMPLATE:  # vectorised fast path for the common composer
         return (df["query"].astype(str) + " " + instructions).str.strip().to_numpy(dtype=object)
     return np.array([compose(q, i, template) for q, i in zip(df["query"], instructions)], dtype=object)

@@ -1,13 +1,16 @@
 """Prompt templates as data: every verbatim template of the pointwise (MODELS.md §2–§3.4) and listwise (§5) rerankers,
-in one place.
+of IFIR's INSTFOL judge (IFIR_JUDGE_PROMPTS.md), and the promptable dense retrievers' query/passage strings and BEIR
+prompts (§6, §9), in one place.
 
 ``{query}`` is the composed query+instruction string (:mod:`pyterrier_instruct.instructions`), ``{text}`` the document
-text. Templates are filled by plain substitution (one pass, ``str.replace``), so braces inside a query or document are
-safe. Tests compare each string byte for byte with the normative JSON literals of MODELS.md.
+text. Every template is filled by :func:`fill` (one pass), so braces inside a query or document are safe. Tests compare each string byte for byte with the normative JSON literals of MODELS.md (and the judge prompts with
+``tests/data/ifir_judge_prompts.json``).
 """
 from __future__ import annotations
 
-from typing import Dict, NamedTuple, Optional
+import functools
+import re
+from typing import Dict, NamedTuple, Optional, Tuple
 
 
 class TrueFalse(NamedTuple):
@@ -56,12 +59,24 @@ PROMPTS: Dict[str, TrueFalse] = {
 PROMPTS['mt5_mmarco'] = TrueFalse(PROMPTS['monot5'].template, 'yes', 'no')  # mT5 mMARCO checkpoints (§2)
 
 
+@functools.lru_cache(maxsize=64)
+def _slots(names: Tuple[str, ...]):
+    return re.compile(r"\{(" + "|".join(map(re.escape, names)) + r")\}")
+
+
+def fill(template: str, **values) -> str:
+    """Replaces each ``{name}`` given in ``values`` in one pass (a placeholder inside an inserted value is never
+    substituted again; placeholders not given stay as they are). Every template of the package is filled this way."""
+    if not values:
+        return template
+    return _slots(tuple(sorted(values))).sub(lambda m: str(values[m.group(1)]), template)
+
+
 def render(template: str, query: str, text: str) -> str:
-    """Fills ``{query}`` and ``{text}`` in one pass (a ``{text}`` inside the query is not substituted again)."""
-    head, sep, tail = template.partition("{text}")
-    if not sep:
+    """Fills a pointwise template's ``{query}`` and ``{text}``."""
+    if "{text}" not in template:
         raise ValueError(f"template has no {{text}} placeholder: {template!r}")
-    return head.replace("{query}", query) + text + tail.replace("{query}", query)
+    return fill(template, query=query, text=text)
 
 
 # -- listwise (MODELS §5) ---------------------------------------------------------------------------------------------
@@ -119,4 +134,155 @@ LISTWISE: Dict[str, Listwise] = {
         "Search Query: {query}. \nRank the {num} passages above based on their relevance to the search query. The passages should be listed in descending order using identifiers. The most relevant passages should be listed first. The output format should be [] > [], e.g., {example}. Only response the ranking results, do not say any word or explain.",
         example="[1] > [2]", multi_turn=True, opening="Okay, please provide the passages.", ack="Received passage [{rank}].",
         mask_query=False, budget_window=None),
+}
+
+
+# == IFIR INSTFOL judge prompts (IFIR_JUDGE_PROMPTS §2-§4) ============================================================
+# The 15 judge messages of IFIR's INSTFOL, verbatim from the IFIR repository (src/utils/llm_metrics/GEval/prompts.py,
+# GEvalPrompts, commit b97b2035d7d5a81996a36b8f3851fc461fa22d22; unchanged since the initial commit). Grammar slips,
+# skipped criterion numbers and borrowed example reasons are data, not typos; four lines end in spaces (scifact_open3
+# and nfcorpus line 8, fire lines 1-2); every message ends with "JSON:" and one newline. Only {instruction} and
+# {corpus} are placeholders (every other brace is the example JSON): fill them with render_ifir_judge, never
+# str.format. aila2/aila3 are the corrected templates (paper Figure 8); IFIR_JUDGE_CODE_BUG records what the
+# repository sends instead (its double-brace f-string bug), reproduced only with ifir_code_bug=True.
+
+#: IFIR subsets with one judge prompt per instruction level (the repository's "reason datasets": name + level digit).
+IFIR_MULTI_LEVEL = ("fiqa", "scifact_open", "pm", "aila")
+#: IFIR subsets with one instruction per query (stored as level 0, read as level 1) and one prompt named by the subset.
+IFIR_SINGLE_LEVEL = ("nfcorpus", "fire", "cds")
+
+IFIR_JUDGE: Dict[str, str] = {
+    # FiQA level 1 (scale 0-1): 'There is 1 relevant levels', criteria numbered 1, 4, a science example reason.
+    'fiqa1': 'Given an instruction: {instruction},\nand an answer to the query: {corpus},\nPlease evaluate the corpus according to the instruction and Evaluation Criteria and return a JSON object with the score and reason.\n\nThere is 1 relevant levels to evaluate the answer regarding the instruction:\n1. Relevant to the instruction.\n\nEvaluation Criteria:\n1. If the answer meets the instruction in first level, the score is 1;\n4. If the corpus does not meet any of the levels, the score is 0.\n\nPlease give a score between 0 and 1.\n\n**\nIMPORTANT: Please make sure to only return in JSON format, with the "score" and "reason" key. No words or explanation is needed.\nPlease think step by step of the reason and give the score according to the Evaluation Criteria.\n\nExample JSON:\n{\n    "score": 1,\n    "reason": "The corpus only match the instruction with research field and research topics."\n}\n**\n\nJSON:\n',
+    # FiQA level 2 (0-2): criteria numbered 1, 2, 4.
+    'fiqa2': 'Given an instruction: {instruction},\nand an answer to the query: {corpus},\nPlease evaluate the corpus according to the instruction and Evaluation Criteria and return a JSON object with the score and reason.\n\nThere is 2 relevant levels to evaluate the answer regarding the instruction:\n1. Relevant to the instruction.\n2. Totally match the instruction, aligned with the personal financial status in the instruction.\n\nEvaluation Criteria:\n1. If the answer only meets the instruction in first level, the score is 1;\n2. If the answer meets the instruction in first and second levels, the score is 2;\n4. If the corpus does not meet any of the levels, the score is 0.\n\nPlease give a score between 0 and 2.\n\n**\nIMPORTANT: Please make sure to only return in JSON format, with the "score" and "reason" key. No words or explanation is needed.\nPlease think step by step of the reason and give the score according to the Evaluation Criteria.\n\nExample JSON:\n{\n    "score": 1,\n    "reason": "The corpus only match the instruction with research field and research topics."\n}\n**\n\nJSON:\n',
+    # FiQA level 3 (0-3).
+    'fiqa3': 'Given an instruction: {instruction},\nand an answer to the query: {corpus},\nPlease evaluate the corpus according to the instruction and Evaluation Criteria and return a JSON object with the score and reason.\n\nThere is 3 relevant levels to evaluate the answer regarding the instruction:\n1. Relevant to the instruction.\n2. Aligned with the personal financial status in the instruction.\n3. Totally match the instruction, including the personal financial goals and financial status.\n\nEvaluation Criteria:\n1. If the answer only meets the instruction in first level, the score is 1;\n2. If the answer meets the instruction in first and second levels, the score is 2;\n3. If the answer meets the instruction with all three levels, the score is 3.\n4. If the corpus does not meet any of the levels, the score is 0.\n\nPlease give a score between 0 and 3.\n\n**\nIMPORTANT: Please make sure to only return in JSON format, with the "score" and "reason" key. No words or explanation is needed.\nPlease think step by step of the reason and give the score according to the Evaluation Criteria.\n\nExample JSON:\n{\n    "score": 1,\n    "reason": "The corpus only match the instruction with research field and research topics."\n}\n**\n\nJSON:\n',
+    # SciFact-open level 1 (0-1): says 2 levels, lists one.
+    'scifact_open1': 'Given an instruction: {instruction},\nand a corpus: {corpus},\nPlease evaluate the corpus according to the instruction and Evaluation Criteria and return a JSON object with the score and reason.\n\nThere is 2 relevant levels to evaluate the corpus regarding the instruction:\n1. Totally match the instruction. Including theme relevance, for example, the research field and research topics;\n\nEvaluation Criteria:\n1. If the corpus meets the instruction in first level, the score is 1;\n2. If the corpus does not meet any of the levels, the score is 0.\n\nPlease give a score between 0 and 1.\n\n**\nIMPORTANT: Please make sure to only return in JSON format, with the "score" and "reason" key. No words or explanation is needed.\nPlease think step by step of the reason and give the score according to the Evaluation Criteria.\n\nExample JSON:\n{\n    "score": 1,\n    "reason": "The corpus only match the instruction with research field and research topics."\n}\n**\n\nJSON:\n',
+    # SciFact-open level 2 (0-2).
+    'scifact_open2': 'Given an instruction: {instruction},\nand a corpus: {corpus},\nPlease evaluate the corpus according to the instruction and Evaluation Criteria and return a JSON object with the score and reason.\n\nThere is 2 relevant levels to evaluate the corpus regarding the instruction:\n1. Theme relevance, for example, the research field and research topics;\n2. Totally match the instruction. Including relationship, for example, support or refute the claim;\n\nEvaluation Criteria:\n1. If the corpus only meets the instruction in first level, the score is 1;\n2. If the corpus meets the instruction in first and second levels, the score is 2;\n3. If the corpus does not meet any of the levels, the score is 0.\n\nPlease give a score between 0 and 2.\n\n**\nIMPORTANT: Please make sure to only return in JSON format, with the "score" and "reason" key. No words or explanation is needed.\nPlease think step by step of the reason and give the score according to the Evaluation Criteria.\n\nExample JSON:\n{\n    "score": 1,\n    "reason": "The corpus only match the instruction with research field and research topics."\n}\n**\n\nJSON:\n',
+    # SciFact-open level 3 (0-3): line 8 ends with 1 space.
+    'scifact_open3': 'Given an instruction: {instruction},\nand a corpus: {corpus},\nPlease evaluate the corpus according to the instruction and Evaluation Criteria and return a JSON object with the score and reason.\n\nThere is 3 relevant levels to evaluate the corpus regarding the instruction:\n1. Theme relevance, for example, the research field and research topics;\n2. Relationship, for example, support or refute the claim;\n3. Totally match the instruction. \n\nEvaluation Criteria:\n1. If the corpus only meets the instruction in first level, the score is 1;\n2. If the corpus meets the instruction in first and second levels, the score is 2;\n3. If the corpus meets instruction with all three levels, the score is 3.\n4. If the corpus does not meet any of the levels, the score is 0.\n\nPlease give a score between 0 and 3.\n\n**\nIMPORTANT: Please make sure to only return in JSON format, with the "score" and "reason" key. No words or explanation is needed.\nPlease think step by step of the reason and give the score according to the Evaluation Criteria.\n\nExample JSON:\n{\n    "score": 1,\n    "reason": "The corpus only match the instruction with research field and research topics."\n}\n**\n\nJSON:\n',
+    # TREC-PM level 1 (0-1): criteria numbered 1, 3.
+    'pm1': 'Given an instruction: {instruction},\nand a corpus: {corpus},\nPlease evaluate the corpus according to the instruction and Evaluation Criteria and return a JSON object with the score and reason.\n\nThere is 1 relevant levels of the corpus:\n1. Matching the instruction, including disease information.\n\nEvaluation Criteria:\n1. If the corpus only meets the instructions in first level, the score is 1;\n3. If the corpus does not meet any of the levels, the score is 0.\n\nPlease give a score between 0 and 1.\n\n**\nIMPORTANT: Please make sure to only return in JSON format, with the "score" and "reason" key. No words or explanation is needed.\nPlease think step by step of the reason and give the score according to the Evaluation Criteria.\n\nExample JSON:\n{\n    "score": 1,\n    "reason": "The corpus only match the instruction with disease information."\n}\n**\n\nJSON:\n',
+    # TREC-PM level 2 (0-2).
+    'pm2': 'Given an instruction: {instruction},\nand a corpus: {corpus},\nPlease evaluate the corpus according to the instruction and Evaluation Criteria and return a JSON object with the score and reason.\n\nThere is 2 relevant levels of the corpus:\n1. Disease information.\n2. Totally match the instruction, including patient\'s demographics, especially age and gender;\n\nEvaluation Criteria:\n1. If the corpus only meets the instructions in first level, the score is 1;\n2. If the corpus meets the instruction in first and second levels, the score is 2;\n3. If the corpus does not meet any of the levels, the score is 0.\n\nPlease give a score between 0 and 2.\n\n**\nIMPORTANT: Please make sure to only return in JSON format, with the "score" and "reason" key. No words or explanation is needed.\nPlease think step by step of the reason and give the score according to the Evaluation Criteria.\n\nExample JSON:\n{\n    "score": 1,\n    "reason": "The corpus only match the instruction with disease information."\n}\n**\n\nJSON:\n',
+    # TREC-PM level 3 (0-3).
+    'pm3': 'Given an instruction: {instruction},\nand a corpus: {corpus},\nPlease evaluate the corpus according to the instruction and Evaluation Criteria and return a JSON object with the score and reason.\n\nThere is 3 relevant levels of the corpus:\n1. Disease information.\n2. Patient\'s demographics, especially age and gender;\n3. Totally match the instruction, including the family medical history and treatment history of the patient and other information.\n\nEvaluation Criteria:\n1. If the corpus only meets the instructions in first level, the score is 1;\n2. If the corpus meets the instruction in first and second levels, the score is 2;\n3. If the corpus meets all three levels, the score is 3.\n4. If the corpus does not meet any of the levels, the score is 0.\n\nPlease give a score between 0 and 3.\n\n**\nIMPORTANT: Please make sure to only return in JSON format, with the "score" and "reason" key. No words or explanation is needed.\nPlease think step by step of the reason and give the score according to the Evaluation Criteria.\n\nExample JSON:\n{\n    "score": 1,\n    "reason": "The corpus only match the instruction with disease information."\n}\n**\n\nJSON:\n',
+    # AILA level 1 (0-1): 'There are 1 relevant levels'.
+    'aila1': 'Given an instruction: {instruction},\nand a prior case: {corpus},\nplease evaluate the prior case according to the instruction and Evaluation Criteria and return a JSON object with the score and reason.\n\nThere are 1 relevant levels to evaluate the case regarding the instruction:\n1. The prior case is similar to the one in the instruction.\n\nEvaluation Criteria:\n1. If the prior case meets the instruction at the first level, the score is 1.\n2. If the prior case does not meet any of the levels, the score is 0.\n\nPlease give a score between 0 and 1.\n\n**\nIMPORTANT: Please make sure to only return in JSON format, with the "score" and "reason" key. No additional words or explanations are needed.\nPlease think step by step about the reason and give the score according to the Evaluation Criteria.\n\nExample JSON:\n{\n    "score": 1,\n    "reason": "The corpus only matches the instruction in terms of research field and research topics."\n}\n**\n\nJSON:\n',
+    # AILA level 2 (0-2), corrected: the repository sends {corpus} literally (IFIR_JUDGE_CODE_BUG).
+    'aila2': 'Given an instruction: {instruction},\nand a prior case: {corpus},\nplease evaluate the prior case according to the instruction and Evaluation Criteria and return a JSON object with the score and reason.\n\nThere are 2 relevant levels to evaluate the case regarding the instruction:\n1. The prior case is similar to the one in the instruction.\n2. The prior case totally matches the instruction, satisfing the instruction at the \'plaintiff\' or \'defendant\' beneficial level.\n\nEvaluation Criteria:\n1. If the prior case only meets the instruction at the first level, the score is 1.\n2. If the prior case meets the instruction at the first and second levels, the score is 2.\n3. If the prior case does not meet any of the levels, the score is 0.\n\nPlease give a score between 0 and 2.\n\n**\nIMPORTANT: Please make sure to only return in JSON format, with the "score" and "reason" key. No additional words or explanations are needed.\nPlease think step by step about the reason and give the score according to the Evaluation Criteria.\n\nExample JSON:\n{\n    "score": 1,\n    "reason": "The corpus only matches the instruction in terms of research field and research topics."\n}\n**\n\nJSON:\n',
+    # AILA level 3 (0-3), corrected: the repository sends both placeholders literally; = paper Figure 8's user text.
+    'aila3': 'Given an instruction: {instruction},\nand a prior case: {corpus},\nplease evaluate the prior case according to the instruction and Evaluation Criteria and return a JSON object with the score and reason.\n\nThere are 3 relevant levels to evaluate the case regarding the instruction:\n1. The prior case is similar to the one in the instruction.\n2. The prior case satisfies the instruction at the \'plaintiff\' or \'defendant\' beneficial level.\n3. The prior case totally matches the instruction, including the detailed requirements in the instruction.\n\nEvaluation Criteria:\n1. If the prior case only meets the instruction at the first level, the score is 1.\n2. If the prior case meets the instruction at the first and second levels, the score is 2.\n3. If the prior case meets the instruction at all three levels, the score is 3.\n4. If the prior case does not meet any of the levels, the score is 0.\n\nPlease give a score between 0 and 3.\n\n**\nIMPORTANT: Please make sure to only return in JSON format, with the "score" and "reason" key. No additional words or explanations are needed.\nPlease think step by step about the reason and give the score according to the Evaluation Criteria.\n\nExample JSON:\n{\n    "score": 1,\n    "reason": "The corpus only matches the instruction in terms of research field and research topics."\n}\n**\n\nJSON:\n',
+    # NFCorpus, single level (0-3): line 8 ends with 1 space.
+    'nfcorpus': 'Given an instruction: {instruction},\nand a corpus: {corpus},\nPlease evaluate the corpus according to the instruction and Evaluation Criteria and return a JSON object with the score and reason.\n\nThere is 3 relevant levels to evaluate the corpus regarding the instruction:\n1. Research fields and research topics;\n2. Research objectives;\n3. Totally match the instruction. \n\nEvaluation Criteria:\n1. If the corpus only meets the instruction in first level, the score is 1;\n2. If the corpus meets the instruction in first and second levels, the score is 2;\n3. If the corpus meets instruction with all three levels, the score is 3.\n4. If the corpus does not meet any of the levels, the score is 0.\n\nPlease give a score between 0 and 3.\n\n**\nIMPORTANT: Please make sure to only return in JSON format, with the "score" and "reason" key. No words or explanation is needed.\nPlease think step by step of the reason and give the score according to the Evaluation Criteria.\n\nExample JSON:\n{\n    "score": 1,\n    "reason": "The corpus only match the instruction with research field and research topics."\n}\n**\n\nJSON:\n',
+    # FIRE, single level (0-3): line 1 ends with 2 spaces, line 2 with 1; unindented example JSON.
+    'fire': 'Given a prior case combined with a query: {instruction},  \nand a corpus: {corpus}, \nplease evaluate the corpus according to the query and Evaluation Criteria, and return a JSON object with the score and reason.\n\nThere are 3 relevant levels of the corpus:\n\n1. Similar to the prior case in the query.\n2. Partially helps with the query.\n3. Totally matches the query.\n\nEvaluation Criteria:\n\n1. If the corpus only meets the query at the first level, the score is 1.\n2. If the corpus meets the query at the first and second levels, the score is 2.\n3. If the corpus meets all three levels, the score is 3.\n4. If the corpus does not meet any of the levels, the score is 0.\nPlease give a score between 0 and 3.\n\n**\nIMPORTANT: Please make sure to only return the result in JSON format, with the "score" and "reason" keys. No additional words or explanations are needed.\nPlease think step by step of the reason and give the score according to the Evaluation Criteria.\n\nExample JSON:\n{\n"score": 1,\n"reason": "The corpus only matches the instruction with disease information."\n}\n**\n\nJSON:\n',
+    # TREC-CDS, single level (0-3).
+    'cds': 'Given an instruction: {instruction},\nand a corpus: {corpus},\nPlease evaluate the corpus according to the instruction and Evaluation Criteria and return a JSON object with the score and reason.\n\nThere is 3 relevant levels of the corpus:\n1. Disease information.\n2. Patient\'s demographics, especially age and gender;\n3. Totally match the instruction.\n\nEvaluation Criteria:\n1. If the corpus only meets the instructions in first level, the score is 1;\n2. If the corpus meets the instruction in first and second levels, the score is 2;\n3. If the corpus meets all three levels, the score is 3.\n4. If the corpus does not meet any of the levels, the score is 0.\n\nPlease give a score between 0 and 3.\n\n**\nIMPORTANT: Please make sure to only return in JSON format, with the "score" and "reason" key. No words or explanation is needed.\nPlease think step by step of the reason and give the score according to the Evaluation Criteria.\n\nExample JSON:\n{\n    "score": 1,\n    "reason": "The corpus only match the instruction with disease information."\n}\n**\n\nJSON:\n',
+}
+
+#: Paper Figure 8's system line, attested for AILA only. The repository sends no system message (the default);
+#: ``IFIRJudge(system_prompt=True)`` adds it to the aila prompts for paper fidelity.
+IFIR_JUDGE_SYSTEM: Dict[str, str] = {"aila": 'You are an expert in legal domain.'}
+
+#: The placeholders the IFIR repository leaves as literal text (``{{instruction}}``/``{{corpus}}`` in an f-string):
+#: aila2 never shows the judge the passage, aila3 neither the passage nor the instruction (IFIR_JUDGE_PROMPTS §3).
+IFIR_JUDGE_CODE_BUG: Dict[str, Tuple[str, ...]] = {"aila2": ("corpus",), "aila3": ("instruction", "corpus")}
+
+
+def ifir_judge_prompt(dataset: str, level) -> str:
+    """The judge prompt name of an IFIR subset and instruction level: ``fiqa`` + level 2 → ``fiqa2``; the single-level
+    subsets (nfcorpus, fire, cds) have one prompt whatever the level (their instruction is level 0 in the raw files and
+    level 1 in the loaded topics)."""
+    dataset = str(dataset)
+    dataset = dataset[len("ifir/"):] if dataset.startswith("ifir/") else dataset
+    if dataset in IFIR_SINGLE_LEVEL:
+        if str(level) not in ("0", "1"):
+            raise ValueError(f"IFIR subset {dataset!r} has one instruction level (0 or 1), got level {level!r}")
+        return dataset
+    if dataset not in IFIR_MULTI_LEVEL:
+        raise ValueError(f"unknown IFIR subset {dataset!r}; expected one of {IFIR_MULTI_LEVEL + IFIR_SINGLE_LEVEL}")
+    if str(level) not in ("1", "2", "3"):
+        raise ValueError(f"IFIR subset {dataset!r} has judge prompts for levels 1-3, got level {level!r}")
+    return f"{dataset}{level}"
+
+
+def render_ifir_judge(name: str, instruction: str, corpus: str, *, ifir_code_bug: bool = False) -> str:
+    """The judge message ``IFIR_JUDGE[name]`` with ``{instruction}`` and ``{corpus}`` replaced in one pass (values
+    inserted unchanged: a ``{corpus}`` inside the instruction is not substituted again). ``ifir_code_bug=True`` leaves
+    the placeholders of :data:`IFIR_JUDGE_CODE_BUG` as literal text, byte for byte what the IFIR repository sends."""
+    if name not in IFIR_JUDGE:
+        raise ValueError(f"unknown IFIR judge prompt {name!r}; known: {sorted(IFIR_JUDGE)}")
+    literal = IFIR_JUDGE_CODE_BUG.get(name, ()) if ifir_code_bug else ()
+    values = {"instruction": str(instruction), "corpus": str(corpus)}
+    return fill(IFIR_JUDGE[name], **{k: v for k, v in values.items() if k not in literal})
+
+
+# -- promptable dense retrievers (MODELS §1, §6.2, §6.5, §9) -----------------------------------------------------------
+# A query string is a query template filled with the *composed* query+instruction (the joining rules are functions in
+# :mod:`pyterrier_instruct.instructions`); a passage string is a passage template filled with ``{title}`` and
+# ``{text}`` (each stripped) or ``{doc}`` (``(title + " " + text).strip()``, the default document text).
+
+#: Promptriever / RepLLaMA, tevatron fork (``"query: " + " " + ...``, ``"passage: " + " " + ...``): two spaces after the
+#: colon; with an empty title the passage has three (``"passage:   {text}"``). Filled strings are stripped.
+PROMPTRIEVER_QUERY = "query:  {query}"
+PROMPTRIEVER_PASSAGE = "passage:  {title} {text}"
+#: Promptriever as mteb runs it (FollowIR, InstructIR): ``"passage:  " + doc_text``, not stripped.
+PROMPTRIEVER_MTEB_PASSAGE = "passage:  {doc}"
+
+#: E5-instruct model-card form (mteb ``E5_INSTRUCTION = "Instruct: {instruction}\nQuery: "``); ``{task}`` is fixed per model.
+E5_QUERY = "Instruct: {task}\nQuery: {query}"
+#: The task description of the E5 model card and of FollowIR's E5 run.
+E5_DEFAULT_TASK = "Given a web search query, retrieve relevant passages that answer the query"
+#: IFIR's E5-Mistral prompt (MODELS §9); the typos are part of the reference input.
+IFIR_E5_TASK = "Give a query, retrieval relevant passages"
+
+#: The 10 BEIR prompts of Promptriever Table 10 (MODELS §6.5), verbatim, in table order (5 and 10 have no final period).
+BEIR_PROMPTS: Tuple[str, ...] = (
+    "Be careful when assigning relevance as your job is on the line and I will give you a 1000 dollar tip.",
+    "Think carefully about these conditions when determining relevance.",
+    "A relevant document should also provide a clear and concise explanation, avoiding unnecessary complexity or ambiguity. When in doubt, prioritize documents that provide a clear, direct, and specific answer to the query.",
+    "A document that meets these criteria is considered relevant, while a document that does not meet these criteria is considered non-relevant.",
+    "A relevant document should focus solely on providing a clear and accurate answer to the query, without distracting or unnecessary information",
+    "A document is relevant if it helps to answer the query. Surface relevant documents only.",
+    "Relevant documents are those that are topically related, answer the given question, or otherwise provide insight on the input. Think step by step about whether a document is relevant for this question.",
+    "Find relevant documents to the query. Use strict criteria when evaluating relevance: a relevant document here should provide direct information to either fully answer the query, or provide useful information towards answering it. Avoid only topically relevant documents.",
+    "When judging the relevance of a document, focus on the pragmatics of the query and consider irrelevant any documents for which the user would have used a different query.",
+    "Think carefully about relevance",
+)
+
+#: The placeholders a dense query/passage template may use.
+FIELDS = ("query", "title", "text", "doc", "task")
+
+
+def placeholders(template: str, fields: Tuple[str, ...] = FIELDS) -> Tuple[str, ...]:
+    """The placeholders of ``fields`` that ``template`` uses, in order of first appearance."""
+    return tuple(dict.fromkeys(_slots(tuple(sorted(fields))).findall(template)))
+
+
+def check(template: str, allowed: Tuple[str, ...], what: str) -> str:
+    """``template`` if it uses at least one of ``allowed`` and no other placeholder, else a ValueError."""
+    used = placeholders(template)
+    if not used or any(p not in allowed for p in used):
+        raise ValueError(f"{what} must use {' or '.join('{' + a + '}' for a in allowed)} (and nothing else); got {template!r}")
+    return template
+
+
+#: Preset styles: (query template, composer, passage template, strip filled strings).
+PROMPTRIEVER_STYLES: Dict[str, Tuple[str, str, str, bool]] = {
+    "tevatron": (PROMPTRIEVER_QUERY, "promptriever", PROMPTRIEVER_PASSAGE, True),
+    "mteb": (PROMPTRIEVER_QUERY, "promptriever_mteb", PROMPTRIEVER_MTEB_PASSAGE, False),
+    # IFIR (MODELS §9): the same prefixes before the plain ``query + " " + instruction``, no ``?`` (max length 1024 there).
+    "ifir": (PROMPTRIEVER_QUERY, "append", PROMPTRIEVER_MTEB_PASSAGE, False),
+}
+
+#: InF-Embed's query composers (MODELS §1, §7): the code's order (default), the paper's ``<Instruction> <Query>``, and the
+#: code's ``Instruct:`` option (``f"Instruct: {instruction}\nQuery: {query} ".strip()``).
+INF_EMBED_COMPOSERS: Dict[str, str] = {
+    "code": "{query} {instruction}",
+    "paper": "{instruction} {query}",
+    "instruct": "Instruct: {instruction}\nQuery: {query} ",
 }

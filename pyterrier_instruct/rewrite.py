@@ -7,10 +7,11 @@ from __future__ import annotations
 import pandas as pd
 import pyterrier as pt
 
+from ._eq import KeyedEquality
 from .instructions import DEFAULT_TEMPLATE, compose_frame
 
 
-class FoldInstruction(pt.Transformer):
+class FoldInstruction(KeyedEquality, pt.Transformer):
     """Folds the instruction into ``query`` for stages that only read the query (e.g. BM25).
 
     The previous query is kept as ``query_0`` (PyTerrier's query-rewrite convention), so
@@ -46,14 +47,11 @@ class FoldInstruction(pt.Transformer):
     def __repr__(self) -> str:
         return f"FoldInstruction(template={self.template!r})"
 
-    def __eq__(self, other) -> bool:
-        return type(other) is type(self) and other.template == self.template
-
-    def __hash__(self) -> int:
-        return hash((type(self).__name__, self.template))
+    def _eq_key(self) -> tuple:
+        return (self.template,)
 
 
-class SetInstruction(pt.Transformer):
+class SetInstruction(KeyedEquality, pt.Transformer):
     """Sets a constant ``instruction`` on every row (e.g. a Promptriever prompt, or ``""`` to ablate).
 
     Args:
@@ -82,8 +80,5 @@ class SetInstruction(pt.Transformer):
     def __repr__(self) -> str:
         return f"SetInstruction({self.instruction!r}, overwrite={self.overwrite})"
 
-    def __eq__(self, other) -> bool:
-        return type(other) is type(self) and (other.instruction, other.overwrite) == (self.instruction, self.overwrite)
-
-    def __hash__(self) -> int:
-        return hash((type(self).__name__, self.instruction, self.overwrite))
+    def _eq_key(self) -> tuple:
+        return (self.instruction, self.overwrite)

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pyterrier as pt
 import pytest
+from stubs import with_chat_template
 
 import pyterrier_instruct as pti
 from pyterrier_instruct.backends import FunctionBackend, HFBackend, VLLMBackend
@@ -259,15 +260,7 @@ def test_pmrr_and_wise_on_listwise_output(mini):
 @pytest.fixture(scope="module")
 def chat_model(tiny, tmp_path_factory):
     """The tiny Mistral with a Zephyr-style chat template."""
-    import shutil
-
-    import transformers
-    folder = tmp_path_factory.mktemp("chat") / "zephyr"
-    shutil.copytree(tiny["mistral"], folder)
-    tok = transformers.AutoTokenizer.from_pretrained(str(folder))
-    tok.chat_template = ZEPHYR_TEMPLATE
-    tok.save_pretrained(str(folder))
-    return str(folder)
+    return with_chat_template(tiny["mistral"], tmp_path_factory.mktemp("chat") / "zephyr", ZEPHYR_TEMPLATE)
 
 
 def test_hf_backend_renders_with_the_chat_template(chat_model):

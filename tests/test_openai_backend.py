@@ -1,55 +1,26 @@
 """The OpenAI-compatible backend against a chat-completions server started by the test on 127.0.0.1."""
-import json
 import re
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pandas as pd
 import pytest
+from stubs import ChatServer
 
 from pyterrier_instruct.backends import OpenAIBackend
 from pyterrier_instruct.listwise import ListwiseReranker
 from pyterrier_instruct.prompts import LISTWISE
 
 
-class Server:
-    """Records every request; answers from a script of (status, body) first, then ranks passages in reverse."""
-
-    def __init__(self):
-        self.requests, self.script, self.lock = [], [], threading.Lock()
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                with server.lock:
-                    server.requests.append({"path": self.path, "auth": self.headers.get("Authorization"), "body": body})
-                    status, payload = server.script.pop(0) if server.script else (200, None)
-                if payload is None:
-                    num = sum(1 for m in body["messages"] if m["role"] == "user" and re.match(r"\[\d+\] ", m["content"]))
-                    payload = {"choices": [{"message": {"role": "assistant", "content": " > ".join(f"[{i}]" for i in range(num, 0, -1))}}]}
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                if status == 429:
-                    self.send_header("Retry-After", "0.25")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+def reverse_ranking(body):
+    """Ranks the passages of a RankGPT conversation (one user turn per passage) in reverse."""
+    num = sum(1 for m in body["messages"] if m["role"] == "user" and re.match(r"\[\d+\] ", m["content"]))
+    return 200, {"choices": [{"message": {"role": "assistant", "content": " > ".join(f"[{i}]" for i in range(num, 0, -1))}}]}
 
 
 @pytest.fixture
 def server():
-    s = Server()
+    s = ChatServer(reverse_ranking)
     yield s
-    s.httpd.shutdown()
+    s.close()
 
 
 def frame(n_queries=3, n_docs=30):

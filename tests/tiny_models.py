@@ -78,3 +78,21 @@ def tiny_bert(root: Path, seed: int = 0) -> str:
                                      intermediate_size=64, max_position_embeddings=512, num_labels=2)
     transformers.BertForSequenceClassification(config).save_pretrained(str(folder))
     return str(folder)
+
+
+def tiny_llama(root: Path, seed: int = 0, vocab_size: int = 700) -> str:
+    """A Llama (``LlamaForCausalLM``, Llama-2 architecture at toy size) with a Llama sentencepiece tokenizer
+    (``<s>`` BOS, ``</s>`` EOS, no pad token), as the Promptriever/RepLLaMA base."""
+    import torch
+    import transformers
+    folder = Path(root) / "llama"
+    _spm(folder, "tokenizer.model", vocab_size, pad_id=-1, bos_id=1, eos_id=2, unk_id=0)
+    tok = transformers.LlamaTokenizer.from_pretrained(str(folder), model_max_length=4096, add_bos_token=True, add_eos_token=False)
+    (folder / "tokenizer.model").unlink()
+    tok.save_pretrained(str(folder))
+    torch.manual_seed(seed)
+    config = transformers.LlamaConfig(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096,
+                                      bos_token_id=1, eos_token_id=2)
+    transformers.LlamaForCausalLM(config).save_pretrained(str(folder))
+    return str(folder)

@@ -1,8 +1,9 @@
 """Text-generation backends behind one interface (:class:`~pyterrier_instruct.backends.base.Backend`): HF transformers,
-vLLM, OpenAI-compatible HTTP servers and plain callables. Each imports its library only when it first runs."""
+vLLM, OpenAI-compatible HTTP servers and plain callables. Each imports its library only when it first runs. Judges use
+``generate_logprobs`` (per-token top log-probabilities, :class:`Generation`)."""
 from __future__ import annotations
 
-from .base import Backend, Prompt, TokenizerBackend
+from .base import Backend, Generation, Prompt, TokenizerBackend
 from .function import FunctionBackend
 from .hf import HFBackend
 from .openai import OpenAIBackend
@@ -24,4 +25,4 @@ def make_backend(backend, model: str) -> Backend:
     raise TypeError(f"backend must be one of {sorted(KINDS)}, a Backend or a callable, got {backend!r}")
 
 
-__all__ = ["Backend", "Prompt", "TokenizerBackend", "FunctionBackend", "HFBackend", "OpenAIBackend", "VLLMBackend", "make_backend"]
+__all__ = ["Backend", "Generation", "Prompt", "TokenizerBackend", "FunctionBackend", "HFBackend", "OpenAIBackend", "VLLMBackend", "make_backend"]

@@ -6,7 +6,12 @@ A prompt is a list of chat messages (``{"role": ..., "content": ...}``). A backe
   (for tokenizer backends: the checkpoint's chat template, ``add_generation_prompt=True``, then ``ftfy.fix_text``
   as rank_llm does) and counts its tokens when it can (``Prompt.n_tokens``, ``None`` if unknown);
 - ``count(text) -> int | None``: ``len(tokenizer.encode(text))`` (special tokens included, as the references count);
-- ``generate(prompts, max_new_tokens=, min_new_tokens=) -> list[str]``: greedy answers, one per prompt, in order.
+- ``generate(prompts, max_new_tokens=, min_new_tokens=) -> list[str]``: greedy answers, one per prompt, in order;
+- ``generate_logprobs(prompts, max_new_tokens=, top_logprobs=, temperature=, top_p=) -> list[Generation]`` (LLM
+  judges): the answer with, for **every generated token**, its text and the ``top_logprobs`` most likely candidates
+  at that position as ``(token text, log-probability)`` pairs. Judges such as IFIR's read the score token inside a
+  JSON answer, not the first token, so the whole answer's per-token candidates are returned (OpenAI ``logprobs`` +
+  ``top_logprobs``; vLLM ``SamplingParams(logprobs=k)``; HF: log-softmax of the logits at each step).
 
 All prompts given to one ``generate`` call are one batch: callers put as much independent work as they have into
 one call (the listwise reranker sends every query's window at the same position together).
@@ -15,7 +20,9 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+
+from .._eq import KeyedEquality
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +41,36 @@ class Prompt:
         return None if self.token_ids is None else len(self.token_ids)
 
 
+Candidates = Tuple[Tuple[str, float], ...]
+
+
+@dataclass(frozen=True)
+class Generation:
+    """One generated answer with its per-token log-probabilities.
+
+    ``tokens[i]`` is the text of the i-th generated token and ``top_logprobs[i]`` the candidates at that position,
+    ``(token text, natural-log probability)`` pairs, most likely first, as the engine returned them (OpenAI: exactly
+    ``top_logprobs``; vLLM: the top ``k`` plus the sampled token when it is not among them). Pairs, not a dict: two
+    token ids may decode to the same text, and judges filter each candidate before summing by value.
+    """
+    text: str
+    tokens: Tuple[str, ...]
+    top_logprobs: Tuple[Candidates, ...]
+
+    def __post_init__(self):
+        if len(self.tokens) != len(self.top_logprobs):
+            raise ValueError(f"Generation: {len(self.tokens)} tokens but {len(self.top_logprobs)} top-logprob positions")
+
+    @classmethod
+    def of(cls, text: str, tokens: Iterable[str], top_logprobs: Iterable[Union[Mapping[str, float], Iterable[Tuple[str, float]]]]) -> "Generation":
+        """A Generation from plain values: each position's candidates as a ``{token: logprob}`` dict or as pairs."""
+        tops = []
+        for pos in top_logprobs:
+            pairs = pos.items() if isinstance(pos, Mapping) else pos
+            tops.append(tuple((str(t), float(lp)) for t, lp in pairs))
+        return cls(str(text), tuple(str(t) for t in tokens), tuple(tops))
+
+
 def as_messages(messages: Messages) -> tuple:
     """Validated, immutable chat messages."""
     out = []
@@ -44,7 +81,7 @@ def as_messages(messages: Messages) -> tuple:
     return tuple(out)
 
 
-class Backend:
+class Backend(KeyedEquality):
     """Base of every backend (see the module docstring). Subclasses implement ``generate``."""
 
     def prepare(self, messages: Messages, fallback_template: Optional[str] = None) -> Prompt:
@@ -56,15 +93,14 @@ class Backend:
     def generate(self, prompts: Sequence[Prompt], *, max_new_tokens: int, min_new_tokens: int = 0) -> List[str]:
         raise NotImplementedError  # abstract
 
-    # eq/hash feed pt.Experiment(plan='tree') through the transformers that hold a backend
-    def _eq_key(self) -> tuple:
+    def generate_logprobs(self, prompts: Sequence[Prompt], *, max_new_tokens: int, top_logprobs: int, temperature: float = 0.0,
+                          top_p: float = 1.0, return_exceptions: bool = False) -> List[Union[Generation, Exception]]:
+        """One :class:`Generation` per prompt, in order. ``return_exceptions``: a prompt whose request failed (after the
+        backend's retries) gives its exception in place of a Generation instead of failing the whole batch."""
+        raise NotImplementedError  # abstract: backends that serve LLM judges implement it
+
+    def _eq_key(self) -> tuple:  # eq/hash (KeyedEquality) reach pt.Experiment through the transformers holding a backend
         return (id(self),)
-
-    def __eq__(self, other) -> bool:
-        return type(other) is type(self) and other._eq_key() == self._eq_key()
-
-    def __hash__(self) -> int:
-        return hash((type(self).__name__,) + self._eq_key())
 
 
 class TokenizerBackend(Backend):
@@ -108,3 +144,15 @@ class TokenizerBackend(Backend):
     def _ids(self, prompt: Prompt) -> List[int]:
         """The prompt's token ids (rendering it here if another backend prepared it)."""
         return list(prompt.token_ids if prompt.token_ids is not None else self.prepare(prompt.messages).token_ids)
+
+
+def check_logprob_args(max_new_tokens: int, top_logprobs: int, temperature: float, top_p: float) -> None:
+    """Validates the arguments of :meth:`Backend.generate_logprobs` (names the offending parameter)."""
+    if int(max_new_tokens) < 1:
+        raise ValueError(f"max_new_tokens must be at least 1, got {max_new_tokens!r}")
+    if int(top_logprobs) < 1:
+        raise ValueError(f"top_logprobs must be at least 1, got {top_logprobs!r}")
+    if float(temperature) < 0:
+        raise ValueError(f"temperature must be >= 0, got {temperature!r}")
+    if not 0 < float(top_p) <= 1:
+        raise ValueError(f"top_p must be in (0, 1], got {top_p!r}")

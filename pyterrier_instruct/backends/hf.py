@@ -1,14 +1,16 @@
-"""Greedy generation with Hugging Face transformers (CPU or GPU), batched with left padding."""
+"""Greedy generation with Hugging Face transformers (CPU or GPU), batched with left padding; per-token
+log-probabilities (``generate_logprobs``) and the probability of given score tokens (``score_distribution``) for
+LLM judges, both from the model's full next-token distribution."""
 from __future__ import annotations
 
 import logging
-from typing import List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Union
 
 import numpy as np
 
 from .._optional import require
 from .._torch import by_length, hf_setup
-from .base import Prompt, TokenizerBackend
+from .base import Generation, Prompt, TokenizerBackend, check_logprob_args
 
 log = logging.getLogger(__name__)
 
@@ -74,3 +76,113 @@ class HFBackend(TokenizerBackend):
         lengths = np.array([len(f["input_ids"]) for f in feats], dtype=np.int64)
         by_length(lengths, self.batch_size, run, name=self.model_name_or_path)
         return out
+
+    # -- LLM judges ----------------------------------------------------------------------------------------------------
+    def generate_logprobs(self, prompts: Sequence[Prompt], *, max_new_tokens: int, top_logprobs: int, temperature: float = 0.0,
+                          top_p: float = 1.0, return_exceptions: bool = False) -> List[Union[Generation, Exception]]:
+        """Greedy (``temperature=0``; sampling with ``temperature``/``top_p`` otherwise) generation that keeps, at each
+        step, the ``top_logprobs`` most likely tokens of the log-softmax of the model's raw logits. Token texts are
+        decoded incrementally with the preceding tokens as context (as vLLM does), so a sentencepiece ``▁2`` after a
+        space reads ``" 2"``. Generation stops at the first end-of-sequence token, which is not returned."""
+        check_logprob_args(max_new_tokens, top_logprobs, temperature, top_p)
+        model, tok = self._load()
+        ids_of = [self._ids(p) for p in prompts]
+        out: List[Union[Generation, Exception]] = [Generation("", (), ())] * len(prompts)
+        stop = self._eos_ids(model, tok)
+        sample = float(temperature) > 0
+
+        def run(idx: np.ndarray) -> None:
+            import torch
+            batch = tok.pad([{"input_ids": ids_of[i]} for i in idx], padding=True, padding_side="left", return_tensors="pt").to(self._device)
+            with torch.inference_mode():
+                res = model.generate(**batch, do_sample=sample, max_new_tokens=int(max_new_tokens), pad_token_id=tok.pad_token_id,
+                                     temperature=float(temperature) if sample else None, top_p=float(top_p) if sample else None,
+                                     top_k=None, output_logits=True, return_dict_in_generate=True)
+            new = res.sequences[:, batch["input_ids"].shape[1]:].tolist()
+            logp = torch.log_softmax(torch.stack(res.logits, dim=1).float(), dim=-1)
+            top = logp.topk(min(int(top_logprobs), logp.shape[-1]), dim=-1)
+            values, indices = top.values.tolist(), top.indices.tolist()
+            for row, i in enumerate(idx):
+                gen = new[row]
+                n = next((t for t, x in enumerate(gen) if x in stop), len(gen))
+                context = list(ids_of[i])
+                tokens, tops = [], []
+                for t in range(n):
+                    texts = _pieces(tok, (context + gen[:t])[-_CONTEXT:], [gen[t]] + indices[row][t])
+                    tokens.append(texts[0])
+                    tops.append(tuple(zip(texts[1:], map(float, values[row][t]))))
+                text = tok.decode(gen[:n], skip_special_tokens=True, spaces_between_special_tokens=False)
+                out[i] = Generation(text, tuple(tokens), tuple(tops))
+
+        lengths = np.array([len(x) for x in ids_of], dtype=np.int64)
+        by_length(lengths, self.batch_size, run, name=self.model_name_or_path)
+        return out
+
+    def score_distribution(self, prompts: Sequence[Prompt], candidates: Sequence[str] = ("0", "1", "2", "3"), *,
+                           prefix: str = "") -> List[Dict[str, float]]:
+        """``{candidate: probability}`` per prompt: the model's full-vocabulary next-token probability of each candidate
+        (one token each) right after the rendered prompt + ``prefix`` (e.g. the start of the judge's JSON answer,
+        ``'{\\n    "score": '``). One forward pass per prompt, no generation; not truncated to a top-k list. Each candidate
+        must add exactly one token to the common tokenisation of prompt + prefix (``"2"`` after ``"score": ``), else a
+        ValueError names it. Renormalise over the candidates for a distribution over the scores."""
+        if not candidates:
+            raise ValueError("score_distribution needs at least one candidate token")
+        model, tok = self._load()
+        contexts, cand_ids = [], []
+        for p in prompts:
+            text = (p.text if p.text is not None else self.prepare(p.messages).text) + str(prefix)
+            bos = getattr(tok, "bos_token", None)
+            special = not (bos and text.startswith(bos))
+            base = tok(text, add_special_tokens=special)["input_ids"]
+            full = [tok(text + str(c), add_special_tokens=special)["input_ids"] for c in candidates]
+            common = _common_prefix([base] + full)
+            bad = [c for c, f in zip(candidates, full) if len(f) != len(common) + 1]
+            if bad or not common:
+                raise ValueError(f"{self!r}: score candidate(s) {bad or list(candidates)} are not one token after the prompt + prefix "
+                                 f"{str(prefix)!r} for this tokenizer; choose candidates/prefix that tokenise to one token each")
+            contexts.append(common)
+            cand_ids.append([f[-1] for f in full])
+        out: List[Dict[str, float]] = [{} for _ in prompts]
+
+        def run(idx: np.ndarray) -> None:
+            import torch
+            batch = tok.pad([{"input_ids": contexts[i]} for i in idx], padding=True, padding_side="left", return_tensors="pt").to(self._device)
+            with torch.inference_mode():
+                logits = model(**batch).logits[:, -1, :].float()
+            probs = torch.softmax(logits, dim=-1).tolist()
+            for row, i in enumerate(idx):
+                out[i] = {str(c): float(probs[row][t]) for c, t in zip(candidates, cand_ids[i])}
+
+        lengths = np.array([len(c) for c in contexts], dtype=np.int64)
+        by_length(lengths, self.batch_size, run, name=self.model_name_or_path)
+        return out
+
+    @staticmethod
+    def _eos_ids(model, tok) -> set:
+        ids = {tok.eos_token_id} if tok.eos_token_id is not None else set()
+        eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+        ids |= set(eos) if isinstance(eos, (list, tuple)) else ({eos} if eos is not None else set())
+        return ids
+
+
+_CONTEXT = 5  # preceding tokens decoded with a token to get its text (vLLM's incremental detokenisation offset)
+
+
+def _pieces(tok, window: List[int], token_ids: List[int]) -> List[str]:
+    """The text each of ``token_ids`` adds after ``window`` (incremental decoding: keeps a leading space the token
+    carries); a token whose decoding rewrites the window's text falls back to its own decoding."""
+    def decode(ids):
+        return tok.decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
+    before = decode(window)
+    out = []
+    for t in token_ids:
+        after = decode(window + [int(t)])
+        out.append(after[len(before):] if after.startswith(before) else decode([int(t)]))
+    return out
+
+
+def _common_prefix(seqs: List[List[int]]) -> List[int]:
+    first = seqs[0]
+    n = min(len(s) for s in seqs)
+    k = next((j for j in range(n) if any(s[j] != first[j] for s in seqs)), n)
+    return list(first[:k])

@@ -13,9 +13,9 @@ import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, List, Optional, Sequence
+from typing import Callable, List, Optional, Sequence, Union
 
-from .base import Backend, Messages, Prompt, as_messages
+from .base import Backend, Generation, Messages, Prompt, as_messages, check_logprob_args
 
 log = logging.getLogger(__name__)
 
@@ -24,6 +24,8 @@ RETRY_STATUS = (408, 409, 429, 500, 502, 503, 504)
 
 class OpenAIBackend(Backend):
     """``POST {base_url}/chat/completions`` per prompt, ``temperature=0``, ``max_tokens`` = the output budget.
+    ``generate_logprobs`` (LLM judges) adds ``top_p``, ``logprobs: true`` and ``top_logprobs`` and reads
+    ``choices[0].logprobs.content`` (one entry per generated token, each with its ``top_logprobs``).
 
     Args:
         model: the served model name.
@@ -97,6 +99,33 @@ class OpenAIBackend(Backend):
                 **self.extra_body}
         if self.min_tokens and min_new_tokens:
             body["min_tokens"] = int(min_new_tokens)
+        url = f"{self.base_url}/chat/completions"
+        return self._answer(self._post(body), url)
+
+    def generate_logprobs(self, prompts: Sequence[Prompt], *, max_new_tokens: int, top_logprobs: int, temperature: float = 0.0,
+                          top_p: float = 1.0, return_exceptions: bool = False) -> List[Union[Generation, Exception]]:
+        """One request per prompt (``concurrency`` in flight): ``temperature``, ``top_p``, ``max_tokens``,
+        ``logprobs: true``, ``top_logprobs`` (OpenAI allows at most 20). With ``return_exceptions`` a request that still
+        fails after the retries (or is refused, e.g. HTTP 400 for a too-long prompt) gives its RuntimeError in place."""
+        check_logprob_args(max_new_tokens, top_logprobs, temperature, top_p)
+        if not prompts:
+            return []
+
+        def one(p: Prompt):
+            body = {"model": self.model, "messages": list(p.messages), "temperature": float(temperature), "top_p": float(top_p),
+                    "max_tokens": int(max_new_tokens), "logprobs": True, "top_logprobs": int(top_logprobs), **self.extra_body}
+            try:
+                return self._generation(self._post(body), f"{self.base_url}/chat/completions")
+            except RuntimeError as err:
+                if return_exceptions:
+                    return err
+                raise
+
+        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(prompts))) as pool:
+            return list(pool.map(one, prompts))
+
+    def _post(self, body: dict) -> dict:
+        """POSTs ``body`` to the chat-completions endpoint with the retry policy; the parsed JSON answer."""
         data = json.dumps(body).encode("utf-8")
         url = f"{self.base_url}/chat/completions"
         attempt = 0
@@ -109,7 +138,11 @@ class OpenAIBackend(Backend):
             self.requests += 1
             try:
                 with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                    return self._answer(json.loads(response.read().decode("utf-8")), url)
+                    raw = response.read().decode("utf-8", "replace")
+                try:
+                    return json.loads(raw)
+                except json.JSONDecodeError:
+                    raise RuntimeError(f"{url} answered with invalid JSON: {raw[:300]}") from None
             except urllib.error.HTTPError as err:
                 detail = err.read().decode("utf-8", "replace")[:500]
                 if err.code not in RETRY_STATUS or attempt == self.max_retries:
@@ -130,6 +163,18 @@ class OpenAIBackend(Backend):
         except (KeyError, IndexError, TypeError):
             raise RuntimeError(f"{url} returned no choices[0].message.content: {json.dumps(payload)[:300]}") from None
         return content or ""
+
+    @classmethod
+    def _generation(cls, payload: dict, url: str) -> Generation:
+        text = cls._answer(payload, url)
+        try:
+            content = payload["choices"][0]["logprobs"]["content"]
+            tokens = [c["token"] for c in content]
+            tops = [[(t["token"], t["logprob"]) for t in c["top_logprobs"]] for c in content]
+        except (KeyError, IndexError, TypeError):
+            raise RuntimeError(f"{url} returned no choices[0].logprobs.content with top_logprobs (does the server support "
+                               f"logprobs?): {json.dumps(payload)[:300]}") from None
+        return Generation.of(text, tokens, tops)
 
 
 def _retry_after(err: urllib.error.HTTPError) -> Optional[float]:

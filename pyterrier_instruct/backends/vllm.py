@@ -1,10 +1,10 @@
 """Greedy generation with vLLM's offline engine (``pip install 'pyterrier-instruct[vllm]'``, imported lazily)."""
 from __future__ import annotations
 
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Union
 
 from .._optional import require
-from .base import Prompt, TokenizerBackend
+from .base import Generation, Prompt, TokenizerBackend, check_logprob_args
 
 
 class VLLMBackend(TokenizerBackend):
@@ -69,3 +69,35 @@ class VLLMBackend(TokenizerBackend):
         if len(outputs) != len(inputs):
             raise RuntimeError(f"{self!r}: vLLM returned {len(outputs)} outputs for {len(inputs)} prompts")
         return [o.outputs[0].text for o in outputs]
+
+    def generate_logprobs(self, prompts: Sequence[Prompt], *, max_new_tokens: int, top_logprobs: int, temperature: float = 0.0,
+                          top_p: float = 1.0, return_exceptions: bool = False) -> List[Union[Generation, Exception]]:
+        """``SamplingParams(logprobs=top_logprobs, temperature=, top_p=, max_tokens=max_new_tokens)``; each generated
+        position's ``{token_id: Logprob(logprob, rank, decoded_token)}`` becomes its candidates, by rank (the top-k plus
+        the sampled token when it is outside them, as vLLM returns). Requests do not fail one by one here, so
+        ``return_exceptions`` changes nothing."""
+        check_logprob_args(max_new_tokens, top_logprobs, temperature, top_p)
+        vllm = require("vllm", "vllm")
+        llm = self._engine()
+        params = vllm.SamplingParams(n=1, temperature=float(temperature), top_p=float(top_p), max_tokens=int(max_new_tokens),
+                                     logprobs=int(top_logprobs))
+        inputs = [{"prompt_token_ids": self._ids(p)} for p in prompts]
+        outputs = llm.generate(inputs, sampling_params=params, use_tqdm=self.verbose)
+        if len(outputs) != len(inputs):
+            raise RuntimeError(f"{self!r}: vLLM returned {len(outputs)} outputs for {len(inputs)} prompts")
+        tok = None
+        result: List[Union[Generation, Exception]] = []
+        for o in outputs:
+            c = o.outputs[0]
+            if c.logprobs is None or len(c.logprobs) != len(c.token_ids):
+                raise RuntimeError(f"{self!r}: vLLM returned no per-token logprobs for request {o.request_id!r}")
+            tokens, tops = [], []
+            for token_id, position in zip(c.token_ids, c.logprobs):
+                ranked = sorted(position.items(), key=lambda kv: (kv[1].rank if kv[1].rank is not None else float("inf")))
+                if tok is None and (token_id not in position or any(lp.decoded_token is None for _, lp in ranked)):
+                    tok = self._tokenizer()  # detokenize=False: decode here
+                texts = {i: (lp.decoded_token if lp.decoded_token is not None else tok.decode([i])) for i, lp in ranked}
+                tokens.append(texts[token_id] if token_id in texts else tok.decode([token_id]))
+                tops.append(tuple((texts[i], float(lp.logprob)) for i, lp in ranked))
+            result.append(Generation(c.text, tuple(tokens), tuple(tops)))
+        return result

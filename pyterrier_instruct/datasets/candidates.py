@@ -6,6 +6,7 @@ from typing import List, Literal, Union
 import pandas as pd
 import pyterrier as pt
 
+from .._eq import KeyedEquality
 from ..instructions import split_qids
 
 FieldSpec = Union[List[str], str, Literal["*"]]
@@ -31,7 +32,7 @@ def _attach(frame: pd.DataFrame, dataset, fields: List[str]) -> pd.DataFrame:
     return frame
 
 
-class _DatasetStage(pt.Transformer):
+class _DatasetStage(KeyedEquality, pt.Transformer):
     """A transformer bound to a dataset's corpus: identity is (class, dataset path, fields)."""
 
     def __init__(self, dataset, fields: FieldSpec = "*", verbose: bool = False):
@@ -42,11 +43,8 @@ class _DatasetStage(pt.Transformer):
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.dataset.name!r}, fields={self.fields!r})"
 
-    def __eq__(self, other) -> bool:
-        return type(other) is type(self) and (other.dataset.path, other.fields) == (self.dataset.path, self.fields)
-
-    def __hash__(self) -> int:
-        return hash((type(self).__name__, str(self.dataset.path), tuple(self.fields)))
+    def _eq_key(self) -> tuple:
+        return (str(self.dataset.path), tuple(self.fields))
 
 
 class TextLoader(_DatasetStage):

@@ -3,16 +3,21 @@
 - FollowIR Table 2: :func:`followir_report` (:func:`followir_experiment` per dataset, :func:`followir_table`).
 - InfoSearch Tables 2/3: :func:`infosearch_report`.
 - InstructIR: :func:`instructir_report`.
-- IFIR Table 3: :func:`ifir_report`.
+- IFIR Table 3: :func:`ifir_report` (with ``judge=`` also INSTFOL@20).
+- IFIR INSTFOL: :func:`instfol` (one subset, two runs, a judge), :class:`IFIRJudge` (prompts, probability-weighted
+  scores, backends), :class:`JudgeCache` (append-only JSONL); the arithmetic is :mod:`pyterrier_instruct.measures.instfol`.
 - Shared: :func:`with_paper` (published numbers and Δ beside ours), :func:`to_markdown`, :func:`plot_report`.
 """
 from ._report import build_table, plot_report, to_markdown, with_paper
 from .followir import (followir_baselines, followir_experiment, followir_measures, followir_report, followir_table,
                        plot_per_query_pmrr)
 from .ifir import ifir_report
+from .instfol import doc_texts, instfol
+from .judge import IFIRJudge, JudgeCache, Judgement, JudgeItem, weighted_judge_score
 from .infosearch import infosearch_measures, infosearch_report
 from .instructir import instructir_report
 
 __all__ = ["followir_baselines", "followir_experiment", "followir_measures", "followir_report", "followir_table",
            "plot_per_query_pmrr", "infosearch_report", "infosearch_measures", "instructir_report", "ifir_report",
-           "with_paper", "to_markdown", "plot_report", "build_table"]
+           "with_paper", "to_markdown", "plot_report", "build_table", "instfol", "doc_texts", "IFIRJudge", "JudgeCache",
+           "Judgement", "JudgeItem", "weighted_judge_score"]

@@ -4,29 +4,22 @@ together, so a frame of Q queries costs one backend batch per window position (9
 from __future__ import annotations
 
 import logging
-import re
 from typing import Dict, List, Optional, Union
 
 import numpy as np
 import pandas as pd
 import pyterrier as pt
 
+from .._eq import KeyedEquality
 from ..backends import Backend, OpenAIBackend, make_backend
 from ..instructions import compose_frame
-from ..prompts import LISTWISE, Listwise
+from ..prompts import LISTWISE, Listwise, fill
 from .window import Stats, check_window, mask_numbers, parse_permutation, reorder, windows
 
 log = logging.getLogger(__name__)
-_SLOT = re.compile(r"\{(num|query|example|rank|passage)\}")
 
 
-def fill(template: str, **values) -> str:
-    """One-pass substitution of ``{num}``, ``{query}``, ``{example}``, ``{rank}``, ``{passage}`` (braces inside the
-    values are never substituted again)."""
-    return _SLOT.sub(lambda m: str(values[m.group(1)]) if m.group(1) in values else m.group(0), template)
-
-
-class ListwiseReranker(pt.Transformer):
+class ListwiseReranker(KeyedEquality, pt.Transformer):
     """Reranks each query's top ``depth`` candidates by asking an LLM for permutations of sliding windows.
 
     Args:
@@ -87,15 +80,9 @@ class ListwiseReranker(pt.Transformer):
         return cls(backend, **{"prompt": "rank_gpt", **kwargs})
 
     # -- identity ------------------------------------------------------------------------------------
-    def _config(self) -> tuple:
-        return (self.prompt, self.window_size, self.stride, self.depth, self.context_size, self.max_words, self.system,
+    def _eq_key(self) -> tuple:
+        return (self.backend, self.prompt, self.window_size, self.stride, self.depth, self.context_size, self.max_words, self.system,
                 self.text_field, self.title_field, self.instruction)
-
-    def __eq__(self, other) -> bool:
-        return type(other) is type(self) and other.backend == self.backend and other._config() == self._config()
-
-    def __hash__(self) -> int:
-        return hash((type(self).__name__, self.backend) + self._config())
 
     def __repr__(self) -> str:
         args = [repr(self.backend)]

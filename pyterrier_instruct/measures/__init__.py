@@ -13,7 +13,9 @@ value per instance keyed by its ``-og`` qid, so they share a qid space in ``pt.E
   ``OG(AP@1000)``, ``Changed(nDCG@10)`` (evaluated by ir_measures against that variant's qrels).
 - InstructIR/InfoSearch: :data:`Robustness` (``Robustness@10``, ``variant=`` to pick one mode);
   one value per group (the qid up to its first ``_``), keyed by the group.
-- IFIR: :data:`IFIR_nDCG` (``IFIR_nDCG@20``; ``norm='ifir_code'|'standard'``); MRR@20 is ``RR@20``.
+- IFIR: :data:`IFIR_nDCG` (``IFIR_nDCG@20``; ``norm='ifir_code'|'standard'``); MRR@20 is ``RR@20``. INSTFOL@20 needs
+  an LLM judge, so it is no ir_measures measure: :func:`instfol_query` / :func:`instfol_summary` here (the arithmetic),
+  :func:`pyterrier_instruct.evaluation.instfol` over runs.
 - The same computations as plain functions: :func:`pmrr`, :func:`infosearch_eval`, :func:`wise`,
   :func:`sicr`, :func:`infosearch_pmrr`, :func:`robustness`, :func:`ifir_ndcg`.
 """
@@ -28,6 +30,7 @@ from ir_measures import measures
 from ..instructions import VARIANTS, by_variant, paired_qid
 from ._provider import PairedMeasure, install
 from .ifir import ifir_ndcg, ifir_ndcg_per_query
+from .instfol import InstfolResult, combine_instfol, instfol_query, instfol_summary, instfol_value
 from .infosearch import (SICR_VARIANTS, WISE_VERSIONS, RankTable, ideal_wise, ideal_wise_values, infosearch_eval,
                          infosearch_partition, infosearch_pmrr, sicr, sicr_per_query, wise, wise_values)
 from .pmrr import changed_docs, pmrr, pmrr_per_doc, pmrr_values
@@ -36,7 +39,7 @@ from .robustness import group_of, robustness, robustness_eval
 __all__ = ["pMRR", "OG", "Changed", "Reversed", "WISE", "IdealWISE", "SICR", "InfoSearch_pMRR", "GoldRank",
            "Robustness", "IFIR_nDCG", "pmrr", "pmrr_per_doc", "changed_docs", "infosearch_eval", "infosearch_partition",
            "wise", "ideal_wise", "sicr", "infosearch_pmrr", "robustness", "robustness_eval", "group_of", "ifir_ndcg",
-           "PairedMeasure"]
+           "PairedMeasure", "instfol_value", "instfol_query", "instfol_summary", "combine_instfol", "InstfolResult"]
 
 
 class _pMRR(PairedMeasure):

@@ -18,6 +18,8 @@ from typing import Dict, Iterable, Iterator, Optional
 import pandas as pd
 import pyterrier as pt
 
+from .._eq import KeyedEquality
+
 
 @contextlib.contextmanager
 def _native_stderr_silenced(silence: bool):
@@ -70,7 +72,7 @@ def bm25_index(corpus: Iterable[Dict], path: Optional[str] = None, *, text_field
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
-class BM25(pt.Transformer):
+class BM25(KeyedEquality, pt.Transformer):
     """Full-collection BM25 (``Q → R``) over a corpus indexed with PISA, or over an existing PISA index.
 
     Args:
@@ -122,8 +124,5 @@ class BM25(pt.Transformer):
     def __repr__(self) -> str:
         return f"BM25({str(self.index.path)!r}, k1={self.k1}, b={self.b}, num_results={self.num_results})"
 
-    def __eq__(self, other) -> bool:
-        return type(other) is type(self) and repr(other) == repr(self)
-
-    def __hash__(self) -> int:
-        return hash(repr(self))
+    def _eq_key(self) -> tuple:
+        return (repr(self),)

@@ -1,0 +1,230 @@
+"""``BiEncoder``: one configurable instruction-aware bi-encoder (the model object; its PyTerrier stages are in
+:mod:`.stages`, its presets in :mod:`.models`).
+
+The query side reads the instruction: ``query_template`` filled with the composed query+instruction (``composer``, a rule
+of :mod:`pyterrier_instruct.instructions`); the passage side ``passage_template`` filled with the document. Strings are
+encoded by :class:`.encoder.Embedder` (loaded on first non-empty use). Queries are deduplicated on the final string
+(so different instructions never share a vector); passage vectors are cached per exact passage string
+(:class:`.cache.DocCache`). ``stats`` counts forward passes and encoded strings.
+"""
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..instructions import COMPOSERS, compose_frame
+from .. import prompts as T
+from .._eq import KeyedEquality
+from .cache import DocCache, EncodeStats
+from .encoder import PADDING_SIDES, POOLINGS, Embedder
+
+
+def _distinct(strings: Sequence[str]):
+    """(position of each string among the distinct ones, the distinct strings in first-seen order); hashing, no
+    fixed-width copy of long texts."""
+    codes, uniq = pd.factorize(pd.Series(list(strings), dtype=object), sort=False)
+    return codes, np.asarray(uniq, dtype=object)
+
+
+class BiEncoder(KeyedEquality):
+    """An instruction-aware bi-encoder: configuration, encoding, caches, and the PyTerrier stages built on them.
+
+    Args:
+        model_name_or_path: hub id or local folder; a LoRA adapter (``adapter_config.json``) is merged into its base.
+        base_model: the adapter's base model (default: the adapter's ``base_model_name_or_path``), e.g. a local copy.
+        query_template, passage_template: see :mod:`pyterrier_instruct.prompts` (``{query}``; ``{title}``/``{text}``/``{doc}``).
+        composer: how the instruction joins the query: a name in ``instructions.COMPOSERS`` or a format string with
+            ``{query}`` and ``{instruction}``.
+        empty_instruction: replaces an empty instruction (E5-Mistral as FollowIR ran it).
+        instruction: the instruction used when the input has no ``instruction`` column.
+        pooling: ``'eos'``, ``'last'``, ``'mean'`` or ``'cls'`` (:mod:`.encoder`); normalize: L2-normalise (cosine).
+        max_length, query_max_length, passage_max_length: token limits (``None``: the tokenizer's, else 512).
+        padding_side: ``'right'`` or ``'left'`` (pooling finds the real tokens from the mask; see :mod:`.encoder`).
+        add_special_tokens: let the tokenizer add BOS/CLS etc.; strip: strip the filled strings.
+        batch_size, device, dtype (``'auto'``: bf16 on GPU, fp32 on CPU), verbose (tqdm progress): the usual.
+        text_field, title_field: document columns (the title is used when its column is present).
+        doc_cache: keep passage vectors in memory; cache_dir: also keep them on disk in this folder.
+    """
+
+    def __init__(self, model_name_or_path: str, *, base_model: Optional[str] = None, query_template: str = "{query}",
+                 passage_template: str = "{doc}", composer: str = "append", empty_instruction: Optional[str] = None,
+                 instruction: str = "", pooling: str = "mean", normalize: bool = True, max_length: Optional[int] = 512,
+                 query_max_length: Optional[int] = None, passage_max_length: Optional[int] = None, padding_side: str = "right",
+                 add_special_tokens: bool = True, strip: bool = True, batch_size: int = 32, device: Optional[str] = None,
+                 dtype="auto", text_field: str = "text", title_field: Optional[str] = "title", doc_cache: bool = True,
+                 cache_dir: Optional[str] = None, verbose: bool = False):
+        if pooling not in POOLINGS:
+            raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
+        if padding_side not in PADDING_SIDES:
+            raise ValueError(f"padding_side must be one of {PADDING_SIDES}, got {padding_side!r}")
+        if composer not in COMPOSERS and not ("{query}" in composer and "{instruction}" in composer):
+            raise ValueError(f"composer must be one of {sorted(COMPOSERS)} or a template with {{query}} and {{instruction}}, got {composer!r}")
+        for n in (max_length, query_max_length, passage_max_length):
+            if n is not None and int(n) < 2:
+                raise ValueError(f"token limits must be at least 2, got {n!r}")
+        if int(batch_size) < 1:
+            raise ValueError(f"batch_size must be at least 1, got {batch_size!r}")
+        self.model_name_or_path, self.base_model = str(model_name_or_path), base_model
+        self.query_template = T.check(query_template, ("query",), "query_template")
+        self.passage_template = T.check(passage_template, ("title", "text", "doc"), "passage_template")
+        self.composer, self.empty_instruction, self.instruction = composer, empty_instruction, instruction
+        self.pooling, self.normalize, self.padding_side = pooling, bool(normalize), padding_side
+        self.max_length, self.query_max_length, self.passage_max_length = max_length, query_max_length, passage_max_length
+        self.add_special_tokens, self.strip, self.batch_size = bool(add_special_tokens), bool(strip), int(batch_size)
+        self.device, self.dtype, self.text_field, self.title_field = device, dtype, text_field, title_field
+        self.doc_cache, self.cache_dir, self.verbose = bool(doc_cache), cache_dir, verbose
+        self.stats = EncodeStats()
+        self._embedder: Optional[Embedder] = None
+        self._cache: Optional[DocCache] = None
+
+    # -- identity ------------------------------------------------------------------------------
+    _DEFAULTS = dict(base_model=None, query_template="{query}", passage_template="{doc}", composer="append",
+                     empty_instruction=None, instruction="", pooling="mean", normalize=True, max_length=512,
+                     query_max_length=None, passage_max_length=None, padding_side="right", add_special_tokens=True,
+                     strip=True, batch_size=32, dtype="auto", text_field="text", title_field="title")
+
+    def _eq_key(self) -> tuple:
+        return (self.model_name_or_path,) + tuple(str(getattr(self, k)) for k in self._DEFAULTS)
+
+    def doc_key(self) -> str:
+        """Everything a passage vector depends on: an index or on-disk cache records it and refuses another."""
+        keys = ("base_model", "passage_template", "pooling", "normalize", "max_length", "passage_max_length",
+                "add_special_tokens", "strip", "dtype")
+        return repr((self.model_name_or_path,) + tuple(getattr(self, k) for k in keys))
+
+    def __repr__(self) -> str:
+        args = [repr(self.model_name_or_path)] + [f"{k}={getattr(self, k)!r}" for k, d in self._DEFAULTS.items()
+                                                  if getattr(self, k) != d]
+        return f"{type(self).__name__}({', '.join(args)})"
+
+    # -- strings -------------------------------------------------------------------------------
+    def query_strings(self, df: pd.DataFrame) -> np.ndarray:
+        """The exact string encoded for each row (``query`` + optional ``instruction`` columns)."""
+        composed = compose_frame(df, self.composer, self.instruction, self.empty_instruction)
+        return np.array([self._finish(T.fill(self.query_template, query=q)) for q in composed], dtype=object)
+
+    def passage_strings(self, df: pd.DataFrame) -> np.ndarray:
+        """The exact string encoded for each document row (``text`` + optional ``title`` columns)."""
+        text = df[self.text_field].fillna("").astype(str)
+        has_title = bool(self.title_field) and self.title_field in df.columns
+        title = df[self.title_field].fillna("").astype(str) if has_title else pd.Series("", index=df.index, dtype=object)
+        docs = (title + " " + text).str.strip() if has_title else text  # MODELS' default document text
+        return np.array([self._finish(T.fill(self.passage_template, title=a.strip(), text=b.strip(), doc=d))
+                         for a, b, d in zip(title, text, docs)], dtype=object)
+
+    def _finish(self, s: str) -> str:
+        return s.strip() if self.strip else s
+
+    # -- encoding ------------------------------------------------------------------------------
+    def embedder(self) -> Embedder:
+        """The loaded model (loads it on first call)."""
+        if self._embedder is None:
+            self._embedder = Embedder(self.model_name_or_path, base_model=self.base_model, pooling=self.pooling,
+                                      normalize=self.normalize, padding_side=self.padding_side,
+                                      add_special_tokens=self.add_special_tokens, batch_size=self.batch_size,
+                                      device=self.device, dtype=self.dtype, stats=self.stats, verbose=self.verbose)
+        return self._embedder
+
+    @property
+    def loaded(self) -> bool:
+        return self._embedder is not None
+
+    def _limit(self, specific: Optional[int]) -> int:
+        return int(specific or self.max_length or self.embedder().model_max_length)
+
+    def encode_queries(self, strings: Sequence[str]) -> np.ndarray:
+        """Vectors of final query strings (:meth:`query_strings`), each distinct string encoded once."""
+        inv, uniq = _distinct(strings)
+        self.stats.query_texts += len(uniq)
+        return self._embed(uniq, self._limit(self.query_max_length), "queries")[inv]
+
+    def encode_passages(self, strings: Sequence[str], fill_cache: bool = True) -> np.ndarray:
+        """Vectors of final passage strings (:meth:`passage_strings`), each distinct string once; with ``doc_cache``
+        cached vectors are reused and (``fill_cache``) new ones kept."""
+        inv, uniq = _distinct(strings)
+        limit = self.passage_max_length
+        if not self.doc_cache:
+            self.stats.passage_texts += len(uniq)
+            return self._embed(uniq, self._limit(limit), "passages")[inv]
+        store = self._doc_store()
+        rows, missing = store.lookup(uniq)
+        self.stats.cache_hits += len(uniq) - len(missing)
+        if not missing:
+            return store.vectors(rows)[inv]
+        self.stats.passage_texts += len(missing)
+        new = self._embed(uniq[missing], self._limit(limit), "passages")
+        if fill_cache:
+            rows[missing] = store.add(uniq[missing], new)
+            return store.vectors(rows)[inv]
+        vectors = np.empty((len(uniq), new.shape[1]), dtype=np.float32)
+        hit = rows >= 0
+        if hit.any():
+            vectors[hit] = store.vectors(rows[hit])
+        vectors[missing] = new
+        return vectors[inv]
+
+    def _embed(self, texts: np.ndarray, limit: int, what: str) -> np.ndarray:
+        import pyterrier as pt
+        embedder = self.embedder()
+        bar = pt.tqdm(total=len(texts), desc=f"{type(self).__name__} {what}", unit="text", disable=not self.verbose or not len(texts))
+        try:
+            return embedder.embed(list(texts), limit, bar)
+        finally:
+            bar.close()
+
+    def _doc_store(self) -> DocCache:
+        if self._cache is None:
+            self._cache = DocCache(self.cache_dir, self.doc_key())
+        return self._cache
+
+    def clear_cache(self) -> None:
+        """Forgets the cached passage vectors held in memory."""
+        if self._cache is not None:
+            self._cache.clear()
+
+    # -- PyTerrier stages (pyterrier_dr's model/stage split) -------------------------------------
+    def query_encoder(self):
+        """``Q → Q`` + ``query_vec``."""
+        from .stages import QueryEncoder
+        return QueryEncoder(self)
+
+    def doc_encoder(self):
+        """``D → D`` + ``doc_vec`` (through the document cache)."""
+        from .stages import DocEncoder
+        return DocEncoder(self)
+
+    def scorer(self):
+        """``R → R``: reranks a candidate frame (``qid, query, [instruction,] docno, text``) by the vectors' dot product."""
+        from .stages import DenseScorer
+        return DenseScorer(self)
+
+    def indexer(self, path: Optional[str] = None, backend: str = "numpy", **kwargs):
+        """An indexer over ``{docno, text[, title]}`` dicts: ``backend='numpy'`` → :class:`.index.EmbeddingIndexer`;
+        ``'flex'`` → ``doc_encoder() >> pyterrier_dr.FlexIndex(path).indexer()`` (needs pyterrier-dr)."""
+        from .index import EmbeddingIndexer, flex_index
+        if backend == "flex":
+            return self.doc_encoder() >> flex_index(path).indexer(**kwargs)
+        if backend != "numpy":
+            raise ValueError(f"backend must be 'numpy' or 'flex', got {backend!r}")
+        return EmbeddingIndexer(self, path, **kwargs)
+
+    def index(self, corpus_iter, path: Optional[str] = None, **kwargs):
+        """Encodes a corpus once into an :class:`.index.EmbeddingIndex` (on disk at ``path``, else in memory)."""
+        return self.indexer(path, **kwargs).index(corpus_iter)
+
+    def retriever(self, index=None, num_results: int = 1000, backend: str = "numpy", corpus=None):
+        """``Q → R``: exact inner-product top-``num_results`` over an index (an :class:`.index.EmbeddingIndex` or its path;
+        with ``backend='flex'``, a FlexIndex path). ``corpus``: a callable returning ``{docno, text[, title]}`` dicts
+        (e.g. ``dataset.get_corpus_iter``) from which an index not built yet (in memory when ``index`` is None) is built on
+        the first non-empty call, reading vectors already in the document cache."""
+        from .index import EmbeddingIndex, flex_index
+        from .stages import DenseRetriever
+        if backend == "flex":
+            return self.query_encoder() >> flex_index(index).np_retriever(num_results=num_results)
+        if backend != "numpy":
+            raise ValueError(f"backend must be 'numpy' or 'flex', got {backend!r}")
+        if index is None and corpus is None:
+            raise ValueError("retriever needs an index, or a corpus to build one from")
+        return DenseRetriever(self, index if isinstance(index, EmbeddingIndex) else EmbeddingIndex(index), num_results, corpus)

