@@ -242,5 +242,6 @@ def test_shared_prefix_cache_gives_the_same_scores(tiny, frame):
     got = shared(frame)["score"]
     np.testing.assert_allclose(got, plain, atol=1e-5)
     assert "share_prefix=True" in repr(shared) and shared != pti.FollowIR7B(tiny["mistral"], batch_size=4)
-    from pyterrier_instruct.pointwise.causal import _common_prefix
-    assert _common_prefix([[1, 2, 3], [1, 2, 4, 5]]) == 2 and _common_prefix([[1, 2], [1, 2, 3]]) == 1
+    from pyterrier_instruct._tokens import common_prefix_length
+    assert common_prefix_length([[1, 2, 3], [1, 2, 4, 5]]) == 2 and common_prefix_length([[1, 2], [1, 2, 3]]) == 2
+    assert common_prefix_length([[7], [1, 2]]) == 0

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from .._eq import KeyedEquality
+from .._tokens import encode_rendered
 
 log = logging.getLogger(__name__)
 
@@ -123,10 +124,7 @@ class TokenizerBackend(Backend):
         if template is None and not getattr(tok, "chat_template", None):
             raise ValueError(f"{self!r}: the tokenizer has no chat template; pass chat_template= (a Jinja string) to the backend")
         text = ftfy.fix_text(self._render(tok, list(messages), template))
-        bos = getattr(tok, "bos_token", None)
-        # the tokenizer adds BOS unless the template already wrote it (no double BOS)
-        ids = tok(text, add_special_tokens=not (bos and text.startswith(bos)))["input_ids"]
-        return Prompt(messages, text, list(ids))
+        return Prompt(messages, text, encode_rendered(tok, text))
 
     def _render(self, tok, messages: list, template: Optional[str]) -> str:
         try:

@@ -10,6 +10,7 @@ import numpy as np
 
 from .._optional import require
 from .._torch import by_length, hf_setup
+from .._tokens import common_prefix_length, encode_rendered
 from .base import Generation, Prompt, TokenizerBackend, check_logprob_args
 
 log = logging.getLogger(__name__)
@@ -131,11 +132,9 @@ class HFBackend(TokenizerBackend):
         contexts, cand_ids = [], []
         for p in prompts:
             text = (p.text if p.text is not None else self.prepare(p.messages).text) + str(prefix)
-            bos = getattr(tok, "bos_token", None)
-            special = not (bos and text.startswith(bos))
-            base = tok(text, add_special_tokens=special)["input_ids"]
-            full = [tok(text + str(c), add_special_tokens=special)["input_ids"] for c in candidates]
-            common = _common_prefix([base] + full)
+            base = encode_rendered(tok, text)
+            full = [encode_rendered(tok, text + str(c)) for c in candidates]
+            common = base[:common_prefix_length([base] + full)]
             bad = [c for c, f in zip(candidates, full) if len(f) != len(common) + 1]
             if bad or not common:
                 raise ValueError(f"{self!r}: score candidate(s) {bad or list(candidates)} are not one token after the prompt + prefix "
@@ -180,9 +179,3 @@ def _pieces(tok, window: List[int], token_ids: List[int]) -> List[str]:
         out.append(after[len(before):] if after.startswith(before) else decode([int(t)]))
     return out
 
-
-def _common_prefix(seqs: List[List[int]]) -> List[int]:
-    first = seqs[0]
-    n = min(len(s) for s in seqs)
-    k = next((j for j in range(n) if any(s[j] != first[j] for s in seqs)), n)
-    return list(first[:k])

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple, Union
 
-from ..backends.base import Backend, Generation
+from ..backends.base import Backend, Generation, check_logprob_args
 from ..prompts import IFIR_JUDGE_CODE_BUG, IFIR_JUDGE_SYSTEM, render_ifir_judge
 
 log = logging.getLogger(__name__)
@@ -239,8 +239,7 @@ class IFIRJudge:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         if mode == "direct" and not hasattr(self.backend, "score_distribution"):
             raise ValueError(f"mode='direct' needs a backend with score_distribution (HFBackend); {self.backend!r} has none")
-        if int(top_logprobs) < 1:
-            raise ValueError(f"top_logprobs must be at least 1, got {top_logprobs!r}")
+        check_logprob_args(max_new_tokens, top_logprobs, temperature, top_p)
         if int(batch_size) < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size!r}")
         if not 0 < float(min_prob) <= 1:

@@ -9,6 +9,7 @@ from typing import List
 import numpy as np
 import pandas as pd
 
+from .._tokens import common_prefix_length
 from ..prompts import PROMPTS
 from ._core import TrueFalseReranker, two_way
 
@@ -128,7 +129,7 @@ class FollowIR7B(CausalLMReranker):
         for _, rows in pd.Series(np.arange(len(feats))).groupby(pd.Series(queries), sort=False):
             rows = rows.to_numpy()
             ids = [feats[i]["input_ids"] for i in rows]
-            shared = _common_prefix(ids)
+            shared = min(common_prefix_length(ids), min(map(len, ids)) - 1)  # every row keeps a token of its own
             prefix = self._prefix_cache(ids[0][:shared])
             tails = {i: {"input_ids": feats[i]["input_ids"][shared:]} for i in rows}
             self._in_batches(tails, rows, scores, lambda fs: self._run_suffix(fs, prefix, shared), bar)
@@ -160,13 +161,3 @@ class FollowIR7B(CausalLMReranker):
             if getattr(head, "bias", None) is not None:
                 logits = logits + head.bias[self._ids]
             return two_way(logits, self.score).float().cpu().numpy()
-
-
-def _common_prefix(rows) -> int:
-    """Length of the longest common prefix of token id lists, leaving every row at least one token of its own."""
-    shortest = min(len(r) for r in rows)
-    n = 0
-    first = rows[0]
-    while n < shortest - 1 and all(r[n] == first[n] for r in rows):
-        n += 1
-    return n
