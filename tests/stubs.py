@@ -52,3 +52,10 @@ def with_chat_template(model: str, folder: Path, template: str) -> str:
     tok.chat_template = template
     tok.save_pretrained(str(folder))
     return str(folder)
+
+
+# a Zephyr-style chat template (the form MODELS §5.1 expects: <|system|>\n…</s>\n<|user|>\n…</s>\n<|assistant|>\n)
+ZEPHYR_TEMPLATE = ("{% for message in messages %}\n{% if message['role'] == 'user' %}\n{{ '<|user|>\n' + message['content'] + eos_token }}\n"
+                   "{% elif message['role'] == 'system' %}\n{{ '<|system|>\n' + message['content'] + eos_token }}\n"
+                   "{% elif message['role'] == 'assistant' %}\n{{ '<|assistant|>\n'  + message['content'] + eos_token }}\n{% endif %}\n"
+                   "{% if loop.last and add_generation_prompt %}\n{{ '<|assistant|>' }}\n{% endif %}\n{% endfor %}")

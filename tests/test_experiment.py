@@ -74,3 +74,11 @@ def test_ties_input_uses_run_row_order():
     ir_qrels = qrels.rename(columns={"qid": "query_id", "docno": "doc_id", "label": "relevance"})
     assert ir_measures.calc_aggregate([pti.pMRR], ir_qrels, ir_run)[pti.pMRR] == 0.0
     assert ir_measures.calc_aggregate([pti.pMRR(ties="input")], ir_qrels, ir_run)[pti.pMRR(ties="input")] == 0.5
+
+
+def test_followir_experiment_names_a_system_that_skips_paired_topics(mini):
+    pool = mini.candidates() >> pti.PoolBM25()
+    drops = pool >> pt.apply.generic(lambda r: r[~r["qid"].isin(["102-changed", "108-og"])])
+    with pytest.warns(UserWarning, match="lack their -og or -changed run"), \
+            pytest.raises(ValueError, match="a system returned no documents for some -og/-changed topics of instruct-mini"):
+        pti.followir_experiment([pool, drops], mini, names=["full", "drops"])

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pyterrier as pt
 import pytest
-from stubs import with_chat_template
+from stubs import ZEPHYR_TEMPLATE, with_chat_template
 
 import pyterrier_instruct as pti
 from pyterrier_instruct.backends import FunctionBackend, HFBackend, VLLMBackend
@@ -17,11 +17,6 @@ from pyterrier_instruct.listwise import ListwiseReranker, parse_permutation, win
 from pyterrier_instruct.prompts import LISTWISE
 
 SPEC = json.loads((Path(__file__).parent / "data" / "listwise_templates.json").read_text())
-# a Zephyr-style chat template (the form MODELS §5.1 expects: <|system|>\n…</s>\n<|user|>\n…</s>\n<|assistant|>\n)
-ZEPHYR_TEMPLATE = ("{% for message in messages %}\n{% if message['role'] == 'user' %}\n{{ '<|user|>\n' + message['content'] + eos_token }}\n"
-                   "{% elif message['role'] == 'system' %}\n{{ '<|system|>\n' + message['content'] + eos_token }}\n"
-                   "{% elif message['role'] == 'assistant' %}\n{{ '<|assistant|>\n'  + message['content'] + eos_token }}\n{% endif %}\n"
-                   "{% if loop.last and add_generation_prompt %}\n{{ '<|assistant|>' }}\n{% endif %}\n{% endfor %}")
 
 
 def window_passages(messages):

@@ -30,10 +30,13 @@ def _base_keyed(frame, variant):
 
 
 def test_registry_has_exactly_the_documented_ids():
-    want = {"instruct-mini", "instructir"} | {f"followir/{c}{m}" for c in ("robust04", "news21", "core17") for m in ("", "/mteb")}
+    want = {"instruct-mini", "infosearch-mini", "instructir"} | {f"followir/{c}{m}" for c in ("robust04", "news21", "core17") for m in ("", "/mteb")}
     want |= {f"mfollowir/{lang}" for lang in ("fas", "rus", "zho")}
     want |= {f"infosearch/{d}" for d in ("audience", "keyword", "format", "language", "length", "source")}
     want |= {f"ifir/{s}" for s in ("fiqa", "scifact_open", "nfcorpus", "aila", "fire", "pm", "cds")}
+    want |= {f"beir/{k}" for k in ("arguana", "climate_fever", "dbpedia", "fever", "fiqa", "hotpotqa", "nfcorpus", "nq", "quora",
+                                   "scidocs", "scifact", "touche2020", "trec_covid")}
+    want |= {f"beir/{k}/dev" for k in ("dbpedia", "fever", "fiqa", "hotpotqa", "nfcorpus", "quora", "scifact")}
     assert set(DATASETS) == want
     from importlib.metadata import entry_points
 

@@ -5,6 +5,7 @@ Only pandas and the standard library are imported here; pyarrow is imported when
 from __future__ import annotations
 
 import csv
+import gzip
 import json
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Sequence
@@ -16,23 +17,35 @@ class DataError(ValueError):
     """A benchmark file is missing, malformed or inconsistent; the message names the file and the problem."""
 
 
+def open_text(path: Path):
+    """A text handle on ``path``, decompressing a ``.gz`` file (BEIR's hub copies are ``*.jsonl.gz``)."""
+    if Path(path).suffix == ".gz":
+        return gzip.open(path, "rt", encoding="utf-8")
+    return open(path, encoding="utf-8")
+
+
 def iter_jsonl(path: Path, required: Sequence[str] = ()) -> Iterator[dict]:
-    """Rows of a jsonl file, one dict per non-empty line; a missing field or bad line names file and line."""
+    """Rows of a jsonl (or jsonl.gz) file, one dict per non-empty line; a missing field or bad line names file and line."""
     path = Path(path)
     if not path.is_file():
         raise DataError(f"missing file {path}")
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise DataError(f"{path}:{lineno}: not valid JSON ({e.msg})") from None
-            missing = [k for k in required if k not in row]
-            if missing:
-                raise DataError(f"{path}:{lineno}: missing field(s) {missing}; found {sorted(row)}")
-            yield row
+    try:
+        with open_text(path) as f:
+            for lineno, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError as e:
+                    raise DataError(f"{path}:{lineno}: not valid JSON ({e.msg})") from None
+                missing = [k for k in required if k not in row]
+                if missing:
+                    raise DataError(f"{path}:{lineno}: missing field(s) {missing}; found {sorted(row)}")
+                yield row
+    except (OSError, EOFError) as e:
+        if path.suffix != ".gz":
+            raise
+        raise DataError(f"{path}: not a readable gzip file ({e})") from None
 
 
 def read_jsonl(path: Path, required: Sequence[str] = ()) -> List[dict]:

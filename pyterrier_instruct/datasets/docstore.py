@@ -1,11 +1,15 @@
 """Corpus access without loading the corpus: streaming iteration, and lookup of only the requested docnos.
 
 A jsonl corpus is indexed once (docno → byte offset, one pass reading only ids into memory) and each
-lookup seeks to the requested lines; a parquet corpus is read with an ``_id in (…)`` filter.
+lookup seeks to the requested lines; a parquet corpus is read with an ``_id in (…)`` filter. A ``.jsonl.gz`` corpus
+(BEIR's hub copies) is read the same way through :mod:`gzip`: offsets are positions in the decompressed stream, and a
+lookup, which visits the requested lines in file order, decompresses once up to the last of them.
 """
 from __future__ import annotations
 
+import gzip
 import json
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
@@ -19,7 +23,7 @@ class DocStore:
     """The documents of a benchmark: ``_id``, optional ``title``, ``text`` per row.
 
     Args:
-        path: a jsonl file, or a folder of parquet shards.
+        path: a jsonl or jsonl.gz file, or a folder of parquet shards.
         skip_empty: leave out documents whose text is empty (IFIR does so when indexing).
     """
 
@@ -27,6 +31,7 @@ class DocStore:
         self.path = Path(path)
         self.skip_empty = skip_empty
         self.is_parquet = self.path.is_dir()
+        self.is_gzip = not self.is_parquet and self.path.suffix == ".gz"
         if not self.path.exists():
             raise DataError(f"missing corpus {self.path}")
         self._offsets: Optional[Dict[str, int]] = None
@@ -42,8 +47,21 @@ class DocStore:
                 continue
             yield doc
 
+    @contextmanager
+    def _open(self):
+        """The jsonl file in binary mode (decompressed for ``.gz``); a corrupt ``.gz`` is a :class:`DataError`."""
+        if not self.is_gzip:
+            with open(self.path, "rb") as f:
+                yield f
+            return
+        try:
+            with gzip.open(self.path, "rb") as f:
+                yield f
+        except (OSError, EOFError) as e:
+            raise DataError(f"{self.path}: not a readable gzip file ({e})") from None
+
     def _iter_jsonl(self) -> Iterator[Doc]:
-        with open(self.path, "rb") as f:
+        with self._open() as f:
             for lineno, line in enumerate(f, 1):
                 if line.strip():
                     yield self._parse(line, lineno)
@@ -100,7 +118,7 @@ class DocStore:
     def _jsonl_positions(self) -> Iterator[Tuple[str, int]]:
         """One pass over the file; a line starting ``{"_id": "…"`` (the released files) yields its id without
         parsing the document, any other line is parsed as JSON."""
-        with open(self.path, "rb") as f:
+        with self._open() as f:
             pos, lineno = 0, 0
             for line in f:
                 lineno += 1
@@ -144,7 +162,7 @@ class DocStore:
             return {str(i): (t or "", x or "") for i, t, x in zip(d[id_col], titles, d["text"])}
         index = self._index()
         out = {}
-        with open(self.path, "rb") as f:
+        with self._open() as f:
             for docno in sorted(wanted, key=index.__getitem__):
                 f.seek(index[docno])
                 _, title, text = self._parse(f.readline(), "?")

@@ -15,7 +15,7 @@ import ir_datasets
 from ir_datasets.formats import BaseDocs, BaseQrels, BaseQueries, BaseScoredDocs, GenericScoredDoc, TrecQrel
 from ir_datasets.indices import Docstore
 
-from .registry import DATASETS, irds_id
+from .registry import DATASETS, FULL_RETRIEVAL, irds_id
 
 NAMESPACE = "instruct"
 _QREL_DEFS = {0: "not relevant", 1: "relevant", 2: "highly relevant (graded benchmarks)"}
@@ -148,6 +148,6 @@ def register() -> None:
             continue
         lazy = _Lazy(name)
         parts = [_Docs(lazy, langs.get(entry.lang, "en")), _Queries(lazy), _Qrels(lazy)]
-        if entry.family not in ("ifir", "instructir"):
+        if entry.family not in FULL_RETRIEVAL:
             parts.append(_ScoredDocs(lazy))
         ir_datasets.registry.register(rid, ir_datasets.Dataset(*parts))

@@ -10,7 +10,7 @@ from typing import Dict, Optional
 
 from ._bench import Benchmark
 from ._files import DataError
-from .registry import DATASETS, Entry
+from .registry import DATASETS, Entry, qrels_repo
 
 
 def bundled_path(name: str = "instruct-mini") -> str:
@@ -44,6 +44,9 @@ def read_benchmark(entry: Entry, folder: Path, qrels_mapping: str = "as-named") 
     if entry.family == "instructir":
         from . import instructir
         return instructir.read(folder)
+    if entry.family == "beir":
+        from . import beir
+        return beir.read(folder, entry.split or "test")
     raise ValueError(f"unknown dataset family {entry.family!r}")
 
 
@@ -60,4 +63,6 @@ def resolve(name: str, path: Optional[str] = None, download: bool = True):
         provenance.update(repo_id=entry.repo_id, revision=entry.revision or "main (unpinned)")
         if entry.subdir:
             provenance["subdir"] = entry.subdir
+        if qrels_repo(entry):
+            provenance.update(qrels_repo_id=qrels_repo(entry), split=entry.split or "test")
     return entry, folder, provenance

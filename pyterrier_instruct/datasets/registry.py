@@ -9,7 +9,7 @@ from typing import Dict, NamedTuple, Optional, Tuple
 
 
 class Entry(NamedTuple):
-    family: str                 # layout reader: bundled, followir, followir-mteb, mfollowir, infosearch, ifir, instructir
+    family: str                 # layout reader: bundled, followir, followir-mteb, mfollowir, infosearch, ifir, instructir, beir
     repo_id: Optional[str]      # hub dataset repository (None: bundled with the package)
     revision: Optional[str]     # pinned commit; None = the repository's main branch (no usable pin published)
     measure: str                # the benchmark's standard retrieval measure
@@ -18,6 +18,11 @@ class Entry(NamedTuple):
     subdir: Optional[str] = None    # folder inside the repository (IFIR subsets)
     lang: Optional[str] = None      # mFollowIR language of the {config}-{lang} folders
     allow: Tuple[str, ...] = ()     # files to download
+    split: Optional[str] = None     # BEIR: the qrels split read (test; dev = qrels/dev.tsv, else qrels/train.tsv)
+
+
+#: Families that define no candidate lists: they are evaluated by full retrieval over the corpus.
+FULL_RETRIEVAL = frozenset({"ifir", "instructir", "beir"})
 
 
 _FOLLOWIR_FILES = ("corpus.jsonl", "queries.jsonl", "qrels_og/*", "qrels_changed/*", "top_ranked.jsonl", "README.md")
@@ -29,6 +34,9 @@ _INFOSEARCH_FILES = ("corpus.jsonl", "queries.jsonl", "qrels_og/*", "qrels_chang
 DATASETS: Dict[str, Entry] = {
     "instruct-mini": Entry("bundled", None, None, "AP@1000", "10 queries × 2 variants, 280 docs, 28 candidates per query",
                            "CC-BY-4.0 (written for this package)"),
+    "infosearch-mini": Entry("infosearch", None, None, "nDCG@10",
+                             "12 instances × 3 modes (format dimension), 20 docs, 5 candidates per instance",
+                             "CC-BY-4.0 (written for this package)"),
 }
 
 _FOLLOWIR = {  # name: (original repo rev, mteb repo rev, measure, size, mteb size)
@@ -75,6 +83,48 @@ for _s, _q, _docs, _levels in (("fiqa", 1718, "57,638", 3), ("scifact_open", 152
         "ifir", "songtingyu/IFIR", None, "nDCG@20",
         f"{_q:,} instruction queries ({'levels 1–3' if _levels == 3 else 'level 1'}) + level 0, {_docs} docs", "MIT",
         subdir=_s, allow=(f"{_s}/*",))
+
+
+#: The 13 BEIR datasets of Promptriever Table 3: paper key (the ``beir/<key>`` id, ``paper_numbers`` dataset) → BEIR
+#: name (the ``BeIR/<name>`` hub repository and ``<name>.zip``), with the published test queries and corpus size (BEIR
+#: Table 1) and, for the 7 with a selection split (MODELS §6.6), that split's size.
+BEIR: Dict[str, Tuple[str, str, str, Optional[str]]] = {
+    "arguana": ("arguana", "1,406", "8,674", None),
+    "climate_fever": ("climate-fever", "1,535", "5,416,593", None),
+    "dbpedia": ("dbpedia-entity", "400", "4,635,922", "67 dev queries"),
+    "fever": ("fever", "6,666", "5,416,568", "6,666 dev queries"),
+    "fiqa": ("fiqa", "648", "57,638", "500 dev queries"),
+    "hotpotqa": ("hotpotqa", "7,405", "5,233,329", "5,447 dev queries"),
+    "nfcorpus": ("nfcorpus", "323", "3,633", "324 dev queries"),
+    "nq": ("nq", "3,452", "2,681,468", None),
+    "quora": ("quora", "10,000", "522,931", "5,000 dev queries"),
+    "scidocs": ("scidocs", "1,000", "25,657", None),
+    "scifact": ("scifact", "300", "5,183", "809 train queries (no dev split)"),
+    "touche2020": ("webis-touche2020", "49", "382,545", None),
+    "trec_covid": ("trec-covid", "50", "171,332", None),
+}
+BEIR_URL = "https://public.ukp.informatik.tu-darmstadt.de/thakur/BEIR/datasets/{name}.zip"
+_BEIR_FILES = ("corpus.jsonl.gz", "queries.jsonl.gz", "README.md")
+_BEIR_LICENCE = "CC-BY-SA-4.0 (BeIR hub cards; source terms apply)"
+for _key, (_name, _test, _docs, _sel) in BEIR.items():
+    DATASETS[f"beir/{_key}"] = Entry("beir", f"BeIR/{_name}", None, "nDCG@10", f"{_test} test queries, {_docs} docs",
+                                     _BEIR_LICENCE, allow=_BEIR_FILES, split="test")
+    if _sel:
+        DATASETS[f"beir/{_key}/dev"] = Entry("beir", f"BeIR/{_name}", None, "nDCG@10", f"{_sel}, {_docs} docs",
+                                             _BEIR_LICENCE, allow=_BEIR_FILES, split="dev")
+
+
+def beir_key(name: str) -> str:
+    """The paper key (``paper_numbers`` dataset) of a ``beir/<key>`` or ``beir/<key>/dev`` id."""
+    parts = name.split("/")
+    if len(parts) < 2 or parts[0] != "beir" or parts[1] not in BEIR:
+        raise KeyError(f"{name!r} is not a BEIR dataset id; known: {sorted(n for n in DATASETS if n.startswith('beir/'))}")
+    return parts[1]
+
+
+def qrels_repo(entry: Entry) -> Optional[str]:
+    """BEIR keeps the qrels in a second hub repository, ``BeIR/<name>-qrels`` (``test.tsv``, ``dev.tsv``, ``train.tsv``)."""
+    return f"{entry.repo_id}-qrels" if entry.family == "beir" and entry.repo_id else None
 
 
 def irds_id(name: str) -> str:

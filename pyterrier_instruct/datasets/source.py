@@ -5,7 +5,9 @@ Order tried for a registered dataset:
 1. ``path=`` — a local snapshot folder of the hub repository (for IFIR the repository root or the subset folder);
 2. ``$PYTERRIER_INSTRUCT_DATA/<owner>/<repo>``, ``…/<repo>`` or ``…/<dataset name>``;
 3. the cache ``$IR_DATASETS_HOME/instruct/<owner>/<repo>@<revision>`` (``~/.ir_datasets`` by default), filled by 4.;
-4. a download of the pinned revision with ``huggingface_hub`` — never when ``HF_HUB_OFFLINE`` is set.
+4. a download of the pinned revision with ``huggingface_hub`` — never when ``HF_HUB_OFFLINE`` is set. A BEIR dataset
+   takes two repositories, ``BeIR/<name>`` and ``BeIR/<name>-qrels`` (into ``qrels/``), which together give the
+   folder of the official BEIR zip.
 """
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from pathlib import Path
 from typing import List, Optional
 
 from ._files import DataError
-from .registry import Entry
+from .registry import BEIR_URL, Entry, qrels_repo
 
 ENV_ROOT = "PYTERRIER_INSTRUCT_DATA"
 
@@ -53,6 +55,12 @@ def candidates(name: str, entry: Entry) -> List[Path]:
 
 def how_to_get(name: str, entry: Entry) -> str:
     rev = f" --revision {entry.revision}" if entry.revision else ""
+    if qrels_repo(entry):
+        beir = entry.repo_id.split("/", 1)[1]
+        return (f"download {BEIR_URL.format(name=beir)} and unzip it (the folder {beir}/), or run "
+                f"`huggingface-cli download --repo-type dataset {entry.repo_id}{rev} --local-dir <folder>` and "
+                f"`huggingface-cli download --repo-type dataset {qrels_repo(entry)}{rev} --local-dir <folder>/qrels`; "
+                f"then pass path=<folder> (or set {ENV_ROOT} to the folder that holds {beir}/)")
     return (f"huggingface-cli download --repo-type dataset {entry.repo_id}{rev} --local-dir <folder>, then pass "
             f"path=<folder> (or set {ENV_ROOT} to the folder that holds {entry.repo_id.split('/', 1)[1]}/)")
 
@@ -87,5 +95,8 @@ def _download(entry: Entry) -> Path:
     tmp = target.with_name(target.name + ".partial")
     snapshot_download(entry.repo_id, repo_type="dataset", revision=entry.revision, local_dir=str(tmp),
                       allow_patterns=list(entry.allow) or None)
+    if qrels_repo(entry):  # BEIR: the qrels repository's test/dev/train.tsv go to qrels/, as in the official zip
+        snapshot_download(qrels_repo(entry), repo_type="dataset", revision=entry.revision, local_dir=str(tmp / "qrels"),
+                          allow_patterns=["*.tsv"])
     tmp.rename(target)
     return target

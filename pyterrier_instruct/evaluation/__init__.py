@@ -4,11 +4,15 @@
 - InfoSearch Tables 2/3: :func:`infosearch_report`.
 - InstructIR: :func:`instructir_report`.
 - IFIR Table 3: :func:`ifir_report` (with ``judge=`` also INSTFOL@20).
+- Promptriever Table 3 (BEIR prompts: none / selected / best): :func:`prompt_study_report`.
 - IFIR INSTFOL: :func:`instfol` (one subset, two runs, a judge), :class:`IFIRJudge` (prompts, probability-weighted
   scores, backends), :class:`JudgeCache` (append-only JSONL); the arithmetic is :mod:`pyterrier_instruct.measures.instfol`.
-- Shared: :func:`with_paper` (published numbers and Δ beside ours), :func:`to_markdown`, :func:`plot_report`.
+- Shared: :func:`with_paper` (published numbers and Δ beside ours), :func:`to_markdown`, :func:`plot_report`,
+  :class:`PerDataset` (systems that differ per dataset), :class:`SavedRun` (a system's runs kept on disk and reused).
 """
-from ._report import build_table, plot_report, to_markdown, with_paper
+from ._report import PerDataset, build_table, plot_report, to_markdown, with_paper
+from .runs import SavedRun
+from .beir import prompt_study_report
 from .followir import (followir_baselines, followir_experiment, followir_measures, followir_report, followir_table,
                        plot_per_query_pmrr)
 from .ifir import ifir_report
@@ -19,5 +23,5 @@ from .instructir import instructir_report
 
 __all__ = ["followir_baselines", "followir_experiment", "followir_measures", "followir_report", "followir_table",
            "plot_per_query_pmrr", "infosearch_report", "infosearch_measures", "instructir_report", "ifir_report",
-           "with_paper", "to_markdown", "plot_report", "build_table", "instfol", "doc_texts", "IFIRJudge", "JudgeCache",
-           "Judgement", "JudgeItem", "weighted_judge_score"]
+           "prompt_study_report", "with_paper", "to_markdown", "PerDataset", "SavedRun", "plot_report", "build_table",
+           "instfol", "doc_texts", "IFIRJudge", "JudgeCache", "Judgement", "JudgeItem", "weighted_judge_score"]

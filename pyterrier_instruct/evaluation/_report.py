@@ -30,6 +30,30 @@ def system_names(systems, names: Optional[Sequence[str]]):
     return systems, names
 
 
+class PerDataset(dict):
+    """Systems that differ per dataset, e.g. each reranking its own dataset's candidates: ``{dataset key: systems}``
+    (each a list with ``names=``, or ``{name: system}``; the same names for every dataset). Pass it as the ``systems`` of
+    a report over several datasets."""
+
+
+def systems_per_dataset(systems, names: Optional[Sequence[str]], keys: Sequence[str]):
+    """``({dataset key: [system, …]}, names)``: the same systems for every dataset, or each key's own from a
+    :class:`PerDataset`."""
+    if not isinstance(systems, PerDataset):
+        systems, names = system_names(systems, names)
+        return {k: systems for k in keys}, names
+    missing = [k for k in keys if k not in systems]
+    if missing:
+        raise ValueError(f"PerDataset has no systems for dataset(s) {missing}; it has {list(systems)}")
+    out, shared = {}, None
+    for k in keys:
+        out[k], these = system_names(systems[k], names)
+        if shared is not None and these != shared:
+            raise ValueError(f"PerDataset: the systems of {k!r} are named {these}, those of the first dataset {shared}")
+        shared = these
+    return out, shared
+
+
 def experiment_means(systems, names, topics, qrels, measures, dataset: str, labels: Mapping) -> pd.DataFrame:
     """Runs every system once on ``topics``, then one ``pt.Experiment`` per measure over the results, and
     returns the long frame ``model, dataset, measure, value`` (``labels[str(measure)]`` as the name).
@@ -82,8 +106,8 @@ def with_paper(table: pd.DataFrame, models: Mapping[str, str], paper: Optional[s
     Args:
         table: a report from one of the ``*_report`` functions.
         models: ``{our system name: the model's name as printed in the paper}``.
-        paper: restrict to one paper (e.g. ``'Promptriever'``); by default the first paper that reports
-            the model on this benchmark.
+        paper: restrict to one paper (e.g. ``'Promptriever'``); by default the paper that reports the most of
+            the table's cells for the model (the first in the paper list on ties).
     """
     from ..paper import paper_numbers
     columns, benchmark = table.attrs["columns"], table.attrs["benchmark"]
@@ -98,7 +122,10 @@ def with_paper(table: pd.DataFrame, models: Mapping[str, str], paper: Optional[s
         published = paper_numbers(benchmark=benchmark, model=models[row["Model"]], paper=paper)
         if len(published) == 0:
             raise ValueError(f"with_paper: no published {benchmark} numbers for model {models[row['Model']]!r}")
-        published = published[published["paper"] == published["paper"].iloc[0]]
+        cells = set(columns.values())  # the paper that reports most of this table's cells (the first on ties)
+        covered = {name: sum((d, m) in cells for d, m in zip(g["dataset"], g["measure"]))
+                   for name, g in published.groupby("paper", sort=False)}
+        published = published[published["paper"] == max(covered, key=covered.get)]
         value = {(d, m): v for d, m, v in zip(published["dataset"], published["measure"], published["value"])}
         ref = {"Model": f"  paper: {models[row['Model']]} ({published['paper'].iloc[0]})"}
         delta = {"Model": "  Δ ours − paper"}
@@ -129,6 +156,7 @@ def to_markdown(table: pd.DataFrame) -> str:
         if isinstance(v, float):
             if v != v:
                 return "–"
+            v = 0.0 if round(v, decimals) == 0 else v  # no "-0.0"
             sign = "+" if any(s in col for s in signed) or "Δ" in str(model) else ""
             return f"{v:{sign}.{decimals}f}"
         return str(v)

@@ -16,7 +16,7 @@ import pandas as pd
 import pyterrier as pt
 
 from ..measures import OG, pMRR
-from ._report import build_table, system_names
+from ._report import build_table, systems_per_dataset
 
 
 #: Corpora up to this size also get the dense full-retrieval baseline by default (a CPU encodes them in minutes).
@@ -107,7 +107,12 @@ def followir_experiment(systems, dataset, names: Optional[Sequence[str]] = None,
                          "query in different batches; run without batch_size")
     args = (systems, dataset.get_topics(), dataset.get_qrels(), followir_measures(dataset, ties))
     if perquery is False:
-        return pt.Experiment(*args, names=names, baseline=baseline, **kwargs)
+        try:
+            return pt.Experiment(*args, names=names, baseline=baseline, **kwargs)
+        except KeyError as err:  # pt.Experiment averages over qids and fails when a qid lacks a measure
+            raise ValueError(f"followir_experiment: no {err} value for some base query: a system returned no documents for "
+                             f"some -og/-changed topics of {getattr(dataset, 'name', 'the dataset')}; every system must rank "
+                             f"the candidates of every paired topic") from None
     if baseline is not None:
         raise ValueError("followir_experiment: baseline= significance tests come with perquery=False; "
                          "call it twice (means with baseline, then perquery=True)")
@@ -147,15 +152,16 @@ def followir_table(results: Dict[str, Tuple[object, pd.DataFrame]], ties: str = 
 
 
 def followir_report(systems, datasets, names: Optional[Sequence[str]] = None, *, ties: str = "docno") -> pd.DataFrame:
-    """FollowIR Table 2 for ``systems`` on ``datasets`` (``{key: dataset}``, e.g. robust04/news21/core17, or one dataset).
+    """FollowIR Table 2 for ``systems`` on ``datasets`` (``{key: dataset}``, e.g. robust04/news21/core17, or one dataset);
+    a :class:`PerDataset` gives each dataset its own systems (e.g. ``ds.candidates() >> reranker``).
 
     Per dataset one ``pt.Experiment`` (:func:`followir_experiment`): the standard measure on the og run
     against the og qrels, p-MRR on og vs changed; then :func:`followir_table`.
     """
-    systems, names = system_names(systems, names)
     if not isinstance(datasets, dict):
         datasets = {getattr(datasets, "name", None) or "dataset": datasets}
-    results = {key: (ds, followir_experiment(systems, ds, names, ties=ties)) for key, ds in datasets.items()}
+    systems, names = systems_per_dataset(systems, names, list(datasets))
+    results = {key: (ds, followir_experiment(systems[key], ds, names, ties=ties)) for key, ds in datasets.items()}
     return followir_table(results, ties=ties)
 
 

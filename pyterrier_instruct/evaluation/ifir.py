@@ -15,7 +15,7 @@ import pandas as pd
 
 from ..measures import IFIR_nDCG
 from ..measures.instfol import combine_instfol
-from ._report import UNSCALED_PREFIXES, build_table, system_names
+from ._report import UNSCALED_PREFIXES, build_table, systems_per_dataset
 from .instfol import instfol, no_instruction_topics
 
 
@@ -33,6 +33,7 @@ def ifir_report(systems, datasets, names: Optional[Sequence[str]] = None, *, k: 
 
     Args:
         datasets: ``{subset: dataset}`` (fiqa, scifact_open, nfcorpus, aila, fire, pm, cds) or one dataset.
+            ``systems`` may be a :class:`PerDataset` (each subset its own systems, e.g. a retriever over its corpus).
         norm: ``'ifir_code'`` (default, the paper's numbers) or ``'standard'`` (trec_eval nDCG).
         origin: also report each system on the level-0 topics scored against every level's qrels.
         judge: an :class:`~pyterrier_instruct.evaluation.judge.IFIRJudge`: adds ``INSTFOL@k`` (×100, the mean of the
@@ -41,9 +42,9 @@ def ifir_report(systems, datasets, names: Optional[Sequence[str]] = None, *, k: 
         docs: the judge's document texts (see :func:`~pyterrier_instruct.evaluation.instfol.doc_texts`): one source for
             every subset, or ``{subset: source}`` with an entry per subset; default: each dataset itself.
     """
-    systems, names = system_names(systems, names)
     if not isinstance(datasets, dict):
         datasets = {getattr(datasets, "name", None) or "dataset": datasets}
+    systems, names = systems_per_dataset(systems, names, list(datasets))
     measures = {IFIR_nDCG(norm=norm, ties=ties) @ k: f"nDCG@{k}", ir_measures.RR @ k: f"MRR@{k}"}
     rows, judged = [], []
     per_subset = isinstance(docs, Mapping) and all(key in docs for key in datasets)
@@ -51,7 +52,7 @@ def ifir_report(systems, datasets, names: Optional[Sequence[str]] = None, *, k: 
         topics, qrels = ds.get_topics(), ds.get_qrels()
         qrels = qrels[_level(qrels["qid"]) != "0"]
         judged_topics = topics[_level(topics["qid"]) != "0"]
-        for system, name in zip(systems, names):
+        for system, name in zip(systems[key], names):
             runs = {name: system(judged_topics)}
             res0 = None
             if origin:  # the level-0 ranking of a query, copied under each of its judged level qids

