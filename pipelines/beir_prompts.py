@@ -20,7 +20,8 @@ import sys
 
 import pyterrier_instruct as pti
 from pyterrier_instruct.datasets import DATASETS as KNOWN
-from pyterrier_instruct.reproduce import Row, check_models, finish, model_options, open_datasets, parse, parser, saved
+from pyterrier_instruct.reproduce import (Row, check_models, finish, model_options, open_dataset, open_datasets, parse, parser,
+                                          saved)
 
 ROWS = {
     "bm25": Row("BM25", paper="BM25", help="PISA BM25 on query + prompt (the paper: bm25s)"),
@@ -39,7 +40,7 @@ def main(argv=None) -> int:
     check_models(args, ROWS)
     kw, m = model_options(args), args.models
     datasets = open_datasets(args)
-    dev = {label: pti.load_dataset(f"{name}/dev", path=path)
+    dev = {label: open_dataset(args, f"{name}/dev", path)
            for (label, name, path) in zip(datasets, args.dataset, args.paths) if f"{name}/dev" in KNOWN}
 
     dense = {k: build() for k, build in {

@@ -49,7 +49,7 @@ def parser(command: str, doc: str, rows: Mapping[str, Row], datasets: Sequence[s
                         "Without it: --data-root, the cache, or a download of the pinned revision when online")
     g.add_argument("--data-root", metavar="DIR", default=None,
                    help="a folder holding local snapshots as <owner>/<repo> or <repo> (e.g. DIR/robust04-instructions, "
-                        "DIR/IFIR); sets $PYTERRIER_INSTRUCT_DATA")
+                        "DIR/IFIR), searched like $PYTERRIER_INSTRUCT_DATA")
     g = p.add_argument_group("systems")
     defaults = [k for k, r in rows.items() if r.default]
     g.add_argument("--systems", default=",".join(defaults), metavar="KEY,KEY",
@@ -84,11 +84,8 @@ def parse(p: argparse.ArgumentParser, argv: Optional[Sequence[str]], rows: Mappi
     if len(paths) != len(args.dataset):
         p.error(f"--path: give one per --dataset ({len(args.dataset)} datasets, {len(paths)} paths; '-' for none)")
     args.paths = [None if x in ("", "-") else x for x in paths]
-    if args.data_root is not None:
-        from .datasets.source import ENV_ROOT
-        if not os.path.isdir(args.data_root):
-            p.error(f"--data-root: {args.data_root} is not a folder")
-        os.environ[ENV_ROOT] = args.data_root
+    if args.data_root is not None and not os.path.isdir(args.data_root):
+        p.error(f"--data-root: {args.data_root} is not a folder")
     args.started = time.time()
     return args
 
@@ -99,15 +96,32 @@ def dataset_label(name: str) -> str:
     return parts[1] if len(parts) > 1 else parts[0]
 
 
-def open_datasets(args: argparse.Namespace) -> Dict[str, object]:
-    """``{label: dataset}`` for ``--dataset``/``--path`` (nothing is read until used)."""
+def open_dataset(args: argparse.Namespace, name: str, path: Optional[str] = None):
+    """``pti.load_dataset(name, path=path)``, looking under ``--data-root`` (as ``$PYTERRIER_INSTRUCT_DATA``, for this
+    call only) when no path is given."""
     from .datasets import load
+    from .datasets.source import ENV_ROOT
+    if path is not None or args.data_root is None:
+        return load(name, path=path)
+    before = os.environ.get(ENV_ROOT)
+    os.environ[ENV_ROOT] = args.data_root
+    try:
+        return load(name)  # the folder is located now; nothing later reads the variable
+    finally:
+        if before is None:
+            del os.environ[ENV_ROOT]
+        else:
+            os.environ[ENV_ROOT] = before
+
+
+def open_datasets(args: argparse.Namespace) -> Dict[str, object]:
+    """``{label: dataset}`` for ``--dataset``/``--path``/``--data-root`` (nothing is read until used)."""
     out = {}
     for name, path in zip(args.dataset, args.paths):
         label = dataset_label(name)
         if label in out:
             raise ValueError(f"--dataset {name!r} repeats the table column {label!r}")
-        out[label] = load(name, path=path)
+        out[label] = open_dataset(args, name, path)
     return out
 
 
@@ -193,5 +207,5 @@ def selected(builders: Mapping[str, Callable[[], object]], args: argparse.Namesp
     return {k: builders[k]() for k in args.keys}
 
 
-__all__: List[str] = ["Row", "parser", "parse", "dataset_label", "open_datasets", "model_options", "check_models", "saved",
+__all__: List[str] = ["Row", "parser", "parse", "dataset_label", "open_dataset", "open_datasets", "model_options", "check_models", "saved",
                       "published", "finish", "selected"]

@@ -170,8 +170,10 @@ def test_ifir_dense_rows_and_the_instfol_judge_resume(models, tmp_path, monkeypa
     argv = ["ifir", "--dataset", "ifir/fiqa", "--data-root", str(LAYOUTS / "songtingyu"), "--levels",
             "--promptriever", models["adapter"], "--e5-mistral", models["mistral"], "--judge", "gpt-4o-mini",
             "--judge-base-url", server.url, "--out", str(tmp_path), "--quiet"]
+    monkeypatch.delenv("PYTERRIER_INSTRUCT_DATA", raising=False)
     try:
         run(*argv)
+        assert "PYTERRIER_INSTRUCT_DATA" not in os.environ  # --data-root is used for locating only, not left behind
         first = len(server.requests)
         table = pd.read_csv(tmp_path / "table3.csv")
         run(*argv)
@@ -247,10 +249,12 @@ BEIR_SCIFACT = str(LAYOUTS / "BeIR" / "scifact")
 
 
 def test_beir_prompt_study_selected_is_the_dev_argmax_and_best_the_test_max(models, tmp_path):
-    run("beir-prompts", "--dataset", "beir/scifact", "--path", BEIR_SCIFACT, "--systems", "bm25,promptriever",
+    run("beir-prompts", "--dataset", "beir/scifact", "--data-root", str(LAYOUTS / "BeIR"), "--systems", "bm25,promptriever",
         "--promptriever", models["adapter"], "--out", str(tmp_path), "--quiet")
     table = pd.read_csv(tmp_path / "table3.csv")
     assert table.columns.tolist() == ["Model", "scifact nDCG@10/none", "scifact nDCG@10/selected", "scifact nDCG@10/best"]
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["tables"]["table3"]["provenance"]["scifact"]["path"].endswith("BeIR/scifact")
     prompts = pd.read_csv(tmp_path / "prompts.csv")
     assert prompts["text"].tolist()[:10] == list(pti.BEIR_PROMPTS)
     for i, name in enumerate(["BM25", "Promptriever"]):
