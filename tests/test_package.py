@@ -1,6 +1,7 @@
 """Packaging contracts: a light import, registered measures, named errors for missing extras."""
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -51,3 +52,14 @@ def test_notebooks_and_pipelines_compile():
                 ast.parse(cell.source)
     for path in sorted((root / "pipelines").glob("*.py")):
         ast.parse(path.read_text())
+
+
+def test_pyproject_lists_every_subpackage():
+    """pyproject names its packages (pipelines/ is mapped in as pyterrier_instruct.pipelines), so a new subpackage must be
+    added there or it would be missing from the wheel."""
+    import tomllib
+    root = Path(__file__).parents[1]
+    config = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]
+    found = {".".join(p.parent.relative_to(root).parts) for p in (root / "pyterrier_instruct").rglob("__init__.py")}
+    assert set(config["packages"]) == found | {"pyterrier_instruct.pipelines"}
+    assert config["package-dir"] == {"pyterrier_instruct.pipelines": "pipelines"} and (root / "pipelines" / "__init__.py").is_file()
