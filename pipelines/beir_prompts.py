@@ -20,8 +20,8 @@ import sys
 
 import pyterrier_instruct as pti
 from pyterrier_instruct.datasets import DATASETS as KNOWN
-from pyterrier_instruct.reproduce import (Row, check_models, finish, model_options, open_dataset, open_datasets, parse, parser,
-                                          saved)
+from pyterrier_instruct.reproduce import (Row, check_models, finish, full_retrieval, model_options, open_dataset, open_datasets,
+                                          parse, parser, selected)
 
 ROWS = {
     "bm25": Row("BM25", paper="BM25", help="PISA BM25 on query + prompt (the paper: bm25s)"),
@@ -43,19 +43,11 @@ def main(argv=None) -> int:
     dev = {label: open_dataset(args, f"{name}/dev", path)
            for (label, name, path) in zip(datasets, args.dataset, args.paths) if f"{name}/dev" in KNOWN}
 
-    dense = {k: build() for k, build in {
+    dense = selected({
         "repllama": lambda: pti.RepLLaMA(m["repllama"], **kw),
         "promptriever": lambda: pti.Promptriever(m["promptriever"], **kw),
-    }.items() if k in args.keys}
-
-    def systems_of(label, ds):
-        index = os.path.join(args.out, "index", label)
-        out = {k: model.retriever(os.path.join(index, k), num_results=1000, corpus=ds.get_corpus_iter) for k, model in dense.items()}
-        if "bm25" in args.keys:
-            out = {"bm25": pti.FoldInstruction() >> pti.BM25(ds.get_corpus_iter(), path=os.path.join(index, "bm25")), **out}
-        return saved(out, args, ROWS, label)
-
-    systems = pti.PerDataset({label: systems_of(label, ds) for label, ds in datasets.items()})
+    }, args)
+    systems = pti.PerDataset({label: full_retrieval(args, ROWS, label, ds, dense) for label, ds in datasets.items()})
     table = pti.prompt_study_report(systems, datasets, dev, sample=args.sample, seed=args.seed, verbose=not args.quiet)
     os.makedirs(args.out, exist_ok=True)
     table.attrs["prompts"].to_csv(os.path.join(args.out, "prompts.csv"), index=False)

@@ -20,7 +20,8 @@ import sys
 
 import pyterrier_instruct as pti
 from pyterrier_instruct.prompts import IFIR_E5_TASK
-from pyterrier_instruct.reproduce import Row, check_models, finish, model_options, open_datasets, parse, parser, saved
+from pyterrier_instruct.reproduce import (Row, check_models, finish, full_retrieval, model_options, open_datasets, parse, parser,
+                                          selected)
 
 ROWS = {
     "bm25": Row("BM25", paper="BM25", help="PISA BM25 (k1 1.2, b 0.75) on query + instruction"),
@@ -42,21 +43,13 @@ def main(argv=None) -> int:
     kw, m = model_options(args), args.models
 
     # dense models: one instance each, its document cache shared by a subset's queries; one index per subset
-    dense = {k: build() for k, build in {
+    dense = selected({
         "promptriever": lambda: pti.Promptriever(m["promptriever"], style="ifir", **kw),
         "e5-mistral": lambda: pti.E5Mistral.model_card(IFIR_E5_TASK, model_name_or_path=m["e5-mistral"], **kw),
-    }.items() if k in args.keys}
+    }, args)
     datasets = open_datasets(args)
-
-    def systems_of(label, ds):
-        index = os.path.join(args.out, "index", label)
-        out = {k: model.retriever(os.path.join(index, k), num_results=1000, corpus=ds.get_corpus_iter) for k, model in dense.items()}
-        if "bm25" in args.keys:
-            out = {"bm25": pti.FoldInstruction() >> pti.BM25(ds.get_corpus_iter(), path=os.path.join(index, "bm25"),
-                                                              k1=1.2, b=0.75), **out}
-        return saved(out, args, ROWS, label)
-
-    systems = pti.PerDataset({label: systems_of(label, ds) for label, ds in datasets.items()})
+    # per subset: BM25 and each dense model's retriever over its corpus (one model instance, one index per subset)
+    systems = pti.PerDataset({label: full_retrieval(args, ROWS, label, ds, dense, k1=1.2, b=0.75) for label, ds in datasets.items()})
     judge = None
     if args.judge:
         os.makedirs(args.out, exist_ok=True)

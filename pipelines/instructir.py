@@ -17,8 +17,8 @@ import os
 import sys
 
 import pyterrier_instruct as pti
-from pyterrier_instruct.reproduce import (Row, check_models, finish, model_options, open_datasets, parse, parser, saved,
-                                          selected)
+from pyterrier_instruct.reproduce import (Row, check_models, finish, full_retrieval, model_options, open_datasets, parse, parser,
+                                          saved, selected)
 
 ROWS = {
     "bm25": Row("BM25", paper="BM25", help="PISA BM25 on query + instruction"),
@@ -41,22 +41,21 @@ def main(argv=None) -> int:
     check_models(args, ROWS)
     kw, m = model_options(args), args.models
     label, ds = next(iter(open_datasets(args).items()))
-    index = os.path.join(args.out, "index", label)
 
-    bm25 = pti.FoldInstruction() >> pti.BM25(ds.get_corpus_iter(), path=os.path.join(index, "bm25"))
-    candidates = bm25 % args.depth >> ds.text_loader()
-
-    def dense(model, key):
-        return model.retriever(os.path.join(index, key), num_results=1000, corpus=ds.get_corpus_iter)
-
-    systems = saved(selected({
-        "bm25": lambda: bm25,
-        "promptriever": lambda: dense(pti.Promptriever(m["promptriever"], style="mteb", **kw), "promptriever"),
-        "repllama": lambda: dense(pti.RepLLaMA(m["repllama"], style="mteb", **kw), "repllama"),
-        "e5-mistral": lambda: dense(pti.E5Mistral(m["e5-mistral"], **kw), "e5-mistral"),
-        "followir-7b": lambda: candidates >> pti.FollowIR7B(m["followir-7b"], **kw),
-        "mistral": lambda: candidates >> pti.CausalLMReranker.mistral_instruct(m["mistral"], variant="followir", **kw),
-    }, args), args, ROWS, label)
+    # full retrieval: BM25 on query + instruction, the dense models with mteb's query strings
+    systems = full_retrieval(args, ROWS, label, ds, selected({
+        "promptriever": lambda: pti.Promptriever(m["promptriever"], style="mteb", **kw),
+        "repllama": lambda: pti.RepLLaMA(m["repllama"], style="mteb", **kw),
+        "e5-mistral": lambda: pti.E5Mistral(m["e5-mistral"], **kw),
+    }, args))
+    # the pointwise rerankers rescore the BM25 top --depth (the same index as the BM25 row)
+    rerankers = selected({
+        "followir-7b": lambda: pti.FollowIR7B(m["followir-7b"], **kw),
+        "mistral": lambda: pti.CausalLMReranker.mistral_instruct(m["mistral"], variant="followir", **kw),
+    }, args)
+    if rerankers:
+        bm25 = pti.FoldInstruction() >> pti.BM25(ds.get_corpus_iter(), path=os.path.join(args.out, "index", label, "bm25"))
+        systems.update(saved({k: bm25 % args.depth >> ds.text_loader() >> r for k, r in rerankers.items()}, args, ROWS, label))
     table = pti.instructir_report(systems, ds)
     finish(table, args, ROWS, "instructir", "InstructIR (x100): nDCG@10 over instances, Robustness@10 over base queries")
     return 0

@@ -6,10 +6,12 @@ A pipeline declares its table rows (:class:`Row`: our name, the paper's name, th
 systems from the package's public API, and hands the report to :func:`finish`::
 
     ROWS = {"bm25": Row("BM25", paper="BM25"), "monot5-base": Row("MonoT5-base", "MonoT5-base", "castorini/monot5-base-msmarco-10k")}
-    args = parse(parser("followir", __doc__, ROWS, ["followir/robust04"]), argv)
+    args = parse(parser("followir", __doc__, ROWS, DATASETS), argv, ROWS, DATASETS)
+    models = selected({"bm25": lambda: pti.PoolBM25(), "monot5-base": lambda: pti.MonoT5(args.models["monot5-base"])}, args)
     datasets = open_datasets(args)
-    ...
-    finish(table, args, ROWS, "table2")
+    systems = pti.PerDataset({label: saved({k: ds.candidates() >> m for k, m in models.items()}, args, ROWS, label)
+                              for label, ds in datasets.items()})
+    finish(pti.followir_report(systems, datasets), args, ROWS, "table2", "FollowIR Table 2")
 """
 from __future__ import annotations
 
@@ -73,6 +75,7 @@ def parse(p: argparse.ArgumentParser, argv: Optional[Sequence[str]], rows: Mappi
     """Parses ``argv`` and checks it: known ``--systems`` keys, one ``--path`` per ``--dataset``. Adds ``args.keys``
     (the selected rows, in table order), ``args.models`` (``{key: checkpoint}``) and ``args.paths``."""
     args = p.parse_args(argv)
+    args.command = " ".join([p.prog] + list(sys.argv[1:] if argv is None else argv))
     wanted = [k.strip() for k in args.systems.split(",") if k.strip()]
     unknown = [k for k in wanted if k not in rows]
     if unknown or not wanted:
@@ -155,23 +158,13 @@ def saved(systems: Mapping[str, object], args: argparse.Namespace, rows: Mapping
     return {rows[k].name: SavedRun(s, os.path.join(args.out, "runs", label, k), verbose=not args.quiet) for k, s in systems.items()}
 
 
-def published(table: pd.DataFrame, rows: Mapping[str, Row], keys: Sequence[str]) -> Dict[str, str]:
-    """``{our row name: the paper's model name}`` for the selected rows whose model a paper reports in at least one
-    column of ``table``."""
-    from .paper import paper_numbers
-    numbers = paper_numbers(benchmark=table.attrs["benchmark"])
-    cells = set(table.attrs["columns"].values())
-    reported = {m for m, d, x in zip(numbers["model"], numbers["dataset"], numbers["measure"]) if (d, x) in cells}
-    return {rows[k].name: rows[k].paper for k in keys if rows[k].paper in reported and rows[k].name in set(table["Model"])}
-
-
 def finish(table: pd.DataFrame, args: argparse.Namespace, rows: Mapping[str, Row], name: str, title: str) -> pd.DataFrame:
     """Prints ``table`` with the published numbers and the difference below each reported row, and writes
     ``<out>/<name>.csv`` (ours), ``<name>.paper.csv`` (with the paper rows), ``<name>.md`` and ``report.json``."""
     from . import __version__
     from .evaluation import to_markdown, with_paper
-    paper = published(table, rows, args.keys)
-    both = with_paper(table, paper) if paper else table
+    both = with_paper(table, {rows[k].name: rows[k].paper for k in args.keys if rows[k].paper}, strict=False)
+    paper = both.attrs["paper_rows"]
     os.makedirs(args.out, exist_ok=True)
     table.to_csv(os.path.join(args.out, f"{name}.csv"), index=False)
     both.to_csv(os.path.join(args.out, f"{name}.paper.csv"), index=False)
@@ -183,7 +176,7 @@ def finish(table: pd.DataFrame, args: argparse.Namespace, rows: Mapping[str, Row
     if os.path.isfile(report_path):
         with open(report_path, encoding="utf-8") as f:
             report = json.load(f)
-    report.update({"command": sys.argv[0], "pyterrier_instruct": __version__, "python": platform.python_version(),
+    report.update({"command": args.command, "pyterrier_instruct": __version__, "python": platform.python_version(),
                    "datasets": dict(zip(args.dataset, [p or "" for p in args.paths])),
                    "systems": {rows[k].name: args.models.get(k, "") for k in args.keys}, "device": args.device,
                    "seconds": round(time.time() - args.started, 1)})
@@ -199,13 +192,25 @@ def finish(table: pd.DataFrame, args: argparse.Namespace, rows: Mapping[str, Row
 
 
 def selected(builders: Mapping[str, Callable[[], object]], args: argparse.Namespace) -> Dict[str, object]:
-    """``{row key: builder()}`` for the rows ``--systems`` selected, in table order; ``builders`` maps each row key to a
-    function returning its system (so rows that were not asked for are never constructed)."""
-    missing = [k for k in args.keys if k not in builders]
-    if missing:
-        raise KeyError(f"no builder for the selected row(s) {missing}")
-    return {k: builders[k]() for k in args.keys}
+    """``{row key: builder()}`` for the rows of ``builders`` that ``--systems`` selected, in table order (rows that were
+    not asked for are never constructed)."""
+    return {k: builders[k]() for k in args.keys if k in builders}
+
+
+def full_retrieval(args: argparse.Namespace, rows: Mapping[str, Row], label: str, ds, dense: Mapping[str, object],
+                   **bm25) -> Dict[str, object]:
+    """The saved full-retrieval rows on one dataset: ``bm25`` (when selected; PISA over the dataset's corpus on query +
+    instruction, ``bm25`` keyword arguments such as ``k1``/``b``) and each dense model's exact retriever over the corpus.
+    Indexes are kept under ``<out>/index/<label>/<key>`` and reused."""
+    from . import BM25, FoldInstruction
+    index = os.path.join(args.out, "index", label)
+    systems = {}
+    if "bm25" in args.keys:
+        systems["bm25"] = FoldInstruction() >> BM25(ds.get_corpus_iter(), path=os.path.join(index, "bm25"), **bm25)
+    for key, model in dense.items():
+        systems[key] = model.retriever(os.path.join(index, key), num_results=1000, corpus=ds.get_corpus_iter)
+    return saved(systems, args, rows, label)
 
 
 __all__: List[str] = ["Row", "parser", "parse", "dataset_label", "open_dataset", "open_datasets", "model_options", "check_models", "saved",
-                      "published", "finish", "selected"]
+                      "finish", "selected", "full_retrieval"]

@@ -111,6 +111,7 @@ def test_followir_every_table2_row_then_resume(models, tmp_path, monkeypatch):
     assert paper.loc[i + 1, "robust04 MAP@1000"] == round(table.loc[1, "robust04 MAP@1000"] - 15.7, 1)
     assert not any("RankZephyr" in s for s in paper["Model"] if s.startswith("  paper"))
     report = json.loads((out / "report.json").read_text())
+    assert report["command"] == "pyterrier-instruct " + " ".join(argv)
     assert report["systems"]["MonoT5-base"] == m["t5"] and report["tables"]["table2"]["paper_rows"]["BM25 (pool)"] == "BM25"
     saved = sorted(p.parent.name for p in (out / "runs" / "robust04").glob("*/*.parquet"))
     assert saved == sorted(["bm25", "monot5-base", "monot5-3b", "followir-7b", "mistral", "promptriever", "repllama",

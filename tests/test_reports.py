@@ -76,6 +76,9 @@ def test_followir_report_layout_values_provenance_and_paper(mini, mini_bm25, tmp
         with_paper(table, {"BM25": "NoSuchModel"})
     with pytest.raises(ValueError, match="no published followir numbers for model 'GPT-4o'"):
         with_paper(table, {"BM25": "GPT-4o"})
+    lenient = with_paper(table, {"BM25": "GPT-4o"}, strict=False)  # not reported here: no paper rows, no error
+    assert lenient["Model"].tolist() == table["Model"].tolist() and lenient.attrs["paper_rows"] == {}
+    assert beside.attrs["paper_rows"] == {"BM25": "BM25"}
 
 
 def test_infosearch_report_tables_equal_the_measure_functions():

@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import gzip
 import json
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Sequence
 
@@ -17,11 +18,20 @@ class DataError(ValueError):
     """A benchmark file is missing, malformed or inconsistent; the message names the file and the problem."""
 
 
-def open_text(path: Path):
-    """A text handle on ``path``, decompressing a ``.gz`` file (BEIR's hub copies are ``*.jsonl.gz``)."""
-    if Path(path).suffix == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8")
-    return open(path, encoding="utf-8")
+@contextmanager
+def open_data(path: Path, binary: bool = False):
+    """``path`` opened for reading (text, or bytes with ``binary``), decompressing a ``.gz`` file (BEIR's hub copies are
+    ``*.jsonl.gz``); a corrupt ``.gz`` file, noticed while reading, is a :class:`DataError` naming it."""
+    path = Path(path)
+    if path.suffix != ".gz":
+        with open(path, "rb") if binary else open(path, encoding="utf-8") as f:
+            yield f
+        return
+    try:
+        with gzip.open(path, "rb") if binary else gzip.open(path, "rt", encoding="utf-8") as f:
+            yield f
+    except (OSError, EOFError) as e:
+        raise DataError(f"{path}: not a readable gzip file ({e})") from None
 
 
 def iter_jsonl(path: Path, required: Sequence[str] = ()) -> Iterator[dict]:
@@ -29,23 +39,18 @@ def iter_jsonl(path: Path, required: Sequence[str] = ()) -> Iterator[dict]:
     path = Path(path)
     if not path.is_file():
         raise DataError(f"missing file {path}")
-    try:
-        with open_text(path) as f:
-            for lineno, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as e:
-                    raise DataError(f"{path}:{lineno}: not valid JSON ({e.msg})") from None
-                missing = [k for k in required if k not in row]
-                if missing:
-                    raise DataError(f"{path}:{lineno}: missing field(s) {missing}; found {sorted(row)}")
-                yield row
-    except (OSError, EOFError) as e:
-        if path.suffix != ".gz":
-            raise
-        raise DataError(f"{path}: not a readable gzip file ({e})") from None
+    with open_data(path) as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise DataError(f"{path}:{lineno}: not valid JSON ({e.msg})") from None
+            missing = [k for k in required if k not in row]
+            if missing:
+                raise DataError(f"{path}:{lineno}: missing field(s) {missing}; found {sorted(row)}")
+            yield row
 
 
 def read_jsonl(path: Path, required: Sequence[str] = ()) -> List[dict]:

@@ -7,13 +7,11 @@ lookup, which visits the requested lines in file order, decompresses once up to 
 """
 from __future__ import annotations
 
-import gzip
 import json
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
-from ._files import DataError, parquet_files
+from ._files import DataError, open_data, parquet_files
 
 Doc = Tuple[str, str, str]  # docno, title, text
 _ID_PREFIX = b'{"_id": "'
@@ -31,7 +29,6 @@ class DocStore:
         self.path = Path(path)
         self.skip_empty = skip_empty
         self.is_parquet = self.path.is_dir()
-        self.is_gzip = not self.is_parquet and self.path.suffix == ".gz"
         if not self.path.exists():
             raise DataError(f"missing corpus {self.path}")
         self._offsets: Optional[Dict[str, int]] = None
@@ -47,21 +44,8 @@ class DocStore:
                 continue
             yield doc
 
-    @contextmanager
-    def _open(self):
-        """The jsonl file in binary mode (decompressed for ``.gz``); a corrupt ``.gz`` is a :class:`DataError`."""
-        if not self.is_gzip:
-            with open(self.path, "rb") as f:
-                yield f
-            return
-        try:
-            with gzip.open(self.path, "rb") as f:
-                yield f
-        except (OSError, EOFError) as e:
-            raise DataError(f"{self.path}: not a readable gzip file ({e})") from None
-
     def _iter_jsonl(self) -> Iterator[Doc]:
-        with self._open() as f:
+        with open_data(self.path, binary=True) as f:
             for lineno, line in enumerate(f, 1):
                 if line.strip():
                     yield self._parse(line, lineno)
@@ -118,7 +102,7 @@ class DocStore:
     def _jsonl_positions(self) -> Iterator[Tuple[str, int]]:
         """One pass over the file; a line starting ``{"_id": "…"`` (the released files) yields its id without
         parsing the document, any other line is parsed as JSON."""
-        with self._open() as f:
+        with open_data(self.path, binary=True) as f:
             pos, lineno = 0, 0
             for line in f:
                 lineno += 1
@@ -162,7 +146,7 @@ class DocStore:
             return {str(i): (t or "", x or "") for i, t, x in zip(d[id_col], titles, d["text"])}
         index = self._index()
         out = {}
-        with self._open() as f:
+        with open_data(self.path, binary=True) as f:
             for docno in sorted(wanted, key=index.__getitem__):
                 f.seek(index[docno])
                 _, title, text = self._parse(f.readline(), "?")

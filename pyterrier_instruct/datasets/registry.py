@@ -114,14 +114,6 @@ for _key, (_name, _test, _docs, _sel) in BEIR.items():
                                              _BEIR_LICENCE, allow=_BEIR_FILES, split="dev")
 
 
-def beir_key(name: str) -> str:
-    """The paper key (``paper_numbers`` dataset) of a ``beir/<key>`` or ``beir/<key>/dev`` id."""
-    parts = name.split("/")
-    if len(parts) < 2 or parts[0] != "beir" or parts[1] not in BEIR:
-        raise KeyError(f"{name!r} is not a BEIR dataset id; known: {sorted(n for n in DATASETS if n.startswith('beir/'))}")
-    return parts[1]
-
-
 def qrels_repo(entry: Entry) -> Optional[str]:
     """BEIR keeps the qrels in a second hub repository, ``BeIR/<name>-qrels`` (``test.tsv``, ``dev.tsv``, ``train.tsv``)."""
     return f"{entry.repo_id}-qrels" if entry.family == "beir" and entry.repo_id else None

@@ -99,43 +99,56 @@ def build_table(long: pd.DataFrame, benchmark: str, *, models: Sequence[str], se
     return table
 
 
-def with_paper(table: pd.DataFrame, models: Mapping[str, str], paper: Optional[str] = None) -> pd.DataFrame:
+def with_paper(table: pd.DataFrame, models: Mapping[str, str], paper: Optional[str] = None, strict: bool = True) -> pd.DataFrame:
     """Places the published numbers beside ours: below each mapped system a ``paper: <model>`` row and a
-    ``Δ`` row (ours − paper), on the table's scale.
+    ``Δ`` row (ours − paper), on the table's scale. ``attrs["paper_rows"]``: the systems that got them.
 
     Args:
         table: a report from one of the ``*_report`` functions.
         models: ``{our system name: the model's name as printed in the paper}``.
         paper: restrict to one paper (e.g. ``'Promptriever'``); by default the paper that reports the most of
             the table's cells for the model (the first in the paper list on ties).
+        strict: a mapped model without published numbers on this benchmark is an error; with ``strict=False`` a model
+            without a published value in any of the table's cells just gets no paper rows.
     """
     from ..paper import paper_numbers
     columns, benchmark = table.attrs["columns"], table.attrs["benchmark"]
     unknown = [m for m in models if m not in set(table["Model"])]
     if unknown:
         raise ValueError(f"with_paper: {unknown} are not systems of this table; systems are {table['Model'].tolist()}")
-    rows = []
+    numbers = paper_numbers(benchmark=benchmark, paper=paper)
+    if strict:  # names no paper prints are an error listing the valid ones
+        paper_numbers(model=sorted(set(models.values())))
+    cells = set(columns.values())
+    rows, shown = [], {}
     for _, row in table.iterrows():
         rows.append(row.to_dict())
-        if row["Model"] not in models:
+        name = models.get(row["Model"])
+        if name is None:
             continue
-        published = paper_numbers(benchmark=benchmark, model=models[row["Model"]], paper=paper)
-        if len(published) == 0:
-            raise ValueError(f"with_paper: no published {benchmark} numbers for model {models[row['Model']]!r}")
-        cells = set(columns.values())  # the paper that reports most of this table's cells (the first on ties)
-        covered = {name: sum((d, m) in cells for d, m in zip(g["dataset"], g["measure"]))
-                   for name, g in published.groupby("paper", sort=False)}
-        published = published[published["paper"] == max(covered, key=covered.get)]
+        published = numbers[numbers["model"] == name]
+        if len(published) == 0 and strict:
+            raise ValueError(f"with_paper: no published {benchmark} numbers for model {name!r}")
+        covered = {p: sum((d, m) in cells for d, m in zip(g["dataset"], g["measure"])) for p, g in published.groupby("paper", sort=False)}
+        if not covered or (not strict and max(covered.values()) == 0):
+            continue
+        published = published[published["paper"] == max(covered, key=covered.get)]  # most cells; the first on ties
         value = {(d, m): v for d, m, v in zip(published["dataset"], published["measure"], published["value"])}
-        ref = {"Model": f"  paper: {models[row['Model']]} ({published['paper'].iloc[0]})"}
+        ref = {"Model": f"  paper: {name} ({published['paper'].iloc[0]})"}
         delta = {"Model": "  Δ ours − paper"}
         for col, key in columns.items():
             ref[col] = value.get(key, float("nan"))
             delta[col] = round(row[col] - ref[col], table.attrs["decimals"])
         rows += [ref, delta]
+        shown[row["Model"]] = name
     out = pd.DataFrame(rows, columns=table.columns)
-    out.attrs.update(table.attrs)
+    out.attrs.update(table.attrs, paper_rows=shown)
     return out
+
+
+def as_datasets(datasets) -> Dict[str, object]:
+    """``{key: dataset}`` as given, or one dataset keyed by its name."""
+    return datasets if isinstance(datasets, dict) else {getattr(datasets, "name", None) or "dataset": datasets}
 
 
 def footer(table: pd.DataFrame) -> str:

@@ -11,7 +11,7 @@ import pandas as pd
 import pyterrier as pt
 
 from ..prompts import BEIR_PROMPTS
-from ._report import build_table, systems_per_dataset
+from ._report import as_datasets, build_table, systems_per_dataset
 
 
 def prompt_study_report(systems, datasets, dev: Optional[Mapping[str, object]] = None, names: Optional[Sequence[str]] = None,
@@ -37,8 +37,7 @@ def prompt_study_report(systems, datasets, dev: Optional[Mapping[str, object]] =
     prompts = list(prompts)
     if not prompts:
         raise ValueError("prompt_study_report needs at least one prompt")
-    if not isinstance(datasets, dict):
-        datasets = {getattr(datasets, "name", None) or "dataset": datasets}
+    datasets = as_datasets(datasets)
     dev = dict(dev or {})
     unknown = [k for k in dev if k not in datasets]
     if unknown:
@@ -62,15 +61,13 @@ def prompt_study_report(systems, datasets, dev: Optional[Mapping[str, object]] =
                 rows.append((name, key, f"{measure}/selected", test[sel.selected]))
             rows.append((name, key, f"{measure}/best", test[int(np.argmax(test))]))
             per_prompt += [(name, key, i + 1, p, t, d) for i, (p, t, d) in enumerate(zip(prompts, test, dev_values))]
-    long = pd.DataFrame(rows, columns=["model", "dataset", "measure", "value"])
-    order = {f"{measure}/{s}": i for i, s in enumerate(("none", "selected", "best"))}
-    long = long.sort_values(["dataset", "measure"], key=lambda c: c.map(order) if c.name == "measure" else
-                            c.map({k: i for i, k in enumerate(datasets)}), kind="stable").reset_index(drop=True)
+    long = pd.DataFrame(rows, columns=["model", "dataset", "measure", "value"])  # columns in order: none, selected, best
+    cells = [f"{measure}/{s}" for s in ("none", "selected", "best")]
     settings = {"measure": measure, "prompts": len(prompts), "dev sample": sample, "seed": seed,
                 "selection": "dev argmax, lowest prompt on ties", "ignore_identical_ids": ignore_identical_ids}
     provenance = {key: dict(getattr(ds, "provenance", {}) or {}) for key, ds in datasets.items()}
     table = build_table(long, "beir", models=names, settings=settings, provenance=provenance,
-                        average={m: m for m in order})
+                        average={m: m for m in cells})
     table.attrs["prompts"] = pd.DataFrame(per_prompt, columns=["model", "dataset", "prompt", "text", "test", "dev"])
     return table
 

@@ -16,7 +16,7 @@ import pandas as pd
 import pyterrier as pt
 
 from ..measures import OG, pMRR
-from ._report import build_table, systems_per_dataset
+from ._report import as_datasets, build_table, systems_per_dataset
 
 
 #: Corpora up to this size also get the dense full-retrieval baseline by default (a CPU encodes them in minutes).
@@ -105,11 +105,14 @@ def followir_experiment(systems, dataset, names: Optional[Sequence[str]] = None,
     if kwargs.get("batch_size") is not None:
         raise ValueError("followir_experiment: batch_size would evaluate the -og and -changed variants of a "
                          "query in different batches; run without batch_size")
-    args = (systems, dataset.get_topics(), dataset.get_qrels(), followir_measures(dataset, ties))
+    measures = followir_measures(dataset, ties)
+    args = (systems, dataset.get_topics(), dataset.get_qrels(), measures)
     if perquery is False:
         try:
             return pt.Experiment(*args, names=names, baseline=baseline, **kwargs)
-        except KeyError as err:  # pt.Experiment averages over qids and fails when a qid lacks a measure
+        except KeyError as err:  # pt.Experiment averages over qids and fails when a qid lacks one of the measures
+            if not err.args or str(err.args[0]) not in {str(m) for m in measures}:
+                raise
             raise ValueError(f"followir_experiment: no {err} value for some base query: a system returned no documents for "
                              f"some -og/-changed topics of {getattr(dataset, 'name', 'the dataset')}; every system must rank "
                              f"the candidates of every paired topic") from None
@@ -158,8 +161,7 @@ def followir_report(systems, datasets, names: Optional[Sequence[str]] = None, *,
     Per dataset one ``pt.Experiment`` (:func:`followir_experiment`): the standard measure on the og run
     against the og qrels, p-MRR on og vs changed; then :func:`followir_table`.
     """
-    if not isinstance(datasets, dict):
-        datasets = {getattr(datasets, "name", None) or "dataset": datasets}
+    datasets = as_datasets(datasets)
     systems, names = systems_per_dataset(systems, names, list(datasets))
     results = {key: (ds, followir_experiment(systems[key], ds, names, ties=ties)) for key, ds in datasets.items()}
     return followir_table(results, ties=ties)

@@ -15,7 +15,7 @@ import pandas as pd
 
 from ..measures import IFIR_nDCG
 from ..measures.instfol import combine_instfol
-from ._report import UNSCALED_PREFIXES, build_table, systems_per_dataset
+from ._report import UNSCALED_PREFIXES, as_datasets, build_table, systems_per_dataset
 from .instfol import instfol, no_instruction_topics
 
 
@@ -42,8 +42,7 @@ def ifir_report(systems, datasets, names: Optional[Sequence[str]] = None, *, k: 
         docs: the judge's document texts (see :func:`~pyterrier_instruct.evaluation.instfol.doc_texts`): one source for
             every subset, or ``{subset: source}`` with an entry per subset; default: each dataset itself.
     """
-    if not isinstance(datasets, dict):
-        datasets = {getattr(datasets, "name", None) or "dataset": datasets}
+    datasets = as_datasets(datasets)
     systems, names = systems_per_dataset(systems, names, list(datasets))
     measures = {IFIR_nDCG(norm=norm, ties=ties) @ k: f"nDCG@{k}", ir_measures.RR @ k: f"MRR@{k}"}
     rows, judged = [], []

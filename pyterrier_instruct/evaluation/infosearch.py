@@ -13,7 +13,7 @@ import ir_measures
 import pandas as pd
 
 from ..measures import SICR, WISE, Changed, GoldRank, InfoSearch_pMRR, OG, Reversed, Robustness
-from ._report import build_table, experiment_means, systems_per_dataset
+from ._report import as_datasets, build_table, experiment_means, systems_per_dataset
 
 MODES = {"og": OG, "changed": Changed, "reversed": Reversed}
 
@@ -47,8 +47,7 @@ def infosearch_report(systems, datasets, names: Optional[Sequence[str]] = None, 
     """
     if table not in (2, 3):
         raise ValueError(f"table must be 2 or 3, got {table!r}")
-    if not isinstance(datasets, dict):
-        datasets = {getattr(datasets, "name", None) or "dataset": datasets}
+    datasets = as_datasets(datasets)
     systems, names = systems_per_dataset(systems, names, list(datasets))
     measures = infosearch_measures(version, sicr, ties)
     labels = {str(m): name for m, name in measures.items()}

@@ -89,9 +89,7 @@ class SavedRun(pt.Transformer):
         os.makedirs(self.directory, exist_ok=True)
         tmp = paths["parquet"] + ".partial"
         run.to_parquet(tmp, index=False)
-        with open(paths["trec"] + ".partial", "w", encoding="utf-8") as f:
-            for qid, docno, score, rank in run.itertuples(index=False):
-                f.write(f"{qid} Q0 {docno} {rank + 1} {score!r} pyterrier-instruct\n")
+        pt.io.write_results(run, paths["trec"] + ".partial", format="trec", run_name="pyterrier-instruct")
         meta = {"system": _stable_repr(self.system), "topics": int(len(topics)), "queries": int(topics["qid"].nunique()),
                 "rows": int(len(run)), "seconds": round(time.time() - t0, 3), "created": time.strftime("%Y-%m-%dT%H:%M:%S")}
         with open(paths["json"] + ".partial", "w", encoding="utf-8") as f:
