@@ -7,11 +7,11 @@ from __future__ import annotations
 import pandas as pd
 import pyterrier as pt
 
-from ._eq import KeyedEquality
+from ._config import Configured
 from .instructions import DEFAULT_TEMPLATE, compose_frame
 
 
-class FoldInstruction(KeyedEquality, pt.Transformer):
+class FoldInstruction(Configured, pt.Transformer):
     """Folds the instruction into ``query`` for stages that only read the query (e.g. BM25).
 
     The previous query is kept as ``query_0`` (PyTerrier's query-rewrite convention), so
@@ -44,14 +44,7 @@ class FoldInstruction(KeyedEquality, pt.Transformer):
         out["query"] = compose_frame(inp, self.template)
         return out
 
-    def __repr__(self) -> str:
-        return f"FoldInstruction(template={self.template!r})"
-
-    def _eq_key(self) -> tuple:
-        return (self.template,)
-
-
-class SetInstruction(KeyedEquality, pt.Transformer):
+class SetInstruction(Configured, pt.Transformer):
     """Sets a constant ``instruction`` on every row (e.g. a Promptriever prompt, or ``""`` to ablate).
 
     Args:
@@ -77,8 +70,3 @@ class SetInstruction(KeyedEquality, pt.Transformer):
             out["instruction"] = current.where(current != "", self.instruction)
         return out
 
-    def __repr__(self) -> str:
-        return f"SetInstruction({self.instruction!r}, overwrite={self.overwrite})"
-
-    def _eq_key(self) -> tuple:
-        return (self.instruction, self.overwrite)

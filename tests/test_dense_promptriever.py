@@ -100,8 +100,8 @@ def test_e5_and_inf_embed_strings():
     assert card[2] == "Instruct: Given a web search query, retrieve relevant passages that answer the query\nQuery: dams and fish."
     assert E5Mistral("unused").passage_strings(DOCS).tolist()[2].startswith("Dams  x x")
     assert InFEmbed("unused").query_strings(QUERIES).tolist()[0] == "what is the capital of france Think carefully about relevance"
-    assert InFEmbed("unused", order="paper").query_strings(QUERIES).tolist()[0] == "Think carefully about relevance what is the capital of france"
-    assert InFEmbed("unused", order="instruct").query_strings(QUERIES).tolist()[4] == "Instruct: \nQuery: ransomware hospitals"
+    assert InFEmbed("unused", style="paper").query_strings(QUERIES).tolist()[0] == "Think carefully about relevance what is the capital of france"
+    assert InFEmbed("unused", style="instruct").query_strings(QUERIES).tolist()[4] == "Instruct: \nQuery: ransomware hospitals"
     inf = InFEmbed("unused")
     assert (inf.pooling, inf.padding_side, inf.query_max_length, inf.passage_max_length) == ("last", "left", 256, 512)
 

@@ -47,7 +47,7 @@ def test_set_instruction():
     assert pti.SetInstruction("new")(topics)["instruction"].tolist() == ["new", "new"]
     assert pti.SetInstruction("new", overwrite=False)(topics)["instruction"].tolist() == ["keep", "new"]
     assert pti.SetInstruction("x")(topics[["qid", "query"]])["instruction"].tolist() == ["x", "x"]
-    assert repr(pti.SetInstruction("x")) == "SetInstruction('x', overwrite=True)"
+    assert repr(pti.SetInstruction("x")) == "SetInstruction('x')"
     assert pti.SetInstruction("x") == pti.SetInstruction("x") and pti.SetInstruction("x") != pti.SetInstruction("y")
     with pytest.raises(TypeError):
         pti.SetInstruction(None)

@@ -22,7 +22,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
-from .._eq import KeyedEquality
+from .._config import Configured
 from .._tokens import encode_rendered
 
 log = logging.getLogger(__name__)
@@ -82,7 +82,7 @@ def as_messages(messages: Messages) -> tuple:
     return tuple(out)
 
 
-class Backend(KeyedEquality):
+class Backend(Configured):
     """Base of every backend (see the module docstring). Subclasses implement ``generate``."""
 
     def prepare(self, messages: Messages, fallback_template: Optional[str] = None) -> Prompt:
@@ -99,10 +99,6 @@ class Backend(KeyedEquality):
         """One :class:`Generation` per prompt, in order. ``return_exceptions``: a prompt whose request failed (after the
         backend's retries) gives its exception in place of a Generation instead of failing the whole batch."""
         raise NotImplementedError  # abstract: backends that serve LLM judges implement it
-
-    def _eq_key(self) -> tuple:  # eq/hash (KeyedEquality) reach pt.Experiment through the transformers holding a backend
-        return (id(self),)
-
 
 class TokenizerBackend(Backend):
     """A backend that owns a Hugging Face tokenizer (HF transformers, vLLM): renders with the chat template and

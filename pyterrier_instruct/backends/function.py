@@ -26,15 +26,12 @@ class FunctionBackend(Backend):
             if value is not None and not callable(value):
                 raise TypeError(f"FunctionBackend needs a callable {arg}, got {value!r}")
         source = fn if fn is not None else logprobs
-        self.fn, self.logprobs_fn, self.tokenizer = fn, logprobs, tokenizer
+        self.fn, self.logprobs, self.tokenizer = fn, logprobs, tokenizer
         self.name = name or getattr(source, "__name__", type(source).__name__)
         self.calls = 0
 
     def __repr__(self) -> str:
         return f"FunctionBackend({self.name})"
-
-    def _eq_key(self) -> tuple:
-        return (id(self.fn), id(self.logprobs_fn))
 
     def prepare(self, messages: Messages, fallback_template: Optional[str] = None) -> Prompt:
         messages = as_messages(messages)
@@ -56,11 +53,11 @@ class FunctionBackend(Backend):
 
     def generate_logprobs(self, prompts: Sequence[Prompt], *, max_new_tokens: int, top_logprobs: int, temperature: float = 0.0,
                           top_p: float = 1.0, return_exceptions: bool = False) -> List[Union[Generation, Exception]]:
-        if self.logprobs_fn is None:
+        if self.logprobs is None:
             raise ValueError(f"{self!r} has no logprobs function; pass FunctionBackend(..., logprobs=callable) to use it as a judge")
         check_logprob_args(max_new_tokens, top_logprobs, temperature, top_p)
         self.calls += 1
-        answers = list(self.logprobs_fn([[dict(m) for m in p.messages] for p in prompts], max_new_tokens=int(max_new_tokens),
+        answers = list(self.logprobs([[dict(m) for m in p.messages] for p in prompts], max_new_tokens=int(max_new_tokens),
                                         top_logprobs=int(top_logprobs), temperature=float(temperature), top_p=float(top_p)))
         if len(answers) != len(prompts):
             raise ValueError(f"{self!r}: logprobs returned {len(answers)} entries for {len(prompts)} prompts")

@@ -36,12 +36,7 @@ class HFBackend(TokenizerBackend):
         self.device, self.dtype, self.chat_template, self.verbose = device, dtype, chat_template, verbose
         self._model = self._tok = None
 
-    def __repr__(self) -> str:
-        extra = "".join(f", {k}={getattr(self, k)!r}" for k, d in (("batch_size", 8), ("dtype", "auto")) if getattr(self, k) != d)
-        return f"HFBackend({self.model_name_or_path!r}{extra})"
-
-    def _eq_key(self) -> tuple:
-        return (self.model_name_or_path, self.batch_size, str(self.dtype), self.chat_template)
+    _lazy = ("_model", "_tok")
 
     def _tokenizer(self):
         if self._tok is None:

@@ -58,11 +58,7 @@ class OpenAIBackend(Backend):
         self._tok = None
         self.requests = 0  # HTTP requests sent, retries included
 
-    def __repr__(self) -> str:
-        return f"OpenAIBackend({self.model!r}, base_url={self.base_url!r}, api_key_env={self.api_key_env!r})"
-
-    def _eq_key(self) -> tuple:
-        return (self.model, self.base_url, self.api_key_env, self.min_tokens, json.dumps(self.extra_body, sort_keys=True))
+    _lazy = ("_tok",)
 
     # -- token counting (optional) -----------------------------------------------------------------
     def _encoder(self):

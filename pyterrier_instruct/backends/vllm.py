@@ -37,16 +37,10 @@ class VLLMBackend(TokenizerBackend):
         self.llm_kwargs = dict(llm_kwargs)
         self._llm = None
 
-    def __repr__(self) -> str:
-        args = [repr(self.model)]
-        for name, default in (("tensor_parallel_size", 1), ("gpu_memory_utilization", 0.9), ("max_model_len", None), ("dtype", "auto")):
-            if getattr(self, name) != default:
-                args.append(f"{name}={getattr(self, name)!r}")
-        return f"VLLMBackend({', '.join(args + [f'{k}={v!r}' for k, v in sorted(self.llm_kwargs.items())])})"
+    _lazy = ("_llm",)
 
     def _eq_key(self) -> tuple:
-        return (self.model, self.tensor_parallel_size, self.gpu_memory_utilization, self.max_model_len, self.dtype,
-                self.enable_prefix_caching, self.chat_template, self.seed, tuple(sorted(self.llm_kwargs.items())))
+        return super()._eq_key() + (("llm_kwargs", tuple(sorted(self.llm_kwargs.items()))),)
 
     def _engine(self):
         if self._llm is None:

@@ -6,7 +6,7 @@ from typing import List, Literal, Union
 import pandas as pd
 import pyterrier as pt
 
-from .._eq import KeyedEquality
+from .._config import Configured
 from ..instructions import split_qids
 
 FieldSpec = Union[List[str], str, Literal["*"]]
@@ -32,7 +32,7 @@ def _attach(frame: pd.DataFrame, dataset, fields: List[str]) -> pd.DataFrame:
     return frame
 
 
-class _DatasetStage(KeyedEquality, pt.Transformer):
+class _DatasetStage(Configured, pt.Transformer):
     """A transformer bound to a dataset's corpus: identity is (class, dataset path, fields)."""
 
     def __init__(self, dataset, fields: FieldSpec = "*", verbose: bool = False):

@@ -16,7 +16,7 @@ import pandas as pd
 
 from ..instructions import COMPOSERS, compose_frame
 from .. import prompts as T
-from .._eq import KeyedEquality
+from .._config import Configured
 from .cache import DocCache, EncodeStats
 from .encoder import PADDING_SIDES, POOLINGS, Embedder
 
@@ -28,7 +28,7 @@ def _distinct(strings: Sequence[str]):
     return codes, np.asarray(uniq, dtype=object)
 
 
-class BiEncoder(KeyedEquality):
+class BiEncoder(Configured):
     """An instruction-aware bi-encoder: configuration, encoding, caches, and the PyTerrier stages built on them.
 
     Args:
@@ -79,25 +79,14 @@ class BiEncoder(KeyedEquality):
         self._embedder: Optional[Embedder] = None
         self._cache: Optional[DocCache] = None
 
+    _lazy = ("_embedder", "_cache")
+
     # -- identity ------------------------------------------------------------------------------
-    _DEFAULTS = dict(base_model=None, query_template="{query}", passage_template="{doc}", composer="append",
-                     empty_instruction=None, instruction="", pooling="mean", normalize=True, max_length=512,
-                     query_max_length=None, passage_max_length=None, padding_side="right", add_special_tokens=True,
-                     strip=True, batch_size=32, dtype="auto", text_field="text", title_field="title")
-
-    def _eq_key(self) -> tuple:
-        return (self.model_name_or_path,) + tuple(str(getattr(self, k)) for k in self._DEFAULTS)
-
     def doc_key(self) -> str:
         """Everything a passage vector depends on: an index or on-disk cache records it and refuses another."""
         keys = ("base_model", "passage_template", "pooling", "normalize", "max_length", "passage_max_length",
                 "add_special_tokens", "strip", "dtype")
         return repr((self.model_name_or_path,) + tuple(getattr(self, k) for k in keys))
-
-    def __repr__(self) -> str:
-        args = [repr(self.model_name_or_path)] + [f"{k}={getattr(self, k)!r}" for k, d in self._DEFAULTS.items()
-                                                  if getattr(self, k) != d]
-        return f"{type(self).__name__}({', '.join(args)})"
 
     # -- strings -------------------------------------------------------------------------------
     def query_strings(self, df: pd.DataFrame) -> np.ndarray:

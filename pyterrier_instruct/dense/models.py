@@ -27,14 +27,10 @@ REPLLAMA_CHECKPOINTS: Dict[str, Tuple[str, str]] = {
 
 
 class _Family(BiEncoder):
-    """A preset family: ``BiEncoder`` with the family's defaults; the repr shows the arguments given."""
+    """A preset family: ``BiEncoder`` with the family's defaults (a subclass's own arguments first)."""
 
-    def _setup(self, model: str, shown: Dict[str, object], defaults: Dict[str, object], kwargs: Dict[str, object]):
+    def _setup(self, model: str, defaults: Dict[str, object], kwargs: Dict[str, object]):
         super().__init__(model, **{**defaults, **kwargs})
-        self._shown = [repr(str(model))] + [f"{k}={v!r}" for k, v in {**shown, **kwargs}.items()]
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({', '.join(self._shown)})"
 
 
 class Promptriever(_Family):
@@ -58,7 +54,7 @@ class Promptriever(_Family):
         query, composer, passage, strip = T.PROMPTRIEVER_STYLES[style]
         defaults = dict(query_template=query, composer=composer, passage_template=passage, strip=strip, pooling="eos",
                         max_length=1024 if style == "ifir" else 512, padding_side="right", add_special_tokens=True)
-        self._setup(model_name_or_path, {} if style == "tevatron" else {"style": style}, defaults, kwargs)
+        self._setup(model_name_or_path, defaults, kwargs)
         self.style = style
 
     @classmethod
@@ -116,9 +112,8 @@ class E5Mistral(_Family):
             defaults.update(composer="append", empty_instruction=E5_EMPTY_INSTRUCTION)
         else:
             defaults.update(query_template=T.fill(T.E5_QUERY, task=task), composer="mteb", strip=False)
-        shown = {} if style == "followir" else {"style": style, **({} if task == T.E5_DEFAULT_TASK else {"task": task})}
-        self._setup(model_name_or_path, shown, defaults, kwargs)
-        self.style = style
+        self._setup(model_name_or_path, defaults, kwargs)
+        self.style, self.task = style, task
 
     @classmethod
     def model_card(cls, task: str = T.E5_DEFAULT_TASK, **kwargs) -> "E5Mistral":
@@ -128,16 +123,17 @@ class E5Mistral(_Family):
 
 class InFEmbed(_Family):
     """An InF-Embed-style bi-encoder (InF-IR §5; no checkpoint is released): one shared encoder, last-token pooling with
-    left padding, no EOS appended, queries 256 and passages 512 tokens, L2-normalised (MODELS §7). ``order``: the
+    left padding, no EOS appended, queries 256 and passages 512 tokens, L2-normalised (MODELS §7). ``style``: the
     code's ``"{query} {instruction}"`` (default), the paper's ``"{instruction} {query}"``, or ``'instruct'``
     (``"Instruct: {instruction}\\nQuery: {query}"``). Passages carry no prefix."""
 
-    def __init__(self, model_name_or_path: str, *, order: str = "code", **kwargs):
-        if order not in T.INF_EMBED_COMPOSERS:
-            raise ValueError(f"order must be one of {sorted(T.INF_EMBED_COMPOSERS)}, got {order!r}")
-        defaults = dict(composer=T.INF_EMBED_COMPOSERS[order], passage_template="{doc}", pooling="last", padding_side="left",
+    def __init__(self, model_name_or_path: str, *, style: str = "code", **kwargs):
+        if style not in T.INF_EMBED_COMPOSERS:
+            raise ValueError(f"style must be one of {sorted(T.INF_EMBED_COMPOSERS)}, got {style!r}")
+        defaults = dict(composer=T.INF_EMBED_COMPOSERS[style], passage_template="{doc}", pooling="last", padding_side="left",
                         max_length=None, query_max_length=256, passage_max_length=512)
-        self._setup(model_name_or_path, {} if order == "code" else {"order": order}, defaults, kwargs)
+        self._setup(model_name_or_path, defaults, kwargs)
+        self.style = style
 
 
 def sbert_config(path: str) -> Dict[str, object]:
@@ -174,7 +170,7 @@ class SBertBiEncoder(_Family):
     def __init__(self, model_name_or_path: str, **kwargs):
         defaults = dict(passage_template="{doc}", pooling="mean", normalize=True, max_length=None, strip=False)
         defaults.update(sbert_config(str(model_name_or_path)) if os.path.isdir(str(model_name_or_path)) else {})
-        self._setup(model_name_or_path, {}, defaults, kwargs)
+        self._setup(model_name_or_path, defaults, kwargs)
 
     @classmethod
     def all_minilm_l6_v2(cls, **kwargs) -> "SBertBiEncoder":

@@ -10,10 +10,10 @@ import pandas as pd
 import pyterrier as pt
 
 from .._base import InstructReranker
-from .._eq import KeyedEquality
+from .._config import Configured
 
 
-class _Stage(KeyedEquality, pt.Transformer):
+class _Stage(Configured, pt.Transformer):
     _method = ""
 
     def __init__(self, model):
@@ -21,13 +21,6 @@ class _Stage(KeyedEquality, pt.Transformer):
 
     def __repr__(self) -> str:
         return f"{self.model!r}.{self._method}()"
-
-    def _eq_key(self) -> tuple:
-        return (self.model,)
-
-    def subtransformers(self):
-        return {}
-
 
 class QueryEncoder(_Stage):
     """``Q → Q`` + ``query_vec`` (float32); the vector encodes the composed query+instruction string."""
@@ -72,9 +65,6 @@ class DenseScorer(InstructReranker):
         q = self.model.encode_queries(self.model.query_strings(df))
         d = self.model.encode_passages(self.model.passage_strings(df))
         return np.einsum("ij,ij->i", q, d).astype("float64")
-
-    def _eq_key(self) -> tuple:
-        return (self.model,)
 
     def __repr__(self) -> str:
         return f"{self.model!r}.scorer()"

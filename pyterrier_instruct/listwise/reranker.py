@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pyterrier as pt
 
-from .._eq import KeyedEquality
+from .._config import Configured
 from ..backends import Backend, OpenAIBackend, make_backend
 from ..instructions import compose_frame
 from ..prompts import LISTWISE, Listwise, fill
@@ -19,7 +19,7 @@ from .window import Stats, check_window, mask_numbers, parse_permutation, reorde
 log = logging.getLogger(__name__)
 
 
-class ListwiseReranker(KeyedEquality, pt.Transformer):
+class ListwiseReranker(Configured, pt.Transformer):
     """Reranks each query's top ``depth`` candidates by asking an LLM for permutations of sliding windows.
 
     Args:
@@ -80,21 +80,6 @@ class ListwiseReranker(KeyedEquality, pt.Transformer):
         return cls(backend, **{"prompt": "rank_gpt", **kwargs})
 
     # -- identity ------------------------------------------------------------------------------------
-    def _eq_key(self) -> tuple:
-        return (self.backend, self.prompt, self.window_size, self.stride, self.depth, self.context_size, self.max_words, self.system,
-                self.text_field, self.title_field, self.instruction)
-
-    def __repr__(self) -> str:
-        args = [repr(self.backend)]
-        for name, default in (("prompt", "rank_zephyr"), ("window_size", 20), ("stride", 10), ("depth", 100), ("context_size", 4096),
-                              ("max_words", None), ("system", None), ("text_field", "text"), ("instruction", "")):
-            if getattr(self, name) != default:
-                args.append(f"{name}={getattr(self, name)!r}")
-        return f"ListwiseReranker({', '.join(args)})"
-
-    def subtransformers(self):
-        return {}
-
     @property
     def preset(self) -> Listwise:
         return LISTWISE[self.prompt] if isinstance(self.prompt, str) else self.prompt

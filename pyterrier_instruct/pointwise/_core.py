@@ -60,6 +60,7 @@ class PointwiseReranker(InstructReranker):
     """
     padding_side = "right"
     default_max_length = 512
+    _lazy = ("_model", "_tokenizer")
     template: str = "{text}"
     composer: str = DEFAULT_TEMPLATE
     empty_instruction: Optional[str] = None
@@ -80,23 +81,6 @@ class PointwiseReranker(InstructReranker):
         self.truncated = 0
         self._model = None
         self._tokenizer = None
-
-    # -- identity --------------------------------------------------------------------------------
-    def _eq_key(self) -> tuple:
-        return (self.model_name_or_path, self.template, self.composer, self.empty_instruction, self.max_length,
-                self.truncation, str(self.dtype), self.batch_size, self.text_field, self.title_field, self.instruction)
-
-    def __repr__(self) -> str:
-        args = [repr(self.model_name_or_path)]
-        for name, default in (("batch_size", 32), ("max_length", None), ("truncation", "safe"), ("dtype", "auto"),
-                              ("text_field", "text"), ("instruction", "")):
-            value = getattr(self, name)
-            if value != default:
-                args.append(f"{name}={value!r}")
-        return f"{type(self).__name__}({', '.join(args + self._repr_extra())})"
-
-    def _repr_extra(self) -> List[str]:
-        return []
 
     # -- loading ---------------------------------------------------------------------------------
     def _load(self):
@@ -231,8 +215,3 @@ class TrueFalseReranker(PointwiseReranker):
             raise ValueError(f"score must be one of {SCORES}, got {score!r}")
         self.template, self.true_token, self.false_token, self.score = template, true_token, false_token, score
 
-    def _eq_key(self) -> tuple:
-        return super()._eq_key() + (self.true_token, self.false_token, self.score)
-
-    def _repr_extra(self) -> List[str]:
-        return [] if self.score == "prob" else [f"score={self.score!r}"]

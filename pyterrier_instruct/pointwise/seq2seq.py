@@ -1,24 +1,28 @@
-"""monoT5 and other seq2seq true/false rerankers (MODELS §2, §3.4): one decoder step from the decoder start
+"""monoT5 and other seq2seq true/false rerankers (pyterrier_t5 ``MonoT5ReRanker``, FollowIR's ``rerank.py``): one decoder step from the decoder start
 token, the logits of ``encode(true_word)[0]`` / ``encode(false_word)[0]`` (``▁true``/``▁false`` for T5)."""
 from __future__ import annotations
 
 import warnings
-from typing import List
-
+from .._config import preset
 from ..prompts import PROMPTS
 from ._core import TrueFalseReranker, two_way
 
 
 class MonoT5(TrueFalseReranker):
-    """monoT5-style reranker: ``"Query: {query} Document: {text} Relevant:"`` → P(``true``).
+    """monoT5 (Nogueira et al., 2020): ``"Query: {query} Document: {text} Relevant:"`` → P(``true``), one decoder step.
+
+    | preset | checkpoint |
+    |---|---|
+    | ``MonoT5()`` | ``castorini/monot5-base-msmarco-10k`` (FollowIR's "MonoT5-base") |
+    | ``MonoT5.three_b()`` | ``castorini/monot5-3b-msmarco-10k`` (FollowIR's "MonoT5-3B") |
+    | ``MonoT5.flan_t5(model_name_or_path="google/flan-t5-base")`` | FLAN-T5 zero-shot with FollowIR's yes/no prompt |
+    | ``MonoT5.mt5(model_name_or_path="unicamp-dl/mt5-base-mmarco-v2")`` | mT5 mMARCO: the monoT5 prompt answered ``yes``/``no`` |
 
     Args:
-        model_name_or_path: default ``castorini/monot5-base-msmarco-10k`` (FollowIR's "MonoT5-base").
-        template, true_token, false_token: a prompt of :data:`pyterrier_instruct.prompts.PROMPTS` by default ``monot5``.
+        model_name_or_path: a hub id or a local folder.
+        template, true_token, false_token: the prompt and answer words (:data:`pyterrier_instruct.prompts.PROMPTS`).
         score: ``'prob'`` (the reference), ``'logprob'`` (pyterrier_t5) or ``'logit_diff'``.
         Other arguments: see :class:`~pyterrier_instruct.pointwise._core.PointwiseReranker`.
-
-    Presets: :meth:`base`, :meth:`three_b`, :meth:`flan_t5`, :meth:`mt5`.
     """
     schematic = {"label": "MonoT5"}
     padding_side = "right"
@@ -28,35 +32,22 @@ class MonoT5(TrueFalseReranker):
                  **kwargs):
         super().__init__(model_name_or_path, template=template, true_token=true_token, false_token=false_token, **kwargs)
 
-    @classmethod
-    def base(cls, **kwargs) -> "MonoT5":
-        """``castorini/monot5-base-msmarco-10k``."""
-        return cls("castorini/monot5-base-msmarco-10k", **kwargs)
-
-    @classmethod
+    @preset
     def three_b(cls, **kwargs) -> "MonoT5":
         """``castorini/monot5-3b-msmarco-10k``."""
         return cls("castorini/monot5-3b-msmarco-10k", **kwargs)
 
-    @classmethod
+    @preset
     def flan_t5(cls, model_name_or_path: str = "google/flan-t5-base", **kwargs) -> "MonoT5":
-        """FLAN-T5 zero-shot (yes/no) with FollowIR's prompt; ``google/flan-t5-large`` also used there."""
+        """FLAN-T5 zero-shot (yes/no) with FollowIR's prompt; ``google/flan-t5-large`` was also used there."""
         p = PROMPTS["flan_t5"]
         return cls(model_name_or_path, template=p.template, true_token=p.true_token, false_token=p.false_token, **kwargs)
 
-    @classmethod
+    @preset
     def mt5(cls, model_name_or_path: str = "unicamp-dl/mt5-base-mmarco-v2", **kwargs) -> "MonoT5":
         """mT5 mMARCO checkpoints: the monoT5 prompt answered with ``yes``/``no``."""
         p = PROMPTS["mt5_mmarco"]
         return cls(model_name_or_path, template=p.template, true_token=p.true_token, false_token=p.false_token, **kwargs)
-
-    def _repr_extra(self) -> List[str]:
-        extra = super()._repr_extra()
-        if self.template != PROMPTS["monot5"].template:
-            extra.append(f"template={self.template!r}")
-        if (self.true_token, self.false_token) != ("true", "false"):
-            extra += [f"true_token={self.true_token!r}", f"false_token={self.false_token!r}"]
-        return extra
 
     def _load_model(self):
         import transformers

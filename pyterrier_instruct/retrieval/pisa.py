@@ -18,7 +18,7 @@ from typing import Dict, Iterable, Iterator, Optional
 import pandas as pd
 import pyterrier as pt
 
-from .._eq import KeyedEquality
+from .._config import Configured
 
 
 @contextlib.contextmanager
@@ -72,7 +72,7 @@ def bm25_index(corpus: Iterable[Dict], path: Optional[str] = None, *, text_field
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
-class BM25(KeyedEquality, pt.Transformer):
+class BM25(Configured, pt.Transformer):
     """Full-collection BM25 (``Q → R``) over a corpus indexed with PISA, or over an existing PISA index.
 
     Args:

@@ -95,15 +95,3 @@ class PoolBM25(InstructReranker):
             scores[idx] = bm25.get_scores([t for t in q.split(" ") if t])
         return scores
 
-    def _eq_key(self) -> tuple:
-        sw = None if self.stopwords is None else tuple(sorted(self.stopwords))
-        return (self.k1, self.b, self.epsilon, self.text_field, self.instruction, sw)
-
-    def __repr__(self) -> str:
-        args = []
-        for name, default in (("k1", 1.5), ("b", 0.75), ("epsilon", 0.25), ("text_field", "text"), ("instruction", "")):
-            if getattr(self, name) != default:
-                args.append(f"{name}={getattr(self, name)!r}")
-        if self.stopwords is not None:
-            args.append(f"stopwords=<{len(set(self.stopwords))} words>")
-        return f"PoolBM25({', '.join(args)})"

@@ -1,0 +1,110 @@
+"""Identity of configured objects (transformers, backends, models), derived from the constructor.
+
+One mixin, :class:`Configured`, replaces hand-kept default tables:
+
+- ``repr`` reads as the call that built the object: the constructor (``MonoT5(batch_size=8)``) or the preset
+  classmethod (``MonoT5.three_b(batch_size=8)``, marked with :func:`preset`), with the arguments as given;
+- ``==``/``hash`` compare the class and the *resolved* constructor arguments, read back from the attributes of the
+  same names (the convention of pyterrier-alpha's ``transformer_repr`` and of ``pt.inspect``'s transformer
+  attributes), so ``MonoT5()`` equals ``MonoT5("castorini/monot5-base-msmarco-10k")``. ``verbose`` is left out.
+  Equality feeds ``pt.Experiment(plan='tree')`` prefix sharing and content-keyed caches;
+- pickling drops the attributes named in ``_lazy`` (loaded models, tokenizers, open files), which the object
+  reloads on first use, so a transformer travels to worker processes (``.parallel()``, Ray) without its weights.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import Dict, Tuple
+
+_RECORDS = "_records_call"
+
+
+def _record(init):
+    @functools.wraps(init)
+    def __init__(self, *args, **kwargs):
+        if "_call" not in self.__dict__:  # the outermost constructor records the call
+            self.__dict__["_call"] = (type(self).__name__, args, kwargs)
+        init(self, *args, **kwargs)
+    setattr(__init__, _RECORDS, True)
+    return __init__
+
+
+def preset(method):
+    """Marks a classmethod building a configured instance: the instance's ``repr`` reads ``Class.method(...)``."""
+    @functools.wraps(method)
+    def build(cls, *args, **kwargs):
+        obj = method(cls, *args, **kwargs)
+        obj.__dict__["_call"] = (f"{cls.__name__}.{method.__name__}", args, kwargs)
+        return obj
+    return classmethod(build)
+
+
+@functools.lru_cache(maxsize=None)
+def _parameters(cls) -> Tuple[str, ...]:
+    """Constructor parameter names along the MRO (subclass first), following ``**kwargs`` into base classes."""
+    names: Dict[str, None] = {}
+    for klass in cls.__mro__:
+        init = klass.__dict__.get("__init__")
+        if init is None or not issubclass(klass, Configured):
+            continue
+        params = list(inspect.signature(inspect.unwrap(init)).parameters.values())[1:]
+        for p in params:
+            if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                names.setdefault(p.name, None)
+        if not any(p.kind == p.VAR_KEYWORD for p in params):
+            break
+    return tuple(names)
+
+
+def _hashable(value):
+    try:
+        hash(value)
+        return value
+    except TypeError:
+        return repr(value)
+
+
+class Configured:
+    """Mixin giving ``repr``/``==``/``hash``/pickling from the constructor (see the module docstring)."""
+    _eq_exclude: Tuple[str, ...] = ("verbose",)
+    _lazy: Tuple[str, ...] = ()
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        init = cls.__dict__.get("__init__")
+        if init is not None and not getattr(init, _RECORDS, False):
+            cls.__init__ = _record(init)
+
+    def config(self) -> Dict[str, object]:
+        """The resolved constructor arguments (every parameter stored under its own name), in signature order."""
+        return {n: getattr(self, n) for n in _parameters(type(self)) if hasattr(self, n)}
+
+    def _eq_key(self) -> tuple:
+        return tuple((k, v) for k, v in self.config().items() if k not in self._eq_exclude)
+
+    def __eq__(self, other) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return other._eq_key() == self._eq_key()
+
+    def __hash__(self) -> int:
+        return hash((type(self).__qualname__, _hashable(self._eq_key())))
+
+    def __repr__(self) -> str:
+        name, args, kwargs = self.__dict__.get("_call", (type(self).__name__, (), {}))
+        return f"{name}({', '.join([repr(a) for a in args] + [f'{k}={v!r}' for k, v in kwargs.items()])})"
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        for name in self._lazy:
+            if name in state:
+                state[name] = None
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+
+    def subtransformers(self):
+        """A configured model is one stage, not a pipeline: ``pt.inspect`` does not descend into its arguments."""
+        return {}
