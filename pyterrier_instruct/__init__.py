@@ -43,6 +43,8 @@ _LAZY = {
     "CausalLMReranker": "pointwise",
     "FollowIR7B": "pointwise",
     "CrossEncoderReranker": "pointwise",
+    "MonoBERT": "pointwise",
+    "TART": "pointwise",
     "PROMPTS": "prompts",
     "LISTWISE": "prompts",
     "ListwiseReranker": "listwise",

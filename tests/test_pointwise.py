@@ -56,7 +56,7 @@ def test_templates_are_byte_identical_to_models_md():
     assert "\n                        Query: " in PROMPTS["mistral_infosearch"].template
     assert (PROMPTS["monot5"].true_token, PROMPTS["flan_t5"].true_token, PROMPTS["mt5_mmarco"].false_token) == ("true", "yes", "no")
     assert pti.FollowIR7B("x").template == spec["followir_7b"]
-    assert pti.CausalLMReranker.mistral_instruct("x", variant="infosearch").template == spec["mistral_infosearch"]
+    assert pti.CausalLMReranker.mistral_instruct("x", style="infosearch").template == spec["mistral_infosearch"]
     assert pti.CausalLMReranker.llama_chat("x").template == spec["llama_chat"]
     assert pti.MonoT5.flan_t5("x").template == spec["flan_t5"]
 
@@ -98,7 +98,7 @@ def test_causal_equals_reference_formula(tiny, frame):
 
 
 def test_cross_encoder_equals_reference_formula(tiny, frame):
-    ours = pti.CrossEncoderReranker.monobert(tiny["bert"])(frame)
+    ours = pti.MonoBERT(tiny["bert"])(frame)
     tok = transformers.AutoTokenizer.from_pretrained(tiny["bert"])
     model = transformers.AutoModelForSequenceClassification.from_pretrained(tiny["bert"]).eval()
     q = [f"{a} {b}".strip() for a, b in zip(frame["query"], frame["instruction"])]
@@ -107,7 +107,7 @@ def test_cross_encoder_equals_reference_formula(tiny, frame):
     with torch.no_grad():
         ref = torch.softmax(model(**enc).logits, -1)[:, 1].numpy()
     np.testing.assert_allclose(ours["score"], ref, atol=1e-5)
-    tart = pti.CrossEncoderReranker.tart(tiny["bert"], max_length=512)
+    tart = pti.TART(tiny["bert"], max_length=512)
     from pyterrier_instruct.instructions import compose_frame
     composed = compose_frame(frame.iloc[:2].assign(instruction=["", "x"]), tart.composer, "", tart.empty_instruction)
     assert composed.tolist() == [f"{frame['query'][0]} [SEP] Retrieve news paper paragraph to answer this question",
@@ -236,12 +236,15 @@ def test_local_rerankers_join_the_demo_baselines(tiny, mini, monkeypatch, tmp_pa
     assert len(out) == 28 and out["score"].between(0, 1).all()
 
 
-def test_shared_prefix_cache_gives_the_same_scores(tiny, frame):
-    plain = pti.FollowIR7B(tiny["mistral"], batch_size=4)(frame)["score"]
-    shared = pti.FollowIR7B(tiny["mistral"], batch_size=4, share_prefix=True)
+@pytest.mark.parametrize("make", [pti.FollowIR7B, pti.CausalLMReranker.mistral_instruct, pti.CausalLMReranker.llama_chat,
+                                  pti.CausalLMReranker.gritlm], ids=["followir_7b", "mistral_instruct", "llama_chat", "gritlm"])
+def test_shared_prefix_cache_gives_the_same_scores(tiny, frame, make):
+    """share_prefix is implemented once (CausalLMReranker) and equals the plain path for templates of different shapes."""
+    plain = make(tiny["mistral"], batch_size=4)(frame)["score"]
+    shared = make(tiny["mistral"], batch_size=4, share_prefix=True)
     got = shared(frame)["score"]
     np.testing.assert_allclose(got, plain, atol=1e-5)
-    assert "share_prefix=True" in repr(shared) and shared != pti.FollowIR7B(tiny["mistral"], batch_size=4)
+    assert "share_prefix=True" in repr(shared) and shared != make(tiny["mistral"], batch_size=4)
     from pyterrier_instruct._tokens import common_prefix_length
     assert common_prefix_length([[1, 2, 3], [1, 2, 4, 5]]) == 2 and common_prefix_length([[1, 2], [1, 2, 3]]) == 2
     assert common_prefix_length([[7], [1, 2]]) == 0

@@ -202,7 +202,7 @@ class PointwiseReranker(InstructReranker):
 
 
 class TrueFalseReranker(PointwiseReranker):
-    """A pointwise model scored from the logits of two answer tokens (MODELS §4): ``score`` is ``'prob'``
+    """A pointwise model scored from the logits of two answer tokens (monoT5, FollowIR-7B): ``score`` is ``'prob'``
     (P(true) after a 2-way softmax, the references' value), ``'logprob'`` (pyterrier_t5's) or ``'logit_diff'``;
     all three rank identically."""
 

@@ -1,15 +1,14 @@
-"""Causal-LM true/false rerankers (MODELS §3): FollowIR-7B, Mistral-7B-Instruct, Llama-2-chat, Llama, GritLM,
+"""Causal-LM true/false rerankers (FollowIR's ``rerank.py``, InfoSearch's rerankers): FollowIR-7B, Mistral-7B-Instruct, Llama-2-chat, Llama, GritLM,
 or any model + template + token pair. Left padding, pad = eos, the default BOS prepended (so templates with a
 literal ``<s>`` start with two BOS tokens, as in the reference), logits of ``vocab[true]``/``vocab[false]`` at
 the last position, 2-way softmax."""
 from __future__ import annotations
 
-from typing import List
-
 import numpy as np
 import pandas as pd
 
 from .._tokens import common_prefix_length
+from .._config import preset
 from ..prompts import PROMPTS
 from ._core import TrueFalseReranker, two_way
 
@@ -20,69 +19,66 @@ class CausalLMReranker(TrueFalseReranker):
     Args:
         model_name_or_path: a hub id or local folder (``AutoModelForCausalLM``); for a LoRA adapter folder
             (``adapter_config.json``) peft loads the base model and merges the adapter.
-        template: the prompt, with ``{query}`` (query + instruction) and ``{text}``; presets hold the verbatim
+        template: the full prompt, with ``{query}`` (query + instruction) and ``{text}``; presets hold the verbatim
             reference prompts (:data:`pyterrier_instruct.prompts.PROMPTS`).
         true_token, false_token: vocabulary entries (no ``▁``) whose logits are compared.
+        share_prefix: compute the key/value cache of the prompt prefix a query's candidates share (template head +
+            query + instruction, as token ids) once per query and run only each document's suffix through the
+            model; the same scores as the plain path (within float rounding), less compute when the prefix is long.
         score, batch_size, max_length (default ``min(2048, model_max_length)``), truncation, device, dtype,
         text_field, title_field, instruction, verbose: see :class:`~pyterrier_instruct.pointwise._core.PointwiseReranker`.
-        share_prefix: compute the key/value cache of the prompt prefix a query's candidates share (template head +
-            query + instruction, as token ids) once per query and run only each document's suffix; same scores
-            (up to float rounding), less compute when the prefix is long.
 
-    Presets: :meth:`followir_7b` (also :class:`FollowIR7B`), :meth:`mistral_instruct`, :meth:`llama_chat`,
-    :meth:`llama`, :meth:`gritlm`.
+    | preset | checkpoint | prompt |
+    |---|---|---|
+    | ``CausalLMReranker.mistral_instruct()`` | ``mistralai/Mistral-7B-Instruct-v0.2`` | FollowIR's zero-shot prompt |
+    | ``CausalLMReranker.mistral_instruct(style="infosearch")`` | ``mistralai/Mistral-7B-Instruct-v0.2`` | InfoSearch's prompt |
+    | ``CausalLMReranker.llama_chat()`` | ``meta-llama/Llama-2-7b-chat-hf`` | FollowIR's Llama-2 chat prompt |
+    | ``CausalLMReranker.llama()`` | ``meta-llama/Meta-Llama-3.1-8B-Instruct`` | InfoSearch's plain Llama prompt |
+    | ``CausalLMReranker.gritlm()`` | ``GritLM/GritLM-7B`` | FollowIR's GritLM reranking prompt |
+
+    FollowIR-7B has its own class, :class:`FollowIR7B`.
     """
     schematic = {"label": "CausalLM"}
     padding_side = "left"
     default_max_length = 2048
+    STYLES = {"followir": "mistral_followir", "infosearch": "mistral_infosearch"}
 
     def __init__(self, model_name_or_path: str, *, template: str, true_token: str = "true", false_token: str = "false",
                  share_prefix: bool = False, **kwargs):
         super().__init__(model_name_or_path, template=template, true_token=true_token, false_token=false_token, **kwargs)
-        self.share_prefix = share_prefix
+        self.share_prefix = bool(share_prefix)
 
     @classmethod
-    def _preset(cls, model, prompt: str, **kwargs) -> "CausalLMReranker":
+    def _from_prompt(cls, model, prompt: str, **kwargs) -> "CausalLMReranker":
         p = PROMPTS[prompt]
-        return CausalLMReranker(model, template=p.template, true_token=p.true_token, false_token=p.false_token, **kwargs)
+        return cls(model, **{"template": p.template, "true_token": p.true_token, "false_token": p.false_token, **kwargs})
 
-    @classmethod
-    def followir_7b(cls, model_name_or_path: str = "jhu-clsp/FollowIR-7B", **kwargs) -> "CausalLMReranker":
-        return FollowIR7B(model_name_or_path, **kwargs)
-
-    @classmethod
-    def mistral_instruct(cls, model_name_or_path: str = "mistralai/Mistral-7B-Instruct-v0.2", *, variant: str = "followir",
+    @preset
+    def mistral_instruct(cls, model_name_or_path: str = "mistralai/Mistral-7B-Instruct-v0.2", *, style: str = "followir",
                          **kwargs) -> "CausalLMReranker":
-        """Zero-shot Mistral-7B-Instruct-v0.2 with the FollowIR (``variant='followir'``) or InfoSearch prompt."""
-        if variant not in ("followir", "infosearch"):
-            raise ValueError(f"variant must be 'followir' or 'infosearch', got {variant!r}")
-        return cls._preset(model_name_or_path, f"mistral_{variant}", **kwargs)
+        """Zero-shot ``mistralai/Mistral-7B-Instruct-v0.2`` with the FollowIR (``style='followir'``) or InfoSearch prompt."""
+        if style not in cls.STYLES:
+            raise ValueError(f"style must be one of {sorted(cls.STYLES)}, got {style!r}")
+        return cls._from_prompt(model_name_or_path, cls.STYLES[style], **kwargs)
 
-    @classmethod
+    @preset
     def llama_chat(cls, model_name_or_path: str = "meta-llama/Llama-2-7b-chat-hf", **kwargs) -> "CausalLMReranker":
-        """Llama-2 chat prompt (FollowIR's "Llama-2-7B-chat")."""
-        return cls._preset(model_name_or_path, "llama_chat", **kwargs)
+        """``meta-llama/Llama-2-7b-chat-hf`` with FollowIR's Llama-2 chat prompt (FollowIR's "Llama-2-7B-chat")."""
+        return cls._from_prompt(model_name_or_path, "llama_chat", **kwargs)
 
-    @classmethod
+    @preset
     def llama(cls, model_name_or_path: str = "meta-llama/Meta-Llama-3.1-8B-Instruct", **kwargs) -> "CausalLMReranker":
-        """The plain Llama prompt (InfoSearch's Llama-3.1-8B-Instruct)."""
-        return cls._preset(model_name_or_path, "llama", **kwargs)
+        """``meta-llama/Meta-Llama-3.1-8B-Instruct`` with the plain Llama prompt (InfoSearch's Llama-3.1-8B-Instruct)."""
+        return cls._from_prompt(model_name_or_path, "llama", **kwargs)
 
-    @classmethod
+    @preset
     def gritlm(cls, model_name_or_path: str = "GritLM/GritLM-7B", **kwargs) -> "CausalLMReranker":
-        return cls._preset(model_name_or_path, "gritlm", **kwargs)
-
-    def _eq_key(self) -> tuple:
-        return super()._eq_key() + (self.share_prefix,)
+        """``GritLM/GritLM-7B`` with FollowIR's GritLM reranking prompt."""
+        return cls._from_prompt(model_name_or_path, "gritlm", **kwargs)
 
     def _reference_max_length(self, tokenizer) -> int:
         limit = getattr(tokenizer, "model_max_length", None) or self.default_max_length
         return int(min(self.default_max_length, limit))
-
-    def _repr_extra(self) -> List[str]:
-        names = [k for k, p in PROMPTS.items() if p.template == self.template]
-        extra = super()._repr_extra() + [f"template={names[0] if names else self.template!r}"]
-        return extra + (["share_prefix=True"] if self.share_prefix else [])
 
     def _load_model(self):
         import os
@@ -109,17 +105,6 @@ class CausalLMReranker(TrueFalseReranker):
         positions = (mask.long().cumsum(-1) - 1).clamp(min=0)
         out = self._model(input_ids=batch["input_ids"], attention_mask=mask, position_ids=positions, logits_to_keep=1)
         return two_way(out.logits[:, -1, self._ids], self.score)
-
-
-class FollowIR7B(CausalLMReranker):
-    """FollowIR-7B (``jhu-clsp/FollowIR-7B``, Mistral-7B-Instruct-v0.2 + LoRA): the exact FollowIR prompt
-    (literal ``<s>`` + BOS, trailing space), left padding, pad = eos, P(true) from the last position."""
-    schematic = {"label": "FollowIR-7B"}
-
-    def __init__(self, model_name_or_path: str = "jhu-clsp/FollowIR-7B", **kwargs):
-        p = PROMPTS["followir_7b"]
-        kwargs.setdefault("template", p.template)
-        super().__init__(model_name_or_path, **kwargs)
 
     # -- shared-prefix scoring ---------------------------------------------------------------------
     def _score_features(self, feats, queries, bar):
@@ -161,3 +146,20 @@ class FollowIR7B(CausalLMReranker):
             if getattr(head, "bias", None) is not None:
                 logits = logits + head.bias[self._ids]
             return two_way(logits, self.score).float().cpu().numpy()
+
+
+class FollowIR7B(CausalLMReranker):
+    """FollowIR-7B (Weller et al., 2024; ``jhu-clsp/FollowIR-7B``, Mistral-7B-Instruct-v0.2 fine-tuned): the exact prompt of
+    FollowIR's ``rerank.py`` (literal ``<s>`` + BOS, trailing space), left padding, pad = eos, P(true) from the last position.
+
+    | preset | checkpoint |
+    |---|---|
+    | ``FollowIR7B()`` | ``jhu-clsp/FollowIR-7B`` |
+
+    Arguments: see :class:`CausalLMReranker` (``share_prefix=True`` reuses each query's prompt prefix)."""
+    schematic = {"label": "FollowIR-7B"}
+
+    def __init__(self, model_name_or_path: str = "jhu-clsp/FollowIR-7B", **kwargs):
+        p = PROMPTS["followir_7b"]
+        kwargs.setdefault("template", p.template)
+        super().__init__(model_name_or_path, **kwargs)

@@ -1,5 +1,5 @@
-"""Cross-encoder (sequence classification) rerankers (MODELS §3.4): the pair (composed query, document) with
-``only_second`` truncation; score = softmax(logits)[1] (MonoBERT, TART) or the single logit."""
+"""Cross-encoder (sequence classification) rerankers, scored as FollowIR's and sentence-transformers' ``CrossEncoder``:
+the pair (composed query, document) with ``only_second`` truncation; score = softmax(logits)[1] (MonoBERT, TART) or the single logit."""
 from __future__ import annotations
 
 from typing import Dict, List, Optional, Sequence
@@ -22,7 +22,7 @@ class CrossEncoderReranker(PointwiseReranker):
         Other arguments: see :class:`~pyterrier_instruct.pointwise._core.PointwiseReranker`; truncation is always
         ``only_second`` (the document), as in the references.
 
-    Presets: :meth:`monobert`, :meth:`tart`.
+    Families: :class:`MonoBERT`, :class:`TART`.
     """
     schematic = {"label": "CrossEncoder"}
     padding_side = "right"
@@ -33,23 +33,6 @@ class CrossEncoderReranker(PointwiseReranker):
         if score not in CE_SCORES:
             raise ValueError(f"score must be one of {CE_SCORES}, got {score!r}")
         self.composer, self.empty_instruction, self.score = composer, empty_instruction, score
-
-    @classmethod
-    def monobert(cls, model_name_or_path: str = "castorini/monobert-large-msmarco", **kwargs) -> "CrossEncoderReranker":
-        return cls(model_name_or_path, **kwargs)
-
-    @classmethod
-    def tart(cls, model_name_or_path: str = "facebook/tart-full-flan-t5-xl", **kwargs) -> "CrossEncoderReranker":
-        """TART-FLAN-T5 with its composer; max length 1024 as in FollowIR."""
-        kwargs.setdefault("max_length", 1024)
-        return cls(model_name_or_path, composer=TART_TEMPLATE, empty_instruction=TART_EMPTY_INSTRUCTION, **kwargs)
-
-    def _eq_key(self) -> tuple:
-        return super()._eq_key() + (self.score,)
-
-    def _repr_extra(self) -> List[str]:
-        extra = [] if self.composer == DEFAULT_TEMPLATE else [f"composer={self.composer!r}"]
-        return extra + ([] if self.score == "prob" else [f"score={self.score!r}"])
 
     def _load_model(self):
         import transformers
@@ -74,3 +57,31 @@ class CrossEncoderReranker(PointwiseReranker):
         if logits.shape[-1] == 1:
             return torch.sigmoid(logits[:, 0]) if self.score == "prob" else logits[:, 0]
         return torch.softmax(logits, -1)[:, 1] if self.score == "prob" else logits[:, 1] - logits[:, 0]
+
+
+class MonoBERT(CrossEncoderReranker):
+    """monoBERT (Nogueira & Cho, 2019): BERT-large over (query + instruction, document), softmax(logits)[1].
+
+    | preset | checkpoint |
+    |---|---|
+    | ``MonoBERT()`` | ``castorini/monobert-large-msmarco`` |
+    """
+    schematic = {"label": "MonoBERT"}
+
+    def __init__(self, model_name_or_path: str = "castorini/monobert-large-msmarco", **kwargs):
+        super().__init__(model_name_or_path, **kwargs)
+
+
+class TART(CrossEncoderReranker):
+    """TART-full (Asai et al., 2023): the query joined to the instruction with ``" [SEP] "``, an empty instruction replaced
+    by TART's default task instruction, max length 1024 (as FollowIR ran it).
+
+    | preset | checkpoint |
+    |---|---|
+    | ``TART()`` | ``facebook/tart-full-flan-t5-xl`` |
+    """
+    schematic = {"label": "TART"}
+
+    def __init__(self, model_name_or_path: str = "facebook/tart-full-flan-t5-xl", *, composer: str = TART_TEMPLATE,
+                 empty_instruction: Optional[str] = TART_EMPTY_INSTRUCTION, max_length: Optional[int] = 1024, **kwargs):
+        super().__init__(model_name_or_path, composer=composer, empty_instruction=empty_instruction, max_length=max_length, **kwargs)
