@@ -60,6 +60,7 @@ class PoolBM25(InstructReranker):
         verbose: show a progress bar over queries.
     """
     schematic = {"label": "PoolBM25"}
+    _lazy = ("_cleaner",)  # nltk's stemmer does not pickle; rebuilt on first use
 
     def __init__(self, *, k1: float = 1.5, b: float = 0.75, epsilon: float = 0.25, text_field: str = "text",
                  instruction: str = "", stopwords: Optional[Iterable[str]] = None, verbose: bool = False):

@@ -1,0 +1,170 @@
+"""The one PyTerrier contract, checked on every public transformer class (built on tiny offline models).
+
+For each reranking family: a ``pt.Transformer``; an empty frame gives correctly shaped output without loading the model;
+``ds.candidates() >> X`` keeps every input column, keeps the first-stage score as ``score_0`` and ranks each query
+consistently with its scores; ``pt.inspect`` works; repr/eq/hash are consistent; the object pickles before and after
+its model loads, and an unpickled copy reloads lazily and scores identically (PyTerrier's ``.parallel()`` and any
+multi-process runner rely on this). Rerankers of different families swap inside one ``pt.Experiment``.
+"""
+from __future__ import annotations
+
+import os
+import pickle
+
+import numpy as np
+import pandas as pd
+import pyterrier as pt
+import pytest
+from ir_measures import AP
+
+import pyterrier_instruct as pti
+from pyterrier_instruct._config import Configured
+from stubs import ZEPHYR_TEMPLATE, ChatServer, with_chat_template
+
+KEY_ENV = "PTI_CONTRACT_TEST_KEY"
+
+
+@pytest.fixture(scope="module")
+def models(tiny, tmp_path_factory):
+    import peft
+    import torch
+    import tiny_models
+    import transformers
+    root = tmp_path_factory.mktemp("contract")
+    llama = tiny_models.tiny_llama(root)
+    torch.manual_seed(1)
+    lora = peft.get_peft_model(transformers.AutoModel.from_pretrained(llama),
+                               peft.LoraConfig(r=4, lora_alpha=8, init_lora_weights=False, target_modules=["q_proj", "v_proj"]))
+    adapter = root / "adapter"
+    lora.save_pretrained(str(adapter))  # its config names the local base folder
+    server = ChatServer(lambda body: (200, {"choices": [{"message": {"content": "[2] > [1] > [3]"}}]}))
+    os.environ[KEY_ENV] = "sk-contract"
+    yield {**tiny, "llama": llama, "adapter": str(adapter), "chat": server.url,
+           "zephyr": with_chat_template(tiny["mistral"], root / "zephyr", ZEPHYR_TEMPLATE)}
+    server.close()
+
+
+#: every public reranking family (R → R), built on the tiny models
+FAMILIES = {
+    "MonoT5": lambda m: pti.MonoT5(m["t5"]),
+    "FollowIR7B": lambda m: pti.FollowIR7B(m["mistral"]),
+    "CausalLMReranker": lambda m: pti.CausalLMReranker.mistral_instruct(m["mistral"]),
+    "CrossEncoderReranker": lambda m: pti.CrossEncoderReranker(m["bert"]),
+    "MonoBERT": lambda m: pti.MonoBERT(m["bert"]),
+    "TART": lambda m: pti.TART(m["bert"], max_length=512),
+    "ListwiseReranker": lambda m: pti.ListwiseReranker(pti.HFBackend(m["zephyr"]), window_size=4, stride=2, depth=6),
+    "RankZephyr": lambda m: pti.RankZephyr(pti.HFBackend(m["zephyr"]), window_size=4, stride=2, depth=6),
+    "RankVicuna": lambda m: pti.RankVicuna(pti.HFBackend(m["zephyr"]), window_size=4, stride=2, depth=6),
+    "RankGPT": lambda m: pti.RankGPT("gpt-4o", base_url=m["chat"], api_key_env=KEY_ENV, window_size=4, stride=2, depth=6),
+    "BiEncoder": lambda m: pti.BiEncoder(m["bert"]),
+    "SBertBiEncoder": lambda m: pti.SBertBiEncoder(m["bert"]),
+    "Promptriever": lambda m: pti.Promptriever(m["adapter"]),
+    "RepLLaMA": lambda m: pti.RepLLaMA(m["adapter"]),
+    "E5Mistral": lambda m: pti.E5Mistral(m["mistral"]),
+    "InFEmbed": lambda m: pti.InFEmbed(m["mistral"]),
+    "PoolBM25": lambda m: pti.PoolBM25(),
+}
+
+
+def loaded(obj, seen=None) -> bool:
+    """Whether ``obj`` or any configured object it holds has a lazily loaded attribute set."""
+    seen = set() if seen is None else seen
+    if id(obj) in seen:
+        return False
+    seen.add(id(obj))
+    if any(getattr(obj, name, None) is not None for name in getattr(type(obj), "_lazy", ())):
+        return True
+    return any(loaded(v, seen) for v in vars(obj).values() if isinstance(v, Configured))
+
+
+def has_lazy_state(obj, seen=None) -> bool:
+    seen = set() if seen is None else seen
+    if id(obj) in seen:
+        return False
+    seen.add(id(obj))
+    return bool(getattr(type(obj), "_lazy", ())) or any(has_lazy_state(v, seen) for v in vars(obj).values() if isinstance(v, Configured))
+
+
+@pytest.fixture(scope="module")
+def topics(mini):
+    return mini.get_topics().iloc[:2]
+
+
+def test_every_public_family_is_listed():
+    """A new public model class must join the contract test."""
+    public = {n for n in pti.__all__ if isinstance(getattr(pti, n), type) and issubclass(getattr(pti, n), pti.InstructReranker)}
+    public |= {n for n in ("BiEncoder", "SBertBiEncoder", "Promptriever", "RepLLaMA", "E5Mistral", "InFEmbed")}
+    assert public - {"InstructReranker"} <= set(FAMILIES), public - set(FAMILIES)
+
+
+@pytest.mark.parametrize("name", list(FAMILIES))
+def test_contract(name, models, mini, topics):
+    make = FAMILIES[name]
+    r = make(models)
+    assert isinstance(r, pt.Transformer)
+
+    # empty frame: correctly shaped, nothing loaded
+    cols = ["qid", "query", "instruction", "docno", "text", "extra"]
+    empty = r(pd.DataFrame(columns=cols))
+    assert list(empty.columns) == cols + ["score", "rank"] and len(empty) == 0
+    assert not loaded(r)
+
+    # pt.inspect
+    assert pt.inspect.transformer_inputs(r)
+    assert "score" in pt.inspect.transformer_outputs(r, ["qid", "query", "docno", "text"])
+
+    # repr / eq / hash
+    again = make(models)
+    assert again == r and hash(again) == hash(r) and repr(again) == repr(r)
+    assert repr(r).startswith(name) or repr(r).startswith(f"pti.{name}") or name in repr(r)
+    unpickled = pickle.loads(pickle.dumps(r))
+    assert unpickled == r and repr(unpickled) == repr(r) and not loaded(unpickled)
+
+    # ds.candidates() >> X: every column kept, score_0 = the first-stage score, ranks consistent with scores
+    first = mini.candidates()(topics.assign(extra="x"))
+    out = (mini.candidates() >> r)(topics.assign(extra="x"))
+    assert set(first.columns) - {"score", "rank"} <= set(out.columns) and "extra" in out.columns
+    assert len(out) == len(first)
+    merged = out.merge(first[["qid", "docno", "score"]].rename(columns={"score": "first"}), on=["qid", "docno"])
+    np.testing.assert_array_equal(merged["score_0"].to_numpy(), merged["first"].to_numpy())
+    for _, group in out.groupby("qid"):
+        ranked = group.sort_values("rank")
+        assert ranked["rank"].tolist() == list(range(len(group)))
+        assert (np.diff(ranked["score"].to_numpy()) <= 1e-12).all()
+
+    # pickled after loading: the copy drops the weights, reloads lazily and scores the same
+    if has_lazy_state(r):
+        assert loaded(r)
+    copy = pickle.loads(pickle.dumps(r))
+    assert not loaded(copy) and copy == r
+    again_out = (mini.candidates() >> copy)(topics.assign(extra="x"))
+    np.testing.assert_allclose(again_out["score"].to_numpy(), out["score"].to_numpy(), atol=1e-6)
+
+
+OTHER_TRANSFORMERS = {
+    "FoldInstruction": lambda m, ds: pti.FoldInstruction(),
+    "SetInstruction": lambda m, ds: pti.SetInstruction("be brief"),
+    "Candidates": lambda m, ds: ds.candidates(),
+    "TextLoader": lambda m, ds: ds.text_loader(),
+}
+
+
+@pytest.mark.parametrize("name", list(OTHER_TRANSFORMERS))
+def test_other_transformers_repr_eq_pickle(name, models, mini):
+    r = OTHER_TRANSFORMERS[name](models, mini)
+    again = OTHER_TRANSFORMERS[name](models, mini)
+    assert isinstance(r, pt.Transformer) and r == again and hash(r) == hash(again) and repr(r) == repr(again)
+    copy = pickle.loads(pickle.dumps(r))
+    assert copy == r and repr(copy) == repr(r)
+    assert pt.inspect.transformer_inputs(r)
+
+
+def test_families_swap_inside_one_experiment(models, mini, topics):
+    """Rerankers of three families (pointwise, listwise, dense) compose with the same first stage in one pt.Experiment."""
+    paired = mini.get_topics()
+    first = mini.candidates() % 6
+    systems = [first, first >> FAMILIES["MonoT5"](models), first >> FAMILIES["RankZephyr"](models),
+               first >> FAMILIES["Promptriever"](models)]
+    res = pt.Experiment(systems, paired, mini.get_qrels(), [pti.pMRR, pti.OG(AP @ 1000)], names=["first", "monot5", "zephyr", "promptriever"])
+    assert res["name"].tolist() == ["first", "monot5", "zephyr", "promptriever"]
+    assert res.filter(like="pMRR").notna().all().all()
