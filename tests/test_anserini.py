@@ -243,3 +243,24 @@ def test_terrier_startup_restored_after_java_start(anserini_bm25):
     assert pt.java.set_log_level.__module__.startswith("pyterrier")
     version = str(pt.java.J.System.getProperty("java.version"))
     assert int(version.split(".")[0]) >= 21
+
+
+def test_cli_first_stage_pyserini(tmp_path, anserini_bm25):
+    from pyterrier_instruct.cli import main
+    from pyterrier_instruct.reproduce import first_stage_bm25
+    layouts = Path(__file__).parent / "data" / "layouts" / "songtingyu"
+    argv = ["ifir", "--dataset", "ifir/fiqa", "--data-root", str(layouts), "--systems", "bm25", "--quiet"]
+    assert main(argv + ["--first-stage", "pyserini", "--out", str(tmp_path / "pyserini")]) == 0
+    assert main(argv + ["--out", str(tmp_path / "pisa")]) == 0  # the default: PISA
+    index = tmp_path / "pyserini" / "index" / "fiqa"
+    assert is_lucene_index(str(index / "bm25-pyserini")) and not (index / "bm25").exists()
+    assert (tmp_path / "pisa" / "index" / "fiqa" / "bm25").is_dir()
+    ours, pisa = (pd.read_csv(tmp_path / name / "table3.csv") for name in ("pyserini", "pisa"))
+    assert ours.columns.tolist() == pisa.columns.tolist() and ours["Model"].tolist() == ["BM25"]
+    assert "--first-stage pyserini" in (tmp_path / "pyserini" / "report.json").read_text()
+    model = first_stage_bm25("pyserini", [], str(index / "bm25"), k1=1.2, b=0.75)  # the index is reused
+    assert model == PyseriniBM25(str(index / "bm25-pyserini"), k1=1.2, b=0.75)
+    with pytest.raises(ValueError, match="choose from pisa, pyserini"):
+        first_stage_bm25("terrier", [], str(index / "bm25"))
+    with pytest.raises(SystemExit):
+        main(argv + ["--first-stage", "terrier"])
