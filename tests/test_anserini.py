@@ -264,3 +264,17 @@ def test_cli_first_stage_pyserini(tmp_path, anserini_bm25):
         first_stage_bm25("terrier", [], str(index / "bm25"))
     with pytest.raises(SystemExit):
         main(argv + ["--first-stage", "terrier"])
+
+
+def test_start_again_checks_the_running_jvm(anserini_bm25, monkeypatch):
+    _java.start()  # Java runs with Anserini: nothing to do
+    real = pt.java.autoclass
+
+    def no_anserini(name, *args, **kwargs):
+        if name.startswith("io.anserini"):
+            raise Exception(f"java.lang.ClassNotFoundException: {name}")
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(pt.java, "autoclass", no_anserini)
+    with pytest.raises(RuntimeError, match="without Anserini's jar"):
+        _java.start()
