@@ -92,11 +92,16 @@ class Configured:
         return hash((type(self).__qualname__, _hashable(self._eq_key())))
 
     def __repr__(self) -> str:
-        name, args, kwargs = self.__dict__.get("_call", (type(self).__name__, (), {}))
+        call = self.__dict__.get("_call", (type(self).__name__, (), {}))
+        if isinstance(call, str):  # unpickled: the text of the call
+            return call
+        name, args, kwargs = call
         return f"{name}({', '.join([repr(a) for a in args] + [f'{k}={v!r}' for k, v in kwargs.items()])})"
 
     def __getstate__(self):
         state = self.__dict__.copy()
+        if "_call" in state:  # keep the text of the call, not its arguments (a corpus iterator does not pickle)
+            state["_call"] = Configured.__repr__(self)
         for name in self._lazy:
             if name in state:
                 state[name] = None

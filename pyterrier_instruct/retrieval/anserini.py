@@ -26,7 +26,7 @@ from typing import Dict, Iterable, Optional, Union
 import pandas as pd
 import pyterrier as pt
 
-from .._eq import KeyedEquality
+from .._config import Configured
 from .._optional import is_available, require
 from . import _java
 from .pisa import _docs, _native_stderr_silenced
@@ -74,7 +74,7 @@ def anserini_index(corpus: Iterable[Dict], path: Optional[str] = None, *, text_f
     return path
 
 
-class PyseriniBM25(KeyedEquality, pt.Transformer):
+class PyseriniBM25(Configured, pt.Transformer):
     """Full-collection BM25 (``Q → R``) with Anserini (Lucene) over a corpus, or over an existing Lucene index.
 
     Args:
@@ -90,6 +90,7 @@ class PyseriniBM25(KeyedEquality, pt.Transformer):
     non-empty search (an empty frame returns an empty ranking without it).
     """
     schematic = {"label": "BM25 (Anserini)"}
+    _lazy = ("_retriever",)  # the Java searcher; reopened on first use
 
     def __init__(self, corpus: Union[Iterable[Dict], str, os.PathLike, None] = None, path: Optional[str] = None, *,
                  k1: float = 0.9, b: float = 0.4, num_results: int = 1000, text_field: str = "text", verbose: bool = False):
@@ -134,15 +135,8 @@ class PyseriniBM25(KeyedEquality, pt.Transformer):
         clone.num_results, clone._retriever = k, None
         return clone
 
-    def __getstate__(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if k != "_retriever"}
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        self._retriever = None
-
     def __repr__(self) -> str:
         return f"PyseriniBM25({self.path!r}, k1={self.k1}, b={self.b}, num_results={self.num_results})"
 
-    def _eq_key(self) -> tuple:
-        return (repr(self),)
+    def _eq_key(self) -> tuple:  # the identity is the index, not the corpus iterator it was built from
+        return (self.path, self.k1, self.b, self.num_results)
