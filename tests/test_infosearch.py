@@ -140,7 +140,7 @@ def _two_gold_case():
     return case, case["inputs"]
 
 
-def test_sicr_variants_and_the_multi_gold_warning():
+def test_sicr_versions_and_the_multi_gold_warning():
     case, i = _two_gold_case()
     args = (i["ori_run"], i["ins_run"], i["rev_run"])
     kw = {"og_qrels": i["ori_qrels"], "changed_qrels": i["ins_qrels"]}
@@ -150,7 +150,7 @@ def test_sicr_variants_and_the_multi_gold_warning():
     got = infosearch_eval(*args, warn=False, **kw)["positive"]
     ok = sicr_success(got["ori_rank"], got["ins_rank"], got["rev_rank"], got["ori_score"], got["ins_score"],
                       got["rev_score"])
-    assert sicr(*args, variant="mean", **kw) == pytest.approx(pd.Series(ok).groupby(got["qid"]).mean().mean())
+    assert sicr(*args, version="mean", **kw) == pytest.approx(pd.Series(ok).groupby(got["qid"]).mean().mean())
 
 
 def test_identical_runs_score_zero_everywhere():
@@ -177,9 +177,9 @@ def test_bad_input_is_named():
     with pytest.raises(ValueError, match="version must be one of"):
         wise(i["ori_run"], i["ins_run"], i["rev_run"], og_qrels=i["ori_qrels"], changed_qrels=i["ins_qrels"],
              version="2023")
-    with pytest.raises(ValueError, match="variant must be one of"):
+    with pytest.raises(ValueError, match="version must be one of"):
         sicr(i["ori_run"], i["ins_run"], i["rev_run"], og_qrels=i["ori_qrels"], changed_qrels=i["ins_qrels"],
-             variant="strict")
+             version="strict")
     with pytest.raises(ValueError, match="'g' of query 'q1'.*missing from the changed qrels"):
         wise(i["ori_run"], i["ins_run"], i["rev_run"], og_qrels=i["ori_qrels"], changed_qrels={"q1": {"n1": 0}})
     with pytest.raises(ValueError, match="pass both `positives` and `negatives`"):
@@ -236,4 +236,10 @@ def test_pt_experiment_means_perquery_and_baseline():
 def test_top_level_names():
     assert pti.WISE is WISE and pti.SICR is SICR and pti.InfoSearch_pMRR is InfoSearch_pMRR
     assert ir_measures.parse_measure("WISE(version='2025')") == WISE(version="2025")
-    assert ir_measures.parse_measure("SICR(variant='paper')") == SICR(variant="paper")
+    assert ir_measures.parse_measure("SICR(version='paper')") == SICR(version="paper")
+    with pytest.raises(ValueError, match=r"SICR: unknown parameter\(s\) \['variant'\]; supported: \['ties', 'version'\]"):
+        SICR(variant="paper")
+    with pytest.raises(ValueError, match=r"WISE: version='2023' is not one of \['2024', '2025', 'paper'\]"):
+        WISE(version="2023")
+    with pytest.raises(TypeError, match="version="):
+        sicr({}, {}, {}, sicr="mean")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Sequence
 
-from ..instructions import DEFAULT_TEMPLATE, TART_EMPTY_INSTRUCTION, TART_TEMPLATE
+from ..instructions import DEFAULT_COMPOSER, TART_EMPTY_INSTRUCTION, TART_COMPOSER
 from ._core import PointwiseReranker
 
 CE_SCORES = ("prob", "logit")
@@ -27,7 +27,7 @@ class CrossEncoderReranker(PointwiseReranker):
     schematic = {"label": "CrossEncoder"}
     padding_side = "right"
 
-    def __init__(self, model_name_or_path: str, *, composer: str = DEFAULT_TEMPLATE, empty_instruction: Optional[str] = None,
+    def __init__(self, model_name_or_path: str, *, composer: str = DEFAULT_COMPOSER, empty_instruction: Optional[str] = None,
                  score: str = "prob", **kwargs):
         super().__init__(model_name_or_path, **kwargs)
         if score not in CE_SCORES:
@@ -42,13 +42,13 @@ class CrossEncoderReranker(PointwiseReranker):
     def tart(cls, model_name_or_path: str = "facebook/tart-full-flan-t5-xl", **kwargs) -> "CrossEncoderReranker":
         """TART-FLAN-T5 with its composer; max length 1024 as in FollowIR."""
         kwargs.setdefault("max_length", 1024)
-        return cls(model_name_or_path, composer=TART_TEMPLATE, empty_instruction=TART_EMPTY_INSTRUCTION, **kwargs)
+        return cls(model_name_or_path, composer=TART_COMPOSER, empty_instruction=TART_EMPTY_INSTRUCTION, **kwargs)
 
     def _eq_key(self) -> tuple:
         return super()._eq_key() + (self.score,)
 
     def _repr_extra(self) -> List[str]:
-        extra = [] if self.composer == DEFAULT_TEMPLATE else [f"composer={self.composer!r}"]
+        extra = [] if self.composer == DEFAULT_COMPOSER else [f"composer={self.composer!r}"]
         return extra + ([] if self.score == "prob" else [f"score={self.score!r}"])
 
     def _load_model(self):
