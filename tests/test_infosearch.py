@@ -113,7 +113,7 @@ def test_ir_measures_path_reproduces_reference(case, key, version):
 
 
 def test_wise_worked_examples():
-    # METRICS §3.2 (N = 3 unless noted): (o, i, r, N) → paper, code2024, code2025
+    # InfoSearch eq. 6-9 and utils.py by hand (N = 3 unless noted): (o, i, r, N) → paper, code2024, code2025
     rows = [((4, 1, 9, 3), (0.85, 0.85, 0.9134)), ((2, 1, 5, 3), (1, 1, 1)), ((2, 1, 5, 2), (1, 0.95, 0.95)),
             ((10, 4, 30, 3), (0.35, 0.35, 0.4388)), ((30, 1, 40, 3), (0.01, 0.01, 0.01)),
             ((5, 5, 6, 3), (0.4472, 0.4472, 0.4472)), ((20, 1, 21, 3), (0.05, 0.05, 0.7821)),
@@ -128,7 +128,7 @@ def test_wise_worked_examples():
 
 
 def test_sicr_worked_examples():
-    # METRICS §3.1: instances a–d → paper 25.0, code 50.0
+    # InfoSearch eq. 4-5 and utils.py by hand: instances a–d → paper 25.0, code 50.0
     o, i, r = np.array([4, 4, 1, 3]), np.array([1, 1, 1, 2]), np.array([9, 9, 3, 3])
     s_o, s_i, s_r = np.array([.6, .6, .8, .5]), np.array([.9, .5, .85, .7]), np.array([.2, .2, .3, .4])
     assert sicr_success(o, i, r, s_o, s_i, s_r, "paper").tolist() == [1, 0, 0, 0]

@@ -139,7 +139,7 @@ def _run_with(positions, n):
 
 
 def test_metrics_worked_example():
-    # METRICS §2: q1 C = {a: 1→2, b: 10→5, c: 3→30} gives (+0.5, −0.5, +0.9) → 0.3; q2 C = {d: 4→4} → 0;
+    # FollowIR eq. 1 by hand: q1 C = {a: 1→2, b: 10→5, c: 3→30} gives (+0.5, −0.5, +0.9) → 0.3; q2 C = {d: 4→4} → 0;
     # q3 has no changed documents and is excluded; the dataset value is (0.3 + 0) / 2 = 0.15.
     og = {"q1": _run_with({"a": 1, "c": 3, "b": 10}, 30), "q2": _run_with({"d": 4}, 10), "q3": _run_with({}, 5)}
     new = {"q1": _run_with({"a": 2, "b": 5, "c": 30}, 30), "q2": _run_with({"d": 4}, 10), "q3": _run_with({}, 5)}

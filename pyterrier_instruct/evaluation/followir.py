@@ -4,7 +4,7 @@ Per dataset the standard measure is computed on the ``-og`` variant against the 
 (``OG(AP@1000)``, or ``OG(nDCG@5)`` for News21) and p-MRR on og vs changed; both are keyed by the
 ``-og`` qid, so pt.Experiment's per-query averaging, ``perquery`` output and ``baseline=`` tests are
 over base queries. The table reports both ×100 with one decimal, plus the unweighted averages over
-datasets when there are several (METRICS §0).
+datasets when there are several (FollowIR Table 2's "Average" columns).
 """
 from __future__ import annotations
 

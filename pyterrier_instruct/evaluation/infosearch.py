@@ -1,5 +1,5 @@
 """InfoSearch report (Tables 2 and 3): per dimension nDCG@10, MRR@1 and Robustness@10 per mode, p-MRR,
-WISE, SICR and the mean gold ranks, then the unweighted average over dimensions (METRICS §3–§4).
+WISE, SICR and the mean gold ranks, then the unweighted average over dimensions (InfoSearch Tables 2 and 3).
 
 A dataset gives paired topics and qrels (``get_topics()``, ``get_qrels()``) in the project convention:
 each instance's qid ``<id>-og`` (core query), ``<id>-changed`` (instructed), ``<id>-reversed``, with

@@ -1,6 +1,6 @@
 """InfoSearch measures: WISE, ideal WISE, SICR, InfoSearch's p-MRR and the gold-rank diagnostics.
 
-Semantics (METRICS §3, reproduced against EIT-NLP/InfoSearch ``utils.py`` at d0eae63 (2024) and
+Semantics (InfoSearch §2.3, eq. 4–9; reproduced against EIT-NLP/InfoSearch ``utils.py`` at d0eae63 (2024) and
 f33f03d (2025)). One unit is an instructed-query instance with three runs under one qid: ``ori``
 (core query), ``ins`` (instructed) and ``rev`` (reversely instructed).
 

@@ -3,7 +3,7 @@ instruction asks for one condition, reversed = it excludes it); nDCG@10, MRR@1, 
 mean gold ranks averaged over the dimensions (Table 2), and WISE/SICR per dimension (Table 3), with the published numbers.
 
 Every row reranks the candidates of each instance (empty_scores.json), as the paper did; "BM25" is the pool-local BM25
-(``pti.PoolBM25``). WISE and SICR follow the reference code (METRICS §3). Runs are saved under --out/runs/ and reused.
+(``pti.PoolBM25``). WISE and SICR follow the reference code (InfoSearch utils.py). Runs are saved under --out/runs/ and reused.
 GPT-4o (RankGPT prompt on an OpenAI-compatible server; reads $OPENAI_API_KEY) runs only when named in --systems.
 
 examples:
