@@ -183,5 +183,5 @@ def test_measure_names_and_params():
     assert str(ir_measures.parse_measure("pMRR")) == "pMRR"
     assert ir_measures.parse_measure("pMRR(ties='input')") == pti.pMRR(ties="input")
     assert str(pti.OG("AP@1000")) == "OG(measure=AP@1000)"
-    with pytest.raises(AssertionError, match="invalid param ties='random'"):
-        pti.pMRR(ties="random").validate_params()
+    with pytest.raises(ValueError, match=r"pMRR: ties='random' is not one of \['docno', 'input'\]"):
+        pti.pMRR(ties="random")  # refused when built, not at evaluation
