@@ -9,12 +9,13 @@ import pyterrier_instruct as pti
 from pyterrier_instruct._optional import is_available, require
 
 
-def test_import_is_light_and_fast():
-    code = ("import time, sys; t = time.perf_counter(); import pyterrier_instruct; d = time.perf_counter() - t; "
-            "print(d, 'torch' in sys.modules, 'transformers' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
-    assert out[1:] == ["False", "False"]
-    assert float(out[0]) < 1.0
+def test_import_is_light():
+    # no wall-clock bound (the machine may be busy): the import is light because nothing heavy is loaded
+    heavy = ["torch", "transformers", "sentence_transformers", "vllm", "matplotlib", "pyterrier_instruct.pointwise",
+             "pyterrier_instruct.dense", "pyterrier_instruct.listwise", "pyterrier_instruct.backends",
+             "pyterrier_instruct.evaluation", "pyterrier_instruct.reproduce"]
+    code = f"import sys, pyterrier_instruct; print([m for m in {heavy!r} if m in sys.modules])"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "[]"
 
 
 def test_measures_are_registered_on_import():
