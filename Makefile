@@ -17,7 +17,7 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 install: $(VENV)/.installed
 
 demo: install
-	$(PY) -m pyterrier_instruct.cli demo --out results/demo
+	$(PY) -m pyterrier_instruct.reproduce.cli demo --out results/demo
 
 test: install
 	$(PY) -m pytest -q

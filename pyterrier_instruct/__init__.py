@@ -11,7 +11,7 @@ import importlib
 
 from . import measures
 from .datasets.irds import register as _register_datasets
-from .instructions import (DEFAULT_TEMPLATE, VARIANTS, compose, paired_qid, paired_qrels, paired_topics,
+from .instructions import (DEFAULT_COMPOSER, VARIANTS, compose, paired_qid, paired_qrels, paired_topics,
                            split_qid)
 from .measures import (OG, SICR, WISE, Changed, GoldRank, IdealWISE, IFIR_nDCG, InfoSearch_pMRR, Reversed, Robustness,
                        changed_docs, pMRR, pmrr)
@@ -75,7 +75,7 @@ _LAZY = {
 
 __all__ = ["__version__", "measures", "pMRR", "OG", "Changed", "Reversed", "WISE", "IdealWISE", "SICR",
            "InfoSearch_pMRR", "GoldRank", "Robustness", "IFIR_nDCG", "pmrr", "changed_docs", "compose", "paired_topics",
-           "paired_qrels", "paired_qid", "split_qid", "DEFAULT_TEMPLATE", "VARIANTS"] + list(_LAZY)
+           "paired_qrels", "paired_qid", "split_qid", "DEFAULT_COMPOSER", "VARIANTS"] + list(_LAZY)
 
 
 def __getattr__(name: str):

@@ -18,23 +18,30 @@ import pandas as pd
 #: Suffixes of the paired-evaluation variants, in canonical order.
 VARIANTS: Tuple[str, ...] = ("og", "changed", "reversed")
 
-#: The ``append`` composer of MODELS §1: instruction after the query, stripped.
-DEFAULT_TEMPLATE = "{query} {instruction}"
+#: The ``append`` composer: instruction after the query, stripped, so an empty instruction gives the query itself (the
+#: FollowIR repository, mteb's reranking evaluators, the InfoSearch repository ``eval.py``, IFIR App. B).
+DEFAULT_COMPOSER = "{query} {instruction}"
 
 
-def compose(query: str, instruction: Optional[str] = "", template: str = DEFAULT_TEMPLATE) -> str:
-    """Joins a query and an instruction with ``template``, stripped.
+def compose(query: str, instruction: Optional[str] = "", composer: str = DEFAULT_COMPOSER) -> str:
+    """Joins a query and an instruction with ``composer`` (a format string over ``{query}`` and ``{instruction}``, or the
+    name of a rule in :data:`COMPOSERS`), stripped.
 
-    With the default template an empty (or ``None``) instruction reproduces ``query.strip()``.
+    With the default composer an empty (or ``None``) instruction reproduces ``query.strip()``.
     """
-    return template.format(query=query, instruction=instruction or "").strip()
+    check_composer(composer, "compose")
+    if composer in COMPOSERS and composer != "append":
+        return COMPOSERS[composer](query, instruction)
+    composer = DEFAULT_COMPOSER if composer == "append" else composer
+    return composer.format(query=query, instruction=instruction or "").strip()
 
 
-#: TART-FLAN-T5's composer (MODELS §1): ``"{query} [SEP] {instruction}"``, an empty instruction replaced by this one.
-TART_TEMPLATE = "{query} [SEP] {instruction}"
+#: TART-FLAN-T5's composer as FollowIR ran it (FollowIR repository, TART evaluation): ``"{query} [SEP] {instruction}"``,
+#: an empty instruction replaced by :data:`TART_EMPTY_INSTRUCTION`.
+TART_COMPOSER = "{query} [SEP] {instruction}"
 TART_EMPTY_INSTRUCTION = "Retrieve news paper paragraph to answer this question"
-#: InstructIR's native order (MODELS §1).
-INSTRUCTIR_TEMPLATE = "{instruction} [SEP] {query}"
+#: InstructIR's native order, as its data stores the instructed queries (InstructIR repository; mteb's InstructIR task).
+INSTRUCTIR_COMPOSER = "{instruction} [SEP] {query}"
 
 
 def _question_mark(query: str) -> str:
@@ -44,25 +51,25 @@ def _question_mark(query: str) -> str:
 
 
 def compose_mteb(query: str, instruction: Optional[str] = "") -> str:
-    """mteb's bi-encoder rule (MODELS §1): ``f"{query.strip()} {instruction}".strip()``."""
+    """mteb's default for bi-encoders on instruction-retrieval tasks: ``f"{query.strip()} {instruction}".strip()``."""
     return f"{str(query).strip()} {instruction or ''}".strip()
 
 
 def compose_promptriever(query: str, instruction: Optional[str] = "") -> str:
-    """Promptriever/RepLLaMA, tevatron fork ``format_query`` without its ``"query:  "`` prefix (MODELS §6.2):
-    ``q.strip() + "?" (unless it ends in .?!) + " " + p.strip()``; an empty instruction gives ``q.strip()``."""
+    """Promptriever/RepLLaMA, the tevatron fork's ``format_query`` (Promptriever repository) without its ``"query:  "``
+    prefix: ``q.strip() + "?" (unless it ends in .?!) + " " + p.strip()``; an empty instruction gives ``q.strip()``."""
     q, p = str(query).strip(), (instruction or "").strip()
     return f"{q}{_question_mark(q)} {p}" if p else q
 
 
 def compose_promptriever_mteb(query: str, instruction: Optional[str] = "") -> str:
-    """Promptriever as mteb runs it (MODELS §6.2): ``f"{q}{'?' if ...} {i}".strip()``, the ``?`` added even when the
-    instruction is empty, the query itself not stripped first."""
+    """Promptriever as mteb runs it (mteb's Promptriever model wrapper, FollowIR and InstructIR tasks): ``f"{q}{'?' if ...} {i}".strip()``, the ``?``
+    added even when the instruction is empty, the query itself not stripped first."""
     q = str(query)
     return f"{q}{_question_mark(q)} {instruction or ''}".strip()
 
 
-#: Joining rules that are functions rather than format strings, by name; ``compose_frame(template=<name>)`` uses them.
+#: Joining rules that are functions rather than format strings, by name; ``composer=<name>`` uses them.
 COMPOSERS: Dict[str, Callable[[str, Optional[str]], str]] = {
     "append": compose,
     "mteb": compose_mteb,
@@ -70,25 +77,36 @@ COMPOSERS: Dict[str, Callable[[str, Optional[str]], str]] = {
     "promptriever_mteb": compose_promptriever_mteb,
 }
 
-#: E5-Mistral as FollowIR ran it (MODELS §1): the instruction that replaces an empty one (appended like any instruction).
+#: E5-Mistral as FollowIR ran it (FollowIR repository ``models/e5/evaluate_e5.py``): the instruction that replaces an
+#: empty one (appended like any instruction).
 E5_EMPTY_INSTRUCTION = "Given a web search query, retrieve relevant passages that answer the query"
 
 
-def compose_frame(df: pd.DataFrame, template: str = DEFAULT_TEMPLATE, default_instruction: str = "",
+def check_composer(composer, owner: str) -> str:
+    """``composer`` if it is a rule name of :data:`COMPOSERS` or a format string with a ``{query}`` field, else a
+    ValueError naming ``owner``'s ``composer`` parameter."""
+    if not isinstance(composer, str) or (composer not in COMPOSERS and "{query}" not in composer):
+        raise ValueError(f"{owner}: composer must be one of {sorted(COMPOSERS)} or a format string with a {{query}} field "
+                         f"(and usually {{instruction}}), got {composer!r}")
+    return composer
+
+
+def compose_frame(df: pd.DataFrame, composer: str = DEFAULT_COMPOSER, default_instruction: str = "",
                   empty_instruction: Optional[str] = None) -> np.ndarray:
     """The composed string for every row of ``df`` (``query`` + optional ``instruction`` columns);
-    ``template`` is a format string or the name of a rule in :data:`COMPOSERS`; ``empty_instruction`` replaces
+    ``composer`` is a format string or the name of a rule in :data:`COMPOSERS`; ``empty_instruction`` replaces
     empty instructions (TART, E5-Mistral as run for FollowIR)."""
+    check_composer(composer, "compose_frame")
     instructions = instructions_of(df, default_instruction)
     if empty_instruction is not None:
         instructions = instructions.where(instructions.str.strip() != "", empty_instruction)
-    template = DEFAULT_TEMPLATE if template == "append" else template
-    if template in COMPOSERS:
-        rule = COMPOSERS[template]
+    composer = DEFAULT_COMPOSER if composer == "append" else composer
+    if composer in COMPOSERS:
+        rule = COMPOSERS[composer]
         return np.array([rule(q, i) for q, i in zip(df["query"].astype(str), instructions)], dtype=object)
-    if template == DEFAULT_TEMPLATE:  # vectorised fast path for the common composer
+    if composer == DEFAULT_COMPOSER:  # vectorised fast path for the common composer
         return (df["query"].astype(str) + " " + instructions).str.strip().to_numpy(dtype=object)
-    return np.array([compose(q, i, template) for q, i in zip(df["query"], instructions)], dtype=object)
+    return np.array([compose(q, i, composer) for q, i in zip(df["query"], instructions)], dtype=object)
 
 
 def instructions_of(df: pd.DataFrame, default: str = "") -> pd.Series:

@@ -8,25 +8,25 @@ import pandas as pd
 import pyterrier as pt
 
 from ._config import Configured
-from .instructions import DEFAULT_TEMPLATE, compose_frame
+from .instructions import DEFAULT_COMPOSER, check_composer, compose_frame
 
 
 class FoldInstruction(Configured, pt.Transformer):
     """Folds the instruction into ``query`` for stages that only read the query (e.g. BM25).
 
     The previous query is kept as ``query_0`` (PyTerrier's query-rewrite convention), so
-    ``pt.rewrite.reset()`` restores it. With the default template an empty instruction
+    ``pt.rewrite.reset()`` restores it. With the default composer an empty instruction
     reproduces the query byte for byte.
 
     Args:
-        template: a format string over ``{query}`` and ``{instruction}``; the result is stripped.
+        composer: how the instruction joins the query: a format string over ``{query}`` and ``{instruction}`` (the
+            result is stripped) or the name of a rule in :data:`pyterrier_instruct.instructions.COMPOSERS`
+            (``"append"``, ``"mteb"``, ``"promptriever"``, ``"promptriever_mteb"``).
     """
     schematic = {"label": "FoldInstr"}
 
-    def __init__(self, template: str = DEFAULT_TEMPLATE):
-        if "{query}" not in template:
-            raise ValueError(f"FoldInstruction: template {template!r} has no {{query}} field")
-        self.template = template
+    def __init__(self, composer: str = DEFAULT_COMPOSER):
+        self.composer = check_composer(composer, "FoldInstruction")
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
         pt.validate.columns(inp, includes=["qid", "query"])
@@ -41,8 +41,9 @@ class FoldInstruction(Configured, pt.Transformer):
             for i in range(idx, 0, -1):
                 out[f"query_{i}"] = out[f"query_{i - 1}"]
         out["query_0"] = inp["query"]
-        out["query"] = compose_frame(inp, self.template)
+        out["query"] = compose_frame(inp, self.composer)
         return out
+
 
 class SetInstruction(Configured, pt.Transformer):
     """Sets a constant ``instruction`` on every row (e.g. a Promptriever prompt, or ``""`` to ablate).

@@ -81,7 +81,7 @@ def test_dev_falls_back_to_train_and_records_it(tmp_path):
     dev = pti.load_dataset("beir/scifact/dev", path=str(SCIFACT))
     assert dev.get_topics()["qid"].tolist() == TRAIN_QIDS and len(dev.get_qrels()) == 13
     assert dev.info()["split"] == "train" and dev.info()["qrels_file"] == "qrels/train.tsv"
-    assert dev.info()["split_fallback"] == "no qrels/dev.tsv: the train split is used (MODELS §6.6)"
+    assert dev.info()["split_fallback"] == "no qrels/dev.tsv: the train split is used (Promptriever §4.3)"
     assert set(dev.get_topics().qid).isdisjoint(TEST_QIDS)
     p = _copy(tmp_path)
     (p / "qrels" / "dev.tsv").write_text("query-id\tcorpus-id\tscore\n0\t4102318\t1\n2\t5230284\t1\n")

@@ -4,7 +4,7 @@ import json
 import pandas as pd
 import pytest
 
-from pyterrier_instruct.cli import main
+from pyterrier_instruct.reproduce.cli import main
 
 
 def test_demo_writes_table_plot_and_provenance(tmp_path, capsys):

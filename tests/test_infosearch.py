@@ -113,7 +113,7 @@ def test_ir_measures_path_reproduces_reference(case, key, version):
 
 
 def test_wise_worked_examples():
-    # METRICS §3.2 (N = 3 unless noted): (o, i, r, N) → paper, code2024, code2025
+    # InfoSearch eq. 6-9 and utils.py by hand (N = 3 unless noted): (o, i, r, N) → paper, code2024, code2025
     rows = [((4, 1, 9, 3), (0.85, 0.85, 0.9134)), ((2, 1, 5, 3), (1, 1, 1)), ((2, 1, 5, 2), (1, 0.95, 0.95)),
             ((10, 4, 30, 3), (0.35, 0.35, 0.4388)), ((30, 1, 40, 3), (0.01, 0.01, 0.01)),
             ((5, 5, 6, 3), (0.4472, 0.4472, 0.4472)), ((20, 1, 21, 3), (0.05, 0.05, 0.7821)),
@@ -128,7 +128,7 @@ def test_wise_worked_examples():
 
 
 def test_sicr_worked_examples():
-    # METRICS §3.1: instances a–d → paper 25.0, code 50.0
+    # InfoSearch eq. 4-5 and utils.py by hand: instances a–d → paper 25.0, code 50.0
     o, i, r = np.array([4, 4, 1, 3]), np.array([1, 1, 1, 2]), np.array([9, 9, 3, 3])
     s_o, s_i, s_r = np.array([.6, .6, .8, .5]), np.array([.9, .5, .85, .7]), np.array([.2, .2, .3, .4])
     assert sicr_success(o, i, r, s_o, s_i, s_r, "paper").tolist() == [1, 0, 0, 0]
@@ -140,7 +140,7 @@ def _two_gold_case():
     return case, case["inputs"]
 
 
-def test_sicr_variants_and_the_multi_gold_warning():
+def test_sicr_versions_and_the_multi_gold_warning():
     case, i = _two_gold_case()
     args = (i["ori_run"], i["ins_run"], i["rev_run"])
     kw = {"og_qrels": i["ori_qrels"], "changed_qrels": i["ins_qrels"]}
@@ -150,7 +150,7 @@ def test_sicr_variants_and_the_multi_gold_warning():
     got = infosearch_eval(*args, warn=False, **kw)["positive"]
     ok = sicr_success(got["ori_rank"], got["ins_rank"], got["rev_rank"], got["ori_score"], got["ins_score"],
                       got["rev_score"])
-    assert sicr(*args, variant="mean", **kw) == pytest.approx(pd.Series(ok).groupby(got["qid"]).mean().mean())
+    assert sicr(*args, version="mean", **kw) == pytest.approx(pd.Series(ok).groupby(got["qid"]).mean().mean())
 
 
 def test_identical_runs_score_zero_everywhere():
@@ -177,9 +177,9 @@ def test_bad_input_is_named():
     with pytest.raises(ValueError, match="version must be one of"):
         wise(i["ori_run"], i["ins_run"], i["rev_run"], og_qrels=i["ori_qrels"], changed_qrels=i["ins_qrels"],
              version="2023")
-    with pytest.raises(ValueError, match="variant must be one of"):
+    with pytest.raises(ValueError, match="version must be one of"):
         sicr(i["ori_run"], i["ins_run"], i["rev_run"], og_qrels=i["ori_qrels"], changed_qrels=i["ins_qrels"],
-             variant="strict")
+             version="strict")
     with pytest.raises(ValueError, match="'g' of query 'q1'.*missing from the changed qrels"):
         wise(i["ori_run"], i["ins_run"], i["rev_run"], og_qrels=i["ori_qrels"], changed_qrels={"q1": {"n1": 0}})
     with pytest.raises(ValueError, match="pass both `positives` and `negatives`"):
@@ -236,4 +236,10 @@ def test_pt_experiment_means_perquery_and_baseline():
 def test_top_level_names():
     assert pti.WISE is WISE and pti.SICR is SICR and pti.InfoSearch_pMRR is InfoSearch_pMRR
     assert ir_measures.parse_measure("WISE(version='2025')") == WISE(version="2025")
-    assert ir_measures.parse_measure("SICR(variant='paper')") == SICR(variant="paper")
+    assert ir_measures.parse_measure("SICR(version='paper')") == SICR(version="paper")
+    with pytest.raises(ValueError, match=r"SICR: unknown parameter\(s\) \['variant'\]; supported: \['ties', 'version'\]"):
+        SICR(variant="paper")
+    with pytest.raises(ValueError, match=r"WISE: version='2023' is not one of \['2024', '2025', 'paper'\]"):
+        WISE(version="2023")
+    with pytest.raises(TypeError, match="version="):
+        sicr({}, {}, {}, sicr="mean")

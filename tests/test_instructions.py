@@ -11,7 +11,12 @@ def test_compose_append_rule():
     assert pti.compose("What is X?", "Only documents from 2001.") == "What is X? Only documents from 2001."
     assert pti.compose("  What is X? ", "") == "What is X?"
     assert pti.compose("What is X?", None) == "What is X?"
-    assert pti.compose("q", "i", template="{instruction} [SEP] {query}") == "i [SEP] q"
+    assert pti.compose("q", "i", composer="{instruction} [SEP] {query}") == "i [SEP] q"
+    assert pti.compose("q", "i", composer="append") == pti.compose("q", "i") == "q i"
+    assert pti.compose("what is x", "Be brief.", composer="promptriever") == "what is x? Be brief."
+    assert pti.DEFAULT_COMPOSER == "{query} {instruction}"
+    with pytest.raises(ValueError, match="compose: composer must be one of .*got 'nope'"):
+        pti.compose("q", "i", composer="nope")
 
 
 def test_compose_frame_matches_compose_and_missing_column():
@@ -19,6 +24,7 @@ def test_compose_frame_matches_compose_and_missing_column():
     assert list(compose_frame(df)) == [pti.compose("a b ", "x"), "c"]
     assert list(compose_frame(df[["qid", "query"]])) == ["a b", "c"]
     assert list(compose_frame(df, "{instruction}: {query}")) == ["x: a b", ": c"]
+    assert list(compose_frame(df, composer="mteb")) == ["a b x", "c"]
 
 
 def test_fold_instruction_keeps_query_0_and_is_byte_identical_when_empty():
@@ -33,11 +39,22 @@ def test_fold_instruction_keeps_query_0_and_is_byte_identical_when_empty():
     assert twice["query_1"].tolist() == topics["query"].tolist()
 
 
+def test_fold_instruction_composer():
+    topics = pd.DataFrame({"qid": ["1"], "query": ["what is x"], "instruction": ["Be brief."]})
+    assert pti.FoldInstruction(composer="{instruction} [SEP] {query}")(topics)["query"].tolist() == ["Be brief. [SEP] what is x"]
+    assert pti.FoldInstruction(composer="promptriever")(topics)["query"].tolist() == ["what is x? Be brief."]
+    assert repr(pti.FoldInstruction()) == "FoldInstruction()"
+    assert repr(pti.FoldInstruction(composer="mteb")) == "FoldInstruction(composer='mteb')"
+    assert pti.FoldInstruction() == pti.FoldInstruction(pti.DEFAULT_COMPOSER) != pti.FoldInstruction("mteb")
+
+
 def test_fold_instruction_empty_frame_and_validation():
     out = pti.FoldInstruction()(pd.DataFrame(columns=["qid", "query"]))
     assert len(out) == 0 and "query_0" in out.columns
-    with pytest.raises(ValueError, match="no {query} field"):
+    with pytest.raises(ValueError, match="FoldInstruction: composer must be .*a {query} field"):
         pti.FoldInstruction("{instruction}")
+    with pytest.raises(ValueError, match="FoldInstruction: composer"):
+        pti.FoldInstruction(composer="tart")
     with pytest.raises(KeyError):
         pti.FoldInstruction()(pd.DataFrame({"qid": ["1"]}))
 

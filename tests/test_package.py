@@ -9,12 +9,13 @@ import pyterrier_instruct as pti
 from pyterrier_instruct._optional import is_available, require
 
 
-def test_import_is_light_and_fast():
-    code = ("import time, sys; t = time.perf_counter(); import pyterrier_instruct; d = time.perf_counter() - t; "
-            "print(d, 'torch' in sys.modules, 'transformers' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
-    assert out[1:] == ["False", "False"]
-    assert float(out[0]) < 1.0
+def test_import_is_light():
+    # no wall-clock bound (the machine may be busy): the import is light because nothing heavy is loaded
+    heavy = ["torch", "transformers", "sentence_transformers", "vllm", "matplotlib", "pyterrier_instruct.pointwise",
+             "pyterrier_instruct.dense", "pyterrier_instruct.listwise", "pyterrier_instruct.backends",
+             "pyterrier_instruct.evaluation", "pyterrier_instruct.reproduce"]
+    code = f"import sys, pyterrier_instruct; print([m for m in {heavy!r} if m in sys.modules])"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "[]"
 
 
 def test_measures_are_registered_on_import():
@@ -40,6 +41,7 @@ def test_missing_extra_names_the_install_command():
 
 def test_notebooks_and_pipelines_compile():
     import ast
+    import importlib
     from pathlib import Path
 
     import nbformat
@@ -50,16 +52,17 @@ def test_notebooks_and_pipelines_compile():
         for cell in nb.cells:
             if cell.cell_type == "code":
                 ast.parse(cell.source)
-    for path in sorted((root / "pipelines").glob("*.py")):
-        ast.parse(path.read_text())
+    from pyterrier_instruct.reproduce.cli import COMMANDS
+    for module, _ in COMMANDS.values():  # every pipeline imports (no model library until a row is built)
+        assert callable(importlib.import_module(f"pyterrier_instruct.reproduce.{module}").main)
 
 
 def test_pyproject_lists_every_subpackage():
-    """pyproject names its packages (pipelines/ is mapped in as pyterrier_instruct.pipelines), so a new subpackage must be
-    added there or it would be missing from the wheel."""
+    """pyproject names its packages, so a new subpackage must be added there or it would be missing from the wheel; no
+    folder outside the package is mapped in (the reproduction lives in pyterrier_instruct.reproduce)."""
     import tomllib
     root = Path(__file__).parents[1]
     config = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]
     found = {".".join(p.parent.relative_to(root).parts) for p in (root / "pyterrier_instruct").rglob("__init__.py")}
-    assert set(config["packages"]) == found | {"pyterrier_instruct.pipelines"}
-    assert config["package-dir"] == {"pyterrier_instruct.pipelines": "pipelines"} and (root / "pipelines" / "__init__.py").is_file()
+    assert set(config["packages"]) == found and "pyterrier_instruct.reproduce" in found
+    assert "package-dir" not in config and not (root / "pipelines").exists()

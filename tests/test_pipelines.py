@@ -1,4 +1,4 @@
-"""The reproduction pipelines (pipelines/*.py) behind the console entry point: every command's --help, one small run
+"""The reproduction pipelines (pyterrier_instruct.reproduce) behind the console entry point: every command's --help, one small run
 each on fixtures in the official layouts with every table row wired to a tiny random model (or a local HTTP stand-in for
 the API rows), resumable runs, and the shared pieces (SavedRun, PerDataset, the paper rows)."""
 import json
@@ -15,8 +15,9 @@ import pytest
 from stubs import ZEPHYR_TEMPLATE, ChatServer, with_chat_template
 
 import pyterrier_instruct as pti
-from pyterrier_instruct.cli import COMMANDS, main
+from pyterrier_instruct.reproduce.cli import COMMANDS, main
 
+ROOT = Path(__file__).parents[1]
 LAYOUTS = Path(__file__).parent / "data" / "layouts"
 ROBUST04 = str(LAYOUTS / "jhu-clsp" / "robust04-instructions")
 
@@ -45,12 +46,20 @@ def run(*argv):
 
 # -- the command line ------------------------------------------------------------------------------------------------
 def test_console_entry_point_lists_every_command():
-    script = Path(sys.executable).with_name("pyterrier-instruct")
-    assert script.is_file(), "the console script is installed with the package (pip install -e .)"
-    out = subprocess.run([str(script), "--help"], capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    import importlib.metadata
+    import tomllib
+    target = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]["pyterrier-instruct"]
+    assert target == "pyterrier_instruct.reproduce.cli:main"
+    # the entry point's module run from this tree (an installed console script runs the same function)
+    out = subprocess.run([sys.executable, "-m", "pyterrier_instruct.reproduce.cli", "--help"], capture_output=True, text=True,
+                         cwd=ROOT, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     assert out.returncode == 0
     for command in COMMANDS:
         assert re.search(rf"^  {re.escape(command)} +\S", out.stdout, re.M), command
+    installed = {e.name: e.value for e in importlib.metadata.entry_points(group="console_scripts")}
+    if installed.get("pyterrier-instruct") == target:  # the installed script is current (pip install -e .): run it too
+        script = Path(sys.executable).with_name("pyterrier-instruct")
+        assert subprocess.run([str(script), "--help"], capture_output=True, text=True).stdout == out.stdout
     assert main([]) == 2 and main(["nope"]) == 2
 
 
@@ -62,16 +71,16 @@ def test_every_command_has_newcomer_help(command, capsys):
     text = capsys.readouterr().out
     assert f"usage: pyterrier-instruct {command}" in text and "examples:" in text and "--out" in text
     if command != "demo":
-        module = __import__(f"pyterrier_instruct.pipelines.{COMMANDS[command][0]}", fromlist=["ROWS"])
+        module = __import__(f"pyterrier_instruct.reproduce.{COMMANDS[command][0]}", fromlist=["ROWS"])
         for flag in ("--dataset", "--path", "--data-root", "--systems", "--device", "--batch-size", "--quiet"):
             assert flag in text
         for key, row in module.ROWS.items():
             assert key in text and (row.model is None or f"--{key} MODEL" in text)
 
 
-def test_pipeline_scripts_run_as_plain_scripts():
-    out = subprocess.run([sys.executable, "pipelines/followir.py", "--help"], capture_output=True, text=True,
-                         cwd=Path(__file__).parents[1], env={**os.environ, "HF_HUB_OFFLINE": "1"})
+def test_pipelines_run_as_modules():
+    out = subprocess.run([sys.executable, "-m", "pyterrier_instruct.reproduce.followir", "--help"], capture_output=True, text=True,
+                         cwd=ROOT, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     assert out.returncode == 0 and "FollowIR Table 2" in out.stdout
 
 

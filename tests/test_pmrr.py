@@ -139,7 +139,7 @@ def _run_with(positions, n):
 
 
 def test_metrics_worked_example():
-    # METRICS §2: q1 C = {a: 1→2, b: 10→5, c: 3→30} gives (+0.5, −0.5, +0.9) → 0.3; q2 C = {d: 4→4} → 0;
+    # FollowIR eq. 1 by hand: q1 C = {a: 1→2, b: 10→5, c: 3→30} gives (+0.5, −0.5, +0.9) → 0.3; q2 C = {d: 4→4} → 0;
     # q3 has no changed documents and is excluded; the dataset value is (0.3 + 0) / 2 = 0.15.
     og = {"q1": _run_with({"a": 1, "c": 3, "b": 10}, 30), "q2": _run_with({"d": 4}, 10), "q3": _run_with({}, 5)}
     new = {"q1": _run_with({"a": 2, "b": 5, "c": 30}, 30), "q2": _run_with({"d": 4}, 10), "q3": _run_with({}, 5)}
@@ -183,5 +183,5 @@ def test_measure_names_and_params():
     assert str(ir_measures.parse_measure("pMRR")) == "pMRR"
     assert ir_measures.parse_measure("pMRR(ties='input')") == pti.pMRR(ties="input")
     assert str(pti.OG("AP@1000")) == "OG(measure=AP@1000)"
-    with pytest.raises(AssertionError, match="invalid param ties='random'"):
-        pti.pMRR(ties="random").validate_params()
+    with pytest.raises(ValueError, match=r"pMRR: ties='random' is not one of \['docno', 'input'\]"):
+        pti.pMRR(ties="random")  # refused when built, not at evaluation

@@ -225,7 +225,7 @@ def test_longest_prefix_search_is_exact():
 def test_local_rerankers_join_the_demo_baselines(tiny, mini, monkeypatch, tmp_path):
     import shutil
 
-    from pyterrier_instruct.evaluation.followir import followir_baselines, local_model
+    from pyterrier_instruct.reproduce.baselines import followir_baselines, local_model
     monkeypatch.setenv("PYTERRIER_INSTRUCT_MODELS", str(tmp_path))
     assert local_model("castorini/monot5-base-msmarco-10k") is None
     shutil.copytree(tiny["t5"], tmp_path / "castorini" / "monot5-base-msmarco-10k")

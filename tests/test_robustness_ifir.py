@@ -120,7 +120,7 @@ def _ranked(qid, docnos):
 
 
 def test_ifir_worked_example_both_normalisations():
-    # METRICS §1.3: G has 4 documents; L has gold only at ranks 2 and 5
+    # IFIR src/utils/metrics.py by hand: G has 4 documents; L has gold only at ranks 2 and 5
     docs = ["x1", "g1", "x2", "x3", "g2"] + [f"y{j}" for j in range(15)]
     run = pd.DataFrame(_ranked("q", docs), columns=["qid", "docno", "score"])
     qrels = pd.DataFrame({"qid": "q", "docno": ["g1", "g2", "g3", "g4"], "label": 1})

@@ -24,7 +24,8 @@ def load(name: str, path: Optional[str] = None, qrels_mapping: str = "as-named",
             original FollowIR layout.
         path: a local snapshot folder of the dataset's hub repository; otherwise ``$PYTERRIER_INSTRUCT_DATA``, the
             cache, or (online, ``download=True``) the pinned revision is downloaded with ``huggingface_hub``.
-        qrels_mapping: FollowIR: ``'as-named'`` or ``'swapped'`` og/changed qrels configs (DATASETS §1.3).
+        qrels_mapping: FollowIR: ``'as-named'`` or ``'swapped'`` og/changed qrels configs (mteb 1.7 reads them
+            the other way round; the loader checks that og has more relevant documents).
     """
     import os
 

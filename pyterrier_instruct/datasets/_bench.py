@@ -95,7 +95,7 @@ def check_same_judged(og: pd.DataFrame, other: pd.DataFrame, og_where: str, othe
 
 
 def check_og_has_more_relevant(og: pd.DataFrame, changed: pd.DataFrame, og_where: str, changed_where: str) -> Dict[str, float]:
-    """FollowIR's loader assertion (DATASETS §1.3): the changed instruction only removes relevant documents,
+    """FollowIR's loader assertion: the changed instruction only removes relevant documents (FollowIR paper §3, Table 1),
     so per query the og qrels hold at least as many relevant documents as the changed ones, and more
     in all. Returns the mean relevant documents per query of each side."""
     n_og = og[og["label"] > 0].groupby("qid").size()
@@ -109,7 +109,7 @@ def check_og_has_more_relevant(og: pd.DataFrame, changed: pd.DataFrame, og_where
             f"{og_where} vs {changed_where}: the og qrels must have more relevant documents per query than the changed "
             f"qrels (the changed instruction only narrows), but query {q!r} has {n_og[q]} og vs {n_ch[q]} changed "
             f"({int(worse.sum())} queries like this; totals {n_og.sum()} vs {n_ch.sum()}). The two qrels configs look "
-            f"swapped (DATASETS §1.3): load with qrels_mapping='swapped' if this release names them the other way round")
+            f"swapped (mteb 1.7 reads them the other way round): load with qrels_mapping='swapped' if this release names them the other way round")
     return {"og_relevant_per_query": float(n_og.mean()) if qids else 0.0,
             "changed_relevant_per_query": float(n_ch.mean()) if qids else 0.0}
 

@@ -1,4 +1,4 @@
-"""BEIR layout (Thakur et al. 2021), for Promptriever's BEIR prompt study (Promptriever §4.3, MODELS §6.5–6.6).
+"""BEIR layout (Thakur et al. 2021), for Promptriever's BEIR prompt study (Promptriever §4.3 and Table 10).
 Full retrieval over the corpus: no candidate lists.
 
 The official zip (``<name>.zip``, unzipped) and the hub copies (``BeIR/<name>`` + ``BeIR/<name>-qrels`` in ``qrels/``)
@@ -22,7 +22,7 @@ from ._bench import Benchmark, check_known_queries
 from ._files import DataError, check_unique, first_existing, read_jsonl, read_qrels_tsv
 from .docstore import DocStore
 
-#: The qrels files tried for a split, in order (MODELS §6.6: the validation split, else the train split).
+#: The qrels files tried for a split, in order (Promptriever §4.3: the validation split, else the train split).
 SPLIT_FILES = {"dev": ("dev", "train")}
 
 
@@ -65,5 +65,5 @@ def read(path: Path, split: str = "test") -> Benchmark:
     read_split = rfile.stem
     notes = {"layout": "beir", "split": read_split, "qrels_file": rfile.relative_to(path).as_posix()}
     if read_split != split:
-        notes["split_fallback"] = f"no qrels/{split}.tsv: the {read_split} split is used (MODELS §6.6)"
+        notes["split_fallback"] = f"no qrels/{split}.tsv: the {read_split} split is used (Promptriever §4.3)"
     return Benchmark(topics=topics, qrels=qrels, corpus=corpus, variants=(), notes=notes)

@@ -1,7 +1,7 @@
 """``InstructDataset``: one benchmark as a PyTerrier dataset (what ``pt.get_dataset('instruct:…')`` returns).
 
 Files are read on first use. Topics keep ``qid, query, instruction, base_qid, variant`` (PyTerrier's
-irds wrapper would drop all but ``qid, query``: DATASETS §7).
+irds wrapper would drop all but ``qid, query``: PyTerrier ``datasets/_irds.py``, ``get_topics(variant)``).
 """
 from __future__ import annotations
 
@@ -27,7 +27,8 @@ class InstructDataset(pt.datasets.Dataset):
         entry: the registry entry (layout family, hub repository, revision, standard measure).
         provenance: where the files came from, recorded with every result.
         qrels_mapping: FollowIR only: ``'as-named'`` reads ``qrels_og`` as og; ``'swapped'`` reads it as changed
-            (DATASETS §1.3). The loader asserts that og has more relevant documents than changed either way.
+            (mteb 1.7's loader fills og from ``qrels_changed``). The loader asserts that og has more relevant documents than
+            changed either way.
     """
 
     def __init__(self, name: str, path: Union[str, Path], entry: Entry, provenance: Optional[Dict[str, str]] = None,

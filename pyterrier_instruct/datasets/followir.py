@@ -1,4 +1,4 @@
-"""FollowIR and mFollowIR layouts (DATASETS §1, HF_LAYOUTS §1–§4).
+"""FollowIR and mFollowIR layouts (FollowIR paper §3, the hub dataset cards, mteb's FollowIR and mFollowIR tasks).
 
 Original ``jhu-clsp/{robust04,news21,core17}-instructions`` (jsonl)::
 

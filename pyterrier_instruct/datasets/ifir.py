@@ -1,4 +1,4 @@
-"""IFIR layouts (DATASETS §4, HF_LAYOUTS §6–§7). Full retrieval over the subset's corpus: no candidate lists.
+"""IFIR layouts (IFIR repository README and ``src/eval.py``; mteb ``if-ir/*`` tasks). Full retrieval over the subset's corpus: no candidate lists.
 
 Raw ``songtingyu/IFIR`` (the paper's own evaluation path), one folder per subset ``{s}/``::
 
@@ -9,7 +9,7 @@ Raw ``songtingyu/IFIR`` (the paper's own evaluation path), one folder per subset
 Topics are ``<_id>_<level>``: level ``0`` is the query alone (the "origin" run, empty instruction), levels
 ``1``–``3`` carry the instructions; a single-level subset (nfcorpus, fire, cds) stores its one instruction
 as ``level: 0``, which is read as level ``1``. Qrels are level-specific (label 1 for each ``rel`` document);
-level 0 has none (the origin run is scored against each level's qrels, METRICS §1.3).
+level 0 has none (the origin run is scored against each level's qrels, as IFIR ``src/eval.py`` does).
 
 mteb ``if-ir/{s}``: ``corpus.jsonl``, ``queries.jsonl`` (``_id, text``), ``instructions.jsonl``
 (``query-id, instruction``), ``qrels/test.jsonl``; the level is the ``v1``/``v2``/``v3`` in the query id

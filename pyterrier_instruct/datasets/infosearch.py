@@ -1,4 +1,4 @@
-"""InfoSearch layout (DATASETS §3, HF_LAYOUTS §5): ``jianqunZ/{Audience,Clarity,Format,Language,Length,Source}-v1``::
+"""InfoSearch layout (InfoSearch repository task files, the hub dataset cards): ``jianqunZ/{Audience,Clarity,Format,Language,Length,Source}-v1``::
 
     corpus.jsonl                 _id, title, text
     queries.jsonl                _id, text, instruction_og, instruction_changed, instruction_reversed[, keywords, short_query]

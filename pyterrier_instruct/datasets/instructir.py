@@ -1,4 +1,4 @@
-"""InstructIR layouts (DATASETS §2, HF_LAYOUTS §8). Full retrieval over 16,072 MS MARCO passages: no candidates.
+"""InstructIR layouts (InstructIR repository; mteb's InstructIR task). Full retrieval over 16,072 MS MARCO passages: no candidates.
 
 ``kaist-ai/InstructIR`` (jsonl/tsv)::
 
@@ -10,8 +10,8 @@
 (``query-id, instruction``), ``data/`` (qrels).
 
 Topics keep query and instruction apart (the native model input is ``"{instruction} [SEP] {query}"``,
-MODELS §1); ``base_qid`` is the id before the first ``_`` (the Robustness@10 group), ``variant`` the instance
-number after it.
+:data:`~pyterrier_instruct.instructions.INSTRUCTIR_COMPOSER`); ``base_qid`` is the id before the first ``_`` (the
+Robustness@10 group), ``variant`` the instance number after it.
 """
 from __future__ import annotations
 

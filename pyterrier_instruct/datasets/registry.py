@@ -1,4 +1,4 @@
-"""Every dataset id the plugin serves (DATASETS §6): where its files come from (hub repository, pinned
+"""Every dataset id the plugin serves (``instruct/<family>/<name>`` in ir_datasets): where its files come from (hub repository, pinned
 revision), which layout reader opens them, the benchmark's standard measure and its published size.
 
 Plain data, no heavy imports: the ir_datasets registration and the PyTerrier provider both read it.
@@ -13,7 +13,7 @@ class Entry(NamedTuple):
     repo_id: Optional[str]      # hub dataset repository (None: bundled with the package)
     revision: Optional[str]     # pinned commit; None = the repository's main branch (no usable pin published)
     measure: str                # the benchmark's standard retrieval measure
-    size: str                   # published size (DATASETS.md)
+    size: str                   # published size (the paper's dataset table or the hub card)
     licence: str
     subdir: Optional[str] = None    # folder inside the repository (IFIR subsets)
     lang: Optional[str] = None      # mFollowIR language of the {config}-{lang} folders
@@ -70,7 +70,7 @@ for _dim, _repo, _rev, _n in (
         ("keyword", "Clarity-v1", "4c1892c874d09877c00243fac16452f3353039aa", "288 instances × 3 modes, 1,152 docs"),
         ("format", "Format-v1", "63b53c9e117fa16a469026650861db77f25ab823", "300 instances × 3 modes, 1,200 docs"),
         ("language", "Language-v1", "d4915806662132e118e8df242aee059ef5669578", "200 instances × 3 modes, 800 docs"),
-        # the published Length pin is Language-v1's commit (DATASETS §3.1): Length-v1 is read from main
+        # InfoSearch's task files pin Length-v1 to Language-v1's commit (a copy-paste slip): Length-v1 is read from main
         ("length", "Length-v1", None, "300 instances × 3 modes, 1,200 docs"),
         ("source", "Source-v1", "67dad8949d168785706d82f93e6794e88c8fcd2e", "300 instances × 3 modes, 1,200 docs")):
     DATASETS[f"infosearch/{_dim}"] = Entry("infosearch", f"jianqunZ/{_repo}", _rev, "nDCG@10", _n, "not declared",
@@ -87,7 +87,7 @@ for _s, _q, _docs, _levels in (("fiqa", 1718, "57,638", 3), ("scifact_open", 152
 
 #: The 13 BEIR datasets of Promptriever Table 3: paper key (the ``beir/<key>`` id, ``paper_numbers`` dataset) → BEIR
 #: name (the ``BeIR/<name>`` hub repository and ``<name>.zip``), with the published test queries and corpus size (BEIR
-#: Table 1) and, for the 7 with a selection split (MODELS §6.6), that split's size.
+#: Table 1) and, for the 7 with a selection split (Promptriever §4.3, footnote 12), that split's size.
 BEIR: Dict[str, Tuple[str, str, str, Optional[str]]] = {
     "arguana": ("arguana", "1,406", "8,674", None),
     "climate_fever": ("climate-fever", "1,535", "5,416,593", None),

@@ -10,7 +10,7 @@ from typing import Optional
 
 import numpy as np
 
-from ..instructions import DEFAULT_TEMPLATE
+from ..instructions import DEFAULT_COMPOSER
 from .model import BiEncoder
 from .stages import DenseScorer
 
@@ -37,10 +37,10 @@ class BiEncoderScorer(DenseScorer):
         text_field, instruction: document column; instruction used when the input has none.
     """
     schematic = {"label": "BiEncoder"}
-    _DEFAULTS = (("template", DEFAULT_TEMPLATE), ("pooling", "mean"), ("normalize", True), ("max_length", 256),
+    _DEFAULTS = (("template", DEFAULT_COMPOSER), ("pooling", "mean"), ("normalize", True), ("max_length", 256),
                  ("batch_size", 32), ("text_field", "text"), ("instruction", ""))
 
-    def __init__(self, model_name_or_path: str, *, template: str = DEFAULT_TEMPLATE, pooling: str = "mean",
+    def __init__(self, model_name_or_path: str, *, template: str = DEFAULT_COMPOSER, pooling: str = "mean",
                  normalize: bool = True, max_length: int = 256, batch_size: int = 32, device: Optional[str] = None,
                  text_field: str = "text", instruction: str = "", verbose: bool = False):
         if pooling not in ("mean", "cls"):

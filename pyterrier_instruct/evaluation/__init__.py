@@ -13,7 +13,7 @@
 from ._report import PerDataset, build_table, plot_report, to_markdown, with_paper
 from .runs import SavedRun
 from .beir import prompt_study_report
-from .followir import (followir_baselines, followir_experiment, followir_measures, followir_report, followir_table,
+from .followir import (followir_experiment, followir_measures, followir_report, followir_table,
                        plot_per_query_pmrr)
 from .ifir import ifir_report
 from .instfol import doc_texts, instfol
@@ -21,7 +21,7 @@ from .judge import IFIRJudge, JudgeCache, Judgement, JudgeItem, weighted_judge_s
 from .infosearch import infosearch_measures, infosearch_report
 from .instructir import instructir_report
 
-__all__ = ["followir_baselines", "followir_experiment", "followir_measures", "followir_report", "followir_table",
+__all__ = ["followir_experiment", "followir_measures", "followir_report", "followir_table",
            "plot_per_query_pmrr", "infosearch_report", "infosearch_measures", "instructir_report", "ifir_report",
            "prompt_study_report", "with_paper", "to_markdown", "PerDataset", "SavedRun", "plot_report", "build_table",
            "instfol", "doc_texts", "IFIRJudge", "JudgeCache", "Judgement", "JudgeItem", "weighted_judge_score"]

@@ -1,4 +1,4 @@
-"""Promptriever's BEIR prompt study (Table 3; protocol MODELS §6.6): per dataset, the measure with no prompt, with the
+"""Promptriever's BEIR prompt study (Table 3; protocol Promptriever §4.3): per dataset, the measure with no prompt, with the
 prompt selected on a dev sample, and with the best prompt on the test queries (an oracle: test-set leakage, reported
 separately). A prompt is applied to every query exactly like an instruction (the ``instruction`` column).
 """

@@ -4,7 +4,7 @@ With a judge, INSTFOL@20 (×100, two decimals) per subset (the mean of its level
 
 A dataset gives topics and qrels whose qids are ``<qid>_<level>`` (level 1–3 carry instructions;
 level 0, the query alone, is the "origin" run). Qrels are level-specific. With ``origin=True`` the
-level-0 run of each query is also scored against every level's qrels (METRICS §1.3).
+level-0 run of each query is also scored against every level's qrels (IFIR ``src/eval.py``).
 """
 from __future__ import annotations
 

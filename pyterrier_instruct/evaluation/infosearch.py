@@ -1,5 +1,5 @@
 """InfoSearch report (Tables 2 and 3): per dimension nDCG@10, MRR@1 and Robustness@10 per mode, p-MRR,
-WISE, SICR and the mean gold ranks, then the unweighted average over dimensions (METRICS §3–§4).
+WISE, SICR and the mean gold ranks, then the unweighted average over dimensions (InfoSearch Tables 2 and 3).
 
 A dataset gives paired topics and qrels (``get_topics()``, ``get_qrels()``) in the project convention:
 each instance's qid ``<id>-og`` (core query), ``<id>-changed`` (instructed), ``<id>-reversed``, with
@@ -27,7 +27,7 @@ def infosearch_measures(version: str = "2024", sicr: str = "code", ties: str = "
         out[Robustness(variant=mode) @ 10] = f"Robustness@10/{mode}"
     out[InfoSearch_pMRR(ties=ties)] = "p-MRR"
     out[WISE(version=version, ties=ties)] = "WISE"
-    out[SICR(variant=sicr, ties=ties)] = "SICR"
+    out[SICR(version=sicr, ties=ties)] = "SICR"
     for mode in MODES:
         out[GoldRank(run=mode, ties=ties)] = f"R_{mode}"
     return out
@@ -43,7 +43,7 @@ def infosearch_report(systems, datasets, names: Optional[Sequence[str]] = None, 
             ``-og``/``-changed``/``-reversed`` topic of a dimension once. A :class:`PerDataset` gives each dimension its
             own systems (e.g. ``ds.candidates() >> reranker``).
         datasets: ``{dimension: dataset}`` (audience, keyword, format, language, length, source) or one dataset.
-        version, sicr, ties: WISE version, SICR variant, tie-break (defaults: the reference code).
+        version, sicr, ties: WISE version, SICR version, tie-break (defaults: the reference code).
     """
     if table not in (2, 3):
         raise ValueError(f"table must be 2 or 3, got {table!r}")

@@ -1,5 +1,5 @@
 """InstructIR report (FollowIR Table 4, Promptriever Tables 1/4/5): nDCG@10 over instances and
-Robustness@10 over base queries (qids ``<base>_<n>``), ×100 to one decimal (METRICS §4)."""
+Robustness@10 over base queries (qids ``<base>_<n>``), ×100 to one decimal (mteb ``robustness_at_10``; FollowIR Table 4)."""
 from __future__ import annotations
 
 from typing import Optional, Sequence

@@ -7,7 +7,7 @@ value per instance keyed by its ``-og`` qid, so they share a qid space in ``pt.E
 
 - FollowIR: :data:`pMRR` (``ties='docno'`` default, ``'input'`` = mteb 1.7).
 - InfoSearch: :data:`WISE` (``version='2024'|'2025'|'paper'``), :data:`IdealWISE`, :data:`SICR`
-  (``variant='code'|'mean'|'paper'``), :data:`InfoSearch_pMRR`, :data:`GoldRank` (``run=...``);
+  (``version='code'|'mean'|'paper'``), :data:`InfoSearch_pMRR`, :data:`GoldRank` (``run=...``);
   ties default to ``'input'`` (the reference's stable sort on run order).
 - Standard measures on one variant: :data:`OG`, :data:`Changed`, :data:`Reversed`, e.g.
   ``OG(AP@1000)``, ``Changed(nDCG@10)`` (evaluated by ir_measures against that variant's qrels).
@@ -31,7 +31,7 @@ from ..instructions import VARIANTS, by_variant, paired_qid
 from ._provider import PairedMeasure, install
 from .ifir import ifir_ndcg, ifir_ndcg_per_query
 from .instfol import InstfolResult, combine_instfol, instfol_query, instfol_summary, instfol_value
-from .infosearch import (SICR_VARIANTS, WISE_VERSIONS, RankTable, ideal_wise, ideal_wise_values, infosearch_eval,
+from .infosearch import (SICR_VERSIONS, WISE_VERSIONS, RankTable, ideal_wise, ideal_wise_values, infosearch_eval,
                          infosearch_partition, infosearch_pmrr, sicr, sicr_per_query, wise, wise_values)
 from .pmrr import changed_docs, pmrr, pmrr_per_doc, pmrr_values
 from .robustness import group_of, robustness, robustness_eval
@@ -208,14 +208,14 @@ class _SICR(_InfoSearchMeasure):
     PRETTY_NAME = "Strict Instruction Compliance Ratio"
     SHORT_DESC = "Instances whose gold document moves up with the instruction and down with the reversed one."
     SUPPORTED_PARAMS = {
-        "variant": measures.ParamInfo(dtype=str, choices=list(SICR_VARIANTS), default="code",
+        "version": measures.ParamInfo(dtype=str, choices=list(SICR_VERSIONS), default="code",
                                       desc="reference code (default), true mean over golds, or the paper's eq. 4"),
         "ties": _TIES_INPUT,
     }
 
     def paired_impl(self, qrels, run, cache):
         pos = self.table(qrels, run, cache).positive
-        return self.emit(sicr_per_query(pos, self.params.get("variant", "code")))
+        return self.emit(sicr_per_query(pos, self.params.get("version", "code")))
 
 
 class _InfoSearch_pMRR(_InfoSearchMeasure):

@@ -6,7 +6,7 @@ ir_measures' runtime provider) is needed because:
 
 - ir_measures fills ``DEFAULT`` (0) for every qrels qid without a value; for a paired measure that
   would add a 0 for each ``-changed`` qid and for each query without changed documents, and
-  ``pt.Experiment`` averages over every qid it sees (PYTERRIER_NOTES §5);
+  ``pt.Experiment`` averages over every qid it sees (PyTerrier ``_evaluation/_rendering.py``, ``_mean_of_measures``);
 - ties may follow the run's row order (``ties='input'``), which the runtime provider re-sorts away.
 
 The provider is registered in ir_measures and placed first in ``ir_measures.DefaultPipeline``, so
@@ -31,6 +31,17 @@ class PairedMeasure(ir_measures.measures.Measure):
     """
     RUN_INPUTS = ["query_id", "doc_id", "score"]
     QREL_INPUTS = ["query_id", "doc_id", "relevance"]
+
+    def __init__(self, **params):
+        # ir_measures checks parameters only when evaluating (and then fails inside repr); name the mistake here
+        unknown = sorted(set(params) - set(self.SUPPORTED_PARAMS))
+        if unknown:
+            raise ValueError(f"{self.NAME}: unknown parameter(s) {unknown}; supported: {sorted(self.SUPPORTED_PARAMS)}")
+        for name, value in params.items():
+            choices = self.SUPPORTED_PARAMS[name].choices
+            if isinstance(choices, (list, tuple)) and value not in choices:
+                raise ValueError(f"{self.NAME}: {name}={value!r} is not one of {list(choices)}")
+        super().__init__(**params)
 
     def paired_impl(self, qrels: pd.DataFrame, run: pd.DataFrame, cache: dict):  # pragma: no cover - abstract
         raise NotImplementedError  # abstract

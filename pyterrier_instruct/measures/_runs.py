@@ -104,7 +104,7 @@ def ranks_and_scores(docs: pd.DataFrame, run: pd.DataFrame, ties: str, name: str
                      ) -> Tuple[np.ndarray, np.ndarray]:
     """(1-based rank, score) of each (qid, docno) row of ``docs`` in ``run``.
 
-    A missing document gets rank n_q + 1 and score 0.0 (the reference rule, METRICS §0).
+    A missing document gets rank n_q + 1 and score 0.0 (the reference rule: mteb's p-MRR and InfoSearch ``utils.py``).
 
     Only the asked documents are ranked, without sorting the run by docno: rank = 1 + (rows of the
     query with a higher score) + (tied rows before it: docno greater, or earlier row for

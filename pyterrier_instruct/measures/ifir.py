@@ -1,4 +1,4 @@
-"""IFIR nDCG@k with the IFIR code's normalisation (METRICS §1.3).
+"""IFIR nDCG@k with the IFIR code's normalisation (IFIR repository ``src/utils/metrics.py``).
 
 The IFIR repository (``src/utils/metrics.py``, which produced the paper's tables) takes the top-k list
 L of the run, sets r_i = 1 when L_i is gold for the (query, level), and normalises DCG by the ideal

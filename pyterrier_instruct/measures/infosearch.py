@@ -1,6 +1,6 @@
 """InfoSearch measures: WISE, ideal WISE, SICR, InfoSearch's p-MRR and the gold-rank diagnostics.
 
-Semantics (METRICS §3, reproduced against EIT-NLP/InfoSearch ``utils.py`` at d0eae63 (2024) and
+Semantics (InfoSearch §2.3, eq. 4–9; reproduced against EIT-NLP/InfoSearch ``utils.py`` at d0eae63 (2024) and
 f33f03d (2025)). One unit is an instructed-query instance with three runs under one qid: ``ori``
 (core query), ``ins`` (instructed) and ``rev`` (reversely instructed).
 
@@ -15,7 +15,7 @@ f33f03d (2025)). One unit is an instructed-query instance with three runs under 
   ``(r - o)/o``. Ideal WISE is the reward with ``i = 1``, ``r = o + 1``.
 - SICR per gold: ``o > 1``: ``o > i``, ``r > o`` and ``S_ins > S_ori > S_rev``; ``o = 1``: ``i = 1``,
   ``r > 1``, ``S_ins >= S_ori > S_rev``. The reference resets its counter per gold, so an instance
-  scores (last gold's success) / (number of golds) — ``variant='code'``, the published numbers;
+  scores (last gold's success) / (number of golds) — ``version='code'``, the published numbers;
   ``'mean'`` is the true mean, ``'paper'`` eq. 4 (``R_ins < R_ori``, strict scores).
 - InfoSearch p-MRR: FollowIR's per-document formula on the negatives, ori run vs ins run.
 - Means per instance, then over the instances that have a positive (WISE, SICR, gold ranks) or a
@@ -36,8 +36,8 @@ from .pmrr import pmrr_values
 
 #: WISE versions: the 2024 code (default, contemporaneous with the paper), the 2025 code, the paper.
 WISE_VERSIONS = ("2024", "2025", "paper")
-#: SICR variants: the reference code (default), the true mean over golds, the paper's eq. 4.
-SICR_VARIANTS = ("code", "mean", "paper")
+#: SICR versions: the reference code (default), the true mean over golds, the paper's eq. 4.
+SICR_VERSIONS = ("code", "mean", "paper")
 #: The WISE rank horizon K.
 K = 20
 
@@ -157,11 +157,11 @@ def ideal_wise_values(o, n, version: str = "2024") -> np.ndarray:
     return wise_values(o, np.ones_like(o), o + 1, n, version)
 
 
-def sicr_success(o, i, r, s_o, s_i, s_r, variant: str = "code") -> np.ndarray:
+def sicr_success(o, i, r, s_o, s_i, s_r, version: str = "code") -> np.ndarray:
     """SICR's success indicator per gold document (0.0 / 1.0)."""
-    _check(variant, SICR_VARIANTS, "variant")
+    _check(version, SICR_VERSIONS, "version")
     o, i, r = (np.asarray(x) for x in (o, i, r))
-    if variant == "paper":
+    if version == "paper":
         ok = (i < o) & (s_i > s_o) & (o < r) & (s_o > s_r)
     else:
         ok = np.where(o > 1, (o > i) & (r > o) & (s_i > s_o) & (s_o > s_r),
@@ -173,20 +173,20 @@ def _per_query(qid: pd.Series, values: np.ndarray) -> pd.Series:
     return pd.Series(values, index=qid.to_numpy()).groupby(level=0, sort=False).mean()
 
 
-def sicr_per_query(pos: pd.DataFrame, variant: str = "code", warn: bool = True) -> pd.Series:
-    """SICR per instance; ``variant='code'`` keeps the reference's last-gold quirk."""
+def sicr_per_query(pos: pd.DataFrame, version: str = "code", warn: bool = True) -> pd.Series:
+    """SICR per instance; ``version='code'`` keeps the reference's last-gold quirk."""
     ok = sicr_success(pos["ori_rank"], pos["ins_rank"], pos["rev_rank"], pos["ori_score"].to_numpy(),
-                      pos["ins_score"].to_numpy(), pos["rev_score"].to_numpy(), variant)
-    if variant != "code":
+                      pos["ins_score"].to_numpy(), pos["rev_score"].to_numpy(), version)
+    if version != "code":
         return _per_query(pos["qid"], ok)
     frame = pd.DataFrame({"qid": pos["qid"].to_numpy(), "ok": ok})
     grouped = frame.groupby("qid", sort=False)["ok"]
     sizes = grouped.size()
     if warn and (sizes > 1).any():
         many = sizes[sizes > 1].index.tolist()
-        warnings.warn(f"SICR(variant='code'): {len(many)} instances have more than one gold document (e.g. "
+        warnings.warn(f"SICR(version='code'): {len(many)} instances have more than one gold document (e.g. "
                       f"{many[:3]}); as in the reference code only the last one counts, divided by the number of "
-                      "golds; SICR(variant='mean') averages them", stacklevel=3)
+                      "golds; SICR(version='mean') averages them", stacklevel=3)
     return grouped.last() / sizes
 
 
@@ -211,7 +211,7 @@ def infosearch_eval(ori_run: RunLike, ins_run: RunLike, rev_run: RunLike, *,
         og_qrels, changed_qrels: derive the partition (``create_qrel_match``); or give ``positives`` and
             ``negatives`` as ``{qid: [docno, ...]}`` lists (order matters for ``sicr='code'``).
         version: WISE version ``'2024'`` (default), ``'2025'`` or ``'paper'``.
-        sicr: SICR variant ``'code'`` (default), ``'mean'`` or ``'paper'``.
+        sicr: SICR version ``'code'`` (default), ``'mean'`` or ``'paper'``.
         ties: ``'input'`` (default; run row order, as the reference) or ``'docno'``.
 
     Returns:
@@ -259,11 +259,13 @@ def ideal_wise(ori_run: RunLike, ins_run: RunLike, rev_run: RunLike, *, per_quer
     return _value(infosearch_eval(ori_run, ins_run, rev_run, warn=False, **kwargs), "ideal_WISE", per_query)
 
 
-def sicr(ori_run: RunLike, ins_run: RunLike, rev_run: RunLike, *, variant: str = "code", per_query: bool = False,
+def sicr(ori_run: RunLike, ins_run: RunLike, rev_run: RunLike, *, version: str = "code", per_query: bool = False,
          **kwargs) -> Union[float, Tuple[float, Dict[str, float]]]:
-    """SICR (raw, in [0, 1]); ``variant`` ``'code'`` (default, the reference), ``'mean'`` or ``'paper'``;
-    other keyword arguments as :func:`infosearch_eval`."""
-    return _value(infosearch_eval(ori_run, ins_run, rev_run, sicr=variant, **kwargs), "SICR", per_query)
+    """SICR (raw, in [0, 1]); ``version`` ``'code'`` (default, the reference), ``'mean'`` or ``'paper'`` (as the
+    ``SICR(version=...)`` measure); other keyword arguments (partition, ``ties``) as :func:`infosearch_eval`."""
+    if "sicr" in kwargs:
+        raise TypeError("sicr(): give the SICR formula as version=, not sicr=")
+    return _value(infosearch_eval(ori_run, ins_run, rev_run, sicr=version, **kwargs), "SICR", per_query)
 
 
 def infosearch_pmrr(ori_run: RunLike, ins_run: RunLike, rev_run: Optional[RunLike] = None, *,
@@ -282,4 +284,4 @@ def infosearch_pmrr(ori_run: RunLike, ins_run: RunLike, rev_run: Optional[RunLik
 
 
 __all__: List[str] = ["infosearch_partition", "infosearch_eval", "wise", "ideal_wise", "sicr", "infosearch_pmrr",
-                      "wise_values", "ideal_wise_values", "sicr_success", "RankTable", "WISE_VERSIONS", "SICR_VARIANTS"]
+                      "wise_values", "ideal_wise_values", "sicr_success", "RankTable", "WISE_VERSIONS", "SICR_VERSIONS"]

@@ -1,6 +1,6 @@
 """p-MRR (FollowIR): the pairwise change in reciprocal rank of the documents whose label changed.
 
-Semantics (METRICS §2, reproduced against mteb 2.26.24 and 1.7.64):
+Semantics (FollowIR eq. 1, reproduced against mteb 2.26.24 and 1.7.64):
 
 - changed docs C_q: the og-judged documents whose changed label differs (any difference), or an
   explicit list (mteb v2 ``qrel_diff``; duplicates count twice, unjudged docs allowed);

@@ -1,6 +1,6 @@
 """Robustness@k (InstructIR, InfoSearch; mteb ``robustness_at_10``).
 
-Semantics (METRICS §4, reproduced against mteb 2.26.24 with pytrec_eval-terrier 0.5.11):
+Semantics (InstructIR; InfoSearch eq. 1–2; reproduced against mteb 2.26.24 with pytrec_eval-terrier 0.5.11):
 
 - nDCG@k per instance comes from ir_measures (trec_eval rules: ties by docno descending, linear
   gain, unjudged = 0); it is never re-implemented here;

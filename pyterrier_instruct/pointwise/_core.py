@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from .._base import InstructReranker
-from ..instructions import DEFAULT_TEMPLATE, compose_frame
+from ..instructions import DEFAULT_COMPOSER, compose_frame
 from ..prompts import render
 from .._torch import by_length, hf_setup, resolve_device, resolve_dtype  # noqa: F401 - re-exported
 
@@ -62,7 +62,7 @@ class PointwiseReranker(InstructReranker):
     default_max_length = 512
     _lazy = ("_model", "_tokenizer")
     template: str = "{text}"
-    composer: str = DEFAULT_TEMPLATE
+    composer: str = DEFAULT_COMPOSER
     empty_instruction: Optional[str] = None
 
     def __init__(self, model_name_or_path: str, *, batch_size: int = 32, max_length: Optional[int] = None,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Sequence
 
-from ..instructions import DEFAULT_TEMPLATE, TART_EMPTY_INSTRUCTION, TART_TEMPLATE
+from ..instructions import DEFAULT_COMPOSER, TART_EMPTY_INSTRUCTION, TART_COMPOSER
 from ._core import PointwiseReranker
 
 CE_SCORES = ("prob", "logit")
@@ -27,7 +27,7 @@ class CrossEncoderReranker(PointwiseReranker):
     schematic = {"label": "CrossEncoder"}
     padding_side = "right"
 
-    def __init__(self, model_name_or_path: str, *, composer: str = DEFAULT_TEMPLATE, empty_instruction: Optional[str] = None,
+    def __init__(self, model_name_or_path: str, *, composer: str = DEFAULT_COMPOSER, empty_instruction: Optional[str] = None,
                  score: str = "prob", **kwargs):
         super().__init__(model_name_or_path, **kwargs)
         if score not in CE_SCORES:
@@ -82,6 +82,6 @@ class TART(CrossEncoderReranker):
     """
     schematic = {"label": "TART"}
 
-    def __init__(self, model_name_or_path: str = "facebook/tart-full-flan-t5-xl", *, composer: str = TART_TEMPLATE,
+    def __init__(self, model_name_or_path: str = "facebook/tart-full-flan-t5-xl", *, composer: str = TART_COMPOSER,
                  empty_instruction: Optional[str] = TART_EMPTY_INSTRUCTION, max_length: Optional[int] = 1024, **kwargs):
         super().__init__(model_name_or_path, composer=composer, empty_instruction=empty_instruction, max_length=max_length, **kwargs)

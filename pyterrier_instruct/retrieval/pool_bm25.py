@@ -1,6 +1,6 @@
 """PoolBM25: the FollowIR / InfoSearch "BM25" baseline, a BM25 fitted on each query's candidate pool.
 
-Reproduces FollowIR ``models/bm25/evaluate_bm25.py`` (and InfoSearch's copy), MODELS §8.1:
+Reproduces FollowIR ``models/bm25/evaluate_bm25.py`` (and InfoSearch's identical copy):
 
 - a ``rank_bm25.BM25Okapi`` (k1 1.5, b 0.75, ε 0.25) per query, over that query's candidates only;
 - ``clean(s)``: lowercase → split on ``" "`` → drop NLTK English stopwords (raw token, punctuation

@@ -1,5 +1,5 @@
 """Writes the small dataset fixtures under ``tests/data/layouts/<owner>/<repo>/`` in the exact released layouts
-(HF_LAYOUTS.md: file names, jsonl/json/tsv/parquet, field names, id conventions). Run from the repository
+(as on the hub at the pinned revisions: file names, jsonl/json/tsv/parquet, field names, id conventions). Run from the repository
 root: ``python tests/data/layouts/make_layouts.py``. The output is committed; tests only read it.
 
 Content is synthetic and tiny, but keeps every property the loaders rely on: FollowIR og qrels have more

@@ -3,7 +3,7 @@ instruction asks for one condition, reversed = it excludes it); nDCG@10, MRR@1, 
 mean gold ranks averaged over the dimensions (Table 2), and WISE/SICR per dimension (Table 3), with the published numbers.
 
 Every row reranks the candidates of each instance (empty_scores.json), as the paper did; "BM25" is the pool-local BM25
-(``pti.PoolBM25``). WISE and SICR follow the reference code (METRICS §3). Runs are saved under --out/runs/ and reused.
+(``pti.PoolBM25``). WISE and SICR follow the reference code (InfoSearch utils.py). Runs are saved under --out/runs/ and reused.
 GPT-4o (RankGPT prompt on an OpenAI-compatible server; reads $OPENAI_API_KEY) runs only when named in --systems.
 
 examples:
@@ -53,7 +53,7 @@ def main(argv=None) -> int:
     rerankers = selected({
         "bm25": lambda: pti.PoolBM25(verbose=kw["verbose"]),
         "followir-7b": lambda: pti.FollowIR7B(m["followir-7b"], **kw),
-        "mistral": lambda: pti.CausalLMReranker.mistral_instruct(m["mistral"], variant="infosearch", **kw),
+        "mistral": lambda: pti.CausalLMReranker.mistral_instruct(m["mistral"], style="infosearch", **kw),
         "llama": lambda: pti.CausalLMReranker.llama(m["llama"], **kw),
         "e5-mistral": lambda: pti.E5Mistral(m["e5-mistral"], **kw).scorer(),
         "rank-zephyr": lambda: listwise(pti.ListwiseReranker.rank_zephyr, "rank-zephyr"),

@@ -1,4 +1,5 @@
-"""What the reproduction pipelines (``pipelines/*.py``, run as ``pyterrier-instruct <command>``) share: their command line,
+"""What the reproduction pipelines (``pyterrier_instruct.reproduce.<module>``, run as ``pyterrier-instruct <command>``) share:
+their command line (:func:`parser`: every option the pipelines have in common is declared there, once),
 opening the datasets, failing fast on missing weights, saving each system's run, and printing the paper-layout table
 next to the published numbers.
 
@@ -105,8 +106,8 @@ def dataset_label(name: str) -> str:
 def open_dataset(args: argparse.Namespace, name: str, path: Optional[str] = None):
     """``pti.load_dataset(name, path=path)``, looking under ``--data-root`` (as ``$PYTERRIER_INSTRUCT_DATA``, for this
     call only) when no path is given."""
-    from .datasets import load
-    from .datasets.source import ENV_ROOT
+    from ..datasets import load
+    from ..datasets.source import ENV_ROOT
     if path is not None or args.data_root is None:
         return load(name, path=path)
     before = os.environ.get(ENV_ROOT)
@@ -142,8 +143,8 @@ def model_options(args: argparse.Namespace) -> Dict[str, object]:
 def check_models(args: argparse.Namespace, rows: Mapping[str, Row]) -> None:
     """Fails before any work when a selected row's weights are neither a local folder nor cached and the hub is offline
     (``HF_HUB_OFFLINE``), naming the rows and the ways out."""
-    from .datasets.source import offline
-    from .evaluation.followir import MODELS_ENV, local_model
+    from ..datasets.source import offline
+    from .baselines import MODELS_ENV, local_model
     if not offline():
         return
     missing = [(k, args.models[k]) for k in args.keys if k in args.models and rows[k].hub
@@ -157,15 +158,15 @@ def check_models(args: argparse.Namespace, rows: Mapping[str, Row]) -> None:
 
 def saved(systems: Mapping[str, object], args: argparse.Namespace, rows: Mapping[str, Row], label: str) -> Dict[str, object]:
     """``{row name: SavedRun(system)}``: each row's runs on dataset ``label`` go to ``<out>/runs/<label>/<key>/``."""
-    from .evaluation.runs import SavedRun
+    from ..evaluation.runs import SavedRun
     return {rows[k].name: SavedRun(s, os.path.join(args.out, "runs", label, k), verbose=not args.quiet) for k, s in systems.items()}
 
 
 def finish(table: pd.DataFrame, args: argparse.Namespace, rows: Mapping[str, Row], name: str, title: str) -> pd.DataFrame:
     """Prints ``table`` with the published numbers and the difference below each reported row, and writes
     ``<out>/<name>.csv`` (ours), ``<name>.paper.csv`` (with the paper rows), ``<name>.md`` and ``report.json``."""
-    from . import __version__
-    from .evaluation import to_markdown, with_paper
+    from .. import __version__
+    from ..evaluation import to_markdown, with_paper
     both = with_paper(table, {rows[k].name: rows[k].paper for k in args.keys if rows[k].paper}, strict=False)
     paper = both.attrs["paper_rows"]
     os.makedirs(args.out, exist_ok=True)
@@ -206,7 +207,7 @@ FIRST_STAGES = ("pisa", "pyserini")
 def first_stage_bm25(first_stage: str, corpus, index: str, **bm25):
     """The BM25 that ``--first-stage`` names over ``corpus`` (an iterable of documents), its index kept at ``index``
     (PISA) or ``index-pyserini`` (Lucene) and reused; ``bm25`` keyword arguments such as ``k1``/``b`` go to it."""
-    from . import BM25, PyseriniBM25
+    from .. import BM25, PyseriniBM25
     if first_stage == "pyserini":
         return PyseriniBM25(corpus, path=f"{index}-pyserini", **bm25)
     if first_stage == "pisa":
@@ -219,7 +220,7 @@ def full_retrieval(args: argparse.Namespace, rows: Mapping[str, Row], label: str
     """The saved full-retrieval rows on one dataset: ``bm25`` (when selected; the ``--first-stage`` BM25, PISA by default,
     over the dataset's corpus on query + instruction, ``bm25`` keyword arguments such as ``k1``/``b``) and each dense
     model's exact retriever over the corpus. Indexes are kept under ``<out>/index/<label>/<key>`` and reused."""
-    from . import FoldInstruction
+    from .. import FoldInstruction
     index = os.path.join(args.out, "index", label)
     systems = {}
     if "bm25" in args.keys:

@@ -53,7 +53,7 @@ def main(argv=None) -> int:
         "monot5-base": lambda: pti.MonoT5(m["monot5-base"], **kw),
         "monot5-3b": lambda: pti.MonoT5(m["monot5-3b"], **kw),
         "followir-7b": lambda: pti.FollowIR7B(m["followir-7b"], **kw),
-        "mistral": lambda: pti.CausalLMReranker.mistral_instruct(m["mistral"], variant="followir", **kw),
+        "mistral": lambda: pti.CausalLMReranker.mistral_instruct(m["mistral"], style="followir", **kw),
         "promptriever": lambda: pti.Promptriever(m["promptriever"], style="mteb", **kw).scorer(),
         "repllama": lambda: pti.RepLLaMA(m["repllama"], style="mteb", **kw).scorer(),
         "e5-mistral": lambda: pti.E5Mistral(m["e5-mistral"], **kw).scorer(),

@@ -51,7 +51,7 @@ def main(argv=None) -> int:
     # the pointwise rerankers rescore the BM25 top --depth (the same index as the BM25 row)
     rerankers = selected({
         "followir-7b": lambda: pti.FollowIR7B(m["followir-7b"], **kw),
-        "mistral": lambda: pti.CausalLMReranker.mistral_instruct(m["mistral"], variant="followir", **kw),
+        "mistral": lambda: pti.CausalLMReranker.mistral_instruct(m["mistral"], style="followir", **kw),
     }, args)
     if rerankers:
         bm25 = pti.FoldInstruction() >> pti.BM25(ds.get_corpus_iter(), path=os.path.join(args.out, "index", label, "bm25"))

