@@ -1,5 +1,6 @@
-"""Listwise reranking (rank_llm's sliding window and prompts): schedule, exact prompts, repair, batching across queries,
-scores, the family classes, and the four backends (a function, HF transformers on a tiny chat model, a vLLM stand-in, an OpenAI-compatible local server)."""
+"""Listwise reranking (rank_llm's sliding window and prompts): schedule, exact prompts, repair, batching across
+queries, scores, the family classes, and the four backends (a function, HF transformers on a tiny chat model, a vLLM
+stand-in, an OpenAI-compatible local server)."""
 import json
 import re
 import sys

@@ -7,7 +7,6 @@ answers is compared with rank_llm's own ``receive_permutation``."""
 import asyncio
 import re
 import shutil
-import sys
 import threading
 from collections import Counter
 from types import SimpleNamespace
@@ -197,7 +196,7 @@ def test_repair_matches_rank_llm_026(rank_llm_026, answer):
     from rank_llm.data import Candidate, Query, Result
     from rank_llm.rerank.listwise.listwise_rankllm import ListwiseRankLLM
     result = Result(Query("q", "1"), [Candidate(str(i), 1.0, {}) for i in range(3)])
-    theirs = [c.docid for c in ListwiseRankLLM.receive_permutation(SimpleNamespace(_use_alpha=False, _remove_duplicate=lambda r: list(dict.fromkeys(r))),
-                                                                   result, answer, 0, 3).candidates]
+    reranker = SimpleNamespace(_use_alpha=False, _remove_duplicate=lambda r: list(dict.fromkeys(r)))
+    theirs = [c.docid for c in ListwiseRankLLM.receive_permutation(reranker, result, answer, 0, 3).candidates]
     order, _ = parse_permutation(answer, 3)
     assert [str(i) for i in order] == theirs
