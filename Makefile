@@ -12,6 +12,8 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q -c constraints.txt "torch==2.13.0"
 	$(PIP) install -q -c constraints.txt -e ".[test]"
+	# rank_llm 0.26.0 for the prompt-parity tests only (pure Python; declares Python >= 3.12, runs on 3.11), kept out of site-packages
+	$(PIP) install -q --upgrade --no-deps --ignore-requires-python --target $(VENV)/rank_llm_0.26 "rank-llm==0.26.0" "dacite==1.9.2"
 	touch $@
 
 install: $(VENV)/.installed

@@ -1,6 +1,6 @@
 """Listwise reranking: cross-query window batching against rank_llm's per-query window chains, same run, same model.
 
-Both arms use ``pti.ListwiseReranker.rank_zephyr`` on the HF backend with a small random Mistral (hidden 256, 4 layers,
+Both arms use ``pti.RankZephyr`` on the HF backend with a small random Mistral (hidden 256, 4 layers,
 a Zephyr chat template, a locally trained tokenizer): the anchor feeds the frame one query at a time (what rank_llm's
 ``rerank_batch`` does: each query's 9 windows in sequence), ours sends the whole frame (each window position of all
 queries as one batch). Both produce the same rankings: greedy decoding on the same prompts.
@@ -62,7 +62,7 @@ def main():
         path = small_chat_mistral(Path(tmp))
         results = {}
         for name, per_query in (("per-query chains (rank_llm)", True), ("cross-query batches (ours)", False)):
-            r = pti.ListwiseReranker.rank_zephyr(pti.HFBackend(path, batch_size=args.queries), context_size=args.context)
+            r = pti.RankZephyr(backend=pti.HFBackend(path, batch_size=args.queries), context_size=args.context)
             t = time.perf_counter()
             out = pd.concat([r(g) for _, g in df.groupby("qid", sort=False)]) if per_query else r(df)
             results[name] = (time.perf_counter() - t, r.stats["backend_calls"], r.stats["windows"], out.sort_values(["qid", "rank"]).docno.tolist())

@@ -79,7 +79,7 @@ def render(template: str, query: str, text: str) -> str:
     return fill(template, query=query, text=text)
 
 
-# -- listwise (MODELS §5) ---------------------------------------------------------------------------------------------
+# -- listwise: rank_llm's prompts (castorini/rank_llm), by version ---------------------------------------------------
 
 class Listwise(NamedTuple):
     """A listwise ranking prompt. Single-turn presets send ``[system, user]`` with user = ``prefix + "\\n"`` + one
@@ -87,8 +87,9 @@ class Listwise(NamedTuple):
     exchange per passage (``body`` / ``ack``), then the suffix. ``{num}``, ``{query}``, ``{example}``, ``{rank}`` and
     ``{passage}`` are filled by plain substitution. ``mask_query``: rewrite ``[<digits>]`` in the query too (passages
     always). ``chat_template``: a Jinja template used only when the checkpoint's tokenizer has none.
-    ``budget_window``: the passage word limit starts at ``300 × budget_window / window length`` (rank_llm's open
-    models use 20; RankGPT uses the reranker's window size, ``None``)."""
+    ``budget_window``: the passage word limit starts at ``300 × budget_window / window length`` (rank_llm <= 0.25: its
+    open models use 20; RankGPT the reranker's window size, ``None``). ``fixed_words``: every window starts at 300
+    words whatever its length (rank_llm 0.26 ``create_prompt``: ``max_length = self._max_passage_words``)."""
     system: str
     prefix: str
     body: str
@@ -100,11 +101,15 @@ class Listwise(NamedTuple):
     mask_query: bool = True
     chat_template: Optional[str] = None
     budget_window: Optional[int] = 20
+    fixed_words: bool = False
 
 
+_RANKLLM_SYSTEM = "You are RankLLM, an intelligent assistant that can rank passages based on their relevancy to the query"
 _RANKLLM_PREFIX = "I will provide you with {num} passages, each indicated by a numerical identifier []. Rank the passages based on their relevance to the search query: {query}.\n"
 _RANKLLM_SUFFIX = "Search Query: {query}.\nRank the {num} passages above based on their relevance to the search query. All the passages should be included and listed using identifiers, in descending order of relevance. The output format should be [] > [], e.g., {example}, Only respond with the ranking results, do not say any word or explain."
-#: fastchat's ``vicuna_v1.1`` conversation (system, ``USER: … ASSISTANT:``), which rank_llm used for RankVicuna.
+_RANKLLM_026_SUFFIX = "Search Query: {query}.\nRank the {num} passages above based on their relevance to the search query. All the passages should be included and listed using identifiers, in descending order of relevance. The output format should be [] > [], e.g., {example}, Answer concisely and directly and only respond with the ranking results, do not say any word or explain."
+#: fastchat's ``vicuna_v1.1`` conversation (system, ``USER: … ASSISTANT:``): what rank_llm used for RankVicuna (fastchat
+#: in <= 0.20; in 0.26 ``VllmHandler.get_tokenizer`` sets this template for any model path containing ``rank_vicuna``).
 VICUNA_CHAT_TEMPLATE = (
     "{% for m in messages %}{% if m['role'] == 'system' %}{{ m['content'] + ' ' }}"
     "{% elif m['role'] == 'user' %}{{ 'USER: ' + m['content'] + ' ' }}"
@@ -112,21 +117,22 @@ VICUNA_CHAT_TEMPLATE = (
     "{% if add_generation_prompt %}{{ 'ASSISTANT:' }}{% endif %}")
 
 LISTWISE: Dict[str, Listwise] = {
-    # RankZephyr as rank_llm's ZephyrReranker ran it in 2024 (InfoSearch): no final period in the system message,
+    # RankZephyr as rank_llm <= 0.20 ran it (checked against 0.20.3; ``rerank/listwise/rank_listwise_os_llm.py``
+    # ``_add_prefix_prompt``/``_add_post_prompt``): the template the RankZephyr checkpoint was trained and first
+    # evaluated with (Pradeep et al. 2023, and InfoSearch's runs). No final period in the system message,
     # variable_passages=True example, a blank line after the prefix.
-    'rank_zephyr': Listwise(
-        "You are RankLLM, an intelligent assistant that can rank passages based on their relevancy to the query",
-        _RANKLLM_PREFIX, "[{rank}] {passage}\n", _RANKLLM_SUFFIX),
-    # rank_llm >= mid-2025: no blank line after the prefix, a different closing sentence; the CLI's system message.
-    'rankllm_2025': Listwise(
-        "You are RankLLM, an intelligent assistant that can rank passages based on their relevancy to the query.",
-        _RANKLLM_PREFIX[:-1], "[{rank}] {passage}\n",
-        "Search Query: {query}.\nRank the {num} passages above based on their relevance to the search query. All the passages should be included and listed using identifiers, in descending order of relevance. The output format should be [] > [], e.g., {example}, Answer concisely and directly and only respond with the ranking results, do not say any word or explain."),
-    # RankVicuna (rank_llm VicunaReranker, 2024): fastchat's default vicuna system message, variable_passages=False.
+    'rank_zephyr': Listwise(_RANKLLM_SYSTEM, _RANKLLM_PREFIX, "[{rank}] {passage}\n", _RANKLLM_SUFFIX),
+    # rank_llm 0.26.0 ``rerank/prompt_templates/rank_zephyr_template.yaml`` (used by ZephyrReranker and VicunaReranker):
+    # no blank line after the prefix, "Answer concisely and directly", every window starts at 300 words.
+    'rank_llm_0.26': Listwise(_RANKLLM_SYSTEM, _RANKLLM_PREFIX[:-1], "[{rank}] {passage}\n", _RANKLLM_026_SUFFIX,
+                              fixed_words=True),
+    # RankVicuna as rank_llm <= 0.20 ran it (VicunaReranker): fastchat's default vicuna system message,
+    # variable_passages=False example.
     'rank_vicuna': Listwise(
         "A chat between a curious user and an artificial intelligence assistant. The assistant gives helpful, detailed, and polite answers to the user's questions.",
         _RANKLLM_PREFIX, "[{rank}] {passage}\n", _RANKLLM_SUFFIX, example="[4] > [2]", chat_template=VICUNA_CHAT_TEMPLATE),
-    # RankGPT multi-turn (rank_llm SafeOpenai, 2024; MODELS §5.7): passages masked, the query not.
+    # RankGPT's multi-turn prompt (Sun et al. 2023; sunnweiwei/RankGPT ``rank_gpt.py`` get_prefix_prompt/get_post_prompt,
+    # as rank_llm's SafeOpenai sent it in 2024): a space before the line breaks, passages masked, the query not.
     'rank_gpt': Listwise(
         "You are RankGPT, an intelligent assistant that can rank passages based on their relevancy to the query.",
         "I will provide you with {num} passages, each indicated by number identifier []. \nRank the passages based on their relevance to query: {query}.",
@@ -134,6 +140,15 @@ LISTWISE: Dict[str, Listwise] = {
         "Search Query: {query}. \nRank the {num} passages above based on their relevance to the search query. The passages should be listed in descending order using identifiers. The most relevant passages should be listed first. The output format should be [] > [], e.g., {example}. Only response the ranking results, do not say any word or explain.",
         example="[1] > [2]", multi_turn=True, opening="Okay, please provide the passages.", ack="Received passage [{rank}].",
         mask_query=False, budget_window=None),
+    # rank_llm 0.26.0 ``rerank/prompt_templates/rank_gpt_template.yaml`` (SafeOpenai): no space before the line breaks,
+    # the query masked too, every window starts at 300 words.
+    'rank_gpt_0.26': Listwise(
+        "You are RankGPT, an intelligent assistant that can rank passages based on their relevancy to the query.",
+        "I will provide you with {num} passages, each indicated by number identifier [].\nRank the passages based on their relevance to query: {query}.",
+        "[{rank}] {passage}",
+        "Search Query: {query}.\nRank the {num} passages above based on their relevance to the search query. The passages should be listed in descending order using identifiers. The most relevant passages should be listed first. The output format should be [] > [], e.g., {example}. Only response the ranking results, do not say any word or explain.",
+        example="[1] > [2]", multi_turn=True, opening="Okay, please provide the passages.", ack="Received passage [{rank}].",
+        budget_window=None, fixed_words=True),
 }
 
 

@@ -1,4 +1,5 @@
 import os
+import sys
 
 # Tests never touch the network or the Hugging Face hub.
 os.environ["HF_HUB_OFFLINE"] = "1"
@@ -41,3 +42,25 @@ def tiny(tmp_path_factory):
     import tiny_models
     root = tmp_path_factory.mktemp("tiny-models")
     return {"t5": tiny_models.tiny_t5(root), "mistral": tiny_models.tiny_mistral(root), "bert": tiny_models.tiny_bert(root)}
+
+
+#: Where ``make install`` puts rank-llm 0.26.0 (pure Python; it declares Python >= 3.12 but runs on 3.11):
+#: ``pip install --no-deps --ignore-requires-python --target $(VENV)/rank_llm_0.26 rank-llm==0.26.0 dacite``.
+RANK_LLM_026 = Path(os.environ.get("RANK_LLM_026", Path(sys.prefix) / "rank_llm_0.26"))
+
+
+@pytest.fixture(scope="module")
+def rank_llm_026():
+    """rank_llm 0.26.0 importable for one test module (its folder on sys.path, its modules dropped afterwards)."""
+    if not (RANK_LLM_026 / "rank_llm" / "__init__.py").exists():
+        pytest.skip(f"rank-llm 0.26.0 is not installed in {RANK_LLM_026} (run `make install`, or pip install --no-deps "
+                    f"--ignore-requires-python --target {RANK_LLM_026} rank-llm==0.26.0 dacite)")
+    sys.path.insert(0, str(RANK_LLM_026))
+    try:
+        import rank_llm
+        assert Path(rank_llm.__file__).is_relative_to(RANK_LLM_026), rank_llm.__file__
+        yield RANK_LLM_026
+    finally:
+        sys.path.remove(str(RANK_LLM_026))
+        for name in [m for m in sys.modules if m == "rank_llm" or m.startswith("rank_llm.")]:
+            del sys.modules[name]

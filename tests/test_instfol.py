@@ -1,4 +1,4 @@
-"""INSTFOL@K (IFIR; METRICS §5): the verbatim judge prompts, the weighted judge score, the per-query formula and every
+"""INSTFOL@K (IFIR paper §4.1 and its repository's GEval code): the verbatim judge prompts, the weighted judge score, the per-query formula and every
 aggregation level against hand-computed values, the AILA prompt bug switch, the on-disk judgement cache (re-run,
 second system, interrupted run), and INSTFOL in the IFIR report — all with a scripted judge (FunctionBackend)."""
 import json
@@ -15,13 +15,13 @@ import pyterrier_instruct as pti
 from pyterrier_instruct.backends import FunctionBackend, Generation
 from pyterrier_instruct.evaluation import IFIRJudge, JudgeCache, doc_texts, ifir_report, instfol, to_markdown, weighted_judge_score
 from pyterrier_instruct.evaluation.instfol import no_instruction_topics
-from pyterrier_instruct.evaluation.judge import answer_score, parse_judge_answer, weighted_candidates
+from pyterrier_instruct.evaluation.judge import JudgeItem, answer_score, parse_judge_answer, weighted_candidates
 from pyterrier_instruct.measures import combine_instfol, instfol_query, instfol_summary, instfol_value
 from pyterrier_instruct.prompts import (IFIR_JUDGE, IFIR_JUDGE_CODE_BUG, IFIR_JUDGE_SYSTEM, IFIR_MULTI_LEVEL, IFIR_SINGLE_LEVEL,
                                         ifir_judge_prompt, render_ifir_judge)
 
 DATA = Path(__file__).parent / "data"
-X = 1.84 / 0.98  # METRICS §5 weighted-score example
+X = 1.84 / 0.98  # weighted by hand: P(2), P(1), P(3) = 0.70, 0.20, 0.08 (Σ v·P = 1.84, Σ P = 0.98); "Two" and "7" dropped
 
 
 # -- the prompts as data ------------------------------------------------------------------------------------------------
@@ -63,7 +63,7 @@ def test_render_is_one_pass_and_the_aila_code_bug_is_opt_in():
         render_ifir_judge("fiqa4", "I", "C")
 
 
-# -- the weighted score and the formula (METRICS §5 worked examples) ----------------------------------------------------
+# -- the weighted score and the formula (worked examples computed by hand) ---------------------------------------------
 def answer(score_token, table, prefix=('{"', "score", '":', " ")):
     """A judge answer ``{"score": <score_token>, "reason": "ok"}`` whose score position has the candidates ``table``."""
     tokens = list(prefix) + [score_token, ",", ' "', "reason", '":', ' "', "ok", '"}']
@@ -243,7 +243,7 @@ def test_scripted_judge_every_aggregation_level():
     assert (nfc.judge["failed"], nfc.judge["dropped"]) == (1, 1)
     # what the judge saw: one user message, the level's prompt, the level's "query instruction" string for both runs
     kwargs = script.batches[0][1]
-    assert kwargs == {"max_new_tokens": 512, "top_logprobs": 5, "temperature": 0.0, "top_p": 0.7}
+    assert kwargs == {"max_new_tokens": 512, "top_logprobs": 10, "temperature": 0.0, "top_p": 0.7}  # the IFIR code's 10
     sent = [m for batch, _ in script.batches for m in batch]
     a2 = [m[0]["content"] for m in sent if "query A instruction A2" in m[0]["content"]]
     assert len(a2) == 4 and all(len(m) == 1 and m[0]["role"] == "user" for m in sent)  # a2 a1 a3 (no-instruction run) + a5
@@ -286,10 +286,10 @@ def test_second_run_and_second_system_cost_no_judge_calls(tmp_path):
     shuffled = {q: docs[::-1] for q, docs in subset_fiqa()[1].items()}
     r3 = evaluate(judge, subset_fiqa, "fiqa", ranked=shuffled)
     assert second.batches == [] and judge.stats["hits"] == 2 * 27 and r3.per_dataset["fiqa"] == pytest.approx(r1.per_dataset["fiqa"])
-    # other settings, other keys: top_logprobs=10 (the IFIR code) is judged anew
+    # other settings, other keys: top_logprobs=5 (the paper's text) is judged anew
     third = Script(subset_fiqa()[2])
-    evaluate(IFIRJudge(FunctionBackend(logprobs=third), cache=path, top_logprobs=10), subset_fiqa, "fiqa")
-    assert third.prompts == 20 and third.batches[0][1]["top_logprobs"] == 10
+    evaluate(IFIRJudge(FunctionBackend(logprobs=third), cache=path, top_logprobs=5), subset_fiqa, "fiqa")
+    assert third.prompts == 20 and third.batches[0][1]["top_logprobs"] == 5
     assert len(JudgeCache(path)) == 40
 
 
@@ -320,7 +320,7 @@ def test_cached_records_keep_the_evidence_and_rescore_with_min_prob(tmp_path):
     instfol(run_q, run_i, topics, docs_for(kind), IFIRJudge(FunctionBackend(logprobs=Script(kind)), cache=path), dataset="fiqa")
     (record,) = [json.loads(line) for line in path.read_text().splitlines()]
     assert record["prompt"] == "fiqa1" and record["docno"] == "b9" and record["parsed"] == "2" and record["score"] == pytest.approx(X)
-    assert record["judge"] == "Script|answer|top_logprobs=5|temperature=0|top_p=0.7|max_tokens=512"
+    assert record["judge"] == "Script|answer|top_logprobs=10|temperature=0|top_p=0.7|max_tokens=512"
     assert record["answer"] == '{"score": 2, "reason": "ok"}' and len(record["candidates"]) == 5
     judge = IFIRJudge(FunctionBackend(logprobs=Script(kind)), cache=path, min_prob=0.1)
     (j,) = judge.judge([("fiqa1", "q i", "b9", "b9 text, about dx")])
@@ -408,7 +408,7 @@ def test_ifir_report_with_a_judge():
     assert row["fiqa INSTFOL@20/level3"] == 100.0 and row["fiqa INSTFOL@20/level1"] == 25.0
     assert np.isnan(table.set_index("Model").loc["sys (origin)", "fiqa INSTFOL@20"])  # INSTFOL belongs to the system row
     pd.testing.assert_frame_equal(table[plain.columns], plain)  # nDCG/MRR columns are unchanged, still fractions
-    assert row["fiqa nDCG@20"] == 1.0 and table.attrs["settings"]["INSTFOL top_logprobs"] == 5
+    assert row["fiqa nDCG@20"] == 1.0 and table.attrs["settings"]["INSTFOL top_logprobs"] == 10
     assert set(table.attrs["instfol"]["model"]) == {"sys"} and len(table.attrs["instfol"]) == 5 + 3
     assert table.attrs["instfol_judge"]["judged"] == 20 + 7 and "| +10.65 |" in to_markdown(table)
     with pytest.raises(ValueError, match="INSTFOL of 'sys' on 'robust': unknown IFIR subset"):
@@ -440,3 +440,22 @@ def test_on_the_bundled_ifir_fixture():
     assert res.per_query["instfol"].abs().max() < 1e-12  # one answer for every doc (the titled passages don't match Script's regex)
     first = script.batches[0][0][0][0]["content"]
     assert "and a prior case: " in first and re.search(r"report \d+ ", first)  # the title is part of the passage
+
+
+def test_top_logprobs_defaults_to_the_ifir_code_and_five_changes_the_score():
+    """The IFIR code requests 10 candidates (its formula sums k = 1..10); the paper's text says 5. An engine returns
+    exactly ``top_logprobs`` candidates, most likely first: a score digit ranked 6th-10th counts only with 10."""
+    ranked = [("2", .60), ("Two", .12), ("two", .08), (" 2", .05), ("**", .04), ("3", .03), ("1", .02), ("0", .015)]
+
+    def engine(prompts, max_new_tokens, top_logprobs, temperature, top_p):
+        g = answer("2", dict(ranked))
+        tops = [pos if i != 4 else pos[:top_logprobs] for i, pos in enumerate(g.top_logprobs)]
+        return [Generation(g.text, g.tokens, tuple(tops)) for _ in prompts]
+
+    assert IFIRJudge(FunctionBackend(logprobs=engine)).top_logprobs == 10
+
+    def judged(**kw):
+        (j,) = IFIRJudge(FunctionBackend(logprobs=engine), **kw).judge([JudgeItem("fiqa1", "I", "d", "T")])
+        return j.score
+    assert judged() == pytest.approx((2 * .60 + 3 * .03 + 1 * .02 + 0) / (.60 + .03 + .02 + .015))
+    assert judged(top_logprobs=5) == 2.0  # "3", "1", "0" are ranked 6th-8th

@@ -93,7 +93,7 @@ def test_instfol_against_the_http_judge_with_cache(server, tmp_path):
     assert (res.judge["failed"], res.per_query.set_index("qid").loc["s1_2", "dropped"]) == (1, 1)
     sent = [r["body"] for r in server.requests]
     assert len(sent) == 9 and all(b["messages"][0]["role"] == "user" and len(b["messages"]) == 1 for b in sent)
-    assert {(b["top_logprobs"], b["top_p"], b["temperature"], b["max_tokens"]) for b in sent} == {(5, 0.7, 0.0, 512)}
+    assert {(b["top_logprobs"], b["top_p"], b["temperature"], b["max_tokens"]) for b in sent} == {(10, 0.7, 0.0, 512)}  # the IFIR code's 10
     assert all(r["auth"] is None for r in server.requests)
     assert sum("Given an instruction: claim one find the refuting trial,\nand a corpus: beta text," in b["messages"][0]["content"]
                for b in sent) == 1  # the no-instruction run's passage, judged against the level-2 instruction string

@@ -1,5 +1,6 @@
-"""Listwise reranking (MODELS §5): schedule, exact prompts, repair, batching across queries, scores, and the four
-backends (a function, HF transformers on a tiny chat model, a vLLM stand-in, an OpenAI-compatible local server)."""
+"""Listwise reranking (rank_llm's sliding window and prompts): schedule, exact prompts, repair, batching across
+queries, scores, the family classes, and the four backends (a function, HF transformers on a tiny chat model, a vLLM
+stand-in, an OpenAI-compatible local server)."""
 import json
 import re
 import sys
@@ -48,7 +49,7 @@ def synthetic(n_queries=3, n_docs=100, seed=0, title=False):
     return df.assign(title=[f"T{j}" for j in range(len(df))]) if title else df
 
 
-# -- schedule and repair (MODELS §5.4, §5.5) ---------------------------------------------------------------------------
+# -- schedule and repair (rank_llm sliding_windows, receive_permutation) -----------------------------------------------
 def test_rank_llm_window_schedule():
     assert windows(100) == [(80, 100), (70, 90), (60, 80), (50, 70), (40, 60), (30, 50), (20, 40), (10, 30), (0, 20)]
     assert windows(1000) == windows(100)  # depth 100
@@ -77,22 +78,32 @@ def test_rank_llm_window_schedule():
     ("<think>[1] > [2] is wrong</think>[2] > [1]", 2, [1, 0], ()),
     ("[２] > [１]", 2, [1, 0], ()),
     ("[99999999999999999999] > [1]", 2, [0, 1], ("out_of_range", "missing")),
+    ("[²] > [³] > [¹]", 3, [1, 2, 0], ()),  # rank_llm 0.26 clean_ranking_response: superscript digits
+    ("[②] > [①] > [❸]", 3, [1, 0, 2], ()),  # circled and negative circled digits
+    ("[0000000002] > [01]", 2, [1, 0], ()),  # zero-padded ids are their number
+    ("[0000000000000000000000003] > [1]", 3, [2, 0, 1], ("missing",)),
 ])
 def test_permutation_parsing_and_repair(answer, size, order, problems):
     got, found = parse_permutation(answer, size)
     assert got == order and set(found) == set(problems) and sorted(got) == list(range(size))
 
 
-# -- exact prompts (MODELS §5.1, §5.7) ------------------------------------------------------------------------------------
+# -- exact prompts (rank_llm <= 0.20, RankGPT, rank_llm 0.26) -----------------------------------------------------------
 def test_presets_are_byte_identical_to_models_md():
     z, g = LISTWISE["rank_zephyr"], LISTWISE["rank_gpt"]
     keys = ("system", "prefix", "body", "suffix", "example")
     assert (z.system, z.prefix, z.body, z.suffix, z.example) == tuple(SPEC["rank_zephyr"][k] for k in keys)
     assert (g.system, g.prefix, g.opening, g.body, g.ack) == tuple(SPEC["rank_gpt"][k] for k in ("system", "prefix", "opening", "body", "ack"))
     assert g.suffix.replace("{example}", g.example) == SPEC["rank_gpt"]["final"]
-    new = LISTWISE["rankllm_2025"]
-    assert new.suffix.endswith(SPEC["rankllm_2025_suffix_end"].replace("[2] > [1]", "{example}")) and not new.prefix.endswith("\n")
-    assert new.system == z.system + "." and LISTWISE["rank_vicuna"].example == "[4] > [2]"
+    assert LISTWISE["rank_vicuna"].example == "[4] > [2]"
+    # rank_llm 0.26's YAML templates ({candidate} is our {passage}; the single-turn user text is prefix + bodies + suffix)
+    new, s26 = LISTWISE["rank_llm_0.26"], SPEC["rank_llm_0.26"]
+    assert (new.system, new.prefix + "\n", new.body, new.suffix.replace("{example}", new.example)) == (
+        s26["system"], s26["prefix"], s26["body"].replace("{candidate}", "{passage}"), s26["suffix"])
+    g26, sg = LISTWISE["rank_gpt_0.26"], SPEC["rank_gpt_0.26"]
+    assert (g26.system, g26.prefix, g26.opening, g26.body, g26.ack, g26.suffix.replace("{example}", g26.example)) == (
+        sg["system"], sg["prefix"], sg["opening"], sg["body"].replace("{candidate}", "{passage}"), sg["ack"], sg["final"])
+    assert g26.mask_query and g26.fixed_words and new.fixed_words and not z.fixed_words
 
 
 def test_rank_zephyr_messages_with_instruction_and_masking():
@@ -111,7 +122,7 @@ def test_rank_zephyr_messages_with_instruction_and_masking():
 
 
 def test_rank_gpt_multi_turn_messages_mask_passages_only():
-    msgs = ListwiseReranker(grade_ranker, prompt="rank_gpt").messages("q [7]", ["alpha [3]", "beta"])
+    msgs = ListwiseReranker(grade_ranker, style="rank_gpt").messages("q [7]", ["alpha [3]", "beta"])
     g = SPEC["rank_gpt"]
     assert msgs == [
         {"role": "system", "content": g["system"]},
@@ -192,15 +203,15 @@ def test_empty_frame_inspect_repr_eq_and_errors():
     assert list(empty.columns) == ["qid", "query", "instruction", "docno", "text", "score_0", "score", "rank"] and not calls
     assert pt.inspect.transformer_inputs(r) and "score" in pt.inspect.transformer_outputs(r, ["qid", "query", "docno", "text"])
     assert r == ListwiseReranker(backend) and hash(r) == hash(ListwiseReranker(backend)) and r != ListwiseReranker(backend, depth=50)
-    assert repr(ListwiseReranker(backend, depth=50, prompt="rank_gpt")) == "ListwiseReranker(FunctionBackend(<lambda>), prompt='rank_gpt', depth=50)"
-    assert repr(ListwiseReranker.rank_zephyr(model="/m")) == "ListwiseReranker(HFBackend('/m'))"
-    assert ListwiseReranker.rank_zephyr(model="/m") == ListwiseReranker.rank_zephyr(model="/m")
+    assert repr(ListwiseReranker(backend, depth=50, style="rank_gpt")) == "ListwiseReranker(FunctionBackend(<lambda>), depth=50, style='rank_gpt')"
     with pytest.raises(KeyError, match="text"):
         r(synthetic(1, 5).drop(columns="text"))
-    with pytest.raises(ValueError, match="prompt must be one of"):
-        ListwiseReranker(backend, prompt="rank_nope")
-    with pytest.raises(ValueError, match="backend must be one of"):
-        ListwiseReranker.rank_zephyr("sglang")
+    with pytest.raises(ValueError, match="style must be one of"):
+        ListwiseReranker(backend, style="rank_nope")
+    with pytest.raises(TypeError, match="template must be a pyterrier_instruct.prompts.Listwise"):
+        ListwiseReranker(backend, template="rank_gpt")
+    with pytest.raises(TypeError, match=r"needs a Backend object or a callable, got 'hf'.*RankZephyr\(backend='hf'\)"):
+        ListwiseReranker("hf")
     with pytest.raises(ValueError, match="qid 'q0' has rows with different query/instruction text"):
         ListwiseReranker(grade_ranker)(synthetic(1, 5).assign(instruction=lambda d: d.docno))
     with pytest.raises(ValueError, match=r"must return one string per prompt \(1\)"):
@@ -279,7 +290,7 @@ def test_hf_backend_renders_with_the_chat_template(chat_model):
 
 
 def test_hf_backend_end_to_end_on_the_bundled_benchmark(chat_model, mini, mini_bm25):
-    r = ListwiseReranker.rank_zephyr(HFBackend(chat_model, batch_size=4), context_size=4096)
+    r = pti.RankZephyr(backend=HFBackend(chat_model, batch_size=4), context_size=4096)
     topics = mini.get_topics().iloc[:4]
     pipe = mini_bm25 % 20 >> pt.text.get_text(mini, "text") >> r
     out = pipe(topics)
@@ -298,7 +309,7 @@ def test_vllm_backend_against_the_stand_in(chat_model, monkeypatch):
     monkeypatch.setitem(sys.modules, "vllm", fake_vllm)
     fake_vllm.instances.clear()
     backend = VLLMBackend(chat_model, gpu_memory_utilization=0.5, max_model_len=4096 + 64, tensor_parallel_size=2, enforce_eager=True)
-    r = ListwiseReranker.rank_zephyr(backend)
+    r = pti.RankZephyr(backend=backend)
     out = r(synthetic(3, 100))
     (llm,) = fake_vllm.instances
     assert llm.init_args == dict(model=chat_model, tokenizer=None, tensor_parallel_size=2, dtype="auto", seed=0, gpu_memory_utilization=0.5,
@@ -317,12 +328,85 @@ def test_vllm_backend_against_the_stand_in(chat_model, monkeypatch):
     for a, b in windows(100):
         lst[a:b] = lst[a:b][::-1]
     assert order == lst and r.stats["clean"] == 27
-    assert repr(backend) == f"VLLMBackend('{chat_model}', tensor_parallel_size=2, gpu_memory_utilization=0.5, max_model_len=4160, enforce_eager=True)"
+    assert repr(backend) == f"VLLMBackend('{chat_model}', gpu_memory_utilization=0.5, max_model_len=4160, tensor_parallel_size=2, enforce_eager=True)"
+    assert backend == VLLMBackend(chat_model, tensor_parallel_size=2, max_model_len=4160, enforce_eager=True, gpu_memory_utilization=0.5)
+    assert backend != VLLMBackend(chat_model, gpu_memory_utilization=0.5, max_model_len=4160, tensor_parallel_size=2)  # llm_kwargs count
+    assert repr(HFBackend("x")) == "HFBackend('x')" and HFBackend("x") == HFBackend("x", batch_size=8) != HFBackend("x", batch_size=4)
 
 
 def test_vllm_missing_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "vllm", None)
     with pytest.raises(ImportError, match=r"pip install 'pyterrier-instruct\[vllm\]'"):
-        ListwiseReranker.rank_zephyr("vllm")(synthetic(1, 5))
+        pti.RankZephyr(backend="vllm")(synthetic(1, 5))
     with pytest.raises(ValueError, match="gpu_memory_utilization must be in"):
         VLLMBackend("m", gpu_memory_utilization=1.5)
+
+
+# -- the family classes -------------------------------------------------------------------------------------------------
+def test_family_classes_presets_repr_eq_and_errors():
+    z = pti.RankZephyr()
+    assert repr(z) == "RankZephyr()" and z.backend == HFBackend("castorini/rank_zephyr_7b_v1_full") and z.style == "rank_zephyr"
+    assert z == pti.RankZephyr("castorini/rank_zephyr_7b_v1_full") and hash(z) == hash(pti.RankZephyr("castorini/rank_zephyr_7b_v1_full"))
+    assert z != pti.RankZephyr(style="rank_llm_0.26") and z != pti.RankZephyr(depth=50)
+    beta = pti.RankZephyr.zephyr_beta(backend="vllm", backend_options={"tensor_parallel_size": 2})
+    assert repr(beta) == "RankZephyr.zephyr_beta(backend='vllm', backend_options={'tensor_parallel_size': 2})"
+    assert beta.backend == VLLMBackend("HuggingFaceH4/zephyr-7b-beta", tensor_parallel_size=2) and beta.listwise == LISTWISE["rank_zephyr"]
+    assert pti.RankZephyr("/m", backend_options={"batch_size": 4}).backend == HFBackend("/m", batch_size=4)
+    v = pti.RankVicuna()
+    assert v.backend == HFBackend("castorini/rank_vicuna_7b_v1") and v.listwise == LISTWISE["rank_vicuna"]
+    assert pti.RankVicuna(style="rank_llm_0.26").listwise == LISTWISE["rank_llm_0.26"]
+    g = pti.RankGPT(base_url="http://localhost:8000/v1", backend_options={"concurrency": 2})
+    assert repr(g) == "RankGPT(base_url='http://localhost:8000/v1', backend_options={'concurrency': 2})"
+    assert g.backend == pti.OpenAIBackend("gpt-4o", base_url="http://localhost:8000/v1", concurrency=2) and g.listwise == LISTWISE["rank_gpt"]
+    assert pti.RankGPT(style="rank_llm_0.26").listwise == LISTWISE["rank_gpt_0.26"] == pti.RankGPT(style="rank_gpt_0.26").listwise
+    assert pti.RankGPT("/local", backend="hf").backend == HFBackend("/local")
+    fb = FunctionBackend(grade_ranker)
+    assert pti.RankZephyr(backend=fb).backend is fb and pti.RankZephyr(backend=grade_ranker).backend.fn is grade_ranker
+    custom = LISTWISE["rank_zephyr"]._replace(system="Be brief.")
+    assert ListwiseReranker(fb, template=custom).messages("q", ["a"])[0]["content"] == "Be brief."
+    with pytest.raises(ValueError, match="backend must be one of"):
+        pti.RankZephyr(backend="sglang")
+    with pytest.raises(ValueError, match="pass the model and its options to that backend"):
+        pti.RankZephyr("/m", backend=fb)
+    with pytest.raises(ValueError, match="base_url/api_key_env apply to backend='openai' only"):
+        pti.RankGPT("/m", backend="hf", base_url="http://x")
+    with pytest.raises(ValueError, match="style must be one of"):
+        pti.RankZephyr(style="paper")
+    assert not hasattr(ListwiseReranker, "rank_zephyr") and not hasattr(ListwiseReranker, "rank_gpt")
+
+
+def test_rank_llm_026_style_words_titles_and_raw_query():
+    """rank_llm 0.26: every window starts at 300 words; a whitespace-only title is a title; an empty instruction leaves
+    the query as it is (rank_llm sends query.text)."""
+    seen = []
+    backend = FunctionBackend(lambda p, n: seen.append(p) or grade_ranker(p, n))
+    df = synthetic(1, 15, title=True).assign(text=lambda d: d.text + " " + " ".join(["w"] * 500), query="  spaced query ",
+                                             instruction="")
+    df.loc[0, "title"] = "   "
+    pti.RankZephyr(backend=backend, style="rank_llm_0.26", context_size=None)(df)
+    found = window_passages(seen[-1][0])
+    assert {len(t.split()) for _, t in found[1:]} == {300} and len(found) == 15
+    assert found[0][1].startswith("Title: Content: passage 0 grade") and len(found[0][1].split()) == 300
+    user = seen[-1][0][1]["content"]
+    assert "search query:   spaced query .\n[1] Title: Content:" in user
+    seen.clear()
+    pti.RankZephyr(backend=backend, context_size=None)(df)  # the 2024 style: 300 × 20 / 15 words per passage
+    assert {len(t.split()) for _, t in window_passages(seen[-1][0])} == {400}
+    seen.clear()
+    pti.RankZephyr(backend=backend, context_size=None)(df.assign(instruction="only reviews"))  # composed and stripped
+    assert "search query: spaced query  only reviews.\n\n[1]" in seen[-1][0][1]["content"]
+
+
+def test_pickles_before_and_after_loading_and_reloads_lazily(chat_model):
+    import pickle
+    r = pti.RankZephyr(chat_model, backend_options={"batch_size": 2}, window_size=4, stride=2)
+    clone = pickle.loads(pickle.dumps(r))
+    assert clone == r and repr(clone) == repr(r) and clone.backend._model is None
+    df = synthetic(1, 6)
+    first = r(df)
+    assert r.backend._model is not None and r.backend._tok is not None
+    blob = pickle.dumps(r)
+    again = pickle.loads(blob)
+    assert again.backend._model is None and again.backend._tok is None and again == r
+    pd.testing.assert_frame_equal(again(df), first)  # reloads on first use, same greedy answers
+    assert again.backend._model is not None

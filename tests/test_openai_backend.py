@@ -6,7 +6,7 @@ import pytest
 from stubs import ChatServer
 
 from pyterrier_instruct.backends import OpenAIBackend
-from pyterrier_instruct.listwise import ListwiseReranker
+from pyterrier_instruct.listwise import ListwiseReranker, RankGPT
 from pyterrier_instruct.prompts import LISTWISE
 
 
@@ -31,8 +31,8 @@ def frame(n_queries=3, n_docs=30):
 def test_rank_gpt_over_http(server, monkeypatch):
     monkeypatch.setenv("TEST_LLM_KEY", "sk-secret-123")
     sleeps = []
-    r = ListwiseReranker.rank_gpt("gpt-4o", base_url=server.url, api_key_env="TEST_LLM_KEY",
-                                  backend_options={"concurrency": 3, "sleep": sleeps.append, "extra_body": {"seed": 0}})
+    r = RankGPT("gpt-4o", base_url=server.url, api_key_env="TEST_LLM_KEY",
+                backend_options={"concurrency": 3, "sleep": sleeps.append, "extra_body": {"seed": 0}})
     out = r(frame())
     assert len(server.requests) == 6 and r.backend.requests == 6  # 2 windows × 3 queries, 2 batches of 3 concurrent requests
     req = next(q for q in server.requests if "query: query 0" in q["body"]["messages"][1]["content"])  # concurrent: any order

@@ -1,5 +1,6 @@
-"""INSTFOL@K over runs (IFIR §4.1, App. B; METRICS §5): judge the top-K passages of the no-instruction run and of the
-instruction run of every (query, level) with the level's prompt, then apply :mod:`pyterrier_instruct.measures.instfol`.
+"""INSTFOL@K over runs (IFIR paper §4.1, App. B; the IFIR repository's ``GEval`` evaluator): judge the top-K passages of
+the no-instruction run and of the instruction run of every (query, level) with the level's prompt, then apply
+:mod:`pyterrier_instruct.measures.instfol`.
 
 - The no-instruction run is the query alone (IFIR level 0, qid ``<base>_0``, or the base qid); the instruction run
   has the level qids ``<base>_<level>`` (the IFIR loader's topics).

@@ -1,11 +1,12 @@
-"""IFIR's INSTFOL judge (IFIR_JUDGE_PROMPTS §1–§5, METRICS §5): an LLM scores one (instruction, passage) pair with the
-dataset- and level-specific prompt, and the document's score is the probability-weighted score token.
+"""IFIR's INSTFOL judge (IFIR paper §4.1 and App. B; the IFIR repository's ``src/utils/llm_metrics/GEval/``): an LLM
+scores one (instruction, passage) pair with the dataset- and level-specific prompt, and the document's score is the probability-weighted score token.
 
 One judgement, as the IFIR repository computes it (``GEval/geval.py``), in the default ``mode='answer'``:
 
 1. one chat request with one user message (the rendered prompt; no system message unless ``system_prompt=True``,
    which adds paper Figure 8's line to the AILA prompts), ``temperature=0``, ``top_p=0.7``, ``max_tokens=512``,
-   ``logprobs`` with ``top_logprobs=5`` (the paper; the code used 10 — both hold the digits 0–3);
+   ``logprobs`` with ``top_logprobs=10`` (the IFIR code, which produced the published numbers and whose formula sums
+   k = 1..10; the paper's text says 5, available as ``top_logprobs=5`` — it changes about half the per-query values);
 2. the answer is parsed as JSON from its first ``{`` to its last ``}`` (a missing ``}`` is appended); an unparseable
    answer reads as score 0 and the document is **kept**;
 3. ŝ = the parsed ``score`` written as digits (missing or non-digit, e.g. ``2.5``, → 0);
@@ -218,11 +219,12 @@ class IFIRJudge:
         judge_model: the judge's name in cache keys and reports (default: the backend's model name).
         cache: a :class:`JudgeCache`, a path to its JSONL file, or ``None`` (in memory: re-runs with this judge object
             still cost nothing).
-        top_logprobs: candidates per token: 5 (the paper, default) or 10 (the IFIR code).
+        top_logprobs: candidates per token: 10 (default: the IFIR code behind the published numbers, ``GEval/geval.py``)
+            or 5 (the number the paper's text gives).
         temperature, top_p, max_new_tokens: 0.0, 0.7, 512 as in the paper/code.
         system_prompt: add paper Figure 8's system line to the AILA prompts (the code sends none; default False).
         ifir_code_bug: reproduce the IFIR repository's AILA level-2/3 prompts, which never show the judge the passage
-            (level 2) nor the instruction (level 3) — for parity checks only (IFIR_JUDGE_PROMPTS §3).
+            (level 2) nor the instruction (level 3) — for parity checks only (the repository's double-brace f-string).
         mode: ``'answer'`` (the reference procedure) or ``'direct'`` (HF only: prefilled score distribution).
         min_prob: the candidate probability cut (1 %).
         batch_size: prompts per backend call; the cache is written after each call.
@@ -230,7 +232,7 @@ class IFIRJudge:
     """
 
     def __init__(self, backend, *, model: Optional[str] = None, judge_model: Optional[str] = None, cache=None,
-                 top_logprobs: int = 5, temperature: float = 0.0, top_p: float = 0.7, max_new_tokens: int = 512,
+                 top_logprobs: int = 10, temperature: float = 0.0, top_p: float = 0.7, max_new_tokens: int = 512,
                  system_prompt: bool = False, ifir_code_bug: bool = False, mode: str = "answer",
                  direct_prefix: str = DIRECT_PREFIX, min_prob: float = MIN_PROB, batch_size: int = 64, verbose: bool = False,
                  backend_options: Optional[dict] = None):

@@ -1,5 +1,6 @@
-"""RankZephyr-style listwise reranking with instructions (MODELS §5): an LLM permutes windows of passages, sliding
-from the back of each query's list to the front; the windows of all queries at the same position go to the backend
+"""Listwise reranking with instructions (RankGPT, Sun et al. 2023; RankVicuna/RankZephyr, Pradeep et al. 2023; the
+sliding window of rank_llm ``rerank/listwise/listwise_rankllm.py``): an LLM permutes windows of passages, sliding from
+the back of each query's list to the front. The windows of all queries at the same position go to the backend
 together, so a frame of Q queries costs one backend batch per window position (9 for 100/20/10), not 9·Q calls."""
 from __future__ import annotations
 
@@ -10,30 +11,42 @@ import numpy as np
 import pandas as pd
 import pyterrier as pt
 
-from .._config import Configured
-from ..backends import Backend, OpenAIBackend, make_backend
+from .._base import InstructReranker
+from .._config import preset
+from ..backends import KINDS, Backend, OpenAIBackend, make_backend
 from ..instructions import compose_frame
-from ..prompts import LISTWISE, Listwise, fill
+from ..prompts import LISTWISE, VICUNA_CHAT_TEMPLATE, Listwise, fill
 from .window import Stats, check_window, mask_numbers, parse_permutation, reorder, windows
 
 log = logging.getLogger(__name__)
 
+BackendLike = Union[str, Backend, callable]
 
-class ListwiseReranker(Configured, pt.Transformer):
+
+class ListwiseReranker(InstructReranker):
     """Reranks each query's top ``depth`` candidates by asking an LLM for permutations of sliding windows.
 
+    The generic class for any checkpoint or server; :class:`RankZephyr`, :class:`RankVicuna` and :class:`RankGPT` are
+    the paper families with their checkpoints and default styles.
+
     Args:
-        backend: a :class:`~pyterrier_instruct.backends.Backend` (HF, vLLM, OpenAI-compatible, a function) or a callable.
-        prompt: a preset name of :data:`pyterrier_instruct.prompts.LISTWISE` (``'rank_zephyr'``, ``'rankllm_2025'``,
-            ``'rank_vicuna'``, ``'rank_gpt'``) or a :class:`~pyterrier_instruct.prompts.Listwise`.
+        backend: a :class:`~pyterrier_instruct.backends.Backend` (``HFBackend('org/model')``, ``VLLMBackend(...)``,
+            ``OpenAIBackend(...)``) or a callable ``fn(list_of_message_lists, max_new_tokens) -> answers``.
+        style: the prompt recipe, a key of :data:`pyterrier_instruct.prompts.LISTWISE`: ``'rank_zephyr'`` (rank_llm
+            <= 0.20, the template RankZephyr was trained with), ``'rank_llm_0.26'`` (rank_llm 0.26's
+            ``rank_zephyr_template.yaml``), ``'rank_vicuna'``, ``'rank_gpt'``, ``'rank_gpt_0.26'``.
+        template: a custom :class:`~pyterrier_instruct.prompts.Listwise` (the full prompt); replaces ``style``.
         window_size, stride, depth: rank_llm's 20 / 10 / 100; documents below ``depth`` keep their first-stage order.
         context_size: the model's token budget; passages are cut to ``max_words`` words, which shrinks until the prompt
             plus the output budget fits (``None``, or a backend that cannot count tokens: no budget loop).
-        max_words: the starting word limit per passage (default ``300 × 20 / window length``, as rank_llm).
-        system: replaces the preset's system message (e.g. the rank_llm CLI's sentence with a final period).
-        text_field, title_field: passage columns; a non-empty title gives ``"Title: {title} Content: {text}"``.
+        max_words: the starting word limit per passage (default: the style's, 300 words, scaled by
+            ``20 / window length`` in the rank_llm <= 0.25 styles).
+        system: replaces the style's system message.
+        text_field, title_field: passage columns; a non-empty title gives ``"Title: {title} Content: {text}"``
+            (rank_llm ``_convert_doc_to_prompt_content``: a whitespace-only title counts as a title).
         instruction: used when the input has no ``instruction`` column; ``{query}`` in the prompt is
-            ``f"{query} {instruction}".strip()``.
+            ``f"{query} {instruction}".strip()``, or the query unchanged when the instruction is empty (as rank_llm
+            passes ``query.text``).
         verbose: tqdm over windows.
 
     Output: every input row and column, ``score`` = (candidates − final position) — ordinal, so SICR (which compares
@@ -41,53 +54,45 @@ class ListwiseReranker(Configured, pt.Transformer):
     score as ``score_0``. ``stats`` counts windows, backend calls, clean answers and each kind of repair.
     """
     schematic = {"label": "Listwise"}
+    #: style names a family accepts besides the keys of LISTWISE (a family-level name → a LISTWISE key).
+    style_aliases: Dict[str, str] = {}
+    #: the chat template used when the checkpoint's tokenizer has none and the style names none.
+    fallback_chat_template: Optional[str] = None
 
-    def __init__(self, backend: Union[Backend, callable], *, prompt: Union[str, Listwise] = "rank_zephyr", window_size: int = 20,
-                 stride: int = 10, depth: int = 100, context_size: Optional[int] = 4096, max_words: Optional[float] = None,
-                 system: Optional[str] = None, text_field: str = "text", title_field: Optional[str] = "title",
-                 instruction: str = "", verbose: bool = False):
+    def __init__(self, backend: Union[Backend, callable], *, style: str = "rank_zephyr", template: Optional[Listwise] = None,
+                 window_size: int = 20, stride: int = 10, depth: int = 100, context_size: Optional[int] = 4096,
+                 max_words: Optional[float] = None, system: Optional[str] = None, text_field: str = "text",
+                 title_field: Optional[str] = "title", instruction: str = "", verbose: bool = False):
         check_window(window_size, stride, depth)
-        if isinstance(prompt, str) and prompt not in LISTWISE:
-            raise ValueError(f"prompt must be one of {sorted(LISTWISE)} or a Listwise, got {prompt!r}")
+        known = sorted(set(LISTWISE) | set(self.style_aliases))
+        if not isinstance(style, str) or self.style_aliases.get(style, style) not in LISTWISE:
+            raise ValueError(f"style must be one of {known}, got {style!r}; pass template=Listwise(...) for a custom prompt")
+        if template is not None and not isinstance(template, Listwise):
+            raise TypeError(f"template must be a pyterrier_instruct.prompts.Listwise, got {type(template).__name__}; "
+                            "use style= to name a preset")
         if context_size is not None and int(context_size) < 1:
             raise ValueError(f"context_size must be positive or None, got {context_size!r}")
         if max_words is not None and max_words <= 0:
             raise ValueError(f"max_words must be positive, got {max_words!r}")
+        if isinstance(backend, str):
+            raise TypeError(f"{type(self).__name__} needs a Backend object or a callable, got {backend!r}; write e.g. "
+                            f"{type(self).__name__}(HFBackend('org/model')), or RankZephyr(backend={backend!r})")
         self.backend = make_backend(backend, "")
-        self.prompt = prompt
+        self.style, self.template = style, template
         self.window_size, self.stride, self.depth, self.context_size, self.max_words = window_size, stride, depth, context_size, max_words
         self.system, self.text_field, self.title_field, self.instruction, self.verbose = system, text_field, title_field, instruction, verbose
         self.stats = Stats()
         self._budgets: Dict[int, int] = {}
 
-    # -- presets -------------------------------------------------------------------------------------
-    @classmethod
-    def rank_zephyr(cls, backend="hf", model: str = "castorini/rank_zephyr_7b_v1_full", **kwargs) -> "ListwiseReranker":
-        """RankZephyr (rank_llm 2024 prompt; ``prompt='rankllm_2025'`` for the current one). The same prompt serves
-        ``HuggingFaceH4/zephyr-7b-beta`` (InfoSearch's "Zephyr-beta"). ``backend``: ``'hf'``, ``'vllm'`` or a Backend."""
-        return cls(make_backend(backend, model), **{"prompt": "rank_zephyr", **kwargs})
-
-    @classmethod
-    def rank_vicuna(cls, backend="hf", model: str = "castorini/rank_vicuna_7b_v1", **kwargs) -> "ListwiseReranker":
-        """RankVicuna: fastchat's vicuna_v1.1 conversation unless the checkpoint has a chat template."""
-        return cls(make_backend(backend, model), **{"prompt": "rank_vicuna", **kwargs})
-
-    @classmethod
-    def rank_gpt(cls, model: str = "gpt-4o", *, base_url: str = "https://api.openai.com/v1", api_key_env: str = "OPENAI_API_KEY",
-                 backend_options: Optional[dict] = None, **kwargs) -> "ListwiseReranker":
-        """RankGPT's multi-turn prompt on an OpenAI-compatible server (InfoSearch's GPT-4o runs)."""
-        backend = OpenAIBackend(model, base_url=base_url, api_key_env=api_key_env, **(backend_options or {}))
-        return cls(backend, **{"prompt": "rank_gpt", **kwargs})
-
-    # -- identity ------------------------------------------------------------------------------------
-    @property
-    def preset(self) -> Listwise:
-        return LISTWISE[self.prompt] if isinstance(self.prompt, str) else self.prompt
-
     # -- prompts -------------------------------------------------------------------------------------
+    @property
+    def listwise(self) -> Listwise:
+        """The prompt in use: ``template`` if given, else the style's."""
+        return self.template if self.template is not None else LISTWISE[self.style_aliases.get(self.style, self.style)]
+
     def messages(self, query: str, passages: List[str]) -> List[dict]:
         """The chat messages for one window: ``query`` composed, ``passages`` already cut (numbers masked here)."""
-        p, num = self.preset, len(passages)
+        p, num = self.listwise, len(passages)
         q = mask_numbers(query) if p.mask_query else query
         head = fill(p.prefix, num=num, query=q)
         tail = fill(p.suffix, num=num, query=q, example=p.example)
@@ -108,13 +113,22 @@ class ListwiseReranker(Configured, pt.Transformer):
             self._budgets[num] = len(target) if n is None else n - 1
         return self._budgets[num]
 
+    def _start_words(self, num: int) -> float:
+        """The first word limit of a window of ``num`` passages (rank_llm ``create_prompt``'s ``max_length``)."""
+        p = self.listwise
+        if self.max_words is not None:
+            return self.max_words
+        if p.fixed_words:
+            return 300
+        return 300 * ((p.budget_window or self.window_size) / num)
+
     def _prompt(self, query: str, words: List[List[str]]):
         """The window's prompt with passages cut to the word budget (rank_llm's loop: shrink until it fits)."""
         num, budget = len(words), self.output_budget(len(words))
-        ref = self.preset.budget_window or self.window_size
-        max_words = self.max_words if self.max_words is not None else 300 * (ref / num)
+        max_words = self._start_words(num)
+        fallback = self.listwise.chat_template or self.fallback_chat_template
         while True:
-            prompt = self.backend.prepare(self.messages(query, [" ".join(w[:int(max_words)]) for w in words]), self.preset.chat_template)
+            prompt = self.backend.prepare(self.messages(query, [" ".join(w[:int(max_words)]) for w in words]), fallback)
             n = prompt.n_tokens
             if n is None or self.context_size is None or n <= self.context_size - budget:
                 return prompt
@@ -128,29 +142,19 @@ class ListwiseReranker(Configured, pt.Transformer):
         text = df[self.text_field].fillna("").astype(str)
         if self.title_field and self.title_field in df.columns:
             title = df[self.title_field].fillna("").astype(str)
-            text = text.where(title.str.strip() == "", "Title: " + title + " Content: " + text)
+            text = text.where(title == "", "Title: " + title + " Content: " + text)
         return [ftfy.fix_text(t.strip()).split() for t in text]
 
-    # -- transform -----------------------------------------------------------------------------------
-    def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
-        with pt.validate.any(inp) as v:
-            v.result_frame(extra_columns=["query", "instruction", self.text_field], mode="instruct")
-            v.result_frame(extra_columns=["query", self.text_field], mode="query")
-        out = inp.copy()
-        if "score" in out.columns:
-            out["score_0"] = out["score"]
-        out = out.drop(columns=["score", "rank"], errors="ignore")
-        if len(out) == 0:
-            out["score"] = pd.Series(dtype="float64")
-            out["rank"] = pd.Series(dtype="int64")
-            return out
-        lists, queries, qids = self._first_stage(inp)
+    # -- scoring (the transform body is InstructReranker's) ------------------------------------------
+    def _score(self, work: pd.DataFrame) -> np.ndarray:
+        """One ordinal score per row: (candidates − final position) within its query."""
+        lists, queries, qids = self._first_stage(work)
         top = np.concatenate([lst[:self.depth] for lst in lists])
-        words = dict(zip(top.tolist(), self._words(inp.iloc[top])))
+        words = dict(zip(top.tolist(), self._words(work.iloc[top])))
         plans = [windows(len(lst), self.window_size, self.stride, self.depth) for lst in lists]
         lists = [lst.tolist() for lst in lists]
         repaired = self.stats["repaired"]
-        with pt.tqdm(total=sum(map(len, plans)), desc="ListwiseReranker", unit="window", disable=not self.verbose) as bar:
+        with pt.tqdm(total=sum(map(len, plans)), desc=type(self).__name__, unit="window", disable=not self.verbose) as bar:
             for step in range(max(map(len, plans))):
                 jobs = [(q, plan[step]) for q, plan in enumerate(plans) if step < len(plan)]
                 self._run_step(jobs, lists, queries, qids, words)
@@ -158,25 +162,26 @@ class ListwiseReranker(Configured, pt.Transformer):
         if self.stats["repaired"] > repaired:
             log.warning("%r: %d of %d answers were not a clean permutation and were repaired (see .stats)", self,
                         self.stats["repaired"] - repaired, sum(map(len, plans)))
-        scores = np.empty(len(out), dtype="float64")
+        scores = np.empty(len(work), dtype="float64")
         for lst in lists:
             scores[lst] = len(lst) - np.arange(len(lst))
-        out["score"] = scores
-        return pt.model.add_ranks(out)
+        return scores
 
-    def _first_stage(self, inp: pd.DataFrame):
+    def _first_stage(self, work: pd.DataFrame):
         """Row positions per query in first-stage order (``rank``, else ``score`` descending, else input order) and
         the composed query of each."""
-        codes, qids = pd.factorize(inp["qid"])
-        if "rank" in inp.columns:
-            key = inp["rank"].to_numpy(dtype="float64")
-        elif "score" in inp.columns:
-            key = -inp["score"].to_numpy(dtype="float64")
+        codes, qids = pd.factorize(work["qid"])
+        if "rank" in work.columns:
+            key = work["rank"].to_numpy(dtype="float64")
+        elif "score" in work.columns:
+            key = -work["score"].to_numpy(dtype="float64")
         else:
-            key = np.zeros(len(inp))
-        order = np.lexsort((np.arange(len(inp)), key, codes))
+            key = np.zeros(len(work))
+        order = np.lexsort((np.arange(len(work)), key, codes))
         lists = np.split(order, np.flatnonzero(np.diff(codes[order])) + 1)
-        composed = pd.Series(compose_frame(inp, default_instruction=self.instruction), index=inp.index)
+        composed = pd.Series(compose_frame(work, default_instruction=self.instruction), index=work.index)
+        empty = work["instruction"].astype(str).str.strip() == ""
+        composed = composed.where(~empty, work["query"].astype(str))  # rank_llm sends query.text as it is
         per_qid = composed.groupby(codes).nunique()
         if (per_qid > 1).any():
             bad = qids[per_qid.index[per_qid.to_numpy() > 1][0]]
@@ -198,3 +203,113 @@ class ListwiseReranker(Configured, pt.Transformer):
                 if problems:
                     log.info("qid %s, window [%d, %d): repaired answer (%s): %.120r", qids[q], a, b, ", ".join(problems), answer)
                 lists[q][a:b] = reorder(lists[q][a:b], order)
+
+
+def _family_backend(cls, backend: BackendLike, model: str, default: str, options: Optional[dict], kinds=("hf", "vllm")):
+    """The backend of a family class: a kind name builds one for ``model`` (with ``options``); a Backend or callable is
+    used as it is, and then neither ``model`` nor ``options`` may be given."""
+    if isinstance(backend, str):
+        if backend not in kinds:
+            raise ValueError(f"backend must be one of {list(kinds)}, a Backend or a callable, got {backend!r}")
+        if backend == "openai":
+            return OpenAIBackend(model, **(options or {}))
+        return KINDS[backend](model, **(options or {}))
+    if model != default or options:
+        raise ValueError(f"{cls.__name__}: backend is a ready {type(backend).__name__}; pass the model and its options to "
+                         f"that backend instead of model_name_or_path/backend_options")
+    return backend
+
+
+class RankZephyr(ListwiseReranker):
+    """RankZephyr (Pradeep et al. 2023, "RankZephyr: Effective and Robust Zero-Shot Listwise Reranking is a Breeze!").
+
+    ================================  ============================================  ================================
+    constructor                       checkpoint                                     notes
+    ================================  ============================================  ================================
+    ``RankZephyr()``                  ``castorini/rank_zephyr_7b_v1_full``           the paper checkpoint
+    ``RankZephyr.zephyr_beta()``      ``HuggingFaceH4/zephyr-7b-beta``               InfoSearch's "Zephyr-beta"
+    ================================  ============================================  ================================
+
+    Styles: ``'rank_zephyr'`` (default) is rank_llm <= 0.20's prompt (checked against 0.20.3), the template the
+    checkpoint was trained and first evaluated with; ``'rank_llm_0.26'`` is byte-identical to rank_llm 0.26.0's
+    ``ZephyrReranker`` (prompt text and token ids, with an empty instruction).
+
+    Args:
+        model_name_or_path: the checkpoint (hub id or local folder) the ``'hf'``/``'vllm'`` backend loads.
+        backend: ``'hf'``, ``'vllm'``, a :class:`~pyterrier_instruct.backends.Backend` or a callable.
+        backend_options: keyword arguments of the backend built from ``'hf'``/``'vllm'`` (e.g. ``batch_size``,
+            ``tensor_parallel_size``).
+        style, **kwargs: see :class:`ListwiseReranker`.
+    """
+    default_model = "castorini/rank_zephyr_7b_v1_full"
+
+    def __init__(self, model_name_or_path: str = "castorini/rank_zephyr_7b_v1_full", *, backend: BackendLike = "hf",
+                 backend_options: Optional[dict] = None, style: str = "rank_zephyr", **kwargs):
+        built = _family_backend(type(self), backend, model_name_or_path, self.default_model, backend_options)
+        super().__init__(built, style=style, **kwargs)
+        self.model_name_or_path, self.backend_options = model_name_or_path, backend_options
+
+    @preset
+    def zephyr_beta(cls, **kwargs) -> "RankZephyr":
+        """``HuggingFaceH4/zephyr-7b-beta`` with the RankZephyr prompt (InfoSearch's "Zephyr-beta" row)."""
+        return cls("HuggingFaceH4/zephyr-7b-beta", **kwargs)
+
+
+class RankVicuna(ListwiseReranker):
+    """RankVicuna (Pradeep et al. 2023, "RankVicuna: Zero-Shot Listwise Document Reranking with Open-Source LLMs").
+
+    ==============================  ===================================  =======================
+    constructor                     checkpoint                           notes
+    ==============================  ===================================  =======================
+    ``RankVicuna()``                ``castorini/rank_vicuna_7b_v1``      the paper checkpoint
+    ==============================  ===================================  =======================
+
+    The conversation is fastchat's ``vicuna_v1.1`` (``USER: … ASSISTANT:``) when the tokenizer has no chat template,
+    as rank_llm does. Styles: ``'rank_vicuna'`` (default, rank_llm <= 0.20: fastchat's vicuna system message) and
+    ``'rank_llm_0.26'`` (rank_llm 0.26.0's ``VicunaReranker``, which sends the RankZephyr template). Arguments as
+    :class:`RankZephyr`.
+    """
+    default_model = "castorini/rank_vicuna_7b_v1"
+    fallback_chat_template = VICUNA_CHAT_TEMPLATE
+
+    def __init__(self, model_name_or_path: str = "castorini/rank_vicuna_7b_v1", *, backend: BackendLike = "hf",
+                 backend_options: Optional[dict] = None, style: str = "rank_vicuna", **kwargs):
+        built = _family_backend(type(self), backend, model_name_or_path, self.default_model, backend_options)
+        super().__init__(built, style=style, **kwargs)
+        self.model_name_or_path, self.backend_options = model_name_or_path, backend_options
+
+
+class RankGPT(ListwiseReranker):
+    """RankGPT (Sun et al. 2023, "Is ChatGPT Good at Search?"): the multi-turn permutation prompt on a chat model.
+
+    ======================  ===========  ===============================================================
+    constructor             model        notes
+    ======================  ===========  ===============================================================
+    ``RankGPT()``           ``gpt-4o``   on an OpenAI-compatible server (InfoSearch's GPT-4o runs)
+    ======================  ===========  ===============================================================
+
+    Styles: ``'rank_gpt'`` (default: the RankGPT repository's prompt, as rank_llm's SafeOpenai sent it in 2024) and
+    ``'rank_llm_0.26'`` (rank_llm 0.26.0's ``rank_gpt_template.yaml``, an alias of ``'rank_gpt_0.26'``).
+
+    Args:
+        model: the served model name (``'openai'`` backend) or the checkpoint (``'hf'``/``'vllm'``).
+        backend: ``'openai'`` (default), ``'hf'``, ``'vllm'``, a Backend or a callable.
+        base_url, api_key_env: the OpenAI-compatible server and the environment variable holding its key
+            (``'openai'`` backend only).
+        backend_options: more keyword arguments of the backend (e.g. ``concurrency``, ``tokenizer``).
+        style, **kwargs: see :class:`ListwiseReranker`.
+    """
+    default_model = "gpt-4o"
+    style_aliases = {"rank_llm_0.26": "rank_gpt_0.26"}
+
+    def __init__(self, model: str = "gpt-4o", *, backend: BackendLike = "openai", base_url: str = "https://api.openai.com/v1",
+                 api_key_env: str = "OPENAI_API_KEY", backend_options: Optional[dict] = None, style: str = "rank_gpt", **kwargs):
+        if backend == "openai":
+            options = {"base_url": base_url, "api_key_env": api_key_env, **(backend_options or {})}
+        elif (base_url, api_key_env) != ("https://api.openai.com/v1", "OPENAI_API_KEY"):
+            raise ValueError(f"RankGPT: base_url/api_key_env apply to backend='openai' only, got backend={backend!r}")
+        else:
+            options = backend_options
+        built = _family_backend(type(self), backend, model, self.default_model, options, kinds=("openai", "hf", "vllm"))
+        super().__init__(built, style=style, **kwargs)
+        self.model, self.base_url, self.api_key_env, self.backend_options = model, base_url, api_key_env, backend_options

@@ -1,4 +1,5 @@
-"""The sliding-window schedule and the permutation parser of rank_llm (MODELS §5.4, §5.5), as pure functions."""
+"""The sliding-window schedule and the permutation parser of rank_llm (``rerank/listwise/listwise_rankllm.py``
+``sliding_windows``/``receive_permutation``, ``response_utils.clean_ranking_response``), as pure functions."""
 from __future__ import annotations
 
 import re
@@ -9,6 +10,10 @@ from typing import List, Sequence, Tuple
 _NON_DIGIT = re.compile(r"[^0-9]")
 _BRACKETED = re.compile(r"\[(\d+)\]")
 _WELL_FORMED = re.compile(r"\s*\[\d+\](\s*>\s*\[\d+\])*\s*")
+#: rank_llm 0.26 ``clean_ranking_response``'s ``fake_numbers_map``: superscript, subscript, circled, negative circled,
+#: full-width and digit-comma digits read as ASCII digits before parsing.
+_FAKE_DIGITS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹₀₁₂₃₄₅₆₇₈₉①②③④⑤⑥⑦⑧⑨❶❷❸❹❺❻❼❽❾０１２３４５６７８９🄀🄁🄂🄃🄄🄅🄆🄇🄈🄉",
+                             "0123456789012345678912345678912345678901234567890123456789")
 
 
 def check_window(window_size: int, stride: int, depth: int) -> None:
@@ -45,21 +50,24 @@ def mask_numbers(text: str) -> str:
 
 
 def parse_permutation(answer: str, size: int) -> Tuple[List[int], Tuple[str, ...]]:
-    """The window order (0-based) read from a model's answer, repaired as rank_llm ``receive_permutation`` does:
-    non-digits → spaces; ints − 1; duplicates dropped (first kept); out-of-range dropped; missing indices appended
-    in their original order; a ``</think>`` block is skipped and Unicode digits are read as digits. Returns the
-    order and the problems found (empty for a clean ``[a] > [b] > …``):
+    """The window order (0-based) read from a model's answer, repaired as rank_llm 0.26 ``receive_permutation`` does:
+    a ``</think>`` block is skipped; superscript, subscript, circled and full-width digits (``[²] > [¹]``) and other
+    Unicode decimal digits are read as digits; non-digits → spaces; ints − 1 (``[0000000002]`` is 2); duplicates
+    dropped (first kept); out-of-range dropped; missing indices appended in their original order. Returns the order
+    and the problems found (empty for a clean ``[a] > [b] > …``):
     ``'no_ranking'``, ``'format'``, ``'duplicate'``, ``'out_of_range'``, ``'missing'``."""
     problems = []
     answer = answer.rpartition("</think>")[2]  # a reasoning model's thoughts are not the ranking (rank_llm >= 2025)
-    if not answer.isascii():  # full-width and other Unicode decimal digits count as digits
+    if not answer.isascii():
+        answer = answer.translate(_FAKE_DIGITS)
         answer = "".join(str(unicodedata.decimal(c)) if c.isdecimal() else c for c in answer)
     tokens = _NON_DIGIT.sub(" ", answer).split()
     if not tokens:
         problems.append("no_ranking")
     elif not _WELL_FORMED.fullmatch(answer):
         problems.append("format")
-    ids = [int(t) - 1 if len(t) <= 9 else size for t in tokens]  # absurdly long numbers are out of range
+    # leading zeros do not count; an absurdly long number is out of range (int() of it would be slow)
+    ids = [int(t) - 1 if len(t.lstrip("0")) <= 9 else size for t in tokens]
     seen, order = set(), []
     for i in ids:
         if i not in seen:

@@ -1,4 +1,4 @@
-"""INSTFOL@K (IFIR; METRICS §5): the LLM-judged gain in instruction alignment of the instructed run over the
+"""INSTFOL@K (IFIR paper §4.1; the IFIR repository's ``fmss_avg``): the LLM-judged gain in instruction alignment of the instructed run over the
 no-instruction run. This module is the pure arithmetic on judge scores; the judge itself (prompts, probability-
 weighted scores, cache) is :mod:`pyterrier_instruct.evaluation.judge` and the evaluator over runs is
 :func:`pyterrier_instruct.evaluation.instfol.instfol`.

@@ -57,8 +57,8 @@ def main(argv=None) -> int:
         "promptriever": lambda: pti.Promptriever(m["promptriever"], style="mteb", **kw).scorer(),
         "repllama": lambda: pti.RepLLaMA(m["repllama"], style="mteb", **kw).scorer(),
         "e5-mistral": lambda: pti.E5Mistral(m["e5-mistral"], **kw).scorer(),
-        "rank-zephyr": lambda: pti.ListwiseReranker.rank_zephyr(
-            pti.HFBackend(m["rank-zephyr"], **kw) if args.listwise_backend == "hf" else pti.VLLMBackend(m["rank-zephyr"]),
+        "rank-zephyr": lambda: pti.RankZephyr(
+            backend=pti.HFBackend(m["rank-zephyr"], **kw) if args.listwise_backend == "hf" else pti.VLLMBackend(m["rank-zephyr"]),
             depth=100, verbose=kw["verbose"]),
     }, args)
 

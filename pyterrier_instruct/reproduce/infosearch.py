@@ -46,9 +46,9 @@ def main(argv=None) -> int:
     check_models(args, ROWS)
     kw, m = model_options(args), args.models
 
-    def listwise(preset, key):
+    def listwise(family, key):
         backend = pti.HFBackend(m[key], **kw) if args.listwise_backend == "hf" else pti.VLLMBackend(m[key])
-        return preset(backend, verbose=kw["verbose"])
+        return family(backend=backend, verbose=kw["verbose"])
 
     rerankers = selected({
         "bm25": lambda: pti.PoolBM25(verbose=kw["verbose"]),
@@ -56,10 +56,10 @@ def main(argv=None) -> int:
         "mistral": lambda: pti.CausalLMReranker.mistral_instruct(m["mistral"], style="infosearch", **kw),
         "llama": lambda: pti.CausalLMReranker.llama(m["llama"], **kw),
         "e5-mistral": lambda: pti.E5Mistral(m["e5-mistral"], **kw).scorer(),
-        "rank-zephyr": lambda: listwise(pti.ListwiseReranker.rank_zephyr, "rank-zephyr"),
-        "rank-vicuna": lambda: listwise(pti.ListwiseReranker.rank_vicuna, "rank-vicuna"),
-        "zephyr": lambda: listwise(pti.ListwiseReranker.rank_zephyr, "zephyr"),
-        "gpt-4o": lambda: pti.ListwiseReranker.rank_gpt(m["gpt-4o"], base_url=args.openai_base_url, verbose=kw["verbose"]),
+        "rank-zephyr": lambda: listwise(pti.RankZephyr, "rank-zephyr"),
+        "rank-vicuna": lambda: listwise(pti.RankVicuna, "rank-vicuna"),
+        "zephyr": lambda: listwise(pti.RankZephyr, "zephyr"),
+        "gpt-4o": lambda: pti.RankGPT(m["gpt-4o"], base_url=args.openai_base_url, verbose=kw["verbose"]),
     }, args)
 
     datasets = open_datasets(args)
