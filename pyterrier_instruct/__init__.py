@@ -29,7 +29,6 @@ _LAZY = {
     "PoolBM25": "retrieval.pool_bm25",
     "TerrierBM25": "retrieval.optional",
     "PyseriniBM25": "retrieval.optional",
-    "BiEncoderScorer": "dense.biencoder",
     "BiEncoder": "dense",
     "Promptriever": "dense",
     "RepLLaMA": "dense",

@@ -35,8 +35,7 @@ def followir_baselines(dataset, neural: bool = True, verbose: bool = False,
     FollowIR-7B when :func:`local_model` finds them (``$PYTERRIER_INSTRUCT_MODELS/<repo id>`` or the Hugging Face cache).
     """
     from .._optional import is_available
-    from ..dense.biencoder import _installed_minilm
-    from ..dense.models import SBertBiEncoder
+    from ..dense.families import SBertBiEncoder, _installed_minilm
     from ..retrieval.pisa import BM25
     from ..retrieval.pool_bm25 import PoolBM25
     from ..rewrite import FoldInstruction
