@@ -28,7 +28,7 @@ import tiny_models  # noqa: E402
 
 import pyterrier_instruct as pti  # noqa: E402
 from pyterrier_instruct.dense import BEIR_PROMPTS, Promptriever, SBertBiEncoder, select_prompt  # noqa: E402
-from pyterrier_instruct.dense.biencoder import _installed_minilm  # noqa: E402
+from pyterrier_instruct.dense.families import _installed_minilm  # noqa: E402
 
 
 def paired(ds, doc_cache: bool, batch_size: int):

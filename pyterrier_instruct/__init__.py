@@ -30,7 +30,6 @@ _LAZY = {
     "TerrierBM25": "retrieval.optional",
     "PyseriniBM25": "retrieval.anserini",
     "anserini_index": "retrieval.anserini",
-    "BiEncoderScorer": "dense.biencoder",
     "BiEncoder": "dense",
     "Promptriever": "dense",
     "RepLLaMA": "dense",

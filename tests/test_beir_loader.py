@@ -15,7 +15,7 @@ import pyterrier_instruct as pti
 from pyterrier_instruct.datasets import DATASETS, DataError
 from pyterrier_instruct.datasets.registry import BEIR, BEIR_URL
 from pyterrier_instruct.reproduce import dataset_label
-from pyterrier_instruct.dense.biencoder import _installed_minilm
+from pyterrier_instruct.dense.families import _installed_minilm
 from pyterrier_instruct.dense.selection import evaluate
 
 SCIFACT = Path(__file__).parent / "data" / "layouts" / "BeIR" / "scifact"

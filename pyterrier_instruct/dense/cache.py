@@ -1,9 +1,10 @@
 """Counters and the document-embedding cache of a :class:`~pyterrier_instruct.dense.BiEncoder`.
 
-Passage embeddings do not depend on the instruction (MODELS §6.4), so a model keeps every passage vector it computed,
-keyed by the exact passage string (SHA-256 of its UTF-8 bytes): scoring og, changed and reversed, or 10 prompts,
-encodes each distinct document once. With ``path`` the cache also lives on disk (``meta.json``, ``keys.txt``,
-``vectors.f32``, append-only) and is reused by later sessions of the same model configuration.
+Passage embeddings do not depend on the instruction (it is part of the query string only: tevatron fork
+``format_query``/``format_passage``), so a model keeps every passage vector it computed, keyed by the exact passage
+string (SHA-256 of its UTF-8 bytes): scoring og, changed and reversed, or 10 prompts, encodes each distinct document
+once. With ``path`` the cache also lives on disk (``meta.json``, ``keys.txt``, ``vectors.f32``, append-only) and is
+reused by later sessions of the same model configuration.
 """
 from __future__ import annotations
 

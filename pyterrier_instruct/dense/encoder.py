@@ -2,14 +2,14 @@
 per pooling, pooling, normalisation, and length-sorted batches with out-of-memory halving (shared with the pointwise
 rerankers). torch, transformers and peft are imported here, inside functions.
 
-Pooling (MODELS §6.3, §7, §9):
-- ``eos``: truncate to ``max_length - 1`` tokens, append the EOS id, pool the last real token (Promptriever, RepLLaMA,
-  E5-Mistral);
-- ``last``: pool the last real token, nothing appended (InF-Embed);
-- ``mean``: attention-masked mean (sentence-transformers);
+Pooling:
+- ``eos``: truncate to ``max_length - 1`` tokens, append the EOS id, pool the last real token (Promptriever, RepLLaMA:
+  the tevatron fork's encoder; E5-Mistral: its model card's ``last_token_pool``);
+- ``last``: pool the last real token, nothing appended (InF-Embed: InF_Embed's ``last`` pooling);
+- ``mean``: attention-masked mean (sentence-transformers ``Pooling``);
 - ``cls``: the first real token.
 The last/first *real* token is found from the attention mask, whatever the padding side; with rotary positions
-(Llama, Mistral, Qwen) left and right padding then give the same vectors (MODELS §6.3).
+(Llama, Mistral, Qwen) left and right padding then give the same vectors (positions come from the mask).
 """
 from __future__ import annotations
 

@@ -2,7 +2,8 @@
 
 On disk an ``EmbeddingIndex`` is a folder with ``vectors.f32`` (N × dim, read as a numpy memmap), ``docnos.txt`` (one
 per line) and ``meta.json`` (count, dim, and the model's ``doc_key()``: a query model whose passage side differs is
-refused). Without a path it lives in memory. pyterrier-dr's FlexIndex is used instead when asked (``backend='flex'``).
+refused). Without a path it lives in memory. It needs nothing beyond numpy; with pyterrier-dr installed a model composes
+with its FlexIndex directly (``model >> FlexIndex(path).indexer()``, ``model >> FlexIndex(path).np_retriever()``).
 """
 from __future__ import annotations
 
@@ -13,13 +14,6 @@ from typing import Iterable, Optional, Tuple
 import numpy as np
 import pandas as pd
 import pyterrier as pt
-
-from .._optional import require
-
-
-def flex_index(path):
-    """``pyterrier_dr.FlexIndex(path)``; an ImportError naming the ``dr`` extra when pyterrier-dr is missing."""
-    return require("pyterrier_dr", "dr").FlexIndex(path)
 
 
 class EmbeddingIndex:

@@ -1,4 +1,4 @@
-"""Promptriever's prompt selection (MODELS §6.6, Promptriever §4.3).
+"""Promptriever's prompt selection (Promptriever §4.3 and Table 10).
 
 Each candidate prompt is applied to every query exactly like an instruction (the ``instruction`` column). The
 *selected* prompt is the argmax of ``measure`` on a sample of dev queries (ties: the lowest prompt index); the *best*

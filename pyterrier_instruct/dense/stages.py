@@ -1,7 +1,9 @@
-"""The PyTerrier stages of a :class:`~pyterrier_instruct.dense.BiEncoder` (pyterrier_dr's model/stage split):
-``query_encoder()`` (Q → Q + ``query_vec``), ``doc_encoder()`` (D → D + ``doc_vec``), ``scorer()`` (R → R, rerank mode)
-and ``retriever(index)`` (Q → R, retrieval mode). Each validates its input (modes ``instruct``/``query``), returns a
-correctly shaped empty frame without loading the model, keeps every input column and the input row order.
+"""The explicit PyTerrier stages of a :class:`~pyterrier_instruct.dense.BiEncoder` (pyterrier_dr's model/stage split,
+``BiQueryEncoder``/``BiDocEncoder``/``BiScorer`` in its ``biencoder.py``): ``query_encoder()`` (Q → Q + ``query_vec``),
+``doc_encoder()`` (D → D + ``doc_vec``), ``scorer()`` (R → R) and ``retriever(index)`` (Q → R). Each accepts only its
+own kind of frame (the model itself dispatches on the input), returns a correctly shaped empty frame without loading
+the model, keeps every input column and the input row order. A stage's ``repr`` is the call that built it
+(``Promptriever().scorer()``); two stages are equal when their models are.
 """
 from __future__ import annotations
 
@@ -13,45 +15,39 @@ from .._base import InstructReranker
 from .._config import Configured
 
 
-class _Stage(Configured, pt.Transformer):
-    _method = ""
+def built_by(stage, model, method: str, *args, **kwargs):
+    """Records ``model.method(*args, **kwargs)`` as the call that built ``stage`` (its ``repr``)."""
+    stage.__dict__["_call"] = (f"{model!r}.{method}", args, kwargs)
+    return stage
 
+
+class _Stage(Configured, pt.Transformer):
     def __init__(self, model):
         self.model = model
 
-    def __repr__(self) -> str:
-        return f"{self.model!r}.{self._method}()"
 
 class QueryEncoder(_Stage):
     """``Q → Q`` + ``query_vec`` (float32); the vector encodes the composed query+instruction string."""
-    _method = "query_encoder"
     schematic = {"label": "QueryEncoder"}
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
         with pt.validate.any(inp) as v:
-            v.query_frame(extra_columns=["instruction"], mode="instruct")
-            v.query_frame(mode="query")
-        out = inp.copy()
-        vectors = self.model.encode_queries(self.model.query_strings(out)) if len(out) else []
-        out["query_vec"] = list(vectors)
-        return out
+            v.query_frame(extra_columns=["query", "instruction"], mode="instruct")
+            v.query_frame(extra_columns=["query"], mode="query")
+        return self.model.encode_query_frame(inp)
 
 
 class DocEncoder(_Stage):
     """``D → D`` + ``doc_vec`` (float32), through the model's document cache."""
-    _method = "doc_encoder"
     schematic = {"label": "DocEncoder"}
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
         pt.validate.document_frame(inp, [self.model.text_field])
-        out = inp.copy()
-        vectors = self.model.encode_passages(self.model.passage_strings(out)) if len(out) else []
-        out["doc_vec"] = list(vectors)
-        return out
+        return self.model.encode_doc_frame(inp)
 
 
 class DenseScorer(InstructReranker):
-    """``R → R``: the dot product (cosine when normalised) of the query+instruction and passage vectors.
+    """``R → R``: the model's scores (the dot product of the query+instruction and passage vectors).
 
     Distinct composed queries are encoded once per call; passages go through the model's cache, so og/changed
     (or 10 prompts) encode each document once per model."""
@@ -62,20 +58,15 @@ class DenseScorer(InstructReranker):
         self.text_field, self.instruction, self.verbose = model.text_field, model.instruction, model.verbose
 
     def _score(self, df: pd.DataFrame) -> np.ndarray:
-        q = self.model.encode_queries(self.model.query_strings(df))
-        d = self.model.encode_passages(self.model.passage_strings(df))
-        return np.einsum("ij,ij->i", q, d).astype("float64")
-
-    def __repr__(self) -> str:
-        return f"{self.model!r}.scorer()"
+        return self.model._score(df)
 
 
 class DenseRetriever(_Stage):
     """``Q → R``: exact inner-product top-``num_results`` over an :class:`.index.EmbeddingIndex`.
 
     Output: every input column, then ``docno``, ``score``, ``rank``; queries in input order, documents by decreasing
-    score (ties by index order)."""
-    _method = "retriever"
+    score (ties by index order). Equality: the model, the index (its path; an in-memory index by identity) and
+    ``num_results`` (an index object has no value identity of its own)."""
     schematic = {"label": "DenseRetriever"}
 
     def __init__(self, model, index, num_results: int = 1000, corpus=None):
@@ -87,8 +78,8 @@ class DenseRetriever(_Stage):
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
         with pt.validate.any(inp) as v:
-            v.query_frame(extra_columns=["instruction"], mode="instruct")
-            v.query_frame(mode="query")
+            v.query_frame(extra_columns=["query", "instruction"], mode="instruct")
+            v.query_frame(extra_columns=["query"], mode="query")
         queries = inp.drop(columns=["docno", "score", "rank", "query_vec"], errors="ignore").reset_index(drop=True)
         if len(queries) == 0:
             return queries.assign(docno=pd.Series(dtype=object), score=pd.Series(dtype="float64"), rank=pd.Series(dtype="int64"))
@@ -106,6 +97,3 @@ class DenseRetriever(_Stage):
 
     def _eq_key(self) -> tuple:
         return (self.model, self._index_key, self.num_results)
-
-    def __repr__(self) -> str:
-        return f"{self.model!r}.retriever({self.index!r}, num_results={self.num_results})"

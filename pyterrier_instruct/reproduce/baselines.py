@@ -30,8 +30,7 @@ def followir_baselines(dataset, neural: bool = True, verbose: bool = False,
     FollowIR-7B when :func:`local_model` finds them (``$PYTERRIER_INSTRUCT_MODELS/<repo id>`` or the Hugging Face cache).
     """
     from .._optional import is_available
-    from ..dense.biencoder import _installed_minilm
-    from ..dense.models import SBertBiEncoder
+    from ..dense.families import SBertBiEncoder, _installed_minilm
     from ..retrieval.pisa import BM25
     from ..retrieval.pool_bm25 import PoolBM25
     from ..rewrite import FoldInstruction
@@ -46,7 +45,7 @@ def followir_baselines(dataset, neural: bool = True, verbose: bool = False,
     if neural and is_available("torch") and is_available("transformers"):
         if _installed_minilm():
             minilm = SBertBiEncoder.all_minilm_l6_v2(verbose=verbose)
-            systems["all-MiniLM-L6-v2 (rerank)"] = pool >> minilm.scorer()
+            systems["all-MiniLM-L6-v2 (rerank)"] = pool >> minilm
             if dense_retrieval or (dense_retrieval is None and _corpus_size(dataset) <= DENSE_RETRIEVAL_MAX_DOCS):
                 # the index is built on first use from the vectors the reranking left in the document cache
                 systems["all-MiniLM-L6-v2 (full retrieval)"] = minilm.retriever(corpus=dataset.get_corpus_iter)

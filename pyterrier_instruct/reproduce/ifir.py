@@ -45,7 +45,7 @@ def main(argv=None) -> int:
     # dense models: one instance each, its document cache shared by a subset's queries; one index per subset
     dense = selected({
         "promptriever": lambda: pti.Promptriever(m["promptriever"], style="ifir", **kw),
-        "e5-mistral": lambda: pti.E5Mistral.model_card(IFIR_E5_TASK, model_name_or_path=m["e5-mistral"], **kw),
+        "e5-mistral": lambda: pti.E5Mistral(m["e5-mistral"], style="model_card", task=IFIR_E5_TASK, **kw),
     }, args)
     datasets = open_datasets(args)
     # per subset: BM25 and each dense model's retriever over its corpus (one model instance, one index per subset)
