@@ -1,7 +1,7 @@
 """Benchmark: the vectorised InfoSearch and Robustness measures against a per-document Python loop.
 
 Builds seeded synthetic data and times three paths of ``pyterrier_instruct.measures`` against one
-plain-Python loop that implements the same rules (SEMANTICS.md §B and §C) with dicts and ``sorted``:
+plain-Python loop that implements the same rules (the InfoSearch reference code's WISE/SICR rules) with dicts and ``sorted``:
 
 - ``infosearch_eval`` (the function; WISE 2024, SICR code variant, ties in run order);
 - ``ir_measures.calc_aggregate([WISE, SICR, InfoSearch_pMRR], ...)`` on paired-qid frames
@@ -126,7 +126,7 @@ def to_paired(ori, ins, rev, og_qrels, ch_qrels):
 
 
 # ----------------------------------------------------------------------------------------------
-# the per-document loop (SEMANTICS.md §B, §C)
+# the per-document loop (the InfoSearch reference code's rules)
 # ----------------------------------------------------------------------------------------------
 
 def loop_ranks(run: dict) -> dict:

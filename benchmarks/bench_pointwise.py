@@ -3,7 +3,7 @@
 - monoT5: ``pti.MonoT5`` vs ``pyterrier_t5.MonoT5ReRanker`` on the same random T5 with t5-small dimensions
   (d_model 512, 6+6 layers, 8 heads, d_ff 2048, 32,128-entry embedding) and a locally trained tokenizer;
   both at the same batch size, plus pyterrier_t5 at its default batch size 4. Scores are compared with
-  pyterrier_t5 at batch size 1 (its batch-independent setting, PYTERRIER_NOTES §9).
+  pyterrier_t5 at batch size 1 (its batch-independent setting).
 - causal: ``pti.FollowIR7B`` (and with ``share_prefix=True``) vs a reference-style loop (FollowIR's LlamaReranker: fixed batches in input order,
   padded to the longest) on a small random Mistral (hidden 256, 4 layers).
 

@@ -1,4 +1,4 @@
-"""Prompt templates as data: every verbatim template of the pointwise (MODELS.md §2–§3.4) and listwise (§5) rerankers,
+"""Prompt templates as data: every verbatim template of the pointwise (pyterrier_t5, FollowIR's and InfoSearch's reranking code) and listwise (rank_llm) rerankers,
 of IFIR's INSTFOL judge (IFIR_JUDGE_PROMPTS.md), and the promptable dense retrievers' query/passage strings and BEIR
 prompts (§6, §9), in one place.
 
@@ -16,14 +16,14 @@ from typing import Dict, NamedTuple, Optional, Tuple
 class TrueFalse(NamedTuple):
     """A true/false prompt: the template and the two answer words whose logits are compared. The token id is
     ``tokenizer.encode(word)[0]`` for seq2seq models (``▁true`` for T5) and ``get_vocab()[word]`` for causal LMs
-    (``true``, no ``▁``), as in the references (MODELS §2, §3)."""
+    (``true``, no ``▁``), as in the references (pyterrier_t5, FollowIR's ``rerank.py``)."""
     template: str
     true_token: str
     false_token: str
 
 
 PROMPTS: Dict[str, TrueFalse] = {
-    # monoT5 (MODELS §2): no trailing space; the tokenizer appends </s>.
+    # monoT5 (pyterrier_t5, castorini's pygaggle): no trailing space; the tokenizer appends </s>.
     'monot5': TrueFalse(
         "Query: {query} Document: {text} Relevant:",
         'true', 'false'),
@@ -236,7 +236,7 @@ def render_ifir_judge(name: str, instruction: str, corpus: str, *, ifir_code_bug
     return fill(IFIR_JUDGE[name], **{k: v for k, v in values.items() if k not in literal})
 
 
-# -- promptable dense retrievers (MODELS §1, §6.2, §6.5, §9) -----------------------------------------------------------
+# -- promptable dense retrievers (Promptriever's tevatron fork, mteb, IFIR's code) -----------------------------------------------------------
 # A query string is a query template filled with the *composed* query+instruction (the joining rules are functions in
 # :mod:`pyterrier_instruct.instructions`); a passage string is a passage template filled with ``{title}`` and
 # ``{text}`` (each stripped) or ``{doc}`` (``(title + " " + text).strip()``, the default document text).
@@ -252,10 +252,10 @@ PROMPTRIEVER_MTEB_PASSAGE = "passage:  {doc}"
 E5_QUERY = "Instruct: {task}\nQuery: {query}"
 #: The task description of the E5 model card and of FollowIR's E5 run.
 E5_DEFAULT_TASK = "Given a web search query, retrieve relevant passages that answer the query"
-#: IFIR's E5-Mistral prompt (MODELS §9); the typos are part of the reference input.
+#: IFIR's E5-Mistral prompt (the IFIR evaluation code); the typos are part of the reference input.
 IFIR_E5_TASK = "Give a query, retrieval relevant passages"
 
-#: The 10 BEIR prompts of Promptriever Table 10 (MODELS §6.5), verbatim, in table order (5 and 10 have no final period).
+#: The 10 BEIR prompts of Promptriever Table 10, verbatim, in table order (5 and 10 have no final period).
 BEIR_PROMPTS: Tuple[str, ...] = (
     "Be careful when assigning relevance as your job is on the line and I will give you a 1000 dollar tip.",
     "Think carefully about these conditions when determining relevance.",
@@ -290,11 +290,11 @@ def check(template: str, allowed: Tuple[str, ...], what: str) -> str:
 PROMPTRIEVER_STYLES: Dict[str, Tuple[str, str, str, bool]] = {
     "tevatron": (PROMPTRIEVER_QUERY, "promptriever", PROMPTRIEVER_PASSAGE, True),
     "mteb": (PROMPTRIEVER_QUERY, "promptriever_mteb", PROMPTRIEVER_MTEB_PASSAGE, False),
-    # IFIR (MODELS §9): the same prefixes before the plain ``query + " " + instruction``, no ``?`` (max length 1024 there).
+    # IFIR (its evaluation code): the same prefixes before the plain ``query + " " + instruction``, no ``?`` (max length 1024 there).
     "ifir": (PROMPTRIEVER_QUERY, "append", PROMPTRIEVER_MTEB_PASSAGE, False),
 }
 
-#: InF-Embed's query composers (MODELS §1, §7): the code's order (default), the paper's ``<Instruction> <Query>``, and the
+#: InF-Embed's query composers (InF-IR paper §5 and its code): the code's order (default), the paper's ``<Instruction> <Query>``, and the
 #: code's ``Instruct:`` option (``f"Instruct: {instruction}\nQuery: {query} ".strip()``).
 INF_EMBED_COMPOSERS: Dict[str, str] = {
     "code": "{query} {instruction}",

@@ -54,7 +54,7 @@ def with_chat_template(model: str, folder: Path, template: str) -> str:
     return str(folder)
 
 
-# a Zephyr-style chat template (the form MODELS §5.1 expects: <|system|>\n…</s>\n<|user|>\n…</s>\n<|assistant|>\n)
+# a Zephyr-style chat template (the form rank_llm's RankZephyr prompts expect: <|system|>\n…</s>\n<|user|>\n…</s>\n<|assistant|>\n)
 ZEPHYR_TEMPLATE = ("{% for message in messages %}\n{% if message['role'] == 'user' %}\n{{ '<|user|>\n' + message['content'] + eos_token }}\n"
                    "{% elif message['role'] == 'system' %}\n{{ '<|system|>\n' + message['content'] + eos_token }}\n"
                    "{% elif message['role'] == 'assistant' %}\n{{ '<|assistant|>\n'  + message['content'] + eos_token }}\n{% endif %}\n"

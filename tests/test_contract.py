@@ -22,6 +22,7 @@ from pyterrier_instruct._config import Configured
 from stubs import ZEPHYR_TEMPLATE, ChatServer, with_chat_template
 
 KEY_ENV = "PTI_CONTRACT_TEST_KEY"
+REMOTE = {"RankGPT"}  # served over HTTP: nothing is loaded locally
 
 
 @pytest.fixture(scope="module")
@@ -53,8 +54,8 @@ FAMILIES = {
     "MonoBERT": lambda m: pti.MonoBERT(m["bert"]),
     "TART": lambda m: pti.TART(m["bert"], max_length=512),
     "ListwiseReranker": lambda m: pti.ListwiseReranker(pti.HFBackend(m["zephyr"]), window_size=4, stride=2, depth=6),
-    "RankZephyr": lambda m: pti.RankZephyr(pti.HFBackend(m["zephyr"]), window_size=4, stride=2, depth=6),
-    "RankVicuna": lambda m: pti.RankVicuna(pti.HFBackend(m["zephyr"]), window_size=4, stride=2, depth=6),
+    "RankZephyr": lambda m: pti.RankZephyr(m["zephyr"], window_size=4, stride=2, depth=6),
+    "RankVicuna": lambda m: pti.RankVicuna(m["zephyr"], window_size=4, stride=2, depth=6),
     "RankGPT": lambda m: pti.RankGPT("gpt-4o", base_url=m["chat"], api_key_env=KEY_ENV, window_size=4, stride=2, depth=6),
     "BiEncoder": lambda m: pti.BiEncoder(m["bert"]),
     "SBertBiEncoder": lambda m: pti.SBertBiEncoder(m["bert"]),
@@ -133,7 +134,7 @@ def test_contract(name, models, mini, topics):
         assert (np.diff(ranked["score"].to_numpy()) <= 1e-12).all()
 
     # pickled after loading: the copy drops the weights, reloads lazily and scores the same
-    if has_lazy_state(r):
+    if has_lazy_state(r) and name not in REMOTE:
         assert loaded(r)
     copy = pickle.loads(pickle.dumps(r))
     assert not loaded(copy) and copy == r

@@ -67,9 +67,9 @@ def test_instruction_changes_scores_and_default_instruction(minilm, frame):
 def test_readme_example_is_the_demo_system(mini, topics):
     """README: ``ds.candidates() >> pti.SBertBiEncoder.all_minilm_l6_v2()`` in pt.Experiment; the demo
     (``followir_baselines``) runs the same model on the same pool."""
-    from pyterrier_instruct.evaluation.followir import followir_baselines
+    from pyterrier_instruct.reproduce.baselines import followir_baselines
     demo = followir_baselines(mini, dense_retrieval=False)["all-MiniLM-L6-v2 (rerank)"]
-    assert demo[-1].model == pti.SBertBiEncoder.all_minilm_l6_v2()
+    assert demo[-1] == pti.SBertBiEncoder.all_minilm_l6_v2()
     readme = mini.candidates() >> pti.SBertBiEncoder.all_minilm_l6_v2()
     res = pt.Experiment([readme, demo], topics, mini.get_qrels(), [pti.OG("AP@1000"), pti.pMRR], names=["README", "demo"])
     measures = [c for c in res.columns if c != "name"]

@@ -164,7 +164,7 @@ def test_demo_baselines_share_one_minilm_for_rerank_and_full_retrieval(mini):
     from pyterrier_instruct.reproduce.baselines import followir_baselines
     systems = followir_baselines(mini)
     rerank, retrieval = systems["all-MiniLM-L6-v2 (rerank)"], systems["all-MiniLM-L6-v2 (full retrieval)"]
-    assert rerank[-1].model is retrieval.model and retrieval.corpus == mini.get_corpus_iter
+    assert rerank[-1] is retrieval.model and retrieval.corpus == mini.get_corpus_iter
     assert "all-MiniLM-L6-v2 (full retrieval)" not in followir_baselines(mini, dense_retrieval=False)
 
 

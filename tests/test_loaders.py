@@ -422,8 +422,8 @@ def test_ifir_repository_root_or_subset_folder(tmp_path):
     assert a.path == b.path and a.get_topics().equals(b.get_topics())
 
 
-def test_readme_lists_every_dataset_with_source_revision_and_size():
-    readme = (Path(__file__).parents[1] / "README.md").read_text()
+def test_docs_list_every_dataset_with_source_revision_and_size():
+    readme = (Path(__file__).parents[1] / "docs" / "data.md").read_text()
     for name, e in DATASETS.items():
         (row,) = [line for line in readme.splitlines() if line.startswith(f"| `{name}` |")]
         revision = e.revision or ("main" if e.repo_id else "—")

@@ -54,7 +54,7 @@ def test_bm25_corpus_errors(tmp_path):
 
 
 def _reference_followir_bm25(query, instruction, docs):
-    """FollowIR models/bm25/evaluate_bm25.py, as specified in MODELS §8.1 (the oracle)."""
+    """FollowIR models/bm25/evaluate_bm25.py, (the FollowIR repository's BM25 baseline, the oracle)."""
     stemmer, stop = PorterStemmer(), nltk_english_stopwords()
 
     def clean(s):

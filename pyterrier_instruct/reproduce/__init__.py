@@ -12,8 +12,8 @@ runnable as ``python -m pyterrier_instruct.reproduce.<module>``.
 Importing this package imports no model library; the pipelines import theirs when a row is built.
 """
 from .baselines import MODELS_ENV, followir_baselines, local_model
-from .common import (Row, check_models, dataset_label, finish, full_retrieval, model_options, open_dataset, open_datasets,
-                     parse, parser, saved, selected)
+from .common import (FIRST_STAGES, Row, check_models, dataset_label, finish, first_stage_bm25, full_retrieval, model_options, open_dataset,
+                     open_datasets, parse, parser, saved, selected)
 
 __all__ = ["Row", "parser", "parse", "dataset_label", "open_dataset", "open_datasets", "model_options", "check_models",
-           "saved", "finish", "selected", "full_retrieval", "followir_baselines", "local_model", "MODELS_ENV"]
+           "saved", "finish", "selected", "first_stage_bm25", "FIRST_STAGES", "full_retrieval", "followir_baselines", "local_model", "MODELS_ENV"]
