@@ -320,7 +320,7 @@ def test_cached_records_keep_the_evidence_and_rescore_with_min_prob(tmp_path):
     instfol(run_q, run_i, topics, docs_for(kind), IFIRJudge(FunctionBackend(logprobs=Script(kind)), cache=path), dataset="fiqa")
     (record,) = [json.loads(line) for line in path.read_text().splitlines()]
     assert record["prompt"] == "fiqa1" and record["docno"] == "b9" and record["parsed"] == "2" and record["score"] == pytest.approx(X)
-    assert record["judge"] == "Script|answer|top_logprobs=10|temperature=0|top_p=0.7|max_tokens=512"
+    assert record["judge"] == "Script|FunctionBackend(name='Script')|answer|top_logprobs=10|temperature=0|top_p=0.7|max_tokens=512"
     assert record["answer"] == '{"score": 2, "reason": "ok"}' and len(record["candidates"]) == 5
     judge = IFIRJudge(FunctionBackend(logprobs=Script(kind)), cache=path, min_prob=0.1)
     (j,) = judge.judge([("fiqa1", "q i", "b9", "b9 text, about dx")])

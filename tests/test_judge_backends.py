@@ -80,7 +80,7 @@ def test_instfol_against_the_http_judge_with_cache(server, tmp_path):
     run = pd.DataFrame([(q, d, 1.0 - j) for q, docs in ranked.items() for j, d in enumerate(docs)], columns=["qid", "docno", "score"])
     is0 = run["qid"].str.endswith("_0")
     docs = {d: f"{d} text" for d in ("alpha", "beta", "gamma", "delta", "toolong")}
-    opts = {"base_url": server.url, "api_key_env": "NO_SUCH_KEY_VAR", "concurrency": 4}
+    opts = {"base_url": server.url, "api_key_env": None, "concurrency": 4}
     judge = IFIRJudge("openai", model="gpt-4o-mini", backend_options=opts, cache=tmp_path / "judge.jsonl")
     res = instfol(run[is0], run[~is0], topics, docs, judge, dataset="scifact_open")
     # weighted scores: alpha 2.8, beta 0.5, gamma 2/3·... (" 2" rejected: (2·.6 + 3·.3)/.9), delta 0
@@ -168,7 +168,7 @@ def test_hf_score_distribution_and_the_direct_judge(judge_model):
     (j,) = judge.judge([("fiqa3", "query about dams", "d1", "dam river fish study")])
     expected = sum(v * dists[0][str(v)] for v in SCORE_VALUES) / sum(dists[0].values())
     assert j.status == "ok" and j.score == pytest.approx(expected, rel=1e-4) and 0 < j.score < 5
-    assert judge.judge_id == f'{judge_model}|direct|prefix="{{\\n    \\"score\\": "'
+    assert judge.judge_id == f'{judge_model}|{backend.identity()}|direct|prefix="{{\\n    \\"score\\": "'
     assert IFIRJudge(backend, mode="direct").judge([("fiqa3", "query about dams", "d1", "dam river fish study")])[0].status == "no_candidates"
 
 
@@ -226,6 +226,11 @@ def test_function_backend_logprobs_contract():
         FunctionBackend(logprobs=lambda m, **k: [None, None]).generate_logprobs([prompt], max_new_tokens=1, top_logprobs=1)
     with pytest.raises(ValueError, match="must return a Generation"):
         FunctionBackend(logprobs=lambda m, **k: ["text"]).generate_logprobs([prompt], max_new_tokens=1, top_logprobs=1)
+    # with return_exceptions an unusable entry (not a Generation, a null logprob) costs its prompt only
+    mixed = FunctionBackend(logprobs=lambda m, **k: ["text", ("a", ["a"], [{"a": None}]), ("a", ["a"], [{"a": -0.5}])])
+    bad, null, good = mixed.generate_logprobs([prompt] * 3, max_new_tokens=1, top_logprobs=1, return_exceptions=True)
+    assert isinstance(bad, ValueError) and "must return a Generation" in str(bad) and good == Generation("a", ("a",), ((("a", -0.5),),))
+    assert isinstance(null, ValueError) and "unusable (text, tokens, top_logprobs) triple" in str(null)
     failing = FunctionBackend(logprobs=lambda m, **k: [TimeoutError("slow")])
     with pytest.raises(TimeoutError, match="slow"):
         failing.generate_logprobs([prompt], max_new_tokens=1, top_logprobs=1)

@@ -164,6 +164,30 @@ def test_one_backend_call_per_window_position_for_all_queries():
     assert len(out) == 480
 
 
+def test_a_per_prompt_function_is_a_backend_too():
+    """``fn(prompt: str) -> str``: one call per prompt with the messages' contents as one text."""
+    seen = []
+
+    def first_try(prompt):
+        seen.append(prompt)
+        return "[2] > [1]"
+    backend = FunctionBackend(first_try)
+    out = ListwiseReranker(first_try, style="rank_gpt")(synthetic(2, 2))
+    assert out.sort_values(["qid", "rank"]).docno.tolist() == ["q0d1", "q0d0", "q1d1", "q1d0"] and len(seen) == 2
+    assert seen[0].startswith(LISTWISE["rank_gpt"].system + "\n\n") and "\n\n[1] passage 0 grade" in seen[0]  # one turn per passage
+    assert backend.generate([backend.prepare([{"role": "user", "content": "only this"}])] * 3, max_new_tokens=5) == ["[2] > [1]"] * 3
+    assert seen[-1] == "only this" and backend.calls == 3  # a single user message is its content exactly
+    with pytest.raises(ValueError, match=r"fn\(prompt\) must return a string, got \['\[1\]'\]"):
+        FunctionBackend(lambda prompt: ["[1]"]).generate([backend.prepare([{"role": "user", "content": "x"}])], max_new_tokens=1)
+    # the batched form, whatever its parameter names; defaults and *args as Python binds them
+    assert not FunctionBackend(lambda batch, budget: [])._per_prompt and not FunctionBackend(lambda *args: [])._per_prompt
+    assert FunctionBackend(lambda prompt, temperature=0.0: "")._per_prompt and FunctionBackend(str.upper)._per_prompt
+    for bad in (lambda: "", lambda a, b, c: [], lambda p, *, seed: ""):
+        with pytest.raises(TypeError, match=r"fn must be fn\(prompt: str\) -> str \(one call per prompt\) or "
+                                            r"fn\(list_of_message_lists, max_new_tokens\) -> list of str \(one call per batch\)"):
+            FunctionBackend(bad)
+
+
 def test_final_order_scores_and_columns():
     df = synthetic(3, 120, seed=3)
     out = ListwiseReranker(grade_ranker)(df.sample(frac=1, random_state=0))  # input order does not matter

@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 from stubs import ChatServer
 
-from pyterrier_instruct.backends import OpenAIBackend
+from pyterrier_instruct.backends import BackendUnavailable, OpenAIBackend
 from pyterrier_instruct.listwise import ListwiseReranker, RankGPT
 from pyterrier_instruct.prompts import LISTWISE
 
@@ -56,7 +56,7 @@ def test_rank_gpt_over_http(server, monkeypatch):
 def test_retries_with_backoff_then_fails_with_the_server_message(server, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     sleeps = []
-    backend = OpenAIBackend("m", base_url=server.url, max_retries=3, backoff=0.5, sleep=sleeps.append)
+    backend = OpenAIBackend("m", base_url=server.url, api_key_env=None, max_retries=3, backoff=0.5, sleep=sleeps.append)
     server.script = [(503, {"error": "busy"}), (429, {"error": "slow down"}), (200, None)]
     prompt = backend.prepare([{"role": "user", "content": "[1] a"}])
     assert backend.generate([prompt], max_new_tokens=5) == ["[1]"]
@@ -73,21 +73,43 @@ def test_retries_with_backoff_then_fails_with_the_server_message(server, monkeyp
         backend.generate([prompt], max_new_tokens=5)
 
 
-def test_unreachable_server_and_min_tokens(monkeypatch):
+def test_unreachable_server_fails_fast_naming_the_base_url(monkeypatch):
+    import socket
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
     sleeps = []
-    backend = OpenAIBackend("m", base_url="http://127.0.0.1:9/v1", max_retries=1, backoff=0.1, sleep=sleeps.append, timeout=5)
-    with pytest.raises(RuntimeError, match="could not reach http://127.0.0.1:9/v1/chat/completions after 2 attempts"):
-        backend.generate([backend.prepare([{"role": "user", "content": "x"}])], max_new_tokens=3)
-    assert sleeps == [0.1]
+    backend = OpenAIBackend("m", base_url=f"http://127.0.0.1:{port}/v1", api_key_env=None, sleep=sleeps.append, timeout=5, concurrency=1)
+    with pytest.raises(BackendUnavailable, match=rf"cannot connect to http://127.0.0.1:{port}/v1 \(ConnectionRefusedError.*after 4 "
+                                                 r"attempt\(s\) over 3.5 s: is the server running"):
+        backend.generate([backend.prepare([{"role": "user", "content": "x"}])] * 3, max_new_tokens=3)
+    assert sleeps == [0.5, 1.0, 2.0] and backend.requests == 4  # a short bounded retry; the other prompts are never sent
     with pytest.raises(ValueError, match="a chat message is a dict"):
         backend.prepare([{"role": "tool", "content": "x"}])
+
+
+def test_a_missing_key_fails_before_any_request(server, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    r = RankGPT("gpt-4o", base_url=server.url)
+    with pytest.raises(BackendUnavailable, match=r"OPENAI_API_KEY is not set: export OPENAI_API_KEY=<your key>, or pass "
+                                                 r"api_key_env=None for a server that takes no key"):
+        r(frame(1, 5))
+    monkeypatch.setenv("OPENAI_API_KEY", "  ")  # blank counts as unset
+    with pytest.raises(BackendUnavailable, match="OPENAI_API_KEY is not set"):
+        r.backend.generate_logprobs([r.backend.prepare([{"role": "user", "content": "x"}])], max_new_tokens=1, top_logprobs=1,
+                                    return_exceptions=True)
+    assert server.requests == [] and r.backend.requests == 0
+    keyless = RankGPT("gpt-4o", base_url=server.url, api_key_env=None)  # a local server started without --api-key
+    assert len(keyless(frame(1, 5))) == 5 and server.requests[0]["auth"] is None and "api_key_env=None" in repr(keyless)
+    with pytest.raises(ValueError, match="api_key_env must name an environment variable, or be None"):
+        OpenAIBackend("m", api_key_env="")
 
 
 def test_vllm_server_options_and_token_counting(server):
     class Words:
         def encode(self, text):
             return text.split()
-    backend = OpenAIBackend("rank_zephyr", base_url=server.url, min_tokens=True, tokenizer=Words())
+    backend = OpenAIBackend("rank_zephyr", base_url=server.url, api_key_env=None, min_tokens=True, tokenizer=Words())
     r = ListwiseReranker(backend, context_size=4096)
     r(frame(1, 20))
     body = server.requests[0]["body"]

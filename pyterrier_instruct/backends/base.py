@@ -18,6 +18,7 @@ one call (the listwise reranker sends every query's window at the same position 
 """
 from __future__ import annotations
 
+import hashlib
 import logging
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
@@ -82,8 +83,40 @@ def as_messages(messages: Messages) -> tuple:
     return tuple(out)
 
 
+class RequestError(RuntimeError):
+    """One request failed for good (after the backend's retries): an HTTP error status, a timeout, a truncated or
+    oversized body, an answer that is not what the protocol promises. It costs that prompt only: with
+    ``return_exceptions`` it stands in place of the prompt's Generation. ``status`` is the HTTP status (or None) and
+    ``attempts`` the requests sent for the prompt."""
+
+    def __init__(self, message: str, *, status: Optional[int] = None, attempts: int = 1):
+        super().__init__(message)
+        self.status, self.attempts = status, attempts
+
+
+class BackendUnavailable(RuntimeError):
+    """The backend cannot serve any prompt (its API key is not set, the server cannot be reached, redirects to another
+    origin or refuses the key or the model): raised at once, even with ``return_exceptions``, and the prompts not yet
+    sent are not sent."""
+
+
 class Backend(Configured):
     """Base of every backend (see the module docstring). Subclasses implement ``generate``."""
+    #: the constructor arguments that change what the model answers (not how answers are fetched: batch sizes,
+    #: concurrency, retries are left out); :meth:`identity` shows them
+    _identity: Tuple[str, ...] = ()
+
+    def identity(self) -> str:
+        """The class and the arguments that change answers, e.g. ``OpenAIBackend(model='gpt-4o-mini',
+        base_url='https://api.openai.com/v1', extra_body={})``: what LLM judges put in their cache keys. A value whose
+        repr is longer than 100 characters (a chat template) is shown as its SHA-256."""
+        parts = []
+        for name in self._identity:
+            value = repr(getattr(self, name, None))
+            if len(value) > 100:
+                value = "sha256:" + hashlib.sha256(value.encode("utf-8")).hexdigest()[:16]
+            parts.append(f"{name}={value}")
+        return f"{type(self).__name__}({', '.join(parts)})"
 
     def prepare(self, messages: Messages, fallback_template: Optional[str] = None) -> Prompt:
         return Prompt(as_messages(messages))
@@ -97,7 +130,8 @@ class Backend(Configured):
     def generate_logprobs(self, prompts: Sequence[Prompt], *, max_new_tokens: int, top_logprobs: int, temperature: float = 0.0,
                           top_p: float = 1.0, return_exceptions: bool = False) -> List[Union[Generation, Exception]]:
         """One :class:`Generation` per prompt, in order. ``return_exceptions``: a prompt whose request failed (after the
-        backend's retries) gives its exception in place of a Generation instead of failing the whole batch."""
+        backend's retries; :class:`RequestError`) gives its exception in place of a Generation instead of failing the
+        whole batch; :class:`BackendUnavailable` is always raised."""
         raise NotImplementedError  # abstract: backends that serve LLM judges implement it
 
 class TokenizerBackend(Backend):

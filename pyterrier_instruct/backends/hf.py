@@ -28,6 +28,8 @@ class HFBackend(TokenizerBackend):
         verbose: transformers' download/loading progress bars.
     """
 
+    _identity = ("model_name_or_path", "dtype", "chat_template")
+
     def __init__(self, model_name_or_path: str, *, batch_size: int = 8, device: Optional[str] = None, dtype="auto",
                  chat_template: Optional[str] = None, verbose: bool = False):
         if int(batch_size) < 1:

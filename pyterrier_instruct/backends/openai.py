@@ -1,25 +1,31 @@
 """OpenAI-compatible chat completions over HTTP (OpenAI, a ``vllm serve`` server, or any compatible provider).
 
-Standard library only (``urllib`` + a thread pool): no client package, nothing read at import time, and the API
-key is read from an environment variable when a request is sent — it is never stored on the object, shown in its
-repr, logged, or included in an error message.
+Standard library only (``urllib`` + a thread pool, :mod:`._http` for the transport): no client package, nothing read
+at import time. The API key is read from an environment variable when a batch is sent; it is never stored on the
+object, shown in its repr, logged, or included in an error message (server answers that echo it are redacted).
 """
 from __future__ import annotations
 
 import json
 import logging
+import math
 import os
-import time
-import urllib.error
-import urllib.request
-from concurrent.futures import ThreadPoolExecutor
+import threading
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from typing import Callable, List, Optional, Sequence, Union
 
-from .base import Backend, Generation, Messages, Prompt, as_messages, check_logprob_args
+from . import _http
+from .base import Backend, BackendUnavailable, Generation, Messages, Prompt, RequestError, as_messages, check_logprob_args
 
 log = logging.getLogger(__name__)
 
-RETRY_STATUS = (408, 409, 429, 500, 502, 503, 504)
+#: waits (seconds) between attempts to reach a server that refuses connections: 4 attempts over 3.5 s, then an error
+CONNECT_WAITS = (0.5, 1.0, 2.0)
+_COUNT = threading.Lock()
+
+
+class _Aborted(Exception):
+    """Another request of the batch failed for good; this one stops before its next attempt."""
 
 
 class OpenAIBackend(Backend):
@@ -27,38 +33,69 @@ class OpenAIBackend(Backend):
     ``generate_logprobs`` (LLM judges) adds ``top_p``, ``logprobs: true`` and ``top_logprobs`` and reads
     ``choices[0].logprobs.content`` (one entry per generated token, each with its ``top_logprobs``).
 
+    Failures: a request that fails for good raises :class:`~pyterrier_instruct.backends.base.RequestError` (with
+    ``return_exceptions``, it stands in place of that prompt's Generation). Raised at once, before any request or
+    instead of the batch's remaining ones (:class:`~pyterrier_instruct.backends.base.BackendUnavailable`): the key's
+    variable is not set; the server refuses connections (after 4 attempts over 3.5 s); it redirects to another origin
+    or with a 301/302/303; it answers HTTP 401/403/404 (bad key, no access, no such model or endpoint); TLS fails.
+
     Args:
         model: the served model name.
         base_url: e.g. ``https://api.openai.com/v1`` or ``http://localhost:8000/v1`` (``vllm serve``).
-        api_key_env: the environment variable holding the API key (unset: no ``Authorization`` header, as local
-            servers expect).
+        api_key_env: the environment variable holding the API key, read when a batch is sent; unset or empty, the
+            batch raises before any request. ``None``: send no key (a local ``vllm serve`` or llama.cpp server
+            started without ``--api-key``).
         concurrency: requests in flight at once.
-        max_retries, backoff: retries on connection errors and HTTP 408/409/429/5xx, sleeping
-            ``backoff * 2**attempt`` seconds (or the server's ``Retry-After``).
-        timeout: seconds per request.
+        max_retries, backoff, max_wait: a request answered HTTP 408/409/429/5xx, reset, or cut short is sent again
+            up to ``max_retries`` times, after ``backoff * 2**attempt`` seconds or the server's ``Retry-After``,
+            either capped at ``max_wait``. Other failures are not retried.
+        timeout: seconds one request may take from connecting to the last byte of the answer (a hard deadline,
+            whatever the server's pace); not retried.
+        max_response_bytes: the largest answer read (16 MiB); a larger one is a failed request, never read whole.
         min_tokens: also send ``min_tokens`` (a vLLM-server extension; OpenAI rejects it).
         tokenizer: anything with ``.encode(str) -> list`` (e.g. a tiktoken encoding or a HF tokenizer) or a HF
             tokenizer id/path; used to count prompt tokens for the caller's context budget. Without it token counts
             are unknown and callers skip the budget.
         extra_body: more JSON fields for every request (e.g. ``{"seed": 0}``).
+        sleep: the function that waits between attempts (tests pass a recorder); default: a wait that ends early when
+            another request of the batch has failed for good.
+
+    Redirects: a 307/308 to the same origin (scheme, host, port) is followed with the key; any redirect to another
+    origin is refused, so the key is never sent anywhere but ``base_url``'s origin.
     """
 
-    def __init__(self, model: str, *, base_url: str = "https://api.openai.com/v1", api_key_env: str = "OPENAI_API_KEY",
-                 concurrency: int = 8, max_retries: int = 5, backoff: float = 1.0, timeout: float = 120.0,
-                 min_tokens: bool = False, tokenizer=None, extra_body: Optional[dict] = None,
-                 sleep: Callable[[float], None] = time.sleep):
+    _identity = ("model", "base_url", "extra_body")
+
+    def __init__(self, model: str, *, base_url: str = "https://api.openai.com/v1", api_key_env: Optional[str] = "OPENAI_API_KEY",
+                 concurrency: int = 8, max_retries: int = 5, backoff: float = 1.0, max_wait: float = 60.0, timeout: float = 120.0,
+                 max_response_bytes: int = 16 * 2 ** 20, min_tokens: bool = False, tokenizer=None, extra_body: Optional[dict] = None,
+                 sleep: Optional[Callable[[float], None]] = None):
         if int(concurrency) < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency!r}")
         if int(max_retries) < 0:
             raise ValueError(f"max_retries must be >= 0, got {max_retries!r}")
+        for name, value in (("backoff", backoff), ("max_wait", max_wait)):
+            if not float(value) >= 0:
+                raise ValueError(f"{name} must be >= 0 seconds, got {value!r}")
+        if timeout is None or not float(timeout) > 0:
+            raise ValueError(f"timeout must be > 0 seconds, got {timeout!r}")
+        if int(max_response_bytes) < 1:
+            raise ValueError(f"max_response_bytes must be at least 1, got {max_response_bytes!r}")
+        if api_key_env is not None and (not isinstance(api_key_env, str) or not api_key_env):
+            raise ValueError(f"api_key_env must name an environment variable, or be None for a server that takes no key; got {api_key_env!r}")
         self.model, self.base_url, self.api_key_env = str(model), str(base_url).rstrip("/"), api_key_env
-        self.concurrency, self.max_retries, self.backoff, self.timeout = int(concurrency), int(max_retries), float(backoff), timeout
+        self.concurrency, self.max_retries, self.backoff, self.max_wait = int(concurrency), int(max_retries), float(backoff), float(max_wait)
+        self.timeout, self.max_response_bytes = float(timeout), int(max_response_bytes)
         self.min_tokens, self.extra_body, self._sleep = min_tokens, dict(extra_body or {}), sleep
         self.tokenizer = tokenizer
         self._tok = None
         self.requests = 0  # HTTP requests sent, retries included
 
     _lazy = ("_tok",)
+
+    @property
+    def url(self) -> str:
+        return f"{self.base_url}/chat/completions"
 
     # -- token counting (optional) -----------------------------------------------------------------
     def _encoder(self):
@@ -87,94 +124,168 @@ class OpenAIBackend(Backend):
     def generate(self, prompts: Sequence[Prompt], *, max_new_tokens: int, min_new_tokens: int = 0) -> List[str]:
         if not prompts:
             return []
-        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(prompts))) as pool:
-            return list(pool.map(lambda p: self._complete(p.messages, max_new_tokens, min_new_tokens), prompts))
+        key = self._key()
 
-    def _complete(self, messages, max_new_tokens: int, min_new_tokens: int) -> str:
-        body = {"model": self.model, "messages": list(messages), "temperature": 0.0, "max_tokens": int(max_new_tokens),
-                **self.extra_body}
-        if self.min_tokens and min_new_tokens:
-            body["min_tokens"] = int(min_new_tokens)
-        url = f"{self.base_url}/chat/completions"
-        return self._answer(self._post(body), url)
+        def one(p: Prompt, abort: threading.Event) -> str:
+            body = {"model": self.model, "messages": list(p.messages), "temperature": 0.0, "max_tokens": int(max_new_tokens),
+                    **self.extra_body}
+            if self.min_tokens and min_new_tokens:
+                body["min_tokens"] = int(min_new_tokens)
+            return self._answer(self._post(body, key, abort), key)
+
+        return self._map(one, prompts, return_exceptions=False)
 
     def generate_logprobs(self, prompts: Sequence[Prompt], *, max_new_tokens: int, top_logprobs: int, temperature: float = 0.0,
                           top_p: float = 1.0, return_exceptions: bool = False) -> List[Union[Generation, Exception]]:
         """One request per prompt (``concurrency`` in flight): ``temperature``, ``top_p``, ``max_tokens``,
-        ``logprobs: true``, ``top_logprobs`` (OpenAI allows at most 20). With ``return_exceptions`` a request that still
-        fails after the retries (or is refused, e.g. HTTP 400 for a too-long prompt) gives its RuntimeError in place."""
+        ``logprobs: true``, ``top_logprobs`` (OpenAI allows at most 20). With ``return_exceptions`` a request that fails
+        for good (after the retries, refused with e.g. HTTP 400 for a too-long prompt, or answered without usable
+        logprobs) gives its :class:`~pyterrier_instruct.backends.base.RequestError` in place."""
         check_logprob_args(max_new_tokens, top_logprobs, temperature, top_p)
         if not prompts:
             return []
+        key = self._key()
 
-        def one(p: Prompt):
+        def one(p: Prompt, abort: threading.Event) -> Generation:
             body = {"model": self.model, "messages": list(p.messages), "temperature": float(temperature), "top_p": float(top_p),
                     "max_tokens": int(max_new_tokens), "logprobs": True, "top_logprobs": int(top_logprobs), **self.extra_body}
+            return self._generation(self._post(body, key, abort), key)
+
+        return self._map(one, prompts, return_exceptions=return_exceptions)
+
+    def _key(self) -> Optional[str]:
+        """The API key from ``api_key_env`` (None when ``api_key_env`` is None); BackendUnavailable when it is unset."""
+        if self.api_key_env is None:
+            return None
+        key = os.environ.get(self.api_key_env, "").strip()
+        if not key:
+            raise BackendUnavailable(f"{self.api_key_env} is not set: export {self.api_key_env}=<your key>, or pass "
+                                     f"api_key_env=None for a server that takes no key (e.g. a local vllm serve or llama.cpp "
+                                     f"server); nothing was sent to {self.base_url}")
+        return key
+
+    def _map(self, one, prompts: Sequence[Prompt], *, return_exceptions: bool) -> list:
+        """``one(prompt, abort)`` for every prompt, ``concurrency`` at a time, in order. A RequestError is returned in
+        place with ``return_exceptions``; any other failure (or a RequestError without it) sets ``abort``, cancels the
+        prompts not started and is raised once the requests in flight have stopped."""
+        abort = threading.Event()
+
+        def run(p: Prompt):
             try:
-                return self._generation(self._post(body), f"{self.base_url}/chat/completions")
-            except RuntimeError as err:
+                return one(p, abort)
+            except RequestError as err:
                 if return_exceptions:
                     return err
+                abort.set()
+                raise
+            except BaseException:
+                abort.set()  # before this worker takes the next prompt
                 raise
 
-        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(prompts))) as pool:
-            return list(pool.map(one, prompts))
+        pool = ThreadPoolExecutor(max_workers=min(self.concurrency, len(prompts)))
+        futures = []
+        try:
+            futures = [pool.submit(run, p) for p in prompts]
+            wait(futures, return_when=FIRST_EXCEPTION)
+            if abort.is_set():  # a request failed for good: the others stop at their next attempt
+                for f in futures:
+                    f.cancel()
+                wait(futures)
+                raise next(e for e in (f.exception() for f in futures if not f.cancelled()) if e is not None and not isinstance(e, _Aborted))
+            return [f.result() for f in futures]
+        except BaseException:
+            abort.set()
+            for f in futures:
+                f.cancel()
+            raise
+        finally:
+            pool.shutdown(wait=True)
 
-    def _post(self, body: dict) -> dict:
+    def _post(self, body: dict, key: Optional[str], abort: threading.Event) -> dict:
         """POSTs ``body`` to the chat-completions endpoint with the retry policy; the parsed JSON answer."""
         data = json.dumps(body).encode("utf-8")
-        url = f"{self.base_url}/chat/completions"
-        attempt = 0
+        attempts = connects = retries = 0
         while True:
-            headers = {"Content-Type": "application/json"}
-            key = os.environ.get(self.api_key_env) if self.api_key_env else None
-            if key:
-                headers["Authorization"] = f"Bearer {key}"
-            request = urllib.request.Request(url, data=data, headers=headers, method="POST")
-            self.requests += 1
+            if abort.is_set():
+                raise _Aborted()
+            attempts += 1
+            with _COUNT:
+                self.requests += 1
             try:
-                with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                    raw = response.read().decode("utf-8", "replace")
-                try:
-                    return json.loads(raw)
-                except json.JSONDecodeError:
-                    raise RuntimeError(f"{url} answered with invalid JSON: {raw[:300]}") from None
-            except urllib.error.HTTPError as err:
-                detail = err.read().decode("utf-8", "replace")[:500]
-                if err.code not in RETRY_STATUS or attempt == self.max_retries:
-                    raise RuntimeError(f"{url} answered HTTP {err.code}: {detail}") from None
-                wait = _retry_after(err) or self.backoff * 2 ** attempt
-            except (urllib.error.URLError, ConnectionError, TimeoutError) as err:
-                if attempt == self.max_retries:
-                    raise RuntimeError(f"could not reach {url} after {attempt + 1} attempts: {err}") from None
-                wait = self.backoff * 2 ** attempt
-            log.warning("%s: retrying in %.1f s (attempt %d of %d)", url, wait, attempt + 1, self.max_retries)
-            self._sleep(wait)
-            attempt += 1
+                raw = _http.post_json(self.url, data, key, timeout=self.timeout, max_bytes=self.max_response_bytes)
+                break
+            except _http.Failure as failure:
+                wait_s = self._retry_wait(failure, attempts, connects, retries)
+                if failure.kind == "connect":
+                    connects += 1
+                else:
+                    retries += 1
+                log.info("%s: attempt %d failed (%s); retrying in %.2f s", self.url, attempts, failure.message, wait_s)
+            if self._sleep is not None:
+                self._sleep(wait_s)
+            else:
+                abort.wait(wait_s)
+        try:
+            payload = json.loads(raw)
+        except ValueError:
+            raise RequestError(f"{self.url} answered with invalid JSON: {self._quote(raw.decode('utf-8', 'replace'), key)}",
+                               status=200, attempts=attempts) from None
+        if not isinstance(payload, dict):
+            raise RequestError(f"{self.url} answered with JSON that is not an object: {self._quote(raw.decode('utf-8', 'replace'), key)}",
+                               status=200, attempts=attempts)
+        return payload
+
+    def _retry_wait(self, failure: "_http.Failure", attempts: int, connects: int, retries: int) -> float:
+        """Seconds to wait before the next attempt, or the exception ending the request."""
+        if failure.kind == "fatal":
+            hint = f" (is {self.api_key_env} the right key for this server?)" if failure.status == 401 and self.api_key_env else ""
+            raise BackendUnavailable(failure.message + hint) from None
+        if failure.kind == "connect":
+            if connects >= min(self.max_retries, len(CONNECT_WAITS)):
+                raise BackendUnavailable(f"cannot connect to {self.base_url} ({failure.message}) after {attempts} attempt(s) over "
+                                         f"{sum(CONNECT_WAITS[:connects]):g} s: is the server running, and is base_url right?") from None
+            return CONNECT_WAITS[connects]
+        if failure.kind == "retry" and retries < self.max_retries:
+            base = failure.retry_after if failure.retry_after is not None else self.backoff * 2 ** retries
+            return min(base, self.max_wait)
+        after = f" (after {attempts} attempts)" if attempts > 1 else ""
+        raise RequestError(failure.message + after, status=failure.status, attempts=attempts) from None
 
     @staticmethod
-    def _answer(payload: dict, url: str) -> str:
+    def _quote(text: str, key: Optional[str]) -> str:
+        return _http.redact(text, key)[:300]
+
+    def _answer(self, payload: dict, key: Optional[str]) -> str:
         try:
             content = payload["choices"][0]["message"]["content"]
+            if content is not None and not isinstance(content, str):
+                raise TypeError(content)
         except (KeyError, IndexError, TypeError):
-            raise RuntimeError(f"{url} returned no choices[0].message.content: {json.dumps(payload)[:300]}") from None
+            raise RequestError(f"{self.url} returned no choices[0].message.content: {self._quote(json.dumps(payload), key)}",
+                               status=200) from None
         return content or ""
 
-    @classmethod
-    def _generation(cls, payload: dict, url: str) -> Generation:
-        text = cls._answer(payload, url)
+    def _generation(self, payload: dict, key: Optional[str]) -> Generation:
+        text = self._answer(payload, key)
         try:
             content = payload["choices"][0]["logprobs"]["content"]
-            tokens = [c["token"] for c in content]
-            tops = [[(t["token"], t["logprob"]) for t in c["top_logprobs"]] for c in content]
-        except (KeyError, IndexError, TypeError):
-            raise RuntimeError(f"{url} returned no choices[0].logprobs.content with top_logprobs (does the server support "
-                               f"logprobs?): {json.dumps(payload)[:300]}") from None
-        return Generation.of(text, tokens, tops)
+            tokens = [_token(c["token"]) for c in content]
+            tops = [[(_token(t["token"]), _logprob(t["logprob"])) for t in c["top_logprobs"]] for c in content]
+            return Generation.of(text, tokens, tops)
+        except (KeyError, IndexError, TypeError, ValueError) as err:
+            problem = f"{type(err).__name__}: {err}" if isinstance(err, (TypeError, ValueError)) else f"missing {err}"
+            raise RequestError(f"{self.url} returned no usable choices[0].logprobs.content with top_logprobs (does the server "
+                               f"support logprobs?) — {self._quote(problem, key)}: {self._quote(json.dumps(payload), key)}",
+                               status=200) from None
 
 
-def _retry_after(err: urllib.error.HTTPError) -> Optional[float]:
-    try:
-        return float(err.headers.get("Retry-After"))
-    except (TypeError, ValueError):
-        return None
+def _token(value) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"a token is {type(value).__name__}, not a string")
+    return value
+
+
+def _logprob(value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value) or value > 1e-6:
+        raise ValueError(f"a logprob is {value!r}, not a number <= 0")
+    return float(value)

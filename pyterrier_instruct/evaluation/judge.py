@@ -20,14 +20,20 @@ One judgement, as the IFIR repository computes it (``GEval/geval.py``), in the d
 (``'{\\n    "score": '``) and the weighted score is taken over the model's full next-token probabilities of
 ``"0"``–``"5"`` (same filter), one forward pass per document. It is a cheaper local judge, not the reference procedure.
 
-Judgements are cached (:class:`JudgeCache`, an append-only JSONL file) under a key of the judge model and its
-settings, the prompt id (with ``+ifir_code_bug``/``+figure8_system`` when those change the message), the instruction
-string, the doc id and the SHA-256 of the document text, so a re-run or a second system retrieving the same passages
-costs no new calls; the IFIR code judged a document found by both runs twice, the cache judges it once (identical at
-temperature 0 up to API nondeterminism).
+Judgements are cached (:class:`JudgeCache`, an append-only JSONL file) under a key of the judge model, its backend
+(class, model, server or dtype) and its settings, the prompt id (with ``+ifir_code_bug``/``+figure8_system`` when
+those change the message), the instruction string, the doc id and the SHA-256 of the document text, so a re-run or a
+second system retrieving the same passages costs no new calls; the IFIR code judged a document found by both runs
+twice, the cache judges it once (identical at temperature 0 up to API nondeterminism). Processes sharing the file take
+turns per batch under a lock file, so none judges a pair another has judged.
+
+A failed request, or an answer that is not usable (malformed JSON body, missing or ``null`` logprobs), fails its
+judgement only: counted (``stats['failed']``, ``InstfolResult.judge['failed']``), reported in one warning with the
+first error, dropped from INSTFOL like any failed position and not cached; a judge whose every request fails raises.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -35,7 +41,7 @@ import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 from ..backends.base import Backend, Generation, check_logprob_args
 from ..prompts import IFIR_JUDGE_CODE_BUG, IFIR_JUDGE_SYSTEM, render_ifir_judge
@@ -143,34 +149,71 @@ class JudgeCache:
     The key hashes (judge id, prompt id, instruction string, doc id, SHA-256 of the document text); a record also
     holds the answer, ŝ, the score position's candidates and the score. A torn last line (the process killed while
     writing) is skipped and counted in ``corrupt``; later records are appended after it. Failed requests are not
-    cached (they are retried next time). Counters: ``loaded``, ``corrupt``, ``written``.
+    cached (they are retried next time). Counters: ``loaded`` (records read from the file, including those other
+    processes appended meanwhile), ``corrupt``, ``written``.
+
+    Processes sharing one file: every read and append happens under a lock file (``<path>.lock``, :mod:`filelock`),
+    and :meth:`claim` holds it while a judge reads what the others appended, judges what is still missing and appends
+    it, so no pair is judged twice and no line is interleaved with another process's.
     """
 
     def __init__(self, path: Union[str, os.PathLike, None] = None):
         self.path = None if path is None else Path(path)
         self._records: Dict[str, dict] = {}
         self.loaded = self.corrupt = self.written = 0
-        self._torn = False
+        self._offset = 0  # bytes of the file read so far
+        self._lock = None
         if self.path is not None and self.path.exists():
-            self._load()
+            with self.claim():
+                pass
 
     def __repr__(self) -> str:
         return f"JudgeCache({str(self.path) if self.path else None!r}, records={len(self)})"
 
-    def _load(self) -> None:
-        data = self.path.read_bytes()
-        self._torn = bool(data) and not data.endswith(b"\n")
-        for line in data.splitlines():
+    def __getstate__(self):
+        return {**self.__dict__, "_lock": None}
+
+    @contextlib.contextmanager
+    def claim(self) -> Iterator["JudgeCache"]:
+        """Holds the file's lock (re-entrant) and reads the records appended since the last read: inside, what
+        ``get`` misses is missing for every process, until this process appends it."""
+        if self.path is None:
+            yield self
+            return
+        if self._lock is None:
+            import filelock
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._lock = filelock.FileLock(str(self.path) + ".lock")
+        with self._lock:
+            self._read()
+            yield self
+
+    def _read(self) -> None:
+        """Parses the file from ``_offset`` (under the lock: a last line without its newline is torn, not in progress)."""
+        if not self.path.exists():
+            return
+        with open(self.path, "rb") as f:
+            f.seek(self._offset)
+            data = f.read()
+        if not data:
+            return
+        corrupt = 0
+        lines = data.split(b"\n")
+        if lines[-1]:
+            corrupt += 1  # a torn last line: skipped; the next append starts on a new line
+        for line in lines[:-1]:
             if not line.strip():
                 continue
             try:
                 record = json.loads(line)
                 self._records[str(record["key"])] = record
+                self.loaded += 1
             except (ValueError, KeyError, TypeError):
-                self.corrupt += 1
-        self.loaded = len(self._records)
-        if self.corrupt:
-            log.warning("%s: skipped %d unreadable line(s) (an interrupted write); those pairs are judged again", self.path, self.corrupt)
+                corrupt += 1
+        self._offset += len(data)
+        self.corrupt += corrupt
+        if corrupt:
+            log.warning("%s: skipped %d unreadable line(s) (an interrupted write); those pairs are judged again", self.path, corrupt)
 
     @staticmethod
     def key(judge: str, prompt: str, instruction: str, docno: str, text: str) -> str:
@@ -186,19 +229,23 @@ class JudgeCache:
         return len(self._records)
 
     def add(self, records: Sequence[dict]) -> None:
-        """Stores ``records`` (each with a ``key``) and appends them to the file in one write."""
+        """Stores ``records`` (each with a ``key``) and appends them to the file in one write, under the lock."""
         if not records:
             return
         for record in records:
             self._records[record["key"]] = record
         if self.path is not None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            payload = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
-            with open(self.path, "a", encoding="utf-8") as f:
-                f.write(("\n" if self._torn else "") + payload)
+            payload = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode("utf-8")
+            with self.claim(), open(self.path, "a+b") as f:
+                end = f.seek(0, os.SEEK_END)
+                if end:
+                    f.seek(end - 1)
+                    if f.read(1) != b"\n":  # after a torn line
+                        payload = b"\n" + payload
+                f.write(payload)
                 f.flush()
                 os.fsync(f.fileno())
-            self._torn = False
+                self._offset = f.tell()
         self.written += len(records)
 
 
@@ -272,10 +319,12 @@ class IFIRJudge:
 
     @property
     def judge_id(self) -> str:
-        """The judge model and every setting that changes a judgement (part of the cache key)."""
+        """The judge model, its backend (class, model, server or dtype: :meth:`~pyterrier_instruct.backends.base.Backend.identity`)
+        and every setting that changes a judgement (part of the cache key)."""
+        judge = f"{self.judge_model}|{self.backend.identity()}"
         if self.mode == "direct":
-            return f"{self.judge_model}|direct|prefix={json.dumps(self.direct_prefix)}"
-        return (f"{self.judge_model}|answer|top_logprobs={self.top_logprobs}|temperature={self.temperature:g}|top_p={self.top_p:g}"
+            return f"{judge}|direct|prefix={json.dumps(self.direct_prefix)}"
+        return (f"{judge}|answer|top_logprobs={self.top_logprobs}|temperature={self.temperature:g}|top_p={self.top_p:g}"
                 f"|max_tokens={self.max_new_tokens}")
 
     def settings(self) -> Dict[str, object]:
@@ -304,7 +353,14 @@ class IFIRJudge:
     def judge(self, items: Sequence[JudgeItem]) -> List[Judgement]:
         """One Judgement per item, in order: cached ones from the cache, the others judged in batches of
         ``batch_size`` (one backend call each, the cache appended after each). ``last`` holds this call's counters,
-        ``stats`` the judge's totals."""
+        ``stats`` the judge's totals.
+
+        A failed request, or an answer without usable logprobs, costs its item only: the item's Judgement has status
+        ``'failed'`` and no score (INSTFOL drops its rank position), it is not cached, and one warning gives the count
+        and the first error. When every request so far has failed and nothing came from the cache (the judge server is
+        down or refuses every request), this raises RuntimeError with the count after that backend call, instead of
+        going on. Errors that concern the backend as a whole (a missing API key, an unreachable server) are raised
+        as they are."""
         import pyterrier as pt
         items = [JudgeItem(*i) for i in items]
         last = dict.fromkeys(self.stats, 0)
@@ -323,30 +379,53 @@ class IFIRJudge:
             else:
                 pending[key] = [n]
         keys = list(pending)
+        errors: List[str] = []
+        usable = last["hits"]  # judgements this call can use so far
         bar = pt.tqdm(total=len(keys), desc=f"INSTFOL judge ({self.judge_model})", unit="doc", disable=not self.verbose)
         try:
             for start in range(0, len(keys), self.batch_size):
                 batch = keys[start:start + self.batch_size]
-                judged = self._run([items[pending[k][0]] for k in batch])
-                last["backend_calls"] += 1
-                last["judged"] += len(batch)
-                records = []
-                for key, j in zip(batch, judged):
-                    for n in pending[key]:
-                        out[n] = j
-                    if j.status != "failed":
-                        records.append(self._record(key, items[pending[key][0]], j))
-                self.cache.add(records)
+                with self.cache.claim():  # what other processes appended is read; none of them judges meanwhile
+                    todo = []
+                    for key in batch:
+                        record = self.cache.get(key)
+                        if record is None:
+                            todo.append(key)
+                            continue
+                        j = self._from_record(record)
+                        for n in pending[key]:
+                            out[n] = j
+                        last["hits"] += 1
+                        usable += 1
+                    if todo:
+                        judged = self._run([items[pending[k][0]] for k in todo])
+                        last["backend_calls"] += 1
+                        last["judged"] += len(todo)
+                        records = []
+                        for key, j in zip(todo, judged):
+                            for n in pending[key]:
+                                out[n] = j
+                            if j.status == "failed":
+                                errors.append(j.answer)
+                            else:
+                                records.append(self._record(key, items[pending[key][0]], j))
+                                usable += 1
+                        self.cache.add(records)
                 bar.update(len(batch))
+                if errors and not usable:
+                    sent = len(errors)
+                    raise RuntimeError(f"INSTFOL judge {self.judge_model}: all {sent} judge request(s) failed ({len(keys) - sent} "
+                                       f"not sent); first error: {errors[0]}")
         finally:
             bar.close()
+            last["failed"] = sum(1 for j in out if j is not None and j.status == "failed")
+            last["dropped"] = sum(1 for j in out if j is not None and j.score is None)
             for name, value in last.items():
                 self.stats[name] += value
             self.last = last
-        last["failed"] = sum(1 for j in out if j.status == "failed")
-        last["dropped"] = sum(1 for j in out if j.score is None)
-        self.stats["failed"] += last["failed"]
-        self.stats["dropped"] += last["dropped"]
+        if errors:
+            log.warning("INSTFOL judge %s: %d of %d judge request(s) failed, first: %s; their rank positions are dropped from both "
+                        "lists (not cached: judged again next time)", self.judge_model, len(errors), last["judged"], errors[0])
         log.info("INSTFOL judge %s: %d judgements, %d cache hits, %d duplicates, %d judged in %d backend call(s), %d failed",
                  self.judge_model, last["requested"], last["hits"], last["duplicates"], last["judged"], last["backend_calls"], last["failed"])
         return out
@@ -362,11 +441,13 @@ class IFIRJudge:
             raise RuntimeError(f"{self.backend!r} returned {len(gens)} generations for {len(prompts)} prompts")
         out = []
         for g in gens:
-            if isinstance(g, Exception):
-                log.warning("INSTFOL judge %s: a request failed (%s); its rank position is dropped from both lists", self.judge_model, g)
-                out.append(Judgement(None, "failed", answer=str(g)))
-            else:
+            try:
+                if isinstance(g, Exception):
+                    raise g
                 out.append(weighted_judge_score(g, self.min_prob))
+            except Exception as err:  # noqa: BLE001 - one bad answer costs its item only
+                log.debug("INSTFOL judge %s: a judgement failed: %s: %s", self.judge_model, type(err).__name__, err)
+                out.append(Judgement(None, "failed", answer=f"{type(err).__name__}: {err}"))
         return out
 
     def _direct(self, probs: Dict[str, float]) -> Judgement:

@@ -31,7 +31,8 @@ class ListwiseReranker(InstructReranker):
 
     Args:
         backend: a :class:`~pyterrier_instruct.backends.Backend` (``HFBackend('org/model')``, ``VLLMBackend(...)``,
-            ``OpenAIBackend(...)``) or a callable ``fn(list_of_message_lists, max_new_tokens) -> answers``.
+            ``OpenAIBackend(...)``) or a callable (a :class:`~pyterrier_instruct.backends.FunctionBackend`):
+            ``fn(prompt: str) -> str`` per prompt, or ``fn(list_of_message_lists, max_new_tokens) -> answers`` per batch.
         style: the prompt recipe, a key of :data:`pyterrier_instruct.prompts.LISTWISE`: ``'rank_zephyr'`` (rank_llm
             <= 0.20, the template RankZephyr was trained with), ``'rank_llm_0.26'`` (rank_llm 0.26's
             ``rank_zephyr_template.yaml``), ``'rank_vicuna'``, ``'rank_gpt'``, ``'rank_gpt_0.26'``.
@@ -295,7 +296,8 @@ class RankGPT(ListwiseReranker):
         model: the served model name (``'openai'`` backend) or the checkpoint (``'hf'``/``'vllm'``).
         backend: ``'openai'`` (default), ``'hf'``, ``'vllm'``, a Backend or a callable.
         base_url, api_key_env: the OpenAI-compatible server and the environment variable holding its key
-            (``'openai'`` backend only).
+            (``'openai'`` backend only); the first non-empty call raises, before any request, when that variable is
+            not set. ``api_key_env=None`` sends no key (a local ``vllm serve`` or llama.cpp server).
         backend_options: more keyword arguments of the backend (e.g. ``concurrency``, ``tokenizer``).
         style, **kwargs: see :class:`ListwiseReranker`.
     """
@@ -303,7 +305,8 @@ class RankGPT(ListwiseReranker):
     style_aliases = {"rank_llm_0.26": "rank_gpt_0.26"}
 
     def __init__(self, model: str = "gpt-4o", *, backend: BackendLike = "openai", base_url: str = "https://api.openai.com/v1",
-                 api_key_env: str = "OPENAI_API_KEY", backend_options: Optional[dict] = None, style: str = "rank_gpt", **kwargs):
+                 api_key_env: Optional[str] = "OPENAI_API_KEY", backend_options: Optional[dict] = None, style: str = "rank_gpt",
+                 **kwargs):
         if backend == "openai":
             options = {"base_url": base_url, "api_key_env": api_key_env, **(backend_options or {})}
         elif (base_url, api_key_env) != ("https://api.openai.com/v1", "OPENAI_API_KEY"):

@@ -36,7 +36,9 @@ def main(argv=None) -> int:
     p.add_argument("--judge", default=None, metavar="MODEL", help="INSTFOL judge model (the paper: gpt-4o-mini); none: no INSTFOL")
     p.add_argument("--judge-backend", choices=["openai", "hf", "vllm"], default="openai", help="where the judge runs")
     p.add_argument("--judge-base-url", default="https://api.openai.com/v1",
-                   help="the OpenAI-compatible server of --judge-backend openai (its key: $OPENAI_API_KEY)")
+                   help="the OpenAI-compatible server of --judge-backend openai")
+    p.add_argument("--judge-key-env", default="OPENAI_API_KEY", metavar="VAR",
+                   help="the environment variable holding that server's key; 'none' for a server without a key (a local vllm serve)")
     p.add_argument("--levels", action="store_true", help="also report every instruction level (Tables 8-11)")
     args = parse(p, argv, ROWS, DATASETS)
     check_models(args, ROWS)
@@ -53,7 +55,9 @@ def main(argv=None) -> int:
     judge = None
     if args.judge:
         os.makedirs(args.out, exist_ok=True)
-        options = {"openai": {"base_url": args.judge_base_url}, "hf": {"device": args.device}, "vllm": {}}[args.judge_backend]
+        key_env = None if args.judge_key_env.lower() == "none" else args.judge_key_env
+        options = {"openai": {"base_url": args.judge_base_url, "api_key_env": key_env}, "hf": {"device": args.device},
+                   "vllm": {}}[args.judge_backend]
         judge = pti.IFIRJudge(args.judge_backend, model=args.judge, cache=os.path.join(args.out, "judgements.jsonl"),
                               backend_options=options, verbose=kw["verbose"])
     table = pti.ifir_report(systems, datasets, levels=args.levels, judge=judge)

@@ -41,6 +41,8 @@ def main(argv=None) -> int:
     p = parser("infosearch", __doc__, ROWS, DATASETS)
     p.add_argument("--listwise-backend", choices=["hf", "vllm"], default="hf", help="generation backend of the listwise rows")
     p.add_argument("--openai-base-url", default="https://api.openai.com/v1", help="server of the GPT-4o row")
+    p.add_argument("--openai-key-env", default="OPENAI_API_KEY", metavar="VAR",
+                   help="the environment variable holding that server's key; 'none' for a server without a key (a local vllm serve)")
     p.add_argument("--table", choices=["2", "3", "both"], default="both", help="which paper table(s) to print")
     args = parse(p, argv, ROWS, DATASETS)
     check_models(args, ROWS)
@@ -59,7 +61,8 @@ def main(argv=None) -> int:
         "rank-zephyr": lambda: listwise(pti.RankZephyr, "rank-zephyr"),
         "rank-vicuna": lambda: listwise(pti.RankVicuna, "rank-vicuna"),
         "zephyr": lambda: listwise(pti.RankZephyr, "zephyr"),
-        "gpt-4o": lambda: pti.RankGPT(m["gpt-4o"], base_url=args.openai_base_url, verbose=kw["verbose"]),
+        "gpt-4o": lambda: pti.RankGPT(m["gpt-4o"], base_url=args.openai_base_url, verbose=kw["verbose"],
+                                      api_key_env=None if args.openai_key_env.lower() == "none" else args.openai_key_env),
     }, args)
 
     datasets = open_datasets(args)
