@@ -15,6 +15,7 @@ import pandas as pd
 import pyterrier as pt
 
 from ._config import Configured
+from ._validation import text_hint
 from .instructions import instructions_of
 
 
@@ -40,10 +41,10 @@ class InstructReranker(Configured, pt.Transformer):
     """
     text_field: str = "text"
     instruction: str = ""
-    verbose: bool = False
+    verbose: bool = True
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
-        with pt.validate.any(inp) as v:
+        with text_hint(self.text_field), pt.validate.any(inp) as v:
             v.result_frame(extra_columns=["query", "instruction", self.text_field], mode="instruct")
             v.result_frame(extra_columns=["query", self.text_field], mode="query")
         out = first_stage_columns(inp)

@@ -148,7 +148,7 @@ def test_offline_without_data_says_how_to_get_it(monkeypatch, tmp_path):
     monkeypatch.setenv("PYTERRIER_INSTRUCT_DATA", str(tmp_path / "empty"))
     monkeypatch.setenv("IR_DATASETS_HOME", str(tmp_path / "irds"))
     with pytest.raises(DataError) as err:
-        pti.load_dataset("beir/touche2020")
+        pti.load_dataset("beir/touche2020").get_topics()  # located on first use
     msg = str(err.value)
     assert msg.startswith("beir/touche2020: no local copy found") and "HF_HUB_OFFLINE is set" in msg
     assert BEIR_URL.format(name="webis-touche2020") in msg and "unzip it (the folder webis-touche2020/)" in msg
@@ -180,6 +180,8 @@ def test_online_download_fetches_both_repositories_into_the_zip_layout(monkeypat
     monkeypatch.setenv("PYTERRIER_INSTRUCT_DATA", str(tmp_path / "empty"))
     monkeypatch.setenv("IR_DATASETS_HOME", str(tmp_path / "irds"))
     ds = pti.load_dataset("beir/scifact")
+    assert calls == []  # nothing downloads until the data is used
+    ds.get_topics()
     assert calls == [("BeIR/scifact", "dataset", None, ("corpus.jsonl.gz", "queries.jsonl.gz", "README.md")),
                      ("BeIR/scifact-qrels", "dataset", None, ("*.tsv",))]
     cache = tmp_path / "irds" / "instruct" / "BeIR" / "scifact@main"

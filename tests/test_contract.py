@@ -168,3 +168,56 @@ def test_families_swap_inside_one_experiment(models, mini, topics):
     res = pt.Experiment(systems, paired, mini.get_qrels(), [pti.pMRR, pti.OG(AP @ 1000)], names=["first", "monot5", "zephyr", "promptriever"])
     assert res["name"].tolist() == ["first", "monot5", "zephyr", "promptriever"]
     assert res.filter(like="pMRR").notna().all().all()
+
+
+#: the long-running kinds: pointwise, listwise, dense (plain and adapter), pool BM25 — built with keyword arguments
+WITH_BARS = {
+    "MonoT5": lambda m, **kw: pti.MonoT5(m["t5"], **kw),
+    "CausalLMReranker": lambda m, **kw: pti.CausalLMReranker.mistral_instruct(m["mistral"], **kw),
+    "CrossEncoderReranker": lambda m, **kw: pti.CrossEncoderReranker(m["bert"], **kw),
+    "RankZephyr": lambda m, **kw: pti.RankZephyr(m["zephyr"], window_size=4, stride=2, depth=6, **kw),
+    "BiEncoder": lambda m, **kw: pti.BiEncoder(m["bert"], **kw),
+    "Promptriever": lambda m, **kw: pti.Promptriever(m["adapter"], **kw),
+    "PoolBM25": lambda m, **kw: pti.PoolBM25(**kw),
+}
+
+
+@pytest.mark.parametrize("name", list(WITH_BARS))
+def test_progress_bar_by_default_only_for_work_and_silenced_by_verbose_false(name, models, mini, topics, capsys):
+    make = WITH_BARS[name]
+    cands = mini.candidates()(topics)
+    capsys.readouterr()
+    quiet = make(models, verbose=False)
+    quiet(cands)
+    assert "%|" not in capsys.readouterr().err
+    loud = make(models)
+    assert loud == quiet and hash(loud) == hash(quiet)  # verbose is no part of the identity
+    loud(cands.iloc[:0])
+    assert "%|" not in capsys.readouterr().err  # nothing to do: no bar
+    loud(cands)
+    err = capsys.readouterr().err
+    assert "100%|" in err and type(loud).__name__ in err, err
+
+
+def test_a_first_stage_without_text_names_the_text_loader(mini, mini_bm25):
+    """``bm25 >> reranker``: the validation error keeps PyTerrier's type and modes (pt.inspect reads them) and says which
+    stage to add; the pipeline it suggests runs."""
+    from pyterrier_instruct._validation import MissingTextError
+    topics = mini.get_topics("og").iloc[:2]
+    for reranker in (pti.PoolBM25(verbose=False), pti.BiEncoder("never-loaded"), pti.MonoT5("never-loaded"),
+                     pti.RankZephyr("never-loaded"), pti.BiEncoder("never-loaded").scorer()):
+        with pytest.raises(pt.validate.InputValidationError) as err:
+            (mini_bm25 % 3 >> reranker)(topics)
+        assert isinstance(err.value, MissingTextError) and isinstance(err.value, KeyError)
+        assert [m.missing_columns for m in err.value.modes][0] == ["text"]
+        assert 'pt.text.get_text(dataset, \'text\')' in str(err.value) and "dataset.text_loader('text')" in str(err.value)
+        assert pt.inspect.transformer_inputs(reranker)  # inspect still reads the modes from the empty-frame error
+        with pytest.raises(pt.validate.InputValidationError):
+            pt.inspect.transformer_outputs(reranker, ["qid", "query", "docno", "score"])
+    with pytest.raises(MissingTextError, match="text_loader"):  # the dense document encoder: a D frame without text
+        pti.BiEncoder("never-loaded").doc_encoder()(pd.DataFrame({"docno": ["d1"]}))
+    with pytest.raises(pt.validate.InputValidationError) as err:  # another missing column: PyTerrier's error as it was
+        pti.PoolBM25()(pd.DataFrame({"qid": ["1"], "docno": ["d"], "text": ["t"]}))
+    assert not isinstance(err.value, MissingTextError)
+    out = (mini_bm25 % 3 >> pt.text.get_text(mini, "text") >> pti.PoolBM25(verbose=False))(topics)
+    assert len(out) == 6 and out["score"].notna().all()

@@ -7,7 +7,7 @@ import pyterrier as pt
 import pytest
 
 import pyterrier_instruct as pti
-from pyterrier_instruct.datasets import DataError, bundled_path
+from pyterrier_instruct.datasets import DataError, UnknownDatasetError, bundled_path
 
 
 def test_instruct_mini_is_a_real_benchmark(mini):
@@ -55,8 +55,42 @@ def test_changed_docs_follow_the_qrel_diff_rule(mini):
 def test_pyterrier_dataset_provider(mini):
     ds = pt.get_dataset("instruct:instruct-mini")
     assert ds.get_topics().equals(mini.get_topics())
-    with pytest.raises(KeyError, match="not found in provider 'instruct'"):
+    with pytest.raises(UnknownDatasetError, match=r"^'instruct:nope' is not a known dataset id\. List the \d+ ids"):
         pt.get_dataset("instruct:nope")
+
+
+def test_a_typo_id_names_the_closest_ids_in_every_front_end():
+    """The error comes at creation, from our code (not PyTerrier's bare "not found in provider"), with difflib's guess."""
+    import ir_datasets
+    with pytest.raises(ValueError, match=r"^'instruct:followir/robust4' is not a known dataset id; did you mean "
+                                         r"'instruct:followir/robust04'.* List the \d+ ids") as err:
+        pt.get_dataset("instruct:followir/robust4")
+    assert err.value.__cause__ is None and err.value.__context__ is None
+    with pytest.raises(UnknownDatasetError, match=r"^'followir/robust4' is not a known dataset id; did you mean 'followir/robust04'"):
+        pti.load_dataset("followir/robust4")
+    with pytest.raises(KeyError, match=r"'instruct/followir/robust4' is not a known dataset id; did you mean 'instruct/followir/robust04'"):
+        ir_datasets.load("instruct/followir/robust4")
+    assert ir_datasets.load("instruct/followir/robust04") is not None  # registered ids never reach the pattern
+    with pytest.raises(KeyError, match="msmarco-passage/nope"):  # other namespaces keep ir_datasets' own error
+        ir_datasets.load("msmarco-passage/nope")
+
+
+def test_creating_a_dataset_is_lazy_and_the_first_use_names_the_fix(monkeypatch, tmp_path):
+    """As ir_datasets.load and irds:, creation reads nothing: a missing copy is reported on first use, with the download."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("PYTERRIER_INSTRUCT_DATA", str(tmp_path))
+    ds = pt.get_dataset("instruct:followir/robust04")
+    assert repr(ds) == "InstructDataset('followir/robust04')" and ds.measure == "AP@1000"
+    uses = {"get_topics": lambda: ds.get_topics(), "get_qrels": lambda: ds.get_qrels(),
+            "get_corpus_iter": lambda: next(ds.get_corpus_iter()), "get_results": lambda: ds.get_results(),
+            "text_loader": lambda: ds.text_loader()(pd.DataFrame({"qid": ["1"], "docno": ["d"]})), "provenance": lambda: ds.provenance}
+    for name, use in uses.items():
+        with pytest.raises(DataError, match=f"no local copy found \\(looked in {tmp_path}.*HF_HUB_OFFLINE is set.*huggingface-cli "
+                                            "download --repo-type dataset jhu-clsp/robust04-instructions"):
+            use()
+    shutil.copytree(bundled_path(), tmp_path / "robust04-instructions")  # the data arrives: the same object now reads it
+    assert len(ds.get_topics()) == 20 and ds.path == tmp_path / "robust04-instructions"
+    assert ds.provenance["revision"].startswith("a5a1c4f") and ds.text_loader() == pti.load_dataset("followir/robust04").text_loader()
 
 
 def test_loader_errors_name_the_file(tmp_path):
@@ -78,9 +112,12 @@ def test_hub_datasets_never_download_offline(monkeypatch, tmp_path):
     monkeypatch.setenv("PYTERRIER_INSTRUCT_DATA", str(tmp_path))
     with pytest.raises(DataError, match="no local copy found .*HF_HUB_OFFLINE is set.*huggingface-cli download "
                                         "--repo-type dataset jhu-clsp/robust04-instructions --revision a5a1c4f"):
-        pti.load_dataset("followir/robust04")
-    with pytest.raises(KeyError, match="'no-such-thing' is not a known dataset"):
+        pti.load_dataset("followir/robust04").get_topics()
+    with pytest.raises(UnknownDatasetError, match="'no-such-thing' is not a known dataset"):
         pti.load_dataset("no-such-thing")
+    ds = pti.load_dataset("followir/robust04")  # lazy: the folder is looked for on first use
+    with pytest.raises(DataError, match="no local copy found .*HF_HUB_OFFLINE is set"):
+        ds.get_topics()
 
 
 def test_local_snapshot_of_a_known_name_keeps_provenance(tmp_path):

@@ -1,7 +1,9 @@
 """The main job (`make demo`) end to end on the bundled benchmark, offline."""
 import json
 
+import ir_measures
 import pandas as pd
+import pyterrier as pt
 import pytest
 
 from pyterrier_instruct.reproduce.cli import main
@@ -19,6 +21,12 @@ def test_demo_writes_table_plot_and_provenance(tmp_path, capsys):
     assert (tmp_path / "pmrr_per_query.png").stat().st_size > 5000
     prov = json.loads((tmp_path / "provenance.json").read_text())
     assert prov["queries"] == 10 and prov["p-MRR ties"] == "docno"
+    versions = prov["versions"]
+    assert {"python", "pyterrier_instruct", "pyterrier", "torch", "transformers", "ir_measures", "ir_datasets"} <= set(versions)
+    assert versions["pyterrier"] == pt.__version__ and versions["ir_measures"] == ir_measures.__version__
+    assert prov["dataset"]["revision"].startswith("bundled with pyterrier-instruct") and prov["dataset"]["path"]
+    assert prov["models"] == {}  # --no-neural: BM25 and PoolBM25 load no model
+    assert "-0.0" not in (tmp_path / "table.csv").read_text()  # PoolBM25's p-MRR rounds to zero from below
     perquery = pd.read_csv(tmp_path / "perquery.csv", dtype={"qid": str})
     assert perquery["qid"].str.endswith("-og").all() and len(perquery) == 3 * 10 * 2
 
@@ -27,3 +35,25 @@ def test_cli_usage_errors(capsys):
     assert main(["nope"]) == 2
     with pytest.raises(SystemExit):
         main(["demo", "--ties", "random"])
+
+
+def test_model_provenance_names_the_snapshot_commit(tmp_path, monkeypatch):
+    """Each model of a system is recorded with its hub id, its folder and the commit of the snapshot it loads from."""
+    import pyterrier_instruct as pti
+    from pyterrier_instruct.reproduce.common import model_provenance, models_of
+    snapshot = tmp_path / "hub" / "models--org--tiny" / "snapshots" / "0123abcd"
+    snapshot.mkdir(parents=True)
+    (snapshot / "config.json").write_text("{}")
+    local = tmp_path / "models" / "org" / "local"
+    (local / ".cache" / "huggingface" / "download").mkdir(parents=True)  # as huggingface-cli download --local-dir leaves it
+    (local / "config.json").write_text("{}")
+    (local / ".cache" / "huggingface" / "download" / "config.json.metadata").write_text("fedcba98\netag\n1.0\n")
+    monkeypatch.setenv("PYTERRIER_INSTRUCT_MODELS", str(tmp_path / "models"))
+    mini = pti.load_dataset("instruct-mini")
+    system = mini.candidates() >> pti.MonoT5(str(snapshot)) >> pti.RankZephyr("org/local") >> pti.PoolBM25()
+    dense = pti.BiEncoder("nobody/absent").retriever(corpus=mini.get_corpus_iter)
+    assert models_of(system) == [str(snapshot), "org/local"] and models_of(dense) == ["nobody/absent"]
+    assert model_provenance(models_of(system) + models_of(dense)) == [
+        {"id": "org/tiny", "path": str(snapshot), "revision": "0123abcd"},
+        {"id": "org/local", "path": str(local), "revision": "fedcba98"},
+        {"id": "nobody/absent", "path": None, "revision": None}]

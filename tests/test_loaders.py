@@ -233,6 +233,20 @@ def test_irds_registration():
     assert not ir_datasets.load("instruct/ifir/fiqa").has_scoreddocs()
 
 
+def test_irds_topics_print_nothing_and_keep_the_instruction(capsys):
+    """PyTerrier's irds wrapper prints "There are multiple query fields available" for a query type declaring more than
+    one text field; ours declares (query_id, query) and yields the full topics."""
+    irds = pt.get_dataset("irds:instruct/followir/robust04")
+    topics = irds.get_topics()
+    results = irds.get_results()
+    assert capsys.readouterr().out == ""
+    ours = pti.load_dataset("followir/robust04").get_topics()
+    assert list(topics.columns) == ["qid", "query", "instruction", "base_qid", "variant"]
+    pd.testing.assert_frame_equal(topics, ours[list(topics.columns)].reset_index(drop=True))
+    assert results["instruction"].notna().all() and set(results["qid"]) == set(ours["qid"])
+    assert irds.get_topics("query").columns.tolist() == ["qid", "query"]
+
+
 def test_partitions_are_the_infosearch_gold_and_negatives():
     ds = pti.load_dataset("infosearch/format")
     part = ds.partitions()
@@ -279,17 +293,19 @@ def test_download_is_pinned_cached_and_only_online(monkeypatch, tmp_path):
     monkeypatch.setenv("PYTERRIER_INSTRUCT_DATA", str(tmp_path / "empty"))
     monkeypatch.setenv("IR_DATASETS_HOME", str(tmp_path / "irds"))
     with pytest.raises(DataError, match="HF_HUB_OFFLINE is set"):
-        pti.load_dataset("infosearch/source")
+        pti.load_dataset("infosearch/source").get_topics()
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")
     ds = pti.load_dataset("infosearch/source")
+    assert calls == []  # creating the dataset downloads nothing; the first use does
+    ds.get_topics()
     assert calls == [("jianqunZ/Source-v1", "dataset", "67dad8949d168785706d82f93e6794e88c8fcd2e",
                       DATASETS["infosearch/source"].allow)]
     assert ds.path == tmp_path / "irds" / "instruct" / "jianqunZ" / "Source-v1@67dad8949d168785706d82f93e6794e88c8fcd2e"
     assert ds.provenance["revision"] == "67dad8949d168785706d82f93e6794e88c8fcd2e" and len(ds.get_topics()) == 18
-    pti.load_dataset("infosearch/source")
+    pti.load_dataset("infosearch/source").get_topics()
     assert len(calls) == 1  # the cache is reused
     with pytest.raises(DataError, match="no local copy found"):
-        pti.load_dataset("infosearch/format", download=False)
+        pti.load_dataset("infosearch/format", download=False).get_topics()
 
 
 # -- bad data ------------------------------------------------------------------------------------

@@ -248,3 +248,55 @@ def test_shared_prefix_cache_gives_the_same_scores(tiny, frame, make):
     from pyterrier_instruct._tokens import common_prefix_length
     assert common_prefix_length([[1, 2, 3], [1, 2, 4, 5]]) == 2 and common_prefix_length([[1, 2], [1, 2, 3]]) == 2
     assert common_prefix_length([[7], [1, 2]]) == 0
+
+
+MISSING = "nobody-pti-test/no-such-model"
+#: one loader per kind: pointwise (seq2seq, causal, cross-encoder), dense (plain and LoRA-adapter families), HF generation
+OFFLINE_LOADERS = {
+    "MonoT5": lambda m: pti.MonoT5(m),
+    "FollowIR7B": lambda m: pti.FollowIR7B(m),
+    "MonoBERT": lambda m: pti.MonoBERT(m),
+    "BiEncoder": lambda m: pti.BiEncoder(m),
+    "Promptriever": lambda m: pti.Promptriever(m),
+    "RankZephyr (HFBackend)": lambda m: pti.RankZephyr(m, window_size=4, stride=2),
+}
+
+
+@pytest.mark.parametrize("name", list(OFFLINE_LOADERS))
+def test_missing_weights_offline_name_the_id_and_the_fixes(name, frame, monkeypatch, tmp_path):
+    """Offline, a hub id that is not cached fails with one error naming the id and the three ways out, not transformers'
+    "couldn't connect to huggingface.co"."""
+    from pyterrier_instruct._hub import ModelNotFoundError
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("PYTERRIER_INSTRUCT_MODELS", str(tmp_path))
+    with pytest.raises(ModelNotFoundError) as err:
+        OFFLINE_LOADERS[name](MISSING)(frame.iloc[:4])
+    text = str(err.value)
+    assert isinstance(err.value, OSError) and text.startswith(f"cannot load the model {MISSING!r}")
+    assert "not in the local Hugging Face cache and HF_HUB_OFFLINE is set" in text
+    assert f"not in {tmp_path / MISSING}" in text and f"PYTERRIER_INSTRUCT_MODELS/{MISSING}/" in text
+    assert f"huggingface-cli download {MISSING}" in text and "local folder" in text
+    assert "huggingface.co" not in text
+
+
+def test_a_local_folder_with_a_missing_file_keeps_its_own_error(tiny, tmp_path):
+    import shutil
+    from pyterrier_instruct._hub import ModelNotFoundError
+    broken = tmp_path / "t5"
+    shutil.copytree(tiny["t5"], broken)
+    (broken / "config.json").unlink()
+    with pytest.raises((OSError, ValueError)) as err:
+        pti.MonoT5(str(broken))._load()
+    assert not isinstance(err.value, ModelNotFoundError)
+
+
+def test_models_folder_serves_hub_ids(tiny, frame, monkeypatch, tmp_path):
+    """The folder the error names as fix (2) is where every loader looks first: the same weights as the local path."""
+    import shutil
+    monkeypatch.setenv("PYTERRIER_INSTRUCT_MODELS", str(tmp_path))
+    shutil.copytree(tiny["t5"], tmp_path / "org" / "tiny-t5")
+    shutil.copytree(tiny["bert"], tmp_path / "org" / "tiny-bert")
+    rows = frame.iloc[:6]
+    for make, key, hub in ((pti.MonoT5, "t5", "org/tiny-t5"), (pti.BiEncoder, "bert", "org/tiny-bert"),
+                           (pti.MonoBERT, "bert", "org/tiny-bert")):
+        np.testing.assert_allclose(make(hub, verbose=False)(rows)["score"], make(tiny[key], verbose=False)(rows)["score"], atol=1e-6)

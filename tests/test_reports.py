@@ -161,3 +161,39 @@ def test_ifir_report_micro_average_levels_and_origin():
     assert std.iloc[0]["fiqa nDCG@20"] == round(np.mean([code[0], 1 / (1 + 1 / math.log2(3)), code[2], code[3]]), 2)
     assert std.iloc[0]["fiqa nDCG@20"] < row["fiqa nDCG@20"]
     assert table.attrs["settings"]["nDCG"] == "ifir_code" and table.attrs["decimals"] == 2
+
+
+def test_tables_never_show_minus_zero(tmp_path):
+    """A mean that rounds to zero from below is 0.0 in the frame, the csv and the markdown (pandas writes -0.0 as "-0.0")."""
+    from pyterrier_instruct.evaluation._report import build_table
+    long = pd.DataFrame({"model": ["a", "a", "b", "b"], "dataset": ["d"] * 4, "measure": ["p-MRR", "MAP@1000"] * 2,
+                         "value": [-0.0004, 0.5, -0.0, 0.25]})
+    table = build_table(long, "followir", models=["a", "b"], settings={}, provenance={})
+    assert table["d p-MRR"].tolist() == [0.0, 0.0] and not np.signbit(table["d p-MRR"].to_numpy()).any()
+    table.to_csv(tmp_path / "t.csv", index=False)
+    assert "-0.0" not in (tmp_path / "t.csv").read_text() and "-0.0" not in to_markdown(table)
+
+
+def test_per_query_plot_marks_all_zero_series_and_means_in_table_order(tmp_path):
+    """Systems keep the given (table) order in the legend, not pivot_table's alphabetical one; a series that is 0 on every
+    query, which draws no visible bars, is marked; every series has a mean marker."""
+    from pyterrier_instruct.evaluation import plot_per_query_pmrr
+    values = {"Zeta (query only)": [0.0, -0.0, 0.0], "Alpha": [0.10, -0.05, 0.25], "Mid": [0.0, 0.3, np.nan],
+              "Tiny": [-0.0001, 0.0, 0.0]}
+    perquery = pd.DataFrame([(name, f"{q}-og", "pMRR", v) for name, vs in values.items() for q, v in zip("123", vs)],
+                            columns=["name", "qid", "measure", "value"])
+    fig = plot_per_query_pmrr(perquery, str(tmp_path / "p.png"))
+    assert (tmp_path / "p.png").stat().st_size > 5000
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["Zeta (query only) (all 0)", "Alpha", "Mid", "Tiny"]
+    marks = {line.get_gid(): line for line in ax.get_lines() if line.get_gid()}
+    assert set(marks) == {"all 0:Zeta (query only)", "mean:Zeta (query only)", "mean:Alpha", "mean:Mid", "mean:Tiny"}
+    np.testing.assert_allclose(marks["all 0:Zeta (query only)"].get_ydata(), [0, 0, 0])
+    assert len(marks["all 0:Zeta (query only)"].get_xdata()) == 3
+    for name, vs in values.items():
+        assert marks[f"mean:{name}"].get_ydata()[0] == pytest.approx(100 * np.nanmean(vs))
+        assert marks[f"mean:{name}"].get_xdata()[0] > 2.5  # the "mean" group after the three queries
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["1", "2", "3", "mean"]
+    assert [t.get_text() for t in ax.texts] == ["+0.0", "+10.0", "+15.0", "+0.0"]  # a mean that rounds to 0 is never "-0.0"
+    again = plot_per_query_pmrr(perquery, names=["Mid", "Alpha", "Zeta (query only)", "Tiny"])
+    assert [t.get_text() for t in again.axes[0].get_legend().get_texts()] == ["Mid", "Alpha", "Zeta (query only) (all 0)", "Tiny"]

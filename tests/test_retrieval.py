@@ -115,3 +115,23 @@ def test_optional_first_stages_name_what_is_missing(monkeypatch):
     if not opt.is_available("pyserini"):
         with pytest.raises(ImportError, match=r"pip install 'pyterrier-instruct\[pyserini\]'"):
             pti.PyseriniBM25("/nonexistent")
+
+
+def test_temporary_index_folder_is_removed_at_exit(tmp_path):
+    """``pti.BM25(corpus)`` without a path indexes into a temporary folder, which the process removes when it exits;
+    a folder given as ``path=`` stays."""
+    import os
+    import subprocess
+    import sys
+    kept = tmp_path / "kept"
+    code = ("import pyterrier_instruct as pti\n"
+            "ds = pti.load_dataset('instruct-mini')\n"
+            "bm25 = pti.BM25(ds.get_corpus_iter())\n"
+            f"pti.BM25(ds.get_corpus_iter(), path={str(kept)!r})\n"
+            "print(bm25.index.path)\n"
+            "assert len(bm25.search('dams fish')) > 0\n")
+    env = {**os.environ, "TMPDIR": str(tmp_path)}  # mkdtemp's folder: this test's own
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    folder = done.stdout.strip().splitlines()[-1]
+    assert os.path.basename(folder).startswith("pti-pisa-") and os.path.dirname(folder) == str(tmp_path)
+    assert not os.path.exists(folder) and sorted(p.name for p in tmp_path.iterdir()) == ["kept"]

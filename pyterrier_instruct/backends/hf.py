@@ -9,6 +9,7 @@ from typing import Dict, List, Optional, Sequence, Union
 import numpy as np
 
 from .._optional import require
+from .._hub import from_pretrained
 from .._torch import by_length, hf_setup
 from .._tokens import common_prefix_length, encode_rendered
 from .base import Generation, Prompt, TokenizerBackend, check_logprob_args
@@ -43,7 +44,7 @@ class HFBackend(TokenizerBackend):
     def _tokenizer(self):
         if self._tok is None:
             transformers = require("transformers", "hf")
-            tok = transformers.AutoTokenizer.from_pretrained(self.model_name_or_path)
+            tok = from_pretrained(transformers.AutoTokenizer, self.model_name_or_path)
             if tok.pad_token is None:
                 tok.pad_token = tok.eos_token
             self._tok = tok
@@ -52,7 +53,7 @@ class HFBackend(TokenizerBackend):
     def _load(self):
         if self._model is None:
             transformers, self._device, dtype = hf_setup(self.device, self.dtype, self.verbose)
-            model = transformers.AutoModelForCausalLM.from_pretrained(self.model_name_or_path, dtype=dtype)
+            model = from_pretrained(transformers.AutoModelForCausalLM, self.model_name_or_path, dtype=dtype)
             self._model = model.to(self._device).eval()
         return self._model, self._tokenizer()
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Optional
 
 from ._files import DataError
-from .readers import bundled_path
+from .readers import UnknownDatasetError, bundled_path
 from .registry import DATASETS, Entry, irds_id
 
 
@@ -22,15 +22,19 @@ def load(name: str, path: Optional[str] = None, qrels_mapping: str = "as-named",
         name: a dataset id of :data:`DATASETS` (``followir/robust04``, ``infosearch/audience``, ``ifir/fiqa``,
             ``instructir``, …; an ``instruct/`` or ``instruct:`` prefix is accepted), or a local folder in the
             original FollowIR layout.
-        path: a local snapshot folder of the dataset's hub repository; otherwise ``$PYTERRIER_INSTRUCT_DATA``, the
-            cache, or (online, ``download=True``) the pinned revision is downloaded with ``huggingface_hub``.
+        path: a local snapshot folder of the dataset's hub repository (checked now); otherwise, on first use,
+            ``$PYTERRIER_INSTRUCT_DATA``, the cache, or (online, ``download=True``) the pinned revision downloaded with
+            ``huggingface_hub``.
         qrels_mapping: FollowIR: ``'as-named'`` or ``'swapped'`` og/changed qrels configs (mteb 1.7 reads them
             the other way round; the loader checks that og has more relevant documents).
+
+    Raises:
+        UnknownDatasetError: (a ``ValueError``) ``name`` is not a dataset id; the message names the closest ids.
     """
     import os
 
     from .dataset import InstructDataset
-    from .readers import resolve
+    from .readers import entry_of, resolve
     for prefix in ("instruct:", "instruct/"):
         if name.startswith(prefix):
             name = name[len(prefix):]
@@ -38,7 +42,10 @@ def load(name: str, path: Optional[str] = None, qrels_mapping: str = "as-named",
         folder = os.path.normpath(name)
         return InstructDataset(os.path.basename(folder), folder, Entry("followir", None, None, "AP@1000", "local", "unknown"),
                                {"name": os.path.basename(folder), "path": folder}, qrels_mapping=qrels_mapping)
-    entry, folder, provenance = resolve(name, path, download=download)
+    entry = entry_of(name)  # an unknown id fails now, with the closest known ids
+    if path is None and entry.repo_id is not None:  # located on first use, as ir_datasets.load
+        return InstructDataset(name, None, entry, qrels_mapping=qrels_mapping, download=download)
+    entry, folder, provenance = resolve(name, path, download=download)  # an explicit folder is checked now
     return InstructDataset(name, folder, entry, provenance, qrels_mapping=qrels_mapping)
 
 
@@ -49,4 +56,4 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'pyterrier_instruct.datasets' has no attribute {name!r}")
 
 
-__all__ = ["DATASETS", "DataError", "Entry", "InstructDataset", "bundled_path", "irds_id", "load"]
+__all__ = ["DATASETS", "DataError", "Entry", "InstructDataset", "UnknownDatasetError", "bundled_path", "irds_id", "load"]

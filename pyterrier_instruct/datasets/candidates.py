@@ -44,7 +44,7 @@ class _DatasetStage(Configured, pt.Transformer):
         return f"{type(self).__name__}({self.dataset.name!r}, fields={self.fields!r})"
 
     def _eq_key(self) -> tuple:
-        return (str(self.dataset.path), tuple(self.fields))
+        return (self.dataset.identity(), tuple(self.fields))
 
 
 class TextLoader(_DatasetStage):

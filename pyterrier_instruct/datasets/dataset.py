@@ -1,6 +1,6 @@
 """``InstructDataset``: one benchmark as a PyTerrier dataset (what ``pt.get_dataset('instruct:…')`` returns).
 
-Files are read on first use. Topics keep ``qid, query, instruction, base_qid, variant`` (PyTerrier's
+The folder is located and the files are read on first use. Topics keep ``qid, query, instruction, base_qid, variant`` (PyTerrier's
 irds wrapper would drop all but ``qid, query``: PyTerrier ``datasets/_irds.py``, ``get_topics(variant)``).
 """
 from __future__ import annotations
@@ -21,29 +21,62 @@ FIELDS = ("title", "text")
 class InstructDataset(pt.datasets.Dataset):
     """A benchmark read from a local folder in its released layout.
 
+    Creating one reads nothing: the folder is located (``$PYTERRIER_INSTRUCT_DATA``, the cache, a pinned download; see
+    :mod:`.source`) on first use (``get_topics``, ``get_qrels``, ``get_corpus_iter``, ``text_loader``, ``path``, …), as
+    ``ir_datasets.load`` and PyTerrier's ``irds:`` datasets do; a missing copy raises ``DataError`` then.
+
     Args:
         name: the dataset id (``followir/robust04``, ``infosearch/audience``, ``ifir/fiqa``, …).
-        path: the folder holding the files.
+        path: the folder holding the files; None to locate it on first use.
         entry: the registry entry (layout family, hub repository, revision, standard measure).
-        provenance: where the files came from, recorded with every result.
+        provenance: where the files came from, recorded with every result (filled when the folder is located).
         qrels_mapping: FollowIR only: ``'as-named'`` reads ``qrels_og`` as og; ``'swapped'`` reads it as changed
             (mteb 1.7's loader fills og from ``qrels_changed``). The loader asserts that og has more relevant documents than
             changed either way.
+        download: allow the pinned download when no local copy is found (never with ``HF_HUB_OFFLINE``).
     """
 
-    def __init__(self, name: str, path: Union[str, Path], entry: Entry, provenance: Optional[Dict[str, str]] = None,
-                 qrels_mapping: str = "as-named"):
+    def __init__(self, name: str, path: Union[str, Path, None], entry: Entry, provenance: Optional[Dict[str, str]] = None,
+                 qrels_mapping: str = "as-named", *, download: bool = True):
         self.name = name
-        self.path = Path(path)
         self.entry = entry
         self.measure = entry.measure
         self.qrels_mapping = qrels_mapping
-        self.provenance = dict(provenance or {"name": name, "path": str(self.path)})
-        if entry.family in ("bundled", "followir", "followir-mteb", "mfollowir"):
-            self.provenance["qrels_mapping"] = qrels_mapping
+        self.download = download
+        self._given = None if path is None else Path(path)
+        self._path = self._given
+        self._provenance = None if provenance is None else dict(provenance)
+
+    def locate(self) -> Path:
+        """The folder holding the files, located now if not yet (``DataError`` naming the places tried and the download
+        command when there is no local copy)."""
+        if self._path is None:
+            from .readers import resolve
+            _, folder, provenance = resolve(self.name, None, download=self.download)
+            self._path = Path(folder)
+            self._provenance = self._provenance or provenance
+        return self._path
+
+    @property
+    def path(self) -> Path:
+        return self.locate()
+
+    @property
+    def provenance(self) -> Dict[str, str]:
+        """Where the files are: name, folder, hub repository and pinned revision (locates the folder)."""
+        folder = self.locate()
+        out = dict(self._provenance or {"name": self.name, "path": str(folder)})
+        if self.entry.family in ("bundled", "followir", "followir-mteb", "mfollowir"):
+            out["qrels_mapping"] = self.qrels_mapping
+        return out
+
+    def identity(self) -> tuple:
+        """What the dataset's stages compare on, without locating anything: the id, an explicit folder, the qrels mapping."""
+        return (self.name, None if self._given is None else str(self._given), self.qrels_mapping)
 
     def __repr__(self) -> str:
-        return f"InstructDataset({self.name!r}, path={str(self.path)!r})"
+        where = f", path={str(self._path)!r}" if self._path is not None else ""
+        return f"InstructDataset({self.name!r}{where})"
 
     @cached_property
     def bench(self) -> Benchmark:

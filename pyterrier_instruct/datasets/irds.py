@@ -15,9 +15,11 @@ import ir_datasets
 from ir_datasets.formats import BaseDocs, BaseQrels, BaseQueries, BaseScoredDocs, GenericScoredDoc, TrecQrel
 from ir_datasets.indices import Docstore
 
+from .readers import UnknownDatasetError, unknown_dataset_message
 from .registry import DATASETS, FULL_RETRIEVAL, irds_id
 
 NAMESPACE = "instruct"
+_PATTERN = False  # the unknown-id pattern is registered once
 _QREL_DEFS = {0: "not relevant", 1: "relevant", 2: "highly relevant (graded benchmarks)"}
 
 
@@ -31,11 +33,29 @@ class InstructDoc(NamedTuple):
 
 
 class InstructQuery(NamedTuple):
+    """One topic as ``queries_iter()`` yields it: the two fields of :class:`QueryText`, then the instruction and the pairing."""
     query_id: str
     query: str
     instruction: str
     base_qid: str
     variant: str
+
+    def default_text(self) -> str:
+        return self.query
+
+
+class QueryText(NamedTuple):
+    """The query type ``queries_cls()`` declares: ``query_id`` and the text ``query`` (the first two fields of every
+    :class:`InstructQuery`).
+
+    PyTerrier's ``irds:`` wrapper reads no default-text declaration: ``IRDSDataset.get_topics()`` renames the text field to
+    ``query`` only when the declared type has exactly one besides ``query_id``, and otherwise prints "There are multiple
+    query fields available" on every call. Declared this way, ``pt.get_dataset('irds:instruct/…').get_topics()`` prints
+    nothing and still carries ``instruction``, ``base_qid`` and ``variant`` (the frame is built from the yielded
+    topics). ir_datasets' ``export`` command writes the declared fields; iterate ``queries_iter()`` for all five.
+    """
+    query_id: str
+    query: str
 
     def default_text(self) -> str:
         return self.query
@@ -103,7 +123,7 @@ class _Queries(BaseQueries):
             yield InstructQuery(*row)
 
     def queries_cls(self):
-        return InstructQuery
+        return QueryText
 
     def queries_namespace(self) -> str:
         return NAMESPACE
@@ -139,8 +159,24 @@ class _ScoredDocs(BaseScoredDocs):
             yield GenericScoredDoc(qid, docno, 0.0 - r)
 
 
+class UnknownIrdsDatasetError(UnknownDatasetError, KeyError):
+    """``ir_datasets.load('instruct/<typo>')``: a ``KeyError`` as ir_datasets raises for unknown ids, with the closest ids."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+def _unknown(name: str, groups) -> None:
+    raise UnknownIrdsDatasetError(unknown_dataset_message(groups[0], f"{NAMESPACE}/"))
+
+
 def register() -> None:
-    """Registers every id of :data:`DATASETS` (idempotent)."""
+    """Registers every id of :data:`DATASETS` (idempotent), and an ``instruct/…`` pattern that is tried only for an id not
+    registered: it raises the did-you-mean error instead of ir_datasets' bare ``KeyError``."""
+    global _PATTERN
+    if not _PATTERN:
+        ir_datasets.registry.register_pattern(rf"^{NAMESPACE}/(.+)$", _unknown)
+        _PATTERN = True
     langs = {"fas": "fa", "rus": "ru", "zho": "zh"}
     for name, entry in DATASETS.items():
         rid = irds_id(name)

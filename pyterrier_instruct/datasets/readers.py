@@ -5,6 +5,7 @@ pyterrier import.
 """
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 from typing import Dict, Optional
 
@@ -18,11 +19,24 @@ def bundled_path(name: str = "instruct-mini") -> str:
     return str(resources.files("pyterrier_instruct").joinpath("datasets", "data", name))
 
 
+class UnknownDatasetError(ValueError):
+    """A dataset id that is not registered; the message names the closest known ids and how to list them all."""
+
+
+def unknown_dataset_message(name: str, prefix: str = "") -> str:
+    """``'<prefix><name>' is not a known dataset id``, the closest known ids (``difflib``) and how to list them."""
+    close = difflib.get_close_matches(name, list(DATASETS), n=3, cutoff=0.75)
+    guess = f"; did you mean {' or '.join(repr(prefix + c) for c in close)}?" if close else "."
+    return (f"{prefix + name!r} is not a known dataset id{guess} List the {len(DATASETS)} ids"
+            f"{f' (after {prefix!r})' if prefix else ''} with sorted(pyterrier_instruct.datasets.DATASETS)")
+
+
 def entry_of(name: str) -> Entry:
+    """The registry entry of ``name``; an unknown id raises :class:`UnknownDatasetError` with a did-you-mean."""
     try:
         return DATASETS[name]
     except KeyError:
-        raise KeyError(f"{name!r} is not a known dataset; known: {sorted(DATASETS)}") from None
+        raise UnknownDatasetError(unknown_dataset_message(name)) from None
 
 
 def read_benchmark(entry: Entry, folder: Path, qrels_mapping: str = "as-named") -> Benchmark:
@@ -59,6 +73,9 @@ def resolve(name: str, path: Optional[str] = None, download: bool = True):
     else:
         folder = locate(name, entry, path, download=download)
     provenance: Dict[str, str] = {"name": name, "path": str(folder)}
+    if entry.repo_id is None and path is None:
+        from .. import __version__
+        provenance["revision"] = f"bundled with pyterrier-instruct {__version__}"
     if entry.repo_id:
         provenance.update(repo_id=entry.repo_id, revision=entry.revision or "main (unpinned)")
         if entry.subdir:

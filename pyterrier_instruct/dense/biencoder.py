@@ -24,6 +24,7 @@ import pyterrier as pt
 from ..instructions import COMPOSERS, compose_frame
 from .. import prompts as T
 from .._base import InstructReranker
+from .._validation import text_hint
 from .cache import DocCache, EncodeStats
 from .encoder import PADDING_SIDES, POOLINGS, Embedder
 
@@ -54,7 +55,8 @@ class BiEncoder(InstructReranker):
         max_length, query_max_length, passage_max_length: token limits (``None``: the tokenizer's, else 512).
         padding_side: ``'right'`` or ``'left'`` (pooling finds the real tokens from the mask; see :mod:`.encoder`).
         add_special_tokens: let the tokenizer add BOS/CLS etc.; strip: strip the filled strings.
-        batch_size, device, dtype (``'auto'``: bf16 on GPU, fp32 on CPU), verbose (tqdm progress): the usual.
+        batch_size, device, dtype (``'auto'``: bf16 on GPU, fp32 on CPU): the usual; verbose: progress bars while encoding
+            (on by default; ``False`` silences them).
         text_field, title_field: document columns (the title is used when its column is present).
         doc_cache: keep passage vectors in memory; cache_dir: also keep them on disk in this folder.
     """
@@ -65,7 +67,7 @@ class BiEncoder(InstructReranker):
                  query_max_length: Optional[int] = None, passage_max_length: Optional[int] = None, padding_side: str = "right",
                  add_special_tokens: bool = True, strip: bool = True, batch_size: int = 32, device: Optional[str] = None,
                  dtype="auto", text_field: str = "text", title_field: Optional[str] = "title", doc_cache: bool = True,
-                 cache_dir: Optional[str] = None, verbose: bool = False):
+                 cache_dir: Optional[str] = None, verbose: bool = True):
         if pooling not in POOLINGS:
             raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
         if padding_side not in PADDING_SIDES:
@@ -95,7 +97,7 @@ class BiEncoder(InstructReranker):
 
     # -- the transformer ---------------------------------------------------------------------------
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
-        with pt.validate.any(inp) as v:
+        with text_hint(self.text_field), pt.validate.any(inp) as v:
             v.result_frame(extra_columns=["query", "instruction", self.text_field], mode="scorer")
             v.result_frame(extra_columns=["query", self.text_field], mode="scorer")
             v.query_frame(extra_columns=["query", "instruction"], mode="query_encoder")
@@ -175,21 +177,22 @@ class BiEncoder(InstructReranker):
         self.stats.query_texts += len(uniq)
         return self._embed(uniq, self._limit(self.query_max_length), "queries")[inv]
 
-    def encode_passages(self, strings: Sequence[str], fill_cache: bool = True) -> np.ndarray:
+    def encode_passages(self, strings: Sequence[str], fill_cache: bool = True, progress: bool = True) -> np.ndarray:
         """Vectors of final passage strings (:meth:`passage_strings`), each distinct string once; with ``doc_cache``
-        cached vectors are reused and (``fill_cache``) new ones kept."""
+        cached vectors are reused and (``fill_cache``) new ones kept. ``progress=False``: no bar of its own (a caller
+        encoding chunk by chunk shows one over the whole)."""
         inv, uniq = _distinct(strings)
         limit = self.passage_max_length
         if not self.doc_cache:
             self.stats.passage_texts += len(uniq)
-            return self._embed(uniq, self._limit(limit), "passages")[inv]
+            return self._embed(uniq, self._limit(limit), "passages", progress)[inv]
         store = self._doc_store()
         rows, missing = store.lookup(uniq)
         self.stats.cache_hits += len(uniq) - len(missing)
         if not missing:
             return store.vectors(rows)[inv]
         self.stats.passage_texts += len(missing)
-        new = self._embed(uniq[missing], self._limit(limit), "passages")
+        new = self._embed(uniq[missing], self._limit(limit), "passages", progress)
         if fill_cache:
             rows[missing] = store.add(uniq[missing], new)
             return store.vectors(rows)[inv]
@@ -200,10 +203,10 @@ class BiEncoder(InstructReranker):
         vectors[missing] = new
         return vectors[inv]
 
-    def _embed(self, texts: np.ndarray, limit: int, what: str) -> np.ndarray:
-        import pyterrier as pt
+    def _embed(self, texts: np.ndarray, limit: int, what: str, progress: bool = True) -> np.ndarray:
         embedder = self.embedder()
-        bar = pt.tqdm(total=len(texts), desc=f"{type(self).__name__} {what}", unit="text", disable=not self.verbose or not len(texts))
+        bar = pt.tqdm(total=len(texts), desc=f"{type(self).__name__} {what}", unit="text",
+                      disable=not (self.verbose and progress) or not len(texts))
         try:
             return embedder.embed(list(texts), limit, bar)
         finally:

@@ -20,6 +20,7 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
+from .._hub import from_pretrained, loading, model_path
 from .._optional import require
 from .._torch import by_length, hf_setup
 
@@ -49,16 +50,17 @@ def load_encoder(path: str, base_model: Optional[str], device: str, torch_dtype)
     """(model, tokenizer): ``AutoModel`` (no head) from ``path``; for a LoRA adapter the base model (``base_model`` or the
     adapter's ``base_model_name_or_path``) with the adapter merged (``merge_and_unload``) and the base's tokenizer."""
     transformers = require("transformers", "hf")
-    base = adapter_base(path)
-    if base is None:
-        model = transformers.AutoModel.from_pretrained(path, dtype=torch_dtype)
-        tokenizer = transformers.AutoTokenizer.from_pretrained(path)
-    else:
-        peft = require("peft", "hf")
-        base = base_model or base
-        model = transformers.AutoModel.from_pretrained(base, dtype=torch_dtype)
-        model = peft.PeftModel.from_pretrained(model, path).merge_and_unload()
-        tokenizer = transformers.AutoTokenizer.from_pretrained(base)
+    with loading(path):  # weights not there: ModelNotFoundError with the fixes
+        base = adapter_base(model_path(path))
+        if base is None:
+            model = from_pretrained(transformers.AutoModel, path, dtype=torch_dtype)
+            tokenizer = from_pretrained(transformers.AutoTokenizer, path)
+        else:
+            peft = require("peft", "hf")
+            base = base_model or base
+            model = from_pretrained(transformers.AutoModel, base, dtype=torch_dtype)
+            model = peft.PeftModel.from_pretrained(model, model_path(path)).merge_and_unload()
+            tokenizer = from_pretrained(transformers.AutoTokenizer, base)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     return model.to(device).eval(), tokenizer

@@ -130,7 +130,7 @@ class EmbeddingIndexer(pt.Indexer):
         bar = pt.tqdm(desc=f"{type(self.model).__name__} indexing", unit="doc", disable=not self.model.verbose)
         try:
             for frame in _frames(corpus_iter, self.chunk_size, self.model.text_field):
-                vectors = self.model.encode_passages(self.model.passage_strings(frame), fill_cache=False)
+                vectors = self.model.encode_passages(self.model.passage_strings(frame), fill_cache=False, progress=False)
                 dim = vectors.shape[1]
                 docnos.extend(frame["docno"].astype(str))
                 count += len(frame)

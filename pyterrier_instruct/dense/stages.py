@@ -13,6 +13,7 @@ import pyterrier as pt
 
 from .._base import InstructReranker
 from .._config import Configured
+from .._validation import text_hint
 
 
 def built_by(stage, model, method: str, *args, **kwargs):
@@ -42,7 +43,8 @@ class DocEncoder(_Stage):
     schematic = {"label": "DocEncoder"}
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
-        pt.validate.document_frame(inp, [self.model.text_field])
+        with text_hint(self.model.text_field):
+            pt.validate.document_frame(inp, [self.model.text_field])
         return self.model.encode_doc_frame(inp)
 
 

@@ -87,7 +87,7 @@ def build_table(long: pd.DataFrame, benchmark: str, *, models: Sequence[str], se
         avg = avg.groupby(["model", "measure"], sort=False)["value"].mean().reset_index().assign(dataset="average")
         long = pd.concat([long, avg[long.columns]], ignore_index=True)
     factor = [1.0 if str(m).startswith(tuple(unscaled)) else scale for m in long["measure"]]
-    long["shown"] = (long["value"] * factor).round(decimals)
+    long["shown"] = (long["value"] * factor).round(decimals) + 0.0  # + 0.0: a value rounded to -0.0 is 0.0 in every output
     keys = list(dict.fromkeys(zip(long["dataset"], long["measure"])))
     columns = {(f"Avg {m}" if d == "average" else f"{d} {m}"): (d, m) for d, m in keys}
     table = pd.DataFrame({"Model": list(models)})
@@ -138,7 +138,7 @@ def with_paper(table: pd.DataFrame, models: Mapping[str, str], paper: Optional[s
         delta = {"Model": "  Δ ours − paper"}
         for col, key in columns.items():
             ref[col] = value.get(key, float("nan"))
-            delta[col] = round(row[col] - ref[col], table.attrs["decimals"])
+            delta[col] = round(row[col] - ref[col], table.attrs["decimals"]) + 0.0  # never -0.0
         rows += [ref, delta]
         shown[row["Model"]] = name
     out = pd.DataFrame(rows, columns=table.columns)

@@ -96,28 +96,52 @@ def followir_report(systems, datasets, names: Optional[Sequence[str]] = None, *,
     return followir_table(results, ties=ties)
 
 
-def plot_per_query_pmrr(perquery: pd.DataFrame, path: str, title: str = "p-MRR per query") -> None:
-    """Saves a grouped bar chart of per-query p-MRR (×100) per system; ``perquery`` is pt.Experiment's
-    long per-query frame (``name, qid, measure, value``)."""
+def plot_per_query_pmrr(perquery: pd.DataFrame, path: Optional[str] = None, title: str = "p-MRR per query",
+                        names: Optional[Sequence[str]] = None):
+    """A grouped bar chart of per-query p-MRR (×100), one series per system; ``perquery`` is pt.Experiment's long
+    per-query frame (``name, qid, measure, value``). Saved to ``path`` when given; returns the (closed) figure.
+
+    Series follow ``names`` (default: the order in which ``perquery`` lists the systems, i.e. the table's), in the bars and
+    in the legend. A last group, ``mean``, has one diamond per system at its mean over queries, with the value. A series
+    that is 0 for every query draws no visible bars: it gets hollow circles on the zero line and ``(all 0)`` in its legend
+    entry. Markers carry ``gid`` ``"mean:<system>"`` and ``"all 0:<system>"``.
+    """
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
 
     pm = perquery[perquery["measure"].astype(str).str.startswith("pMRR")]
-    wide = pm.pivot_table(index="qid", columns="name", values="value", sort=False) * 100
+    order = list(names) if names is not None else list(dict.fromkeys(pm["name"]))
+    wide = pm.pivot_table(index="qid", columns="name", values="value", sort=False).reindex(columns=order) * 100
     wide.index = [str(q).removesuffix("-og") for q in wide.index]
-    fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(wide) + 2), 4))
-    width = 0.8 / max(1, wide.shape[1])
+    fig, ax = plt.subplots(figsize=(max(6, 0.9 * (len(wide) + 1) + 2), 4))
+    width = 0.8 / max(1, len(order))
     x = np.arange(len(wide))
-    for i, name in enumerate(wide.columns):
-        ax.bar(x + i * width - 0.4 + width / 2, wide[name].to_numpy(), width, label=name)
+    for i, name in enumerate(order):
+        values = wide[name].to_numpy(dtype=float)
+        offset = i * width - 0.4 + width / 2
+        zero = len(values) > 0 and bool((values == 0).all())
+        bars = ax.bar(x + offset, values, width, label=f"{name} (all 0)" if zero else name)
+        color = bars.patches[0].get_facecolor() if len(bars.patches) else None
+        if zero:
+            ax.plot(x + offset, np.zeros(len(x)), linestyle="none", marker="o", markersize=4, markerfacecolor="none",
+                    markeredgecolor=color, gid=f"all 0:{name}")
+        mean = float(np.nanmean(values)) if np.isfinite(values).any() else float("nan")
+        ax.plot([len(wide) + offset], [mean], linestyle="none", marker="D", color=color, markeredgecolor="black",
+                gid=f"mean:{name}")
+        if mean == mean:
+            ax.annotate(f"{round(mean, 1) + 0.0:+.1f}", (len(wide) + offset, mean), textcoords="offset points",
+                        xytext=(0, 6 + 9 * (i % 2)), ha="center", fontsize="x-small")  # staggered: neighbours may be equal
     ax.axhline(0, color="black", linewidth=0.8)
-    ax.set_xticks(x)
-    ax.set_xticklabels(wide.index, rotation=45, ha="right")
+    ax.axvline(len(wide) - 0.5, color="grey", linewidth=0.6, linestyle=":")
+    ax.set_xticks(np.arange(len(wide) + 1))
+    ax.set_xticklabels(list(wide.index) + ["mean"], rotation=45, ha="right")
     ax.set_ylabel("p-MRR ×100 (>0: follows the change)")
     ax.set_title(title)
     ax.legend(fontsize="small")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    if path is not None:
+        fig.savefig(path, dpi=120)
     plt.close(fig)
+    return fig

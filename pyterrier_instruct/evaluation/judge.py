@@ -281,7 +281,7 @@ class IFIRJudge:
     def __init__(self, backend, *, model: Optional[str] = None, judge_model: Optional[str] = None, cache=None,
                  top_logprobs: int = 10, temperature: float = 0.0, top_p: float = 0.7, max_new_tokens: int = 512,
                  system_prompt: bool = False, ifir_code_bug: bool = False, mode: str = "answer",
-                 direct_prefix: str = DIRECT_PREFIX, min_prob: float = MIN_PROB, batch_size: int = 64, verbose: bool = False,
+                 direct_prefix: str = DIRECT_PREFIX, min_prob: float = MIN_PROB, batch_size: int = 64, verbose: bool = True,
                  backend_options: Optional[dict] = None):
         self.backend = self._backend(backend, model, backend_options)
         if mode not in MODES:
@@ -381,7 +381,7 @@ class IFIRJudge:
         keys = list(pending)
         errors: List[str] = []
         usable = last["hits"]  # judgements this call can use so far
-        bar = pt.tqdm(total=len(keys), desc=f"INSTFOL judge ({self.judge_model})", unit="doc", disable=not self.verbose)
+        bar = pt.tqdm(total=len(keys), desc=f"INSTFOL judge ({self.judge_model})", unit="doc", disable=not self.verbose or not keys)
         try:
             for start in range(0, len(keys), self.batch_size):
                 batch = keys[start:start + self.batch_size]

@@ -48,7 +48,7 @@ class ListwiseReranker(InstructReranker):
         instruction: used when the input has no ``instruction`` column; ``{query}`` in the prompt is
             ``f"{query} {instruction}".strip()``, or the query unchanged when the instruction is empty (as rank_llm
             passes ``query.text``).
-        verbose: tqdm over windows.
+        verbose: a progress bar over the windows (on by default; ``False`` silences it).
 
     Output: every input row and column, ``score`` = (candidates − final position) — ordinal, so SICR (which compares
     score values across instructions) is not meaningful, while rank-based p-MRR and WISE are — and the first-stage
@@ -63,7 +63,7 @@ class ListwiseReranker(InstructReranker):
     def __init__(self, backend: Union[Backend, callable], *, style: str = "rank_zephyr", template: Optional[Listwise] = None,
                  window_size: int = 20, stride: int = 10, depth: int = 100, context_size: Optional[int] = 4096,
                  max_words: Optional[float] = None, system: Optional[str] = None, text_field: str = "text",
-                 title_field: Optional[str] = "title", instruction: str = "", verbose: bool = False):
+                 title_field: Optional[str] = "title", instruction: str = "", verbose: bool = True):
         check_window(window_size, stride, depth)
         known = sorted(set(LISTWISE) | set(self.style_aliases))
         if not isinstance(style, str) or self.style_aliases.get(style, style) not in LISTWISE:
@@ -155,7 +155,7 @@ class ListwiseReranker(InstructReranker):
         plans = [windows(len(lst), self.window_size, self.stride, self.depth) for lst in lists]
         lists = [lst.tolist() for lst in lists]
         repaired = self.stats["repaired"]
-        with pt.tqdm(total=sum(map(len, plans)), desc=type(self).__name__, unit="window", disable=not self.verbose) as bar:
+        with pt.tqdm(total=sum(map(len, plans)), desc=type(self).__name__, unit="window", disable=not self.verbose or not plans) as bar:
             for step in range(max(map(len, plans))):
                 jobs = [(q, plan[step]) for q, plan in enumerate(plans) if step < len(plan)]
                 self._run_step(jobs, lists, queries, qids, words)

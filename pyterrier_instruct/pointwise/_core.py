@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from .._base import InstructReranker
+from .._hub import loading
 from ..instructions import DEFAULT_COMPOSER, compose_frame
 from ..prompts import render
 from .._torch import by_length, hf_setup, resolve_device, resolve_dtype  # noqa: F401 - re-exported
@@ -56,7 +57,7 @@ class PointwiseReranker(InstructReranker):
         dtype: ``'auto'`` (bf16 on GPU, fp32 on CPU), ``'bf16'``, ``'fp16'``, ``'fp32'``.
         text_field, title_field: the document columns; the title is prepended when its column is present.
         instruction: the instruction used when the input has no ``instruction`` column.
-        verbose: tqdm progress over batches.
+        verbose: a progress bar over the documents scored (on by default; ``False`` silences it).
     """
     padding_side = "right"
     default_max_length = 512
@@ -67,7 +68,7 @@ class PointwiseReranker(InstructReranker):
 
     def __init__(self, model_name_or_path: str, *, batch_size: int = 32, max_length: Optional[int] = None,
                  truncation: str = "safe", device: Optional[str] = None, dtype="auto", text_field: str = "text",
-                 title_field: Optional[str] = "title", instruction: str = "", verbose: bool = False):
+                 title_field: Optional[str] = "title", instruction: str = "", verbose: bool = True):
         if truncation not in TRUNCATIONS:
             raise ValueError(f"truncation must be one of {TRUNCATIONS}, got {truncation!r}")
         if int(batch_size) < 1:
@@ -86,7 +87,8 @@ class PointwiseReranker(InstructReranker):
     def _load(self):
         if self._model is None:
             _, self._device, self._torch_dtype = hf_setup(self.device, self.dtype, self.verbose)
-            model, tokenizer = self._load_model()
+            with loading(self.model_name_or_path):  # weights not there: ModelNotFoundError with the fixes
+                model, tokenizer = self._load_model()
             tokenizer.padding_side = self.padding_side
             if tokenizer.pad_token is None:
                 tokenizer.pad_token = tokenizer.eos_token

@@ -9,6 +9,7 @@ import pandas as pd
 
 from .._tokens import common_prefix_length
 from .._config import preset
+from .._hub import from_pretrained, model_path
 from ..prompts import PROMPTS
 from ._core import TrueFalseReranker, two_way
 
@@ -84,14 +85,14 @@ class CausalLMReranker(TrueFalseReranker):
         import os
 
         import transformers
-        path = self.model_name_or_path
-        tok = transformers.AutoTokenizer.from_pretrained(path, padding_side="left")
+        path = model_path(self.model_name_or_path)
+        tok = from_pretrained(transformers.AutoTokenizer, path, padding_side="left")
         if os.path.isfile(os.path.join(path, "adapter_config.json")):
             from .._optional import require
             peft = require("peft", "hf")
-            model = peft.AutoPeftModelForCausalLM.from_pretrained(path, dtype=self._torch_dtype).merge_and_unload()
+            model = from_pretrained(peft.AutoPeftModelForCausalLM, path, dtype=self._torch_dtype).merge_and_unload()
         else:
-            model = transformers.AutoModelForCausalLM.from_pretrained(path, dtype=self._torch_dtype)
+            model = from_pretrained(transformers.AutoModelForCausalLM, path, dtype=self._torch_dtype)
         vocab = tok.get_vocab()
         missing = [w for w in (self.false_token, self.true_token) if w not in vocab]
         if missing:

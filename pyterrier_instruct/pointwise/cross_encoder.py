@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Sequence
 
+from .._hub import from_pretrained
 from ..instructions import DEFAULT_COMPOSER, TART_EMPTY_INSTRUCTION, TART_COMPOSER
 from ._core import PointwiseReranker
 
@@ -36,8 +37,8 @@ class CrossEncoderReranker(PointwiseReranker):
 
     def _load_model(self):
         import transformers
-        tok = transformers.AutoTokenizer.from_pretrained(self.model_name_or_path)
-        model = transformers.AutoModelForSequenceClassification.from_pretrained(self.model_name_or_path, dtype=self._torch_dtype)
+        tok = from_pretrained(transformers.AutoTokenizer, self.model_name_or_path)
+        model = from_pretrained(transformers.AutoModelForSequenceClassification, self.model_name_or_path, dtype=self._torch_dtype)
         return model, tok
 
     def _encode(self, queries: Sequence[str], texts: Sequence[str]) -> List[Dict[str, List[int]]]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 from .._config import preset
+from .._hub import from_pretrained
 from ..prompts import PROMPTS
 from ._core import TrueFalseReranker, two_way
 
@@ -53,8 +54,8 @@ class MonoT5(TrueFalseReranker):
         import transformers
         if "float16" == str(self._torch_dtype).split(".")[-1]:
             warnings.warn("T5 in fp16 overflows (NaN scores); use dtype='bf16' or 'fp32'", stacklevel=3)
-        tok = transformers.AutoTokenizer.from_pretrained(self.model_name_or_path)
-        model = transformers.AutoModelForSeq2SeqLM.from_pretrained(self.model_name_or_path, dtype=self._torch_dtype)
+        tok = from_pretrained(transformers.AutoTokenizer, self.model_name_or_path)
+        model = from_pretrained(transformers.AutoModelForSeq2SeqLM, self.model_name_or_path, dtype=self._torch_dtype)
         self._ids = [tok.encode(w)[0] for w in (self.false_token, self.true_token)]
         self._start = model.config.decoder_start_token_id
         return model, tok

@@ -2,23 +2,21 @@
 
 :func:`followir_baselines` builds a FollowIR Table 2-style set of systems from what is installed: full-collection BM25
 on the query and on query+instruction, FollowIR's pool BM25 (FollowIR repo ``models/bm25/evaluate_bm25.py``), and the
-neural rerankers whose weights are local (:func:`local_model`).
+neural rerankers whose weights are local (:func:`pyterrier_instruct._hub.local_model`).
 """
 from __future__ import annotations
 
-import os
 from typing import Dict, Optional
 
 import pyterrier as pt
 
+from .._hub import MODELS_ENV, local_model  # noqa: F401 - where the weights are, shared with the library's loaders
+
 #: Corpora up to this size also get the dense full-retrieval baseline by default (a CPU encodes them in minutes).
 DENSE_RETRIEVAL_MAX_DOCS = 50_000
 
-#: A folder holding checkpoints as ``<folder>/<hub id>/`` (searched before the Hugging Face cache).
-MODELS_ENV = "PYTERRIER_INSTRUCT_MODELS"
 
-
-def followir_baselines(dataset, neural: bool = True, verbose: bool = False,
+def followir_baselines(dataset, neural: bool = True, verbose: bool = True,
                        dense_retrieval: Optional[bool] = None) -> Dict[str, pt.Transformer]:
     """The baseline systems of the main job, by display name.
 
@@ -64,17 +62,3 @@ def _corpus_size(dataset) -> float:
         return len(dataset.bench.corpus)
     except (AttributeError, TypeError):
         return float("inf")
-
-
-def local_model(repo_id: str) -> Optional[str]:
-    """A local folder with ``repo_id``'s weights, never downloading: ``$PYTERRIER_INSTRUCT_MODELS/<repo_id>``, else the
-    Hugging Face cache (a completed snapshot), else None."""
-    root = os.environ.get(MODELS_ENV)
-    if root and os.path.isfile(os.path.join(root, repo_id, "config.json")):
-        return os.path.join(root, repo_id)
-    try:
-        from huggingface_hub import try_to_load_from_cache
-    except ImportError:
-        return None
-    found = try_to_load_from_cache(repo_id, "config.json")
-    return os.path.dirname(found) if isinstance(found, str) else None

@@ -104,25 +104,26 @@ def dataset_label(name: str) -> str:
 
 
 def open_dataset(args: argparse.Namespace, name: str, path: Optional[str] = None):
-    """``pti.load_dataset(name, path=path)``, looking under ``--data-root`` (as ``$PYTERRIER_INSTRUCT_DATA``, for this
-    call only) when no path is given."""
+    """``pti.load_dataset(name, path=path)`` with its folder located now (a pipeline fails before any work when the data is
+    missing), looking under ``--data-root`` (as ``$PYTERRIER_INSTRUCT_DATA``, for this call only) when no path is given."""
     from ..datasets import load
     from ..datasets.source import ENV_ROOT
-    if path is not None or args.data_root is None:
-        return load(name, path=path)
     before = os.environ.get(ENV_ROOT)
-    os.environ[ENV_ROOT] = args.data_root
+    if path is None and args.data_root is not None:
+        os.environ[ENV_ROOT] = args.data_root
     try:
-        return load(name)  # the folder is located now; nothing later reads the variable
+        dataset = load(name, path=path)
+        dataset.locate()  # while the variable names --data-root; nothing later reads it
+        return dataset
     finally:
         if before is None:
-            del os.environ[ENV_ROOT]
+            os.environ.pop(ENV_ROOT, None)
         else:
             os.environ[ENV_ROOT] = before
 
 
 def open_datasets(args: argparse.Namespace) -> Dict[str, object]:
-    """``{label: dataset}`` for ``--dataset``/``--path``/``--data-root`` (nothing is read until used)."""
+    """``{label: dataset}`` for ``--dataset``/``--path``/``--data-root`` (folders located, nothing read until used)."""
     out = {}
     for name, path in zip(args.dataset, args.paths):
         label = dataset_label(name)
@@ -143,8 +144,7 @@ def model_options(args: argparse.Namespace) -> Dict[str, object]:
 def check_models(args: argparse.Namespace, rows: Mapping[str, Row]) -> None:
     """Fails before any work when a selected row's weights are neither a local folder nor cached and the hub is offline
     (``HF_HUB_OFFLINE``), naming the rows and the ways out."""
-    from ..datasets.source import offline
-    from .baselines import MODELS_ENV, local_model
+    from .._hub import MODELS_ENV, local_model, offline
     if not offline():
         return
     missing = [(k, args.models[k]) for k in args.keys if k in args.models and rows[k].hub
@@ -154,6 +154,64 @@ def check_models(args: argparse.Namespace, rows: Mapping[str, Row]) -> None:
         raise SystemExit(f"error: HF_HUB_OFFLINE is set and these checkpoints are not available locally: {listed}. "
                          f"Pass a local folder ({', '.join('--' + k + ' DIR' for k, _ in missing)}), put the weights under "
                          f"${MODELS_ENV}/<hub id>, allow downloads (unset HF_HUB_OFFLINE), or leave the rows out with --systems.")
+
+
+#: Distributions whose versions every result records (import name → distribution), installed or not (None).
+PACKAGES = {"pyterrier": "pyterrier", "pyterrier_pisa": "pyterrier-pisa", "ir_measures": "ir-measures",
+            "ir_datasets": "ir-datasets", "pandas": "pandas", "numpy": "numpy", "torch": "torch",
+            "transformers": "transformers", "peft": "peft", "huggingface_hub": "huggingface-hub"}
+#: Recorded only when the run imported them.
+LOADED_PACKAGES = {"sentence_transformers": "sentence-transformers", "vllm": "vllm", "pyterrier_dr": "pyterrier-dr",
+                   "pyserini": "pyserini", "pyterrier_anserini": "pyterrier-anserini", "openai": "openai"}
+
+
+def environment() -> Dict[str, Optional[str]]:
+    """The versions a result depends on: python, pyterrier_instruct, every :data:`PACKAGES` distribution (None when not
+    installed; read from the installed metadata, nothing is imported) and the :data:`LOADED_PACKAGES` this run imported."""
+    from importlib import metadata
+
+    from .. import __version__
+
+    def version(dist: str) -> Optional[str]:
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            return None
+    out: Dict[str, Optional[str]] = {"python": platform.python_version(), "pyterrier_instruct": __version__}
+    out.update({name: version(dist) for name, dist in PACKAGES.items()})
+    out.update({name: version(dist) for name, dist in LOADED_PACKAGES.items() if name in sys.modules})
+    return out
+
+
+def models_of(system) -> List[str]:
+    """The model arguments (``model_name_or_path``: hub ids or folders) inside a system — its stages, their models and
+    backends — in pipeline order, each once."""
+    import pyterrier as pt
+
+    from .._config import Configured
+    found: List[str] = []
+    seen = set()
+
+    def walk(obj) -> None:
+        if id(obj) in seen:
+            return
+        seen.add(id(obj))
+        name = getattr(obj, "model_name_or_path", None)
+        if isinstance(name, str) and name not in found:
+            found.append(name)
+        for value in vars(obj).values() if hasattr(obj, "__dict__") else ():
+            for item in value if isinstance(value, (list, tuple)) else (value,):
+                if isinstance(item, (pt.Transformer, Configured)):
+                    walk(item)
+    walk(system)
+    return found
+
+
+def model_provenance(names: Sequence[str]) -> List[Dict[str, Optional[str]]]:
+    """Per model argument: its hub id, the folder it loads from and the commit of that snapshot when recorded locally
+    (:func:`pyterrier_instruct._hub.revision`; never downloads)."""
+    from .._hub import revision
+    return [revision(n) for n in names]
 
 
 def saved(systems: Mapping[str, object], args: argparse.Namespace, rows: Mapping[str, Row], label: str) -> Dict[str, object]:
@@ -181,9 +239,11 @@ def finish(table: pd.DataFrame, args: argparse.Namespace, rows: Mapping[str, Row
         with open(report_path, encoding="utf-8") as f:
             report = json.load(f)
     report.update({"command": args.command, "pyterrier_instruct": __version__, "python": platform.python_version(),
-                   "datasets": dict(zip(args.dataset, [p or "" for p in args.paths])),
-                   "systems": {rows[k].name: args.models.get(k, "") for k in args.keys}, "device": args.device,
-                   "seconds": round(time.time() - args.started, 1)})
+                   "versions": environment(), "datasets": dict(zip(args.dataset, [p or "" for p in args.paths])),
+                   "systems": {rows[k].name: args.models.get(k, "") for k in args.keys},
+                   "models": {rows[k].name: model_provenance([args.models[k]])[0] for k in args.keys
+                              if k in args.models and rows[k].hub},
+                   "device": args.device, "seconds": round(time.time() - args.started, 1)})
     report.setdefault("tables", {})[name] = {"title": title, "settings": {k: str(v) for k, v in table.attrs.get("settings", {}).items()},
                                             "provenance": table.attrs.get("provenance", {}), "paper_rows": paper}
     with open(report_path, "w", encoding="utf-8") as f:
@@ -232,4 +292,4 @@ def full_retrieval(args: argparse.Namespace, rows: Mapping[str, Row], label: str
 
 
 __all__: List[str] = ["Row", "parser", "parse", "dataset_label", "open_dataset", "open_datasets", "model_options", "check_models", "saved",
-                      "finish", "selected", "full_retrieval", "FIRST_STAGES", "first_stage_bm25"]
+                      "finish", "environment", "models_of", "model_provenance", "selected", "full_retrieval", "FIRST_STAGES", "first_stage_bm25"]

