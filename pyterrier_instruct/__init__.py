@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 
-from . import measures
+from . import _pt_compat, measures
 from .datasets.irds import register as _register_datasets
 from .instructions import (DEFAULT_COMPOSER, VARIANTS, compose, paired_qid, paired_qrels, paired_topics,
                            split_qid)
@@ -18,6 +18,7 @@ from .measures import (OG, SICR, WISE, Changed, GoldRank, IdealWISE, IFIR_nDCG, 
 
 __version__ = "0.1.0"
 
+_pt_compat.install()  # pt.Experiment with paired and standard measures together (when pyterrier is imported)
 _register_datasets()  # ir_datasets ids instruct/<name>; files are located and read on first access
 
 _LAZY = {

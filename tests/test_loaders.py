@@ -59,7 +59,7 @@ def test_followir_family_end_to_end(name):
     run = pipe(topics)
     want = pti.pmrr(_base_keyed(run, "og"), _base_keyed(run, "changed"), ds.changed_docs())
     assert res.loc[0, "pMRR"] == pytest.approx(want, abs=1e-12)
-    assert -1 <= res.loc[0, "pMRR"] <= 1 and 0 <= res.loc[0, f"OG(measure={ds.measure})"] <= 1
+    assert -1 <= res.loc[0, "pMRR"] <= 1 and 0 <= res.loc[0, f"OG({ds.measure})"] <= 1
 
 
 @pytest.mark.parametrize("name", INFOSEARCH)

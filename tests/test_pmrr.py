@@ -154,7 +154,8 @@ def test_metrics_worked_example():
 
 @pytest.mark.parametrize("bad,match", [
     (pd.DataFrame({"qid": ["q"], "doc": ["a"], "score": [1.0]}), r"og_run lacks column\(s\) \['docno'\]"),
-    (pd.DataFrame({"qid": ["q", "q"], "docno": ["a", "a"], "score": [1.0, 2.0]}), "lists docno 'a' more than once"),
+    (pd.DataFrame({"qid": ["q", "q"], "docno": ["a", "a"], "score": [1.0, 2.0]}),
+     r"og_run lists 1 \(qid, docno\) pair\(s\) more than once: \('q', 'a'\)"),
     (pd.DataFrame({"qid": ["q"], "docno": ["a"], "score": [np.nan]}), "NaN score"),
 ])
 def test_bad_runs_get_clear_errors(bad, match):
@@ -182,6 +183,9 @@ def test_measure_requires_paired_qrels():
 def test_measure_names_and_params():
     assert str(ir_measures.parse_measure("pMRR")) == "pMRR"
     assert ir_measures.parse_measure("pMRR(ties='input')") == pti.pMRR(ties="input")
-    assert str(pti.OG("AP@1000")) == "OG(measure=AP@1000)"
+    og = pti.OG("AP@1000")
+    assert str(og) == repr(og) == "OG(AP@1000)" and str(pti.Changed(ir_measures.nDCG @ 10)) == "Changed(nDCG@10)"
+    assert og == pti.OG(ir_measures.AP @ 1000) and hash(og) == hash(pti.OG(ir_measures.AP @ 1000))
+    assert og != pti.Changed("AP@1000") and og != pti.OG("AP@100") and {og: 1}[pti.OG(ir_measures.AP @ 1000)] == 1
     with pytest.raises(ValueError, match=r"pMRR: ties='random' is not one of \['docno', 'input'\]"):
         pti.pMRR(ties="random")  # refused when built, not at evaluation

@@ -15,7 +15,7 @@ import ir_measures
 import pandas as pd
 import pyterrier as pt
 
-from ..measures import OG, pMRR
+from ..measures import OG, MissingVariantWarning, pMRR
 from ._report import as_datasets, build_table, systems_per_dataset
 
 
@@ -37,19 +37,19 @@ def followir_experiment(systems, dataset, names: Optional[Sequence[str]] = None,
     measures = followir_measures(dataset, ties)
     args = (systems, dataset.get_topics(), dataset.get_qrels(), measures)
     if perquery is False:
-        try:
-            return pt.Experiment(*args, names=names, baseline=baseline, **kwargs)
-        except KeyError as err:  # pt.Experiment averages over qids and fails when a qid lacks one of the measures
-            if not err.args or str(err.args[0]) not in {str(m) for m in measures}:
-                raise
-            raise ValueError(f"followir_experiment: no {err} value for some base query: a system returned no documents for "
-                             f"some -og/-changed topics of {getattr(dataset, 'name', 'the dataset')}; every system must rank "
-                             f"the candidates of every paired topic") from None
+        with warnings.catch_warnings():  # systems compared on different queries: refused
+            warnings.simplefilter("error", MissingVariantWarning)
+            try:
+                return pt.Experiment(*args, names=names, baseline=baseline, **kwargs)
+            except MissingVariantWarning as err:
+                raise ValueError(f"followir_experiment: {err}: a system returned no documents for some -og/-changed "
+                                 f"topics of {getattr(dataset, 'name', 'the dataset')}; every system must rank the "
+                                 "candidates of every paired topic") from None
     if baseline is not None:
         raise ValueError("followir_experiment: baseline= significance tests come with perquery=False; "
                          "call it twice (means with baseline, then perquery=True)")
-    # pt.Experiment(perquery=...) back-fills NaN rows for topic qids without values (here every -changed
-    # qid) and averages them in; the paired measures have values on the -og qids only, so drop the fill.
+    # The paired measures have values on the -og qids only; where the pt.Experiment compatibility layer is off
+    # (an untested PyTerrier version) pt back-fills NaN rows for the -changed qids: drop them.
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=r".*topic\(s\) not found in qrels.*")
         long = pt.Experiment(*args, names=names, perquery=True, **kwargs)
@@ -73,7 +73,7 @@ def followir_table(results: Dict[str, Tuple[object, pd.DataFrame]], ties: str = 
     for key, (dataset, res) in results.items():
         std = next(c for c in res.columns if c.startswith("OG("))
         pm = next(c for c in res.columns if c.startswith("pMRR"))
-        measure = std[len("OG(measure="):-1].replace("AP@", "MAP@")
+        measure = std[len("OG("):-1].replace("AP@", "MAP@")
         for model, s_val, p_val in zip(res["name"], res[std], res[pm]):
             rows += [(model, key, measure, float(s_val)), (model, key, "p-MRR", float(p_val))]
         models += [m for m in res["name"] if m not in models]

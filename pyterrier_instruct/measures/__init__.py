@@ -27,8 +27,8 @@ import ir_measures
 import pandas as pd
 from ir_measures import measures
 
-from ..instructions import VARIANTS, by_variant, paired_qid
-from ._provider import PairedMeasure, install
+from ..instructions import VARIANTS, by_variant, paired_qid, split_qid
+from ._provider import MissingVariantWarning, PairedMeasure, install
 from .ifir import ifir_ndcg, ifir_ndcg_per_query
 from .instfol import InstfolResult, combine_instfol, instfol_query, instfol_summary, instfol_value
 from .infosearch import (SICR_VERSIONS, WISE_VERSIONS, RankTable, ideal_wise, ideal_wise_values, infosearch_eval,
@@ -39,7 +39,7 @@ from .robustness import group_of, robustness, robustness_eval
 __all__ = ["pMRR", "OG", "Changed", "Reversed", "WISE", "IdealWISE", "SICR", "InfoSearch_pMRR", "GoldRank",
            "Robustness", "IFIR_nDCG", "pmrr", "pmrr_per_doc", "changed_docs", "infosearch_eval", "infosearch_partition",
            "wise", "ideal_wise", "sicr", "infosearch_pmrr", "robustness", "robustness_eval", "group_of", "ifir_ndcg",
-           "PairedMeasure", "instfol_value", "instfol_query", "instfol_summary", "combine_instfol", "InstfolResult"]
+           "PairedMeasure", "MissingVariantWarning", "instfol_value", "instfol_query", "instfol_summary", "combine_instfol", "InstfolResult"]
 
 
 class _pMRR(PairedMeasure):
@@ -50,6 +50,7 @@ class _pMRR(PairedMeasure):
     """
     __name__ = "pMRR"
     NAME = __name__
+    COMPARES_VARIANTS = True
     PRETTY_NAME = "pairwise Mean Reciprocal Rank"
     SHORT_DESC = "Change in reciprocal rank of the documents whose relevance changed with the instruction."
     SUPPORTED_PARAMS = {
@@ -71,7 +72,7 @@ class _pMRR(PairedMeasure):
         if missing:
             warnings.warn(f"pMRR: {len(missing)} base queries lack their -og or -changed run and are skipped "
                           f"({missing[:5]}{'...' if len(missing) > 5 else ''}); with pt.Experiment(batch_size=...) "
-                          "batches must keep the variants of a query together", stacklevel=2)
+                          "batches must keep the variants of a query together", MissingVariantWarning, stacklevel=2)
         without = sorted(set(q["og"]["qid"]) - with_docs)
         if without:
             warnings.warn(f"pMRR: {len(without)} queries have no changed documents and are excluded "
@@ -85,7 +86,10 @@ class _pMRR(PairedMeasure):
 
 class _OnVariant(PairedMeasure):
     """A standard ir_measures measure evaluated on one variant's run against that variant's qrels only,
-    reported under the instance's ``-og`` qid (so it shares the qid space of the paired measures)."""
+    reported under the instance's ``-og`` qid (so it shares the qid space of the paired measures).
+
+    Its name is ``OG(AP@1000)``: the inner measure's name, which is also what equality and hashing compare.
+    """
     VARIANT = "og"
     SUPPORTED_PARAMS = {
         "measure": measures.ParamInfo(dtype=measures.Measure, required=True, desc="the measure to evaluate"),
@@ -95,6 +99,13 @@ class _OnVariant(PairedMeasure):
         if measure is not None:
             kwargs["measure"] = ir_measures.parse_measure(measure) if isinstance(measure, str) else measure
         return super().__call__(**kwargs)
+
+    def __repr__(self):
+        inner = self.params.get("measure")
+        return self.NAME if inner is None else f"{self.NAME}({inner!r})"
+
+    def unit(self, qid):
+        return None  # one value per qid
 
     def paired_impl(self, qrels: pd.DataFrame, run: pd.DataFrame, cache: dict):
         inner, v = self.params["measure"], self.VARIANT
@@ -137,6 +148,7 @@ _EMPTY_RUN = pd.DataFrame({"qid": [], "docno": [], "score": []})
 class _InfoSearchMeasure(PairedMeasure):
     """Base of the InfoSearch measures: one rank table (partition ranks in the three runs) per evaluation."""
     NEEDS_REVERSED = True
+    COMPARES_VARIANTS = True
 
     def table(self, qrels: pd.DataFrame, run: pd.DataFrame, cache: dict) -> RankTable:
         if "variants" not in cache:  # split the paired frames once per evaluation
@@ -150,7 +162,7 @@ class _InfoSearchMeasure(PairedMeasure):
         if key not in cache:
             rev = r.get("reversed", _EMPTY_RUN) if with_rev else None
             cache[key] = RankTable(r.get("og", _EMPTY_RUN), r.get("changed", _EMPTY_RUN), rev,
-                                   infosearch_partition(q["og"], q["changed"]), key[1])
+                                   infosearch_partition(q["og"], q["changed"]), key[1], check_ids=False)
         return cache[key]
 
     @staticmethod
@@ -261,6 +273,9 @@ class _Robustness(PairedMeasure):
                                       desc="evaluate only this variant's qids (paired frames)"),
     }
 
+    def unit(self, qid):
+        return group_of(split_qid(qid)[0])
+
     def paired_impl(self, qrels, run, cache):
         variant = self.params.get("variant")
         if variant is not None:
@@ -268,7 +283,7 @@ class _Robustness(PairedMeasure):
             if qrels is None:
                 raise ValueError(f"{self} needs paired qrels with '<qid>-{variant}' query ids")
             run = by_variant(run).get(variant, _EMPTY_RUN)
-        result = robustness_eval(run, qrels, self.params["cutoff"])
+        result = robustness_eval(run, qrels, self.params["cutoff"], warn=False)  # the provider checked the ids
         return result["per_group_min"].items()
 
 
@@ -287,9 +302,12 @@ class _IFIR_nDCG(PairedMeasure):
                                    desc="tie-break of the top-k list: docno descending or run row order"),
     }
 
+    def unit(self, qid):
+        return None  # each (query, level) qid is one unit
+
     def paired_impl(self, qrels, run, cache):
         values = ifir_ndcg_per_query(run, qrels, self.params["cutoff"], self.params.get("norm", "ifir_code"),
-                                     self.params.get("ties", "docno"))
+                                     self.params.get("ties", "docno"), warn=False)  # the provider checked the ids
         return ((str(q), float(v)) for q, v in values.items())
 
 

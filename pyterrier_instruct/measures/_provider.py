@@ -12,14 +12,27 @@ ir_measures' runtime provider) is needed because:
 The provider is registered in ir_measures and placed first in ``ir_measures.DefaultPipeline``, so
 ``ir_measures.calc_aggregate``, ``ir_measures.iter_calc`` and ``pt.Experiment`` all route these
 measures here; it supports only this package's measures.
+
+Before any measure runs, the run and qrels go through the shared normalisation of ``_runs.py`` once per
+evaluation (ids as strings, duplicate (qid, docno) rows refused, queries whose run shares no docno with their
+qrels named in a warning), and a run without an ``instruction`` column is flagged for the measures that compare
+instruction variants. Measures are evaluated in a fixed order (by name): ir_measures hands a provider a set.
 """
 from __future__ import annotations
 
-from typing import Iterator, List
+import warnings
+from typing import Iterator, List, Optional
 
 import ir_measures
 import pandas as pd
 from ir_measures import Metric, providers
+
+from ..instructions import split_qid
+from ._runs import normalised, warn_unmatched
+
+
+class MissingVariantWarning(UserWarning):
+    """A paired measure skipped base queries whose run lacks one of the variants it compares."""
 
 
 class PairedMeasure(ir_measures.measures.Measure):
@@ -31,6 +44,8 @@ class PairedMeasure(ir_measures.measures.Measure):
     """
     RUN_INPUTS = ["query_id", "doc_id", "score"]
     QREL_INPUTS = ["query_id", "doc_id", "relevance"]
+    #: compares the runs of a query's instruction variants, so the run must carry the instructions it was made with
+    COMPARES_VARIANTS = False
 
     def __init__(self, **params):
         # ir_measures checks parameters only when evaluating (and then fails inside repr); name the mistake here
@@ -49,10 +64,17 @@ class PairedMeasure(ir_measures.measures.Measure):
     def aggregator(self):
         return ir_measures.measures.MeanAgg()
 
+    def unit(self, qid: str) -> Optional[str]:
+        """The evaluation unit a topic qid belongs to when the measure's value spans several qids (every qid of a
+        unit must be evaluated together), or None when each qid is evaluated on its own. Default: the base query
+        (``<base>-og``/``-changed``/``-reversed`` → ``<base>``)."""
+        return split_qid(qid)[0]
+
 
 class _Evaluator(providers.Evaluator):
     def __init__(self, measures, qrels: pd.DataFrame):
-        super().__init__(measures, set())
+        # ir_measures hands over a set: a fixed order keeps the metrics (and pt.Experiment's columns) stable
+        super().__init__(sorted(measures, key=repr), set())
         self.qrels = qrels
 
     def iter_calc(self, run) -> Iterator[Metric]:
@@ -61,7 +83,15 @@ class _Evaluator(providers.Evaluator):
 
     def _iter_calc(self, run) -> Iterator[Metric]:
         run = ir_measures.util.RunConverter(run, strict=False).as_pd_dataframe()
-        run = run.rename(columns={"query_id": "qid", "doc_id": "docno"})
+        run = normalised(run.rename(columns={"query_id": "qid", "doc_id": "docno"}), "run", "run")
+        names = ", ".join(repr(m) for m in self.measures)
+        comparing = [repr(m) for m in self.measures if m.COMPARES_VARIANTS]
+        if comparing and "instruction" not in run.columns and len(run):
+            warnings.warn(f"{', '.join(comparing)}: the run has no 'instruction' column, so the system most likely never "
+                          "saw the instructions and its -og and -changed runs rank alike (p-MRR 0). Evaluate runs made "
+                          "from topics that carry the instruction: pyterrier_instruct.paired_topics(...) or the "
+                          "dataset's get_topics(); keep that column through the pipeline", UserWarning, stacklevel=2)
+        warn_unmatched(run, self.qrels, names)
         cache: dict = {}
         for measure in self.measures:
             for qid, value in measure.paired_impl(self.qrels, run, cache):
@@ -80,7 +110,8 @@ class InstructProvider(providers.Provider):
 
     def _evaluator(self, measures, qrels):
         qrels = ir_measures.util.QrelsConverter(qrels, strict=False).as_pd_dataframe()
-        qrels = qrels.rename(columns={"query_id": "qid", "doc_id": "docno", "relevance": "label"})
+        qrels = normalised(qrels.rename(columns={"query_id": "qid", "doc_id": "docno", "relevance": "label"}),
+                           "qrels", "qrels")
         return _Evaluator(measures, qrels)
 
     def run_inputs(self, measures) -> List[str]:

@@ -1,64 +1,148 @@
-"""Shared input handling for the rank-based paired measures: runs and qrels as frames, ranks with ties.
+"""Shared input handling for the paired measures: runs and qrels as frames, ids, checks, ranks with ties.
 
 Runs are PyTerrier frames (``qid, docno, score``) or mteb-style ``{qid: {docno: score}}`` dicts;
 qrels are ``qid, docno, label`` frames or ``{qid: {docno: label}}`` dicts. A dict can say that a query
 is present with an empty run, which a frame cannot; so the normalised form is (frame, present qids).
+
+Every measure reads its inputs through this module, so one set of rules holds for all of them:
+
+- ids are strings; a float id column of integral values (``10.0``, what pandas makes of an integer column
+  with a missing value) becomes ``"10"``, as the qrels write it (:func:`id_strings`);
+- a run lists each (qid, docno) at most once (:func:`check_unique`): a ranking cannot hold a document twice,
+  and trec_eval-style measures would otherwise count it twice;
+- a run (or one variant's run) that shares no docno with its qrels in any query is named in a warning
+  (:func:`warn_unmatched`): every measure then reports 0, which is an id mismatch (``"10.0"`` vs ``"10"``, a prefix).
 """
 from __future__ import annotations
 
-from typing import Mapping, Set, Tuple, Union
+import warnings
+from typing import Mapping, Sequence, Set, Tuple, Union
 
 import numpy as np
 import pandas as pd
+
+from ..instructions import split_qids
 
 TIES = ("docno", "input")
 
 RunLike = Union[pd.DataFrame, Mapping[str, Mapping[str, float]]]
 QrelsLike = Union[pd.DataFrame, Mapping[str, Mapping[str, int]]]
 
+#: How many offending ids an error or warning lists before giving the count.
+SHOWN = 5
+
+_SAFE_INT = 2.0 ** 53  # integral floats below this are exact integers
+
+
+def id_strings(values) -> np.ndarray:
+    """Ids as an object array of ``str``; floats with integral values lose their ``.0`` (``10.0`` → ``"10"``)."""
+    s = values if isinstance(values, pd.Series) else pd.Series(values, dtype=None if len(values) else object)
+    if pd.api.types.is_float_dtype(s.dtype):
+        x = s.to_numpy(dtype="float64")
+        out = x.astype(str).astype(object)
+        integral = np.isfinite(x) & (np.abs(x) < _SAFE_INT) & (x == np.floor(x))
+        out[integral] = x[integral].astype(np.int64).astype(str).astype(object)
+        return out
+    if pd.api.types.is_object_dtype(s.dtype) and pd.api.types.infer_dtype(s, skipna=False) not in ("string", "empty"):
+        return np.array([_id_string(v) for v in s.to_numpy(dtype=object)], dtype=object)
+    return s.astype(str).to_numpy(dtype=object)
+
+
+def _id_string(value) -> str:
+    if isinstance(value, (float, np.floating)) and np.isfinite(value) and abs(value) < _SAFE_INT \
+            and float(value).is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _listing(items: Sequence, total: int) -> str:
+    shown = ", ".join(repr(tuple(i)) if isinstance(i, (tuple, list)) else repr(i) for i in items[:SHOWN])
+    return shown + (f" and {total - SHOWN} more" if total > SHOWN else "")
+
+
+def check_unique(frame: pd.DataFrame, name: str = "run") -> None:
+    """Raises ``ValueError`` naming the (qid, docno) pairs that ``frame`` lists more than once."""
+    dup = frame.duplicated(["qid", "docno"])
+    if not dup.any():
+        return
+    pairs = frame.loc[dup, ["qid", "docno"]].drop_duplicates()
+    listed = [(str(q), str(d)) for q, d in pairs.itertuples(index=False)]
+    raise ValueError(f"{name} lists {len(listed)} (qid, docno) pair(s) more than once: {_listing(listed, len(listed))}; "
+                     "a ranking holds each document once per query: keep one row per pair, e.g. "
+                     f"{name}.drop_duplicates(['qid', 'docno']) (or sort by score first to keep the best one)")
+
+
+def warn_unmatched(run: pd.DataFrame, qrels: pd.DataFrame, what: str, stacklevel: int = 3) -> None:
+    """Warns, naming the queries, when a run shares no docno with its qrels (ids compared as strings).
+
+    Checked per variant (the ``-og``, ``-changed``, ``-reversed`` queries, and the queries without a suffix), so a
+    variant's run made with other ids is caught; a query missing its judged documents while others of its variant
+    have theirs is a retrieval result, not an id mismatch, and passes.
+    """
+    common = pd.Index(pd.unique(run["qid"])).intersection(pd.Index(pd.unique(qrels["qid"])))
+    if len(common) == 0:
+        return
+    judged = pd.MultiIndex.from_frame(qrels[["qid", "docno"]])
+    hit = pd.MultiIndex.from_frame(run[["qid", "docno"]]).isin(judged)
+    matched = set(run["qid"].to_numpy()[hit])
+    variant = split_qids(pd.Series(common, dtype=object))[1].fillna("").to_numpy()
+    fine = {v for q, v in zip(common, variant) if q in matched}  # variants with at least one matching query
+    bad = [q for q, v in zip(common, variant) if v not in fine]
+    if not bad:
+        return
+    example = run.loc[run["qid"] == bad[0], "docno"].iloc[:2].tolist()
+    judged_example = qrels.loc[qrels["qid"] == bad[0], "docno"].iloc[:2].tolist()
+    warnings.warn(f"{what}: for {len(bad)} of {len(common)} queries the run shares no docno with the qrels, so they score "
+                  f"as if nothing relevant was retrieved: {_listing(bad, len(bad))} (query {bad[0]!r}: run {example}, "
+                  f"qrels {judged_example}); docnos are compared as strings: convert both to the same ids (e.g. no "
+                  "'10.0' for '10', no prefix)", UserWarning, stacklevel=stacklevel)
+
+
+def normalised(frame: pd.DataFrame, kind: str, name: str) -> pd.DataFrame:
+    """A copy of a ``qid, docno, score`` (``kind='run'``) or ``qid, docno, label`` (``'qrels'``) frame, other columns
+    kept: ids as strings (:func:`id_strings`), scores float64 (no NaN), labels int64; a run's pairs unique."""
+    value = "score" if kind == "run" else "label"
+    missing = [c for c in ("qid", "docno", value) if c not in frame.columns]
+    if missing:
+        raise KeyError(f"{name} lacks column(s) {missing}; found {list(frame.columns)}")
+    out = frame.copy()
+    out["qid"], out["docno"] = id_strings(frame["qid"]), id_strings(frame["docno"])
+    if kind == "qrels":
+        out["label"] = pd.to_numeric(frame["label"]).astype("int64").to_numpy()
+        return out
+    out["score"] = pd.to_numeric(frame["score"], errors="raise").astype("float64").to_numpy()
+    if out["score"].isna().any():
+        bad = out[out["score"].isna()].iloc[0]
+        raise ValueError(f"{name} has a NaN score (qid {bad.qid!r}, docno {bad.docno!r})")
+    check_unique(out, name)
+    return out
+
 
 def run_frame(run: RunLike, name: str = "run") -> Tuple[pd.DataFrame, Set[str]]:
-    """(``qid, docno, score`` frame in input order, set of qids present) for a run or run dict."""
+    """(``qid, docno, score`` frame in input order, set of qids present) for a run or run dict, checked as
+    :func:`normalised`."""
     if isinstance(run, pd.DataFrame):
-        missing = [c for c in ("qid", "docno", "score") if c not in run.columns]
-        if missing:
-            raise KeyError(f"{name} lacks column(s) {missing}; found {list(run.columns)}")
-        df = pd.DataFrame({
-            "qid": run["qid"].astype(str).to_numpy(),
-            "docno": run["docno"].astype(str).to_numpy(),
-            "score": pd.to_numeric(run["score"], errors="raise").astype("float64").to_numpy(),
-        })
-        present = set(df["qid"].unique())
-    elif isinstance(run, Mapping):
+        df = normalised(run, "run", name)[["qid", "docno", "score"]].reset_index(drop=True)
+        return df, set(df["qid"].unique())
+    if isinstance(run, Mapping):
         qids, docnos, scores = [], [], []
         for qid, docs in run.items():
             for docno, score in docs.items():
-                qids.append(str(qid))
-                docnos.append(str(docno))
+                qids.append(qid)
+                docnos.append(docno)
                 scores.append(float(score))
-        df = pd.DataFrame({"qid": qids, "docno": docnos, "score": np.asarray(scores, dtype="float64")})
-        present = {str(q) for q in run}
-    else:
-        raise TypeError(f"{name} must be a DataFrame or a {{qid: {{docno: score}}}} dict, got {type(run).__name__}")
-    if df["score"].isna().any():
-        bad = df[df["score"].isna()].iloc[0]
-        raise ValueError(f"{name} has a NaN score (qid {bad.qid!r}, docno {bad.docno!r})")
-    return df, present  # duplicate (qid, docno) rows are detected on integer keys by ranks_of
+        df = normalised(pd.DataFrame({"qid": pd.Series(qids, dtype=object), "docno": pd.Series(docnos, dtype=object),
+                                      "score": np.asarray(scores, dtype="float64")}), "run", name)
+        return df, {_id_string(q) for q in run}
+    raise TypeError(f"{name} must be a DataFrame or a {{qid: {{docno: score}}}} dict, got {type(run).__name__}")
 
 
 def qrels_frame(qrels: QrelsLike, name: str = "qrels") -> pd.DataFrame:
-    """A ``qid, docno, label`` frame (labels int64) from a qrels frame or dict."""
+    """A ``qid, docno, label`` frame (ids as :func:`id_strings`, labels int64) from a qrels frame or dict."""
     if isinstance(qrels, pd.DataFrame):
-        missing = [c for c in ("qid", "docno", "label") if c not in qrels.columns]
-        if missing:
-            raise KeyError(f"{name} lacks column(s) {missing}; found {list(qrels.columns)}")
-        return pd.DataFrame({
-            "qid": qrels["qid"].astype(str).to_numpy(),
-            "docno": qrels["docno"].astype(str).to_numpy(),
-            "label": pd.to_numeric(qrels["label"]).astype("int64").to_numpy(),
-        })
+        return normalised(qrels, "qrels", name)[["qid", "docno", "label"]].reset_index(drop=True)
     if isinstance(qrels, Mapping):
-        rows = [(str(q), str(d), int(lab)) for q, docs in qrels.items() for d, lab in docs.items()]
+        rows = [(_id_string(q), _id_string(d), int(lab)) for q, docs in qrels.items() for d, lab in docs.items()]
         return pd.DataFrame(rows, columns=["qid", "docno", "label"]).astype({"label": "int64"})
     raise TypeError(f"{name} must be a DataFrame or a {{qid: {{docno: label}}}} dict, got {type(qrels).__name__}")
 
@@ -76,6 +160,14 @@ def label_pairs(og_qrels: QrelsLike, changed_qrels: QrelsLike) -> pd.DataFrame:
         if dup.any():
             bad = frame[dup].iloc[0]
             raise ValueError(f"{name} judge docno {bad.docno!r} twice for qid {bad.qid!r}")
+    changed_qids = set(ch["qid"])
+    absent = [q for q in pd.unique(og["qid"]) if q not in changed_qids]
+    if absent:
+        raise ValueError(f"{len(absent)} queries have og qrels but no changed qrels at all: {_listing(absent, len(absent))}; "
+                         "the og and changed variants of a query must be evaluated together. With "
+                         "pt.Experiment(batch_size=...) (or a GridSearch batch_size) a batch held the -og topic of "
+                         "such a query without its -changed topic: drop batch_size. Otherwise add the changed "
+                         "judgements ('<qid>-changed' rows, see pyterrier_instruct.paired_qrels)")
     merged = og.merge(ch, on=["qid", "docno"], how="left", suffixes=("_og", "_changed"))
     missing = merged["label_changed"].isna()
     if missing.any():
@@ -119,8 +211,7 @@ def ranks_and_scores(docs: pd.DataFrame, run: pd.DataFrame, ties: str, name: str
     key = qcode.astype(np.int64) * max(len(duniq), 1) + dcode
     run_keys = pd.Index(key[:n])
     if not run_keys.is_unique:
-        bad = run[run_keys.duplicated()].iloc[0]
-        raise ValueError(f"{name} lists docno {bad.docno!r} more than once for qid {bad.qid!r}")
+        check_unique(run, name)
     n_per_q = np.bincount(qcode[:n], minlength=len(quniq))
     row = run_keys.get_indexer(key[n:])
     ranks = n_per_q[qcode[n:]] + 1.0  # a missing document: n_q + 1

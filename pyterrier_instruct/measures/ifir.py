@@ -17,7 +17,7 @@ import ir_measures
 import numpy as np
 import pandas as pd
 
-from ._runs import TIES, QrelsLike, RunLike, per_query_values, qrels_frame, run_frame
+from ._runs import TIES, QrelsLike, RunLike, per_query_values, qrels_frame, run_frame, warn_unmatched
 
 NORMS = ("ifir_code", "standard")
 
@@ -39,8 +39,9 @@ def top_k(run: pd.DataFrame, k: int, ties: str = "docno") -> pd.DataFrame:
 
 
 def ifir_ndcg_per_query(run: RunLike, qrels: QrelsLike, k: int = 20, norm: str = "ifir_code",
-                        ties: str = "docno") -> pd.Series:
-    """nDCG@k per qrels query (IFIR code normalisation by default)."""
+                        ties: str = "docno", warn: bool = True) -> pd.Series:
+    """nDCG@k per qrels query (IFIR code normalisation by default); ``warn``: name the queries whose run shares
+    no docno with their qrels."""
     if norm not in NORMS:
         raise ValueError(f"norm must be one of {NORMS}, got {norm!r}")
     if int(k) != k or k < 1:
@@ -48,6 +49,8 @@ def ifir_ndcg_per_query(run: RunLike, qrels: QrelsLike, k: int = 20, norm: str =
     run_df, _ = run_frame(run, "run")
     q = qrels_frame(qrels, "qrels")
     judged = pd.Index(pd.unique(q["qid"]))
+    if warn:
+        warn_unmatched(run_df, q, f"IFIR nDCG@{k}")
     if norm == "standard":
         return per_query_values(ir_measures.nDCG @ int(k), q, run_df).reindex(judged).fillna(0.0)
     top = top_k(run_df[run_df["qid"].isin(judged)], int(k), ties)

@@ -31,7 +31,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 import numpy as np
 import pandas as pd
 
-from ._runs import QrelsLike, RunLike, label_pairs, ranks_and_scores, run_frame
+from ._runs import QrelsLike, RunLike, label_pairs, ranks_and_scores, run_frame, warn_unmatched
 from .pmrr import pmrr_values
 
 #: WISE versions: the 2024 code (default, contemporaneous with the paper), the 2025 code, the paper.
@@ -94,7 +94,7 @@ class RankTable:
     """
 
     def __init__(self, ori_run: RunLike, ins_run: RunLike, rev_run: Optional[RunLike], partition: pd.DataFrame,
-                 ties: str = "input"):
+                 ties: str = "input", check_ids: bool = True):
         runs = {"ori": run_frame(ori_run, "ori_run"), "ins": run_frame(ins_run, "ins_run")}
         if rev_run is not None:
             runs["rev"] = run_frame(rev_run, "rev_run")
@@ -106,6 +106,10 @@ class RankTable:
                 raise ValueError(f"InfoSearch: {len(missing)} queries of the qrels have no {name} run "
                                  f"(e.g. {missing[:5]}); every query needs its ori, ins and rev runs "
                                  f"(in paired frames: rows with qid '<qid>{suffix}')")
+        if check_ids:  # the partition lists the judged documents
+            judged = partition[partition["docno"].notna()]
+            for name, (frame, _) in runs.items():
+                warn_unmatched(frame, judged, f"InfoSearch ({name} run)")
         docs = partition[partition["role"].notna()]
         pos = docs[docs["role"] == "positive"][["qid", "docno"]].reset_index(drop=True)
         neg = docs[docs["role"] == "negative"][["qid", "docno"]].reset_index(drop=True)

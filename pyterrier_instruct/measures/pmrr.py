@@ -17,7 +17,7 @@ from typing import Dict, Optional, Tuple, Union
 import numpy as np
 import pandas as pd
 
-from ._runs import QrelsLike, RunLike, label_pairs, ranks_of, run_frame
+from ._runs import QrelsLike, RunLike, label_pairs, qrels_frame, ranks_of, run_frame, warn_unmatched
 
 ChangedDocs = Union[pd.DataFrame, Dict[str, list]]
 
@@ -85,7 +85,8 @@ def pmrr(og_run: RunLike, changed_run: RunLike, changed: Optional[ChangedDocs] =
             ``qrel_diff``); or give ``og_qrels`` and ``changed_qrels`` to derive them.
         ties: ``'docno'`` (default, current mteb and trec_eval) or ``'input'`` (run row order, mteb 1.7).
         per_query: also return ``{qid: value}`` for the queries that contributed.
-        warn: warn about queries missing from a run.
+        warn: warn about queries missing from a run, and (with qrels) about queries whose run shares no docno
+            with their qrels.
 
     Returns:
         The dataset value, or ``(value, per_query_values)``.
@@ -94,6 +95,11 @@ def pmrr(og_run: RunLike, changed_run: RunLike, changed: Optional[ChangedDocs] =
         if og_qrels is None or changed_qrels is None:
             raise ValueError("pmrr needs the changed documents: pass `changed` or both `og_qrels` and `changed_qrels`")
         changed = changed_docs(og_qrels, changed_qrels)
+        if warn:
+            og_run, _ = run_frame(og_run, "og_run")
+            changed_run, _ = run_frame(changed_run, "changed_run")
+            warn_unmatched(og_run, qrels_frame(og_qrels, "og_qrels"), "p-MRR (og run)")
+            warn_unmatched(changed_run, qrels_frame(changed_qrels, "changed_qrels"), "p-MRR (changed run)")
     elif og_qrels is not None or changed_qrels is not None:
         raise ValueError("pmrr: pass either `changed` or `og_qrels`/`changed_qrels`, not both")
     docs = pmrr_per_doc(og_run, changed_run, changed, ties=ties, warn=warn)

@@ -17,7 +17,7 @@ from typing import Callable, Dict, Optional
 import ir_measures
 import pandas as pd
 
-from ._runs import QrelsLike, RunLike, per_query_values, qrels_frame, run_frame
+from ._runs import QrelsLike, RunLike, per_query_values, qrels_frame, run_frame, warn_unmatched
 
 
 def group_of(qid: str) -> str:
@@ -25,7 +25,8 @@ def group_of(qid: str) -> str:
     return str(qid).split("_", 1)[0]
 
 
-def robustness_eval(run: RunLike, qrels: QrelsLike, k: int = 10, group: Callable[[str], str] = group_of) -> Dict:
+def robustness_eval(run: RunLike, qrels: QrelsLike, k: int = 10, group: Callable[[str], str] = group_of,
+                    warn: bool = True) -> Dict:
     """Robustness@k with its parts.
 
     Args:
@@ -33,6 +34,7 @@ def robustness_eval(run: RunLike, qrels: QrelsLike, k: int = 10, group: Callable
         qrels: ``qid, docno, label`` frame or ``{qid: {docno: label}}`` (each instance its own qid).
         k: the nDCG cut-off.
         group: maps a qid to its group key (default: the text before the first ``_``).
+        warn: warn about queries whose run shares no docno with their qrels.
 
     Returns:
         ``{"robustness": float, "ndcg": mean nDCG@k over the instances, "per_query": {qid: nDCG@k},
@@ -52,6 +54,8 @@ def robustness_eval(run: RunLike, qrels: QrelsLike, k: int = 10, group: Callable
     if extra:
         raise ValueError(f"Robustness@{k}: {len(extra)} run queries have no qrels (e.g. {extra[:5]}); "
                          "evaluate with the qrels of every instance, or drop those queries from the run")
+    if warn:
+        warn_unmatched(run_df, q, f"Robustness@{k}")
     ndcg = per_query_values(ir_measures.nDCG @ int(k), q, run_df).reindex(judged).fillna(0.0)  # an empty run scores 0
     keys = pd.Series([group(x) for x in judged], index=judged)
     per_group = ndcg.groupby(keys.to_numpy(), sort=False).min()

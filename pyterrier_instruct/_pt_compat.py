@@ -1,0 +1,382 @@
+"""``pt.Experiment`` with paired measures beside standard ones: a version-guarded compatibility layer for PyTerrier.
+
+PyTerrier averages per-query values over every qid of its per-query table and takes the measure list from the
+first qid (``_mean_of_measures`` in ``pyterrier/_evaluation/_rendering.py``), so an experiment such as
+``pt.Experiment(systems, topics, qrels, [pti.pMRR, AP@1000, nDCG@5], baseline=0)`` raises ``KeyError: 'pMRR'``:
+p-MRR has one value per base query (keyed ``<base>-og``), AP one per topic qid. With ``perquery=True`` it also
+back-fills NaN rows, with a "topic(s) not found in qrels" warning, for topic qids that are in the qrels but have no
+value (every ``-changed`` qid of a paired-only experiment).
+
+Only while an experiment uses one of this package's measures (a :class:`~pyterrier_instruct.measures.PairedMeasure`)
+the layer changes what PyTerrier would otherwise get wrong:
+
+- each measure's mean is over the qids that have it (PyTerrier's own ``_mean_of_measures`` per measure, so the
+  same sum and division: identical whenever every qid has every measure);
+- significance tests (``baseline=``) pair each measure over the qids for which both systems have it, in
+  PyTerrier's order; ``+``/``-`` counts and corrections as PyTerrier computes them;
+- columns follow the order the measures were given (ir_measures hands providers sets, so PyTerrier's order
+  would otherwise depend on ``PYTHONHASHSEED``);
+- ``perquery=True`` back-fills only topic qids absent from the qrels, as its warning says;
+- ``batch_size=`` that would put the variants of one query (or one Robustness group) in different batches is
+  refused before any system runs: PyTerrier evaluates each batch on its own.
+
+Experiments without such a measure run PyTerrier's code untouched (the same output, byte for byte). The layer is
+installed at ``import pyterrier_instruct`` (when ``pyterrier._evaluation`` is imported, if it is not yet) and
+only on the PyTerrier versions it was tested on (:data:`TESTED`); :data:`STATUS` says whether it is active.
+``docs/upstream/pyterrier-mean-of-measures.patch`` is the same change as a patch to PyTerrier 1.1.2.
+"""
+from __future__ import annotations
+
+import contextvars
+import functools
+import importlib.abc
+import importlib.util
+import inspect
+import math
+import os
+import re
+import sys
+from dataclasses import dataclass
+from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
+
+import numpy as np
+import pandas as pd
+
+#: The PyTerrier versions (inclusive range) whose evaluation code this layer was tested against.
+TESTED = ("1.1.0", "1.1.2")
+#: ``"active"`` once installed; otherwise why not (``"waiting for pyterrier"``, an untested version, …).
+STATUS = "not installed"
+
+_TARGET = "pyterrier._evaluation"
+_ORIGINALS: Dict[Tuple[str, str], object] = {}  # (module, attribute) -> PyTerrier's own
+
+
+@dataclass(frozen=True)
+class _Paired:
+    """The experiment in progress: its measure names in the given order and the qids of its qrels."""
+    names: List[str]
+    qrels_qids: FrozenSet[str]
+
+
+_ACTIVE: contextvars.ContextVar[Optional[_Paired]] = contextvars.ContextVar("pyterrier_instruct_paired", default=None)
+
+
+def _version_tuple(version: str) -> Tuple[int, ...]:
+    """``"1.1.2"`` → ``(1, 1, 2)``; the leading digits of each part (``"1.2.0rc1"`` → ``(1, 2, 0)``)."""
+    parts = [int(m.group()) if (m := re.match(r"\d+", piece)) else 0 for piece in version.split(".")[:3]]
+    return tuple(parts + [0] * (3 - len(parts)))
+
+
+def install() -> str:
+    """Installs the layer now if PyTerrier's evaluation code is loaded, else as soon as it is; returns :data:`STATUS`."""
+    global STATUS
+    if STATUS == "active":
+        return STATUS
+    if _TARGET in sys.modules:
+        return _patch()
+    if not any(isinstance(f, _InstallOnImport) for f in sys.meta_path):
+        sys.meta_path.insert(0, _InstallOnImport())
+    STATUS = "waiting for pyterrier"
+    return STATUS
+
+
+def uninstall() -> None:
+    """Restores PyTerrier's functions (for tests and comparisons)."""
+    global STATUS
+    for f in [f for f in sys.meta_path if isinstance(f, _InstallOnImport)]:
+        sys.meta_path.remove(f)
+    for (module, name), original in _ORIGINALS.items():
+        _set(sys.modules[module], name, original)
+    _ORIGINALS.clear()
+    STATUS = "uninstalled"
+
+
+class _InstallOnImport(importlib.abc.MetaPathFinder):
+    """Finds ``pyterrier._evaluation`` with the other finders and installs the layer right after it executes."""
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname != _TARGET:
+            return None
+        sys.meta_path.remove(self)  # one shot, and not asked again by the lookup below
+        spec = importlib.util.find_spec(fullname)
+        if spec is not None and spec.loader is not None:
+            spec.loader = _ThenPatch(spec.loader)
+        return spec
+
+
+class _ThenPatch(importlib.abc.Loader):
+    def __init__(self, loader):
+        self.loader = loader
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module):
+        global STATUS
+        self.loader.exec_module(module)
+        try:
+            _patch()
+        except Exception as err:  # never break `import pyterrier`: the layer stays off
+            STATUS = f"inactive: installing failed ({type(err).__name__}: {err})"
+
+    def __getattr__(self, name):
+        return getattr(self.loader, name)
+
+
+def _patch() -> str:
+    global STATUS
+    pyterrier = sys.modules["pyterrier"]
+    version = getattr(pyterrier, "__version__", "unknown")
+    low, high = (_version_tuple(v) for v in TESTED)
+    if not low <= _version_tuple(version) <= high:
+        STATUS = (f"inactive: pyterrier {version} is outside the tested range {TESTED[0]}–{TESTED[1]}; "
+                  "pt.Experiment needs measures with different qid sets in separate calls")
+        return STATUS
+    rendering = sys.modules[f"{_TARGET}._rendering"]
+    execution = sys.modules[f"{_TARGET}._execution"]
+    tree = sys.modules[f"{_TARGET}._exec_tree"]
+    experiment = sys.modules[f"{_TARGET}._experiment"]
+    evaluation = sys.modules[_TARGET]
+    patched = [(experiment, "Experiment"), (evaluation, "Experiment"), (execution, "_ir_measures_to_dict"),
+               (tree, "_ir_measures_to_dict"), (rendering, "RenderFromPerQuery.averages")]
+    used = [(rendering, "_mean_of_measures"), (rendering, "_convert_measures"), (rendering, "_color_cols"),
+            (rendering, "_bold_cols"), (sys.modules["pyterrier.model"], "split_df")]
+    missing = [f"{m.__name__}.{n}" for m, n in patched + used if not _has(m, n)]
+    if missing:
+        STATUS = f"inactive: pyterrier {version} lacks {missing}"
+        return STATUS
+    original_experiment = experiment.Experiment
+    if getattr(pyterrier, "Experiment", original_experiment) is original_experiment:
+        patched.append((pyterrier, "Experiment"))  # absent while pyterrier imports: it then binds the wrapper
+    wrapped = {"Experiment": _experiment(original_experiment),
+               "_ir_measures_to_dict": _to_dict(execution._ir_measures_to_dict),
+               "RenderFromPerQuery.averages": _averages(rendering.RenderFromPerQuery.averages)}
+    for module, name in patched:
+        current = getattr(module, name, original_experiment) if name == "Experiment" else _get(module, name)
+        if name == "Experiment" and current is not original_experiment:
+            continue  # rebound by someone else: leave it
+        _ORIGINALS[(module.__name__, name)] = current
+        _set(module, name, wrapped[name])
+    STATUS = "active"
+    return STATUS
+
+
+def _has(module, name) -> bool:
+    try:
+        _get(module, name)
+        return True
+    except AttributeError:
+        return False
+
+
+def _get(module, name):
+    obj = module
+    for part in name.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _set(module, name, value) -> None:
+    if "." in name:
+        cls, attr = name.split(".")
+        setattr(getattr(module, cls), attr, value)
+    else:
+        setattr(module, name, value)
+
+
+def _paired_names(eval_metrics) -> Optional[tuple]:
+    """(measures, their column names in the given order) when ``eval_metrics`` holds a paired measure, else None."""
+    from .measures import PairedMeasure
+    rendering = sys.modules[f"{_TARGET}._rendering"]
+    try:
+        metrics = [m for m in eval_metrics if not (isinstance(m, str) and m == "mrt")]
+        measures, rev_mapping = rendering._convert_measures(metrics)
+    except Exception:  # PyTerrier reports it
+        return None
+    if not any(isinstance(m, PairedMeasure) for m in measures):
+        return None
+    return measures, [rev_mapping.get(m, str(m)) for m in measures]
+
+
+def _experiment(original):
+    signature = inspect.signature(original)
+
+    @functools.wraps(original)
+    def Experiment(*args, **kwargs):
+        try:
+            bound = signature.bind(*args, **kwargs)
+        except TypeError:
+            return original(*args, **kwargs)
+        found = _paired_names(bound.arguments.get("eval_metrics", ()))
+        if found is None:
+            return original(*args, **kwargs)
+        measures, names = found
+        topics, qrels = bound.arguments["topics"], bound.arguments["qrels"]
+        from pyterrier import io
+        if isinstance(topics, str) and os.path.isfile(topics):  # as pt.Experiment reads them
+            topics = bound.arguments["topics"] = io.read_topics(topics)
+        if isinstance(qrels, str) and os.path.isfile(qrels):
+            qrels = bound.arguments["qrels"] = io.read_qrels(qrels)
+        batch_size = bound.arguments.get("batch_size")
+        systems = bound.arguments["retr_systems"]
+        systems = list(systems.values()) if isinstance(systems, dict) else systems
+        transformers = [s for s in systems if not isinstance(s, pd.DataFrame)]  # a result frame is evaluated whole
+        if batch_size is not None and transformers and isinstance(topics, pd.DataFrame):
+            _check_batches(measures, topics, int(batch_size), bound.arguments.get("plan", "linear"))
+        qids = frozenset(qrels["qid"].astype(str)) if isinstance(qrels, pd.DataFrame) else frozenset()
+        token = _ACTIVE.set(_Paired(names, qids))
+        try:
+            return original(*bound.args, **bound.kwargs)
+        finally:
+            _ACTIVE.reset(token)
+
+    return Experiment
+
+
+def _to_dict(original):
+    @functools.wraps(original)
+    def _ir_measures_to_dict(seq, measures, rev_mapping, num_q, perquery=True, backfill_qids=None):
+        active = _ACTIVE.get()
+        if active is not None and backfill_qids is not None:  # a topic in the qrels is not "not found in qrels"
+            backfill_qids = [q for q in backfill_qids if str(q) not in active.qrels_qids]
+        return original(seq, measures, rev_mapping, num_q, perquery, backfill_qids)
+
+    return _ir_measures_to_dict
+
+
+def _averages(original):
+    @functools.wraps(original)
+    def averages(self, dataframe=True, highlight=None, mrt_needed=False):
+        active = _ACTIVE.get()
+        if active is None:
+            return original(self, dataframe=dataframe, highlight=highlight, mrt_needed=mrt_needed)
+        return _paired_averages(self, active.names, dataframe, highlight, mrt_needed)
+
+    return averages
+
+
+def _paired_averages(renderer, given: Sequence[str], dataframe: bool, highlight, mrt_needed: bool):
+    """``RenderFromPerQuery.averages`` where a qid may lack a measure: per-measure means and pairings."""
+    rendering = sys.modules[f"{_TARGET}._rendering"]
+    assert len(renderer.systemEvalDictsPerQ) == len(renderer.systems), "evaluation has not finished"
+    per_system = [renderer.systemEvalDictsPerQ[i] for i in range(len(renderer.systems))]
+    seen = dict.fromkeys(m for per_q in per_system for values in per_q.values() for m in values if m != "runid")
+    measures = [m for m in given if m in seen] + [m for m in seen if m not in given]
+    means = []
+    for i, per_q in enumerate(per_system):
+        row = {}
+        for m in measures:
+            having = {q: {m: values[m]} for q, values in per_q.items() if m in values}
+            row[m] = rendering._mean_of_measures(having, [m])[m] if having else float("nan")
+        if mrt_needed:
+            row["mrt"] = renderer.precompute_time + renderer.mrts[i]
+        means.append(row)
+    if not dataframe:
+        return dict(zip(renderer.systems, means))
+    columns = measures + (["mrt"] if mrt_needed else [])
+    rows = [[name] + [renderer._apply_round(m, row[m]) for m in columns] for name, row in zip(renderer.systems, means)]
+    highlight_cols = {m: "+" for m in measures}
+    if mrt_needed:
+        highlight_cols["mrt"] = "-"
+    p_columns = []
+    if renderer.baseline is not None:
+        base = per_system[renderer.baseline]
+        for i, per_q in enumerate(per_system):
+            for m in measures:
+                if i == renderer.baseline:
+                    rows[i] += [None, None, None]
+                    continue
+                qids = [q for q, values in base.items() if m in values and m in per_q.get(q, ())]
+                b = np.array([base[q][m] for q in qids], dtype="float64")
+                s = np.array([per_q[q][m] for q in qids], dtype="float64")
+                p = renderer.test_fn(s, b)[1] if qids else float("nan")
+                rows[i] += [int((s > b).sum()), int((s < b).sum()), p]
+        for m in measures:
+            columns += [f"{m} +", f"{m} -", f"{m} p-value"]
+            highlight_cols[f"{m} +"], highlight_cols[f"{m} -"] = "+", "-"
+            p_columns.append(f"{m} p-value")
+    df = pd.DataFrame(rows, columns=["name"] + columns)
+    if renderer.baseline is not None and renderer.correction is not None:
+        import statsmodels.stats.multitest
+        for pcol in p_columns:
+            reject, corrected, _, _ = statsmodels.stats.multitest.multipletests(
+                df[pcol].drop(df.index[renderer.baseline]), alpha=renderer.correction_alpha, method=renderer.correction)
+            at = df.columns.get_loc(pcol)
+            df.insert(at + 1, pcol.replace("p-value", "reject"), np.insert(reject, renderer.baseline, False))
+            df.insert(at + 2, pcol + " corrected", np.insert(corrected, renderer.baseline, np.nan))
+    if highlight in ("color", "colour"):
+        return df.style.apply(rendering._color_cols, axis=0, col_type=highlight_cols)
+    if highlight == "bold":
+        return df.style.apply(rendering._bold_cols, axis=0, col_type=highlight_cols)
+    return df
+
+
+def _batches(topics: pd.DataFrame, batch_size: int, plan: str) -> List[List[str]]:
+    """The topic qids of each batch, as PyTerrier forms them (``transform_gen`` for ``plan='linear'``,
+    ``pt.model.split_df`` for ``plan='tree'``)."""
+    if plan == "tree":
+        from pyterrier.model import split_df
+        return [list(pd.unique(b["qid"].astype(str))) for b in split_df(topics, batch_size=batch_size)]
+    if "docno" in topics.columns or "docid" in topics.columns:
+        qids = list(pd.unique(topics["qid"].astype(str)))
+    else:
+        qids = topics["qid"].astype(str).tolist()
+    return [qids[i:i + batch_size] for i in range(0, len(qids), batch_size)]
+
+
+def _split_units(measures, topics: pd.DataFrame, batch_size: int, plan: str) -> Dict[str, Dict[str, List[int]]]:
+    """``{measure name: {unit: [batch numbers]}}`` for the units that would span several batches."""
+    batches = _batches(topics, batch_size, plan)
+    out = {}
+    for m in measures:
+        if not hasattr(m, "unit"):
+            continue
+        where: Dict[str, List[int]] = {}
+        for number, qids in enumerate(batches, start=1):
+            for qid in qids:
+                unit = m.unit(qid)
+                if unit is not None and number not in where.setdefault(unit, []):
+                    where[unit].append(number)
+        split = {u: b for u, b in where.items() if len(b) > 1}
+        if split:
+            out[str(m)] = split
+    return out
+
+
+def _check_batches(measures, topics: pd.DataFrame, batch_size: int, plan: str) -> None:
+    if batch_size <= 0:
+        return  # PyTerrier refuses it
+    split = _split_units(measures, topics, batch_size, plan)
+    if not split:
+        return
+    names = list(split)
+    units = split[names[0]]
+    shown = "; ".join(f"{u!r} in batches {b}" for u, b in list(units.items())[:3])
+    more = f" and {len(units) - 3} more" if len(units) > 3 else ""
+    raise ValueError(
+        f"pt.Experiment(batch_size={batch_size}) would evaluate the variants of {len(units)} base queries in different "
+        f"batches ({shown}{more}). PyTerrier evaluates each batch on its own, and the measures {', '.join(names)} compare the "
+        "variants of a query (its -og and -changed runs; for Robustness every instance of a group), so they must be "
+        f"evaluated together. Drop batch_size= (paired measures need all topics in one evaluation), or keep each "
+        f"query's variants in one batch: {_suggestion(measures, topics, batch_size, plan)}")
+
+
+def _suggestion(measures, topics: pd.DataFrame, batch_size: int, plan: str) -> str:
+    advice = ("order the topics so that each query's variants are adjacent (as pyterrier_instruct.paired_topics and "
+              "the datasets' get_topics() do) and use a batch size that is a multiple of the number of variants")
+    size = 1
+    for m in measures:
+        if not hasattr(m, "unit"):
+            continue
+        counts = pd.Series([m.unit(q) for q in topics["qid"].astype(str)], dtype=object).dropna().value_counts()
+        if counts.nunique() > 1:
+            return advice  # units of different sizes: no batch size fits them all
+        if len(counts):
+            size = math.lcm(size, int(counts.iloc[0]))
+    for candidate in range(max(size, batch_size - batch_size % size), 0, -size)[:50]:
+        if not _split_units(measures, topics, candidate, plan):
+            return f"batch_size={candidate} keeps them together with these topics"
+    return advice
+
+
+__all__ = ["install", "uninstall", "TESTED", "STATUS"]
