@@ -7,6 +7,12 @@ order is preserved (so a ``ties='input'`` measure sees the candidate order).
 
 The first-stage score: an incoming ``score`` is kept as ``score_0``, unless the input already carries a
 ``score_0`` (set by an earlier reranker), so ``score_0`` is always the first stage's score.
+
+Missing text, one rule for every family (:func:`check_text`, also used by the dense encoders and the BM25 first
+stages): a NaN/None ``query`` or document text is an error naming the column and the first rows, never scored as
+the string ``"nan"`` or as an empty document; a NaN/None ``instruction`` is a missing instruction, replaced by the
+reranker's ``instruction=`` default (``""`` unless set), exactly as when the column is absent. A NaN title is an
+empty title.
 """
 from __future__ import annotations
 
@@ -27,6 +33,27 @@ def first_stage_columns(inp: pd.DataFrame) -> pd.DataFrame:
     return out.copy()
 
 
+HINTS = {"query": "check the topics (a NaN query usually comes from a join or a missing field in the queries file)",
+         "text": "check the text loader: ds.text_loader() / pt.text.get_text(...) must find every docno"}
+
+
+def check_text(df: pd.DataFrame, columns, who: str) -> None:
+    """A NaN/None in one of ``columns`` of ``df`` is a ValueError naming the column, the first rows (qid/docno) and the
+    fix; ``who`` names the transformer."""
+    for col in columns:
+        if col not in df.columns:
+            continue
+        missing = df[col].isna().to_numpy()
+        if not missing.any():
+            continue
+        ids = [c for c in ("qid", "docno") if c in df.columns]
+        rows = df.loc[missing, ids].head(3).astype(str)
+        examples = "; ".join(", ".join(f"{c}={v!r}" for c, v in zip(ids, row)) for row in rows.itertuples(index=False))
+        hint = HINTS.get(col if col in HINTS else "text")
+        raise ValueError(f"{who}: {int(missing.sum())} row(s) have no {col!r} (NaN/None){', e.g. ' + examples if examples else ''}; "
+                         f"fill them first, e.g. df.fillna({{{col!r}: ''}}), or {hint}")
+
+
 def empty_result(out: pd.DataFrame) -> pd.DataFrame:
     """A correctly shaped empty result: the input columns plus ``score`` and ``rank``."""
     return out.assign(score=pd.Series(dtype="float64"), rank=pd.Series(dtype="int64"))
@@ -36,7 +63,8 @@ class InstructReranker(Configured, pt.Transformer):
     """Base class: subclasses implement ``_score(df) -> np.ndarray`` (one float per row).
 
     ``df`` passed to ``_score`` is the input frame (its first-stage ``score``/``rank`` still there) with an
-    ``instruction`` column (filled with the default instruction where the input had none). Subclasses store
+    ``instruction`` column (filled with the default instruction where the input had none or NaN/None), its ``query``
+    and text columns free of NaN/None (:func:`check_text`). Subclasses store
     ``text_field``, ``instruction`` (the default instruction) and ``verbose``.
     """
     text_field: str = "text"
@@ -50,6 +78,7 @@ class InstructReranker(Configured, pt.Transformer):
         out = first_stage_columns(inp)
         if len(out) == 0:
             return empty_result(out)
+        check_text(inp, ["query", self.text_field], type(self).__name__)
         work = inp.assign(instruction=instructions_of(inp, self.instruction).to_numpy())
         scores = np.asarray(self._score(work), dtype="float64")
         if scores.shape != (len(out),):

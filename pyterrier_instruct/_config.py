@@ -7,7 +7,9 @@ One mixin, :class:`Configured`, replaces hand-kept default tables:
 - ``==``/``hash`` compare the class and the *resolved* constructor arguments, read back from the attributes of the
   same names (the convention of pyterrier-alpha's ``transformer_repr`` and of ``pt.inspect``'s transformer
   attributes), so ``MonoT5()`` equals ``MonoT5("castorini/monot5-base-msmarco-10k")``. ``verbose`` is left out.
-  Equality feeds ``pt.Experiment(plan='tree')`` prefix sharing and content-keyed caches;
+  Equality feeds ``pt.Experiment(plan='tree')`` prefix sharing;
+- the same arguments, with the revisions of the models they name, are the object's content fingerprint
+  (:mod:`pyterrier_instruct._fingerprint`), which on-disk caches key on;
 - pickling drops the attributes named in ``_lazy`` (loaded models, tokenizers, open files), which the object
   reloads on first use, so a transformer travels to worker processes (``.parallel()``, Ray) without its weights.
 """
@@ -68,6 +70,8 @@ def _hashable(value):
 class Configured:
     """Mixin giving ``repr``/``==``/``hash``/pickling from the constructor (see the module docstring)."""
     _eq_exclude: Tuple[str, ...] = ("verbose",)
+    #: constructor arguments that never change the output (besides ``verbose``), left out of the fingerprint
+    _fingerprint_exclude: Tuple[str, ...] = ()
     _lazy: Tuple[str, ...] = ()
 
     def __init_subclass__(cls, **kwargs):
@@ -82,6 +86,17 @@ class Configured:
 
     def _eq_key(self) -> tuple:
         return tuple((k, v) for k, v in self.config().items() if k not in self._eq_exclude)
+
+    def _fingerprint_parts(self) -> Dict[str, object]:
+        """What :func:`~pyterrier_instruct._fingerprint.fingerprint` describes: the resolved constructor arguments
+        (``verbose`` left out). A class that does not keep every argument under its own name, or whose output depends
+        on more (an index, a dataset), overrides this."""
+        from ._fingerprint import NotFingerprintable
+        config = self.config()
+        missing = [n for n in _parameters(type(self)) if n not in config and n not in self._fingerprint_exclude]
+        if missing:
+            raise NotFingerprintable(repr(self), f"{type(self).__name__} does not keep its constructor argument(s) {missing}")
+        return {k: v for k, v in config.items() if k not in self._eq_exclude + self._fingerprint_exclude}
 
     def __eq__(self, other) -> bool:
         if type(other) is not type(self):

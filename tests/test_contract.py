@@ -4,7 +4,8 @@ For each reranking family: a ``pt.Transformer``; an empty frame gives correctly 
 ``ds.candidates() >> X`` keeps every input column, keeps the first-stage score as ``score_0`` and ranks each query
 consistently with its scores; ``pt.inspect`` works; repr/eq/hash are consistent; the object pickles before and after
 its model loads, and an unpickled copy reloads lazily and scores identically (PyTerrier's ``.parallel()`` and any
-multi-process runner rely on this). Rerankers of different families swap inside one ``pt.Experiment``.
+multi-process runner rely on this); a NaN/None query or text is refused before the model loads and a NaN/None
+instruction is the default one. Rerankers of different families swap inside one ``pt.Experiment``.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from ir_measures import AP
 
 import pyterrier_instruct as pti
 from pyterrier_instruct._config import Configured
+from pyterrier_instruct._fingerprint import fingerprint
 from stubs import ZEPHYR_TEMPLATE, ChatServer, with_chat_template
 
 KEY_ENV = "PTI_CONTRACT_TEST_KEY"
@@ -113,9 +115,11 @@ def test_contract(name, models, mini, topics):
     assert pt.inspect.transformer_inputs(r)
     assert "score" in pt.inspect.transformer_outputs(r, ["qid", "query", "docno", "text"])
 
-    # repr / eq / hash
+    # repr / eq / hash / the content fingerprint on-disk caches key on (SavedRun)
     again = make(models)
     assert again == r and hash(again) == hash(r) and repr(again) == repr(r)
+    key = fingerprint(r)
+    assert fingerprint(again) == key and f"{type(r).__qualname__}(" in key
     assert repr(r).startswith(name) or repr(r).startswith(f"pti.{name}") or name in repr(r)
     unpickled = pickle.loads(pickle.dumps(r))
     assert unpickled == r and repr(unpickled) == repr(r) and not loaded(unpickled)
@@ -137,8 +141,39 @@ def test_contract(name, models, mini, topics):
         assert loaded(r)
     copy = pickle.loads(pickle.dumps(r))
     assert not loaded(copy) and copy == r
+    assert fingerprint(r) == fingerprint(copy) == key  # loading the model does not change what a run is keyed on
     again_out = (mini.candidates() >> copy)(topics.assign(extra="x"))
     np.testing.assert_allclose(again_out["score"].to_numpy(), out["score"].to_numpy(), atol=1e-6)
+
+
+@pytest.mark.parametrize("name", list(FAMILIES))
+def test_missing_text_one_rule(name, models, mini, topics):
+    """NaN/None query or text: a ValueError naming the column and the rows, before any model loads; NaN/None instruction:
+    the default instruction ("" here), exactly as an empty one."""
+    r = FAMILIES[name](models)
+    cands = (mini.candidates() % 4)(topics)
+    for col, row in (("query", 1), ("text", 6)):
+        bad = cands.astype({col: object})
+        bad.loc[row, col] = None if col == "text" else np.nan
+        with pytest.raises(ValueError, match=f"{name}: 1 row\\(s\\) have no '{col}' \\(NaN/None\\), e.g. qid='{bad.qid[row]}', "
+                                             f"docno='{bad.docno[row]}'; fill them first, e.g. df.fillna"):
+            r(bad)
+    assert not loaded(r)
+    qid = cands["qid"].iloc[0]
+    missing = cands.assign(instruction=cands["instruction"].where(cands["qid"] != qid, np.nan))
+    empty = cands.assign(instruction=cands["instruction"].where(cands["qid"] != qid, ""))
+    np.testing.assert_allclose(r(missing)["score"].to_numpy(), r(empty)["score"].to_numpy(), atol=1e-6)
+
+
+def test_dense_encoders_and_first_stages_refuse_missing_text(models, mini_bm25):
+    model = FAMILIES["BiEncoder"](models)
+    with pytest.raises(ValueError, match="BiEncoder: 1 row\\(s\\) have no 'query' \\(NaN/None\\), e.g. qid='q2'"):
+        model.query_encoder()(pd.DataFrame({"qid": ["q1", "q2"], "query": ["fine", None]}))
+    with pytest.raises(ValueError, match="BiEncoder: 1 row\\(s\\) have no 'text' \\(NaN/None\\), e.g. docno='d1'"):
+        model(pd.DataFrame({"docno": ["d1"], "text": [np.nan]}))
+    assert not loaded(model)
+    with pytest.raises(ValueError, match="BM25: 1 row\\(s\\) have no 'query'"):
+        mini_bm25(pd.DataFrame({"qid": ["q1"], "query": [np.nan]}))
 
 
 OTHER_TRANSFORMERS = {
@@ -155,7 +190,7 @@ def test_other_transformers_repr_eq_pickle(name, models, mini):
     again = OTHER_TRANSFORMERS[name](models, mini)
     assert isinstance(r, pt.Transformer) and r == again and hash(r) == hash(again) and repr(r) == repr(again)
     copy = pickle.loads(pickle.dumps(r))
-    assert copy == r and repr(copy) == repr(r)
+    assert copy == r and repr(copy) == repr(r) and fingerprint(copy) == fingerprint(r) == fingerprint(again)
     assert pt.inspect.transformer_inputs(r)
 
 

@@ -226,7 +226,7 @@ def test_saved_run_is_exact_keyed_and_atomic(mini, tmp_path):
         calls.append(len(topics))
         return pool(topics)
     system = pt.apply.generic(counted)
-    saved = pti.SavedRun(system, tmp_path / "runs", verbose=False)
+    saved = pti.SavedRun(system, tmp_path / "runs", key="counted-pool-bm25", verbose=False)  # pt.apply: named by key=
     topics = mini.get_topics()
     first = saved(topics)
     again = saved(topics)
@@ -242,7 +242,7 @@ def test_saved_run_is_exact_keyed_and_atomic(mini, tmp_path):
     empty = saved(topics.head(0))
     assert empty.empty and {"qid", "docno", "score", "rank"} <= set(empty.columns) and len(calls) == 2
     with pytest.raises(ValueError, match="returned no \\['docno', 'score'\\] column"):
-        pti.SavedRun(pt.apply.generic(lambda t: t), tmp_path / "bad")(topics)
+        pti.SavedRun(pt.apply.generic(lambda t: t), tmp_path / "bad", key="identity")(topics)
 
 
 def test_per_dataset_systems_must_cover_every_dataset_with_the_same_names(mini, mini_systems):

@@ -92,6 +92,7 @@ class OpenAIBackend(Backend):
         self.requests = 0  # HTTP requests sent, retries included
 
     _lazy = ("_tok",)
+    _fingerprint_exclude = ("sleep",)  # how retries wait, not what is generated
 
     @property
     def url(self) -> str:

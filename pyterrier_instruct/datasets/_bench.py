@@ -57,6 +57,13 @@ def candidates_from_scores(scores: dict, where: str) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["qid", "docno"], dtype=object)
 
 
+def require_candidates(cands: pd.DataFrame, where: str) -> None:
+    """A candidate file with no rows is an error at load time (every query would otherwise have no candidates)."""
+    if len(cands) == 0:
+        raise DataError(f"{where} is empty: it lists no candidate documents; the file is incomplete (an interrupted "
+                        "download or copy): fetch the dataset again")
+
+
 def explode_lists(df: pd.DataFrame, id_col: str, list_col: str, where: str) -> pd.DataFrame:
     """mteb ``query-id, corpus-ids`` rows → ``qid, docno`` in list order."""
     qids, docnos = [], []

@@ -1,4 +1,5 @@
-"""Readers for the released file formats (jsonl, json, tsv, parquet folders). Every error names the file.
+"""Readers for the released file formats (jsonl, json, tsv, parquet folders). Every error names the file (and the line:
+bad JSON, a missing field, a byte that is not UTF-8).
 
 Only pandas and the standard library are imported here; pyarrow is imported when a parquet file is read.
 """
@@ -6,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import gzip
+import io
 import json
 from contextlib import contextmanager
 from pathlib import Path
@@ -34,13 +36,50 @@ def open_data(path: Path, binary: bool = False):
         raise DataError(f"{path}: not a readable gzip file ({e})") from None
 
 
+def not_utf8(path: Path, lineno, raw: bytes, error: UnicodeDecodeError, offset: Optional[int]) -> DataError:
+    """The error for a byte of ``raw`` (line ``lineno`` of ``path``, None when unknown, starting at byte ``offset`` of
+    the file) that is not UTF-8: where it is and how to fix the file."""
+    path = Path(path)
+    at = f"column {error.start + 1}" + (f", byte offset {offset + error.start}" if offset is not None else "")
+    stream = " of the decompressed stream" if path.suffix == ".gz" and offset is not None else ""
+    name = path.name
+    where = f"{path}:{lineno}" if lineno is not None else f"{path} (the line at byte offset {offset})"
+    return DataError(f"{where}: byte 0x{raw[error.start]:02x} ({at}{stream}) is not valid UTF-8; the benchmark files "
+                     f"must be UTF-8 text: re-encode the file from the encoding it was written in, e.g. "
+                     f"`iconv -f latin1 -t utf-8 {name} > {name}.utf8` and move it back over {name}")
+
+
+def decode_line(raw: bytes, path: Path, lineno, offset: Optional[int]) -> str:
+    """``raw`` (one line of ``path``) as text; a byte that is not UTF-8 is a :class:`DataError` (:func:`not_utf8`)."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise not_utf8(path, lineno, raw, e, offset) from None
+
+
+def decode_file(raw: bytes, path: Path) -> str:
+    """A whole file's bytes as text; a byte that is not UTF-8 is a :class:`DataError` naming its line and offset."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        start = raw.rfind(b"\n", 0, e.start) + 1
+        end = raw.find(b"\n", e.start)
+        line = raw[start:end if end >= 0 else len(raw)]
+        err = UnicodeDecodeError(e.encoding, line, e.start - start, e.end - start, e.reason)
+        raise not_utf8(path, raw.count(b"\n", 0, e.start) + 1, line, err, start) from None
+
+
 def iter_jsonl(path: Path, required: Sequence[str] = ()) -> Iterator[dict]:
-    """Rows of a jsonl (or jsonl.gz) file, one dict per non-empty line; a missing field or bad line names file and line."""
+    """Rows of a jsonl (or jsonl.gz) file, one dict per non-empty line; a missing field, bad line or byte that is not
+    UTF-8 names file and line."""
     path = Path(path)
     if not path.is_file():
         raise DataError(f"missing file {path}")
-    with open_data(path) as f:
-        for lineno, line in enumerate(f, 1):
+    with open_data(path, binary=True) as f:
+        offset = 0
+        for lineno, raw in enumerate(f, 1):
+            line = decode_line(raw, path, lineno, offset)
+            offset += len(raw)
             if not line.strip():
                 continue
             try:
@@ -61,11 +100,12 @@ def read_json(path: Path):
     path = Path(path)
     if not path.is_file():
         raise DataError(f"missing file {path}")
-    with open(path, encoding="utf-8") as f:
-        try:
-            return json.load(f)
-        except json.JSONDecodeError as e:
-            raise DataError(f"{path}: not valid JSON ({e.msg} at line {e.lineno})") from None
+    with open(path, "rb") as f:
+        text = decode_file(f.read(), path)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise DataError(f"{path}: not valid JSON ({e.msg} at line {e.lineno})") from None
 
 
 def parquet_files(folder: Path) -> List[Path]:
@@ -129,8 +169,9 @@ def read_qrels_tsv(path: Path) -> pd.DataFrame:
     path = Path(path)
     if not path.is_file():
         raise DataError(f"missing file {path}")
-    with open(path, encoding="utf-8", newline="") as f:
-        rows = [r for r in csv.reader(f, delimiter="\t") if r]
+    with open(path, "rb") as f:
+        text = decode_file(f.read(), path)
+    rows = [r for r in csv.reader(io.StringIO(text, newline=""), delimiter="\t") if r]
     if rows and (len(rows[0]) < 3 or pd.to_numeric(pd.Series([rows[0][2]]), errors="coerce").isna().iloc[0]):
         rows = rows[1:]  # a header line (query-id/corpus-id/score, qid/pid/score, …)
     bad = next((i for i, r in enumerate(rows) if len(r) < 3), None)

@@ -96,8 +96,8 @@ class Candidates(_DatasetStage):
         key = key.where(own, key.map(first_qid))
         if key.isna().any():
             bad = base["qid"][key.isna()].astype(str).unique().tolist()
-            raise KeyError(f"query(ies) {bad[:5]} have no candidates in {self.dataset.name}"
-                           f" ({len(bad)} in all); candidate lists exist for qids like {cands['qid'].iloc[0]!r}")
+            known = f"candidate lists exist for qids like {cands['qid'].iloc[0]!r}" if len(cands) else "no query has a candidate list"
+            raise KeyError(f"query(ies) {bad[:5]} have no candidates in {self.dataset.name} ({len(bad)} in all); {known}")
         out = base.assign(_key=key.to_numpy()).merge(cands.rename(columns={"qid": "_key"}), on="_key", how="inner",
                                                      sort=False).drop(columns="_key")
         out = _attach(out, self.dataset, self.fields)

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
-from ._files import DataError, open_data, parquet_files
+from ._files import DataError, decode_line, open_data, parquet_files
 
 Doc = Tuple[str, str, str]  # docno, title, text
 _ID_PREFIX = b'{"_id": "'
@@ -46,17 +46,21 @@ class DocStore:
 
     def _iter_jsonl(self) -> Iterator[Doc]:
         with open_data(self.path, binary=True) as f:
+            offset = 0
             for lineno, line in enumerate(f, 1):
                 if line.strip():
-                    yield self._parse(line, lineno)
+                    yield self._parse(line, lineno, offset)
+                offset += len(line)
 
-    def _parse(self, line: bytes, lineno) -> Doc:
+    def _parse(self, line: bytes, lineno, offset: int) -> Doc:
+        """One corpus line; ``lineno`` (None when read by offset) and ``offset`` locate it in errors."""
+        where = f"{self.path}:{lineno}" if lineno is not None else f"{self.path} (the line at byte offset {offset})"
         try:
-            row = json.loads(line)
+            row = json.loads(decode_line(line, self.path, lineno, offset))
         except json.JSONDecodeError as e:
-            raise DataError(f"{self.path}:{lineno}: not valid JSON ({e.msg})") from None
+            raise DataError(f"{where}: not valid JSON ({e.msg})") from None
         if "_id" not in row or "text" not in row:
-            raise DataError(f"{self.path}:{lineno}: a corpus row needs _id and text; found {sorted(row)}")
+            raise DataError(f"{where}: a corpus row needs _id and text; found {sorted(row)}")
         return str(row["_id"]), row.get("title") or "", row["text"] or ""
 
     def _dataset(self):
@@ -109,12 +113,12 @@ class DocStore:
                 if line.startswith(_ID_PREFIX):
                     end = line.find(b'"', len(_ID_PREFIX))
                     docno = line[len(_ID_PREFIX):end]
-                    if end > 0 and b"\\" not in docno:
-                        yield docno.decode("utf-8"), pos
+                    if end > 0 and b"\\" not in docno and docno.isascii():  # else parsed below (errors name the column)
+                        yield docno.decode("ascii"), pos
                         pos += len(line)
                         continue
                 if line.strip():
-                    yield self._parse(line, lineno)[0], pos
+                    yield self._parse(line, lineno, pos)[0], pos
                 pos += len(line)
 
     def __len__(self) -> int:
@@ -149,6 +153,6 @@ class DocStore:
         with open_data(self.path, binary=True) as f:
             for docno in sorted(wanted, key=index.__getitem__):
                 f.seek(index[docno])
-                _, title, text = self._parse(f.readline(), "?")
+                _, title, text = self._parse(f.readline(), None, index[docno])
                 out[docno] = (title, text)
         return out

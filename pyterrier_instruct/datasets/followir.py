@@ -27,7 +27,7 @@ import pandas as pd
 
 from ..instructions import paired_qrels, paired_topics, split_qids
 from ._bench import (Benchmark, check_known_queries, check_og_has_more_relevant, check_same_judged, explode_lists,
-                     expand_candidates, candidates_from_scores, in_topic_order, require_instructions)
+                     expand_candidates, candidates_from_scores, in_topic_order, require_candidates, require_instructions)
 from ._files import (DataError, check_unique, first_existing, read_json, read_jsonl, read_parquet, read_qrels_jsonl,
                      read_qrels_parquet, read_qrels_tsv)
 from .docstore import DocStore
@@ -90,6 +90,7 @@ def read_original(path: Path, qrels_mapping: str = "as-named") -> Benchmark:
         cands = pd.DataFrame({"qid": [str(r["qid"]) for r in cand], "docno": [str(r["pid"]) for r in cand]}, dtype=object)
     else:
         cands = candidates_from_scores(read_json(top), str(top))
+    require_candidates(cands, str(top))
     check_unique(cands["qid"] + "\t" + cands["docno"], str(top), "candidate (query, document)")
 
     topics = paired_topics(base, ("og", "changed"))
@@ -157,6 +158,7 @@ def read_mteb(path: Path, lang: Optional[str] = None, qrels_mapping: str = "as-n
 
     tdir = need(["top_ranked"])
     cands = explode_lists(read_parquet(tdir, ["query-id", "corpus-ids"]), "query-id", "corpus-ids", str(tdir))
+    require_candidates(cands, str(tdir))
     check_known_queries(cands, topics["qid"], str(tdir), str(qdir))
     check_unique(cands["qid"] + "\t" + cands["docno"], str(tdir), "candidate (query, document)")
     cands = in_topic_order(cands, topics)

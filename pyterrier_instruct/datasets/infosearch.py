@@ -18,7 +18,7 @@ import pandas as pd
 
 from ..instructions import paired_qrels, paired_topics
 from ._bench import (Benchmark, candidates_from_scores, check_known_queries, check_same_judged, expand_candidates,
-                     require_instructions)
+                     require_candidates, require_instructions)
 from ._files import DataError, check_unique, first_existing, read_json, read_jsonl, read_qrels_jsonl, read_qrels_tsv
 from .docstore import DocStore
 
@@ -52,6 +52,7 @@ def read(path: Path) -> Benchmark:
 
     sfile = path / "empty_scores.json"
     cands = candidates_from_scores(read_json(sfile), str(sfile))
+    require_candidates(cands, str(sfile))
     check_known_queries(cands, set(base["qid"]) | set(dropped), str(sfile), str(qfile))
     cands = cands[cands["qid"].isin(judged)].reset_index(drop=True)
 

@@ -15,6 +15,7 @@ encoded by :class:`.encoder.Embedder` (loaded on first non-empty use). Queries a
 """
 from __future__ import annotations
 
+import os
 from typing import Optional, Sequence
 
 import numpy as np
@@ -23,7 +24,7 @@ import pyterrier as pt
 
 from ..instructions import COMPOSERS, compose_frame
 from .. import prompts as T
-from .._base import InstructReranker
+from .._base import InstructReranker, check_text
 from .._validation import text_hint
 from .cache import DocCache, EncodeStats
 from .encoder import PADDING_SIDES, POOLINGS, Embedder
@@ -58,7 +59,8 @@ class BiEncoder(InstructReranker):
         batch_size, device, dtype (``'auto'``: bf16 on GPU, fp32 on CPU): the usual; verbose: progress bars while encoding
             (on by default; ``False`` silences them).
         text_field, title_field: document columns (the title is used when its column is present).
-        doc_cache: keep passage vectors in memory; cache_dir: also keep them on disk in this folder.
+        doc_cache: keep passage vectors in memory; cache_dir: also keep them on disk in this folder (a subfolder per
+            passage configuration and weights revision, :mod:`.cache`; processes may share it).
     """
 
     def __init__(self, model_name_or_path: str, *, base_model: Optional[str] = None, query_template: str = "{query}",
@@ -136,14 +138,28 @@ class BiEncoder(InstructReranker):
                 "add_special_tokens", "strip", "dtype")
         return repr((self.model_name_or_path,) + tuple(getattr(self, k) for k in keys))
 
+    def revision(self) -> Optional[str]:
+        """The weights' revision (:func:`~pyterrier_instruct._fingerprint.model_revision`; a LoRA adapter's joined by its
+        base's), which the on-disk passage cache and an index record; None while a hub model is not downloaded."""
+        from .._fingerprint import model_revision
+        from .encoder import adapter_base
+        base = self.base_model or (adapter_base(self.model_name_or_path) if os.path.isdir(self.model_name_or_path) else None)
+        revisions = [model_revision(self.model_name_or_path)] + ([model_revision(base)] if base else [])
+        return None if None in revisions else " + ".join(revisions)
+
+    def _fingerprint_parts(self) -> dict:
+        return {**super()._fingerprint_parts(), "revision": self.revision()}
+
     # -- strings -------------------------------------------------------------------------------
     def query_strings(self, df: pd.DataFrame) -> np.ndarray:
         """The exact string encoded for each row (``query`` + optional ``instruction`` columns)."""
+        check_text(df, ["query"], type(self).__name__)
         composed = compose_frame(df, self.composer, self.instruction, self.empty_instruction)
         return np.array([self._finish(T.fill(self.query_template, query=q)) for q in composed], dtype=object)
 
     def passage_strings(self, df: pd.DataFrame) -> np.ndarray:
         """The exact string encoded for each document row (``text`` + optional ``title`` columns)."""
+        check_text(df, [self.text_field], type(self).__name__)
         text = df[self.text_field].fillna("").astype(str)
         has_title = bool(self.title_field) and self.title_field in df.columns
         title = df[self.title_field].fillna("").astype(str) if has_title else pd.Series("", index=df.index, dtype=object)
@@ -214,7 +230,11 @@ class BiEncoder(InstructReranker):
 
     def _doc_store(self) -> DocCache:
         if self._cache is None:
-            self._cache = DocCache(self.cache_dir, self.doc_key())
+            revision = self.revision() if self.cache_dir is not None else None
+            if self.cache_dir is not None and revision is None:  # a hub model not downloaded yet: fetch it to know its revision
+                self.embedder()
+                revision = self.revision() or "unresolved"
+            self._cache = DocCache(self.cache_dir, self.doc_key(), revision)
         return self._cache
 
     def clear_cache(self) -> None:

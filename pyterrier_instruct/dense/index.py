@@ -76,6 +76,10 @@ class EmbeddingIndex:
         if self.meta.get("doc_key") != model.doc_key():
             raise ValueError(f"{self!r} was built with passages encoded as {self.meta.get('doc_key')}, not as "
                              f"{model.doc_key()}; rebuild it with this model")
+        built, now = self.meta.get("revision"), model.revision()
+        if built is not None and now is not None and built != now:
+            raise ValueError(f"{self!r} was built with revision {built} of the weights, the model now has {now}; "
+                             "rebuild it (indexer(overwrite=True)) or use another path")
 
     def search(self, queries: np.ndarray, k: int, block: int = 65536, verbose: bool = False) -> Tuple[np.ndarray, np.ndarray]:
         """Top-``k`` (scores, row indices) per query row, exact inner product over blocks of ``block`` documents;
@@ -143,7 +147,8 @@ class EmbeddingIndexer(pt.Indexer):
             bar.close()
             if sink is not None:
                 sink.close()
-        meta = {"count": count, "dim": dim or 0, "doc_key": self.model.doc_key(), "model": repr(self.model)}
+        meta = {"count": count, "dim": dim or 0, "doc_key": self.model.doc_key(), "model": repr(self.model),
+                "revision": self.model.revision()}
         if self.path is None:
             return EmbeddingIndex.from_vectors(docnos, np.concatenate(chunks) if chunks else np.zeros((0, 0)), meta["doc_key"], meta["model"])
         with open(os.path.join(self.path, "docnos.txt"), "w", encoding="utf-8") as f:

@@ -25,6 +25,7 @@ from typing import Dict, Iterable, Optional, Union
 import pandas as pd
 import pyterrier as pt
 
+from .._base import check_text
 from .._config import Configured
 from .._optional import is_available, require
 from . import _java
@@ -119,7 +120,8 @@ class PyseriniBM25(Configured, pt.Transformer):
         pt.validate.query_frame(inp, extra_columns=["query"])
         if len(inp) == 0:
             return pd.DataFrame(columns=list(inp.columns) + ["docno", "score", "rank"])
-        query = inp["query"].fillna("").astype(str)
+        check_text(inp, ["query"], "PyseriniBM25")
+        query = inp["query"].astype(str)
         clean = inp.assign(query=query.str.replace(_CONTROL, " ", regex=True))
         with _native_stderr_silenced(not self.verbose):  # Lucene warns about the JDK on the first search
             res = self._ranker()(clean)
@@ -139,3 +141,7 @@ class PyseriniBM25(Configured, pt.Transformer):
 
     def _eq_key(self) -> tuple:  # the identity is the index, not the corpus iterator it was built from
         return (self.path, self.k1, self.b, self.num_results)
+
+    def _fingerprint_parts(self) -> dict:
+        from .._fingerprint import index_revision
+        return {"path": self.path, "index": index_revision(self.path), "k1": self.k1, "b": self.b, "num_results": self.num_results}

@@ -20,6 +20,7 @@ from typing import Dict, Iterable, Iterator, Optional
 import pandas as pd
 import pyterrier as pt
 
+from .._base import check_text
 from .._config import Configured
 
 
@@ -119,7 +120,8 @@ class BM25(Configured, pt.Transformer):
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
         pt.validate.query_frame(inp, extra_columns=["query"])
-        clean = inp.assign(query=inp["query"].fillna("").astype(str).str.replace(_CONTROL, " ", regex=True))
+        check_text(inp, ["query"], "BM25")
+        clean = inp.assign(query=inp["query"].astype(str).str.replace(_CONTROL, " ", regex=True))
         with _native_stderr_silenced(not self.verbose):  # the first search compresses the index, loudly
             res = self._retriever(clean)
         if len(res) and (clean["query"].to_numpy() != inp["query"].to_numpy()).any():
@@ -140,3 +142,6 @@ class BM25(Configured, pt.Transformer):
 
     def _eq_key(self) -> tuple:
         return (repr(self),)
+
+    def _fingerprint_parts(self) -> dict:  # the index (path, revision; it records the analysis), not the corpus iterator
+        return {"index": self.index, "k1": self.k1, "b": self.b, "num_results": self.num_results}
