@@ -73,6 +73,7 @@ _LAZY = {
     "datasets": "datasets",
     "evaluation": "evaluation",
     "load_dataset": "datasets",
+    "on_ray": "scale",
 }
 
 __all__ = ["__version__", "measures", "pMRR", "OG", "Changed", "Reversed", "WISE", "IdealWISE", "SICR",

@@ -9,12 +9,16 @@ One mixin, :class:`Configured`, replaces hand-kept default tables:
   attributes), so ``MonoT5()`` equals ``MonoT5("castorini/monot5-base-msmarco-10k")``. ``verbose`` is left out.
   Equality feeds ``pt.Experiment(plan='tree')`` prefix sharing and content-keyed caches;
 - pickling drops the attributes named in ``_lazy`` (loaded models, tokenizers, open files), which the object
-  reloads on first use, so a transformer travels to worker processes (``.parallel()``, Ray) without its weights.
+  reloads on first use, so a transformer travels to worker processes (``.parallel()``, Ray) without its weights;
+- :func:`identity_repr` is the text content-keyed caches (``SavedRun``) hash: the ``repr``, except that a wrapper which
+  changes where a transformer runs but not its output (``pti.on_ray``) reads as what it wraps.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
+import threading
 from typing import Dict, Tuple
 
 _RECORDS = "_records_call"
@@ -57,6 +61,27 @@ def _parameters(cls) -> Tuple[str, ...]:
     return tuple(names)
 
 
+_IDENTITY = threading.local()
+
+
+@contextlib.contextmanager
+def identity_mode():
+    """Inside the block, ``repr`` of an output-preserving wrapper (``_same_output_as`` set) is its wrapped object's."""
+    before = getattr(_IDENTITY, "on", False)
+    _IDENTITY.on = True
+    try:
+        yield
+    finally:
+        _IDENTITY.on = before
+
+
+def identity_repr(obj) -> str:
+    """``repr(obj)`` in :func:`identity_mode`: the same text for ``x`` and ``pti.on_ray(x)`` (and any pipeline holding
+    them), since both give the same output."""
+    with identity_mode():
+        return repr(obj)
+
+
 def _hashable(value):
     try:
         hash(value)
@@ -92,6 +117,9 @@ class Configured:
         return hash((type(self).__qualname__, _hashable(self._eq_key())))
 
     def __repr__(self) -> str:
+        same = getattr(self, "_same_output_as", None)
+        if same is not None and getattr(_IDENTITY, "on", False):
+            return repr(same)
         call = self.__dict__.get("_call", (type(self).__name__, (), {}))
         if isinstance(call, str):  # unpickled: the text of the call
             return call

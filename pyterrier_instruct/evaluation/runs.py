@@ -23,8 +23,10 @@ logger = logging.getLogger(__name__)
 
 
 def _stable_repr(system) -> str:
-    """``repr(system)`` without memory addresses (``<function f at 0x7f…>``), which change from one process to the next."""
-    return re.sub(r" at 0x[0-9a-fA-F]+", "", repr(system))
+    """``repr(system)`` without memory addresses (``<function f at 0x7f…>``), which change from one process to the next;
+    a system run through ``pti.on_ray`` reads as the system itself (the same output, so the same saved run)."""
+    from .._config import identity_repr
+    return re.sub(r" at 0x[0-9a-fA-F]+", "", identity_repr(system))
 
 
 def run_key(system, topics: pd.DataFrame) -> str:
