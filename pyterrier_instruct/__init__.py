@@ -75,6 +75,7 @@ _LAZY = {
     "evaluation": "evaluation",
     "load_dataset": "datasets",
     "ModelNotFoundError": "_hub",
+    "on_ray": "scale",
 }
 
 __all__ = ["__version__", "measures", "pMRR", "OG", "Changed", "Reversed", "WISE", "IdealWISE", "SICR",

@@ -11,7 +11,9 @@ One mixin, :class:`Configured`, replaces hand-kept default tables:
 - the same arguments, with the revisions of the models they name, are the object's content fingerprint
   (:mod:`pyterrier_instruct._fingerprint`), which on-disk caches key on;
 - pickling drops the attributes named in ``_lazy`` (loaded models, tokenizers, open files), which the object
-  reloads on first use, so a transformer travels to worker processes (``.parallel()``, Ray) without its weights.
+  reloads on first use, so a transformer travels to worker processes (``.parallel()``, Ray) without its weights;
+- a wrapper that changes where a transformer runs but not its output (``pti.on_ray``) names what it wraps in
+  ``_same_output_as``; its fingerprint is the wrapped object's, so caches see one system.
 """
 from __future__ import annotations
 

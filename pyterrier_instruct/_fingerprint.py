@@ -185,6 +185,8 @@ def _fp(obj) -> str:
         return f"ndarray({obj.dtype}, {obj.shape}, {hashlib.sha256(np.ascontiguousarray(obj).tobytes()).hexdigest()[:16]})"
     if isinstance(obj, (pd.DataFrame, pd.Series)):
         return f"{type(obj).__name__}({digest(obj.to_csv())})"
+    if getattr(obj, "_same_output_as", None) is not None:  # pti.on_ray(x): where x runs, not what it computes
+        return _fp(obj._same_output_as)
     if isinstance(obj, Configured):
         return _call(obj, obj._fingerprint_parts())
     if _is_dataset(obj):

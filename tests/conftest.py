@@ -64,3 +64,23 @@ def rank_llm_026():
         sys.path.remove(str(RANK_LLM_026))
         for name in [m for m in sys.modules if m == "rank_llm" or m.startswith("rank_llm.")]:
             del sys.modules[name]
+
+
+@pytest.fixture(scope="session")
+def ray_cluster():
+    """One local Ray cluster for the test session: 2 CPUs, no GPU, listening on 127.0.0.1 only; shut down at the end."""
+    pytest.importorskip("ray")
+    pytest.importorskip("ray.data")
+    import ray
+    from pyterrier_instruct.scale import local_cluster
+    started = not ray.is_initialized()
+    if started:  # the workers import test helpers (tests/ on their path, as on this process's)
+        before = os.environ.get("PYTHONPATH")
+        os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (os.path.dirname(__file__), before) if p)
+        try:
+            local_cluster(num_cpus=2, num_gpus=0)
+        finally:
+            os.environ.pop("PYTHONPATH") if before is None else os.environ.__setitem__("PYTHONPATH", before)
+    yield ray
+    if started:
+        ray.shutdown()

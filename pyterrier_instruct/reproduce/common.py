@@ -71,6 +71,12 @@ def parser(command: str, doc: str, rows: Mapping[str, Row], datasets: Sequence[s
     g.add_argument("--first-stage", choices=FIRST_STAGES, default="pisa",
                    help="the full-collection BM25 engine: pisa (pti.BM25, no Java; default) or pyserini (pti.PyseriniBM25, "
                         "Anserini/Lucene; needs pip install 'pyterrier-instruct[pyserini]'). See docs/first_stage.md")
+    g = p.add_argument_group("cluster (pip install 'pyterrier-instruct[ray]'; see docs/scaling.md)")
+    g.add_argument("--ray", nargs="?", const="auto", default=None, metavar="ADDRESS",
+                   help="run the rerankers and dense encoders on a Ray cluster: ADDRESS of its head (host:6379, ray://host:10001), "
+                        "or 'auto' (the default when the flag has no value: the cluster this machine joined with `ray start`)")
+    g.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="Ray actors per model, one model copy each (default: one per GPU of the cluster, else one per CPU)")
     return p
 
 
@@ -93,6 +99,8 @@ def parse(p: argparse.ArgumentParser, argv: Optional[Sequence[str]], rows: Mappi
     args.paths = [None if x in ("", "-") else x for x in paths]
     if args.data_root is not None and not os.path.isdir(args.data_root):
         p.error(f"--data-root: {args.data_root} is not a folder")
+    if args.workers is not None and (args.workers < 1 or args.ray is None):
+        p.error("--workers: give a positive number, with --ray" if args.ray is not None else "--workers needs --ray")
     args.started = time.time()
     return args
 
@@ -145,7 +153,7 @@ def check_models(args: argparse.Namespace, rows: Mapping[str, Row]) -> None:
     """Fails before any work when a selected row's weights are neither a local folder nor cached and the hub is offline
     (``HF_HUB_OFFLINE``), naming the rows and the ways out."""
     from .._hub import MODELS_ENV, local_model, offline
-    if not offline():
+    if not offline() or getattr(args, "ray", None) is not None:  # on a cluster the workers load the weights (and check)
         return
     missing = [(k, args.models[k]) for k in args.keys if k in args.models and rows[k].hub
                and not os.path.isdir(args.models[k]) and local_model(args.models[k]) is None]
@@ -220,6 +228,16 @@ def saved(systems: Mapping[str, object], args: argparse.Namespace, rows: Mapping
     return {rows[k].name: SavedRun(s, os.path.join(args.out, "runs", label, k), verbose=not args.quiet) for k, s in systems.items()}
 
 
+def on_cluster(systems: Mapping[str, object], args: argparse.Namespace, local: Sequence[str] = ("bm25",)) -> Dict[str, object]:
+    """``systems`` with each one (but the cheap ``local`` rows) wrapped in ``pti.on_ray`` when ``--ray`` is given; the
+    saved runs keep their keys (a system on Ray gives the same run)."""
+    if getattr(args, "ray", None) is None:
+        return dict(systems)
+    from ..scale import on_ray
+    return {k: s if k in local else on_ray(s, workers=args.workers, address=args.ray, verbose=not args.quiet)
+            for k, s in systems.items()}
+
+
 def finish(table: pd.DataFrame, args: argparse.Namespace, rows: Mapping[str, Row], name: str, title: str) -> pd.DataFrame:
     """Prints ``table`` with the published numbers and the difference below each reported row, and writes
     ``<out>/<name>.csv`` (ours), ``<name>.paper.csv`` (with the paper rows), ``<name>.md`` and ``report.json``."""
@@ -288,8 +306,9 @@ def full_retrieval(args: argparse.Namespace, rows: Mapping[str, Row], label: str
         systems["bm25"] = FoldInstruction() >> bm25_model
     for key, model in dense.items():
         systems[key] = model.retriever(os.path.join(index, key), num_results=1000, corpus=ds.get_corpus_iter)
-    return saved(systems, args, rows, label)
+    return saved(on_cluster(systems, args), args, rows, label)
 
 
 __all__: List[str] = ["Row", "parser", "parse", "dataset_label", "open_dataset", "open_datasets", "model_options", "check_models", "saved",
-                      "finish", "environment", "models_of", "model_provenance", "selected", "full_retrieval", "FIRST_STAGES", "first_stage_bm25"]
+                      "finish", "environment", "models_of", "model_provenance", "selected", "on_cluster",
+                      "full_retrieval", "FIRST_STAGES", "first_stage_bm25"]

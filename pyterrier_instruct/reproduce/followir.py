@@ -21,8 +21,8 @@ from __future__ import annotations
 import sys
 
 import pyterrier_instruct as pti
-from pyterrier_instruct.reproduce import (Row, check_models, finish, model_options, open_datasets, parse, parser, saved,
-                                          selected)
+from pyterrier_instruct.reproduce import (Row, check_models, finish, model_options, on_cluster, open_datasets, parse, parser,
+                                          saved, selected)
 
 ROWS = {
     "bm25": Row("BM25 (pool)", paper="BM25", help="FollowIR's BM25 over each query's candidates"),
@@ -61,6 +61,7 @@ def main(argv=None) -> int:
             backend=pti.HFBackend(m["rank-zephyr"], **kw) if args.listwise_backend == "hf" else pti.VLLMBackend(m["rank-zephyr"]),
             depth=100, verbose=kw["verbose"]),
     }, args)
+    rerankers = on_cluster(rerankers, args)  # --ray: each model on the cluster (the pool BM25 stays here)
 
     datasets = open_datasets(args)
     systems = pti.PerDataset({label: saved({k: ds.candidates() >> r for k, r in rerankers.items()}, args, ROWS, label)

@@ -18,8 +18,8 @@ from __future__ import annotations
 import sys
 
 import pyterrier_instruct as pti
-from pyterrier_instruct.reproduce import (Row, check_models, finish, model_options, open_datasets, parse, parser, saved,
-                                          selected)
+from pyterrier_instruct.reproduce import (Row, check_models, finish, model_options, on_cluster, open_datasets, parse, parser,
+                                          saved, selected)
 
 ROWS = {
     "bm25": Row("BM25 (pool)", paper="BM25"),
@@ -64,6 +64,7 @@ def main(argv=None) -> int:
         "gpt-4o": lambda: pti.RankGPT(m["gpt-4o"], base_url=args.openai_base_url, verbose=kw["verbose"],
                                       api_key_env=None if args.openai_key_env.lower() == "none" else args.openai_key_env),
     }, args)
+    rerankers = on_cluster(rerankers, args)  # --ray: each model on the cluster (the pool BM25 stays here)
 
     datasets = open_datasets(args)
     systems = pti.PerDataset({label: saved({k: ds.candidates() >> r for k, r in rerankers.items()}, args, ROWS, label)

@@ -17,7 +17,7 @@ import os
 import sys
 
 import pyterrier_instruct as pti
-from pyterrier_instruct.reproduce import (Row, check_models, finish, full_retrieval, model_options, open_datasets, parse, parser,
+from pyterrier_instruct.reproduce import (Row, check_models, finish, full_retrieval, model_options, on_cluster, open_datasets, parse, parser,
                                           saved, selected)
 
 ROWS = {
@@ -49,10 +49,10 @@ def main(argv=None) -> int:
         "e5-mistral": lambda: pti.E5Mistral(m["e5-mistral"], **kw),
     }, args))
     # the pointwise rerankers rescore the BM25 top --depth (the same index as the BM25 row)
-    rerankers = selected({
+    rerankers = on_cluster(selected({
         "followir-7b": lambda: pti.FollowIR7B(m["followir-7b"], **kw),
         "mistral": lambda: pti.CausalLMReranker.mistral_instruct(m["mistral"], style="followir", **kw),
-    }, args)
+    }, args), args)
     if rerankers:
         bm25 = pti.FoldInstruction() >> pti.BM25(ds.get_corpus_iter(), path=os.path.join(args.out, "index", label, "bm25"))
         systems.update(saved({k: bm25 % args.depth >> ds.text_loader() >> r for k, r in rerankers.items()}, args, ROWS, label))

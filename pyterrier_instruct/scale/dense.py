@@ -1,0 +1,138 @@
+"""Corpus encoding on a Ray cluster, sharded and resumable.
+
+The corpus is read lazily in shards of ``shard_size`` documents and ``wave_shards`` shards at a time; the shards of a
+wave not done yet go to the actor pool (one shard per task) and each finished shard is written to the shard folder as it
+arrives: ``<key>.npy`` (float32 vectors), then ``<key>.done`` (its count and dimension), the marker a re-run trusts.
+``key`` hashes the model's passage side (``doc_key``), the shard's docnos and its exact passage strings, so a shard is
+reused only for the same documents encoded the same way, wherever it falls in a re-run. The index is assembled from the
+shards in corpus order (:class:`~pyterrier_instruct.dense.index.EmbeddingIndex`: ``vectors.f32`` streamed shard by shard,
+``docnos.txt``, ``meta.json`` last).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from itertools import islice
+from typing import Dict, Iterable, Iterator, List, Optional, Tuple
+
+import numpy as np
+
+
+class ShardStore:
+    """Finished shards of one model's corpus encoding in ``folder`` (see the module docstring)."""
+
+    def __init__(self, folder: str, doc_key: str):
+        self.folder, self.doc_key = str(folder), doc_key
+        os.makedirs(self.folder, exist_ok=True)
+
+    def key(self, docnos: List[str], strings: np.ndarray) -> str:
+        digest = hashlib.sha256(self.doc_key.encode("utf-8"))
+        for docno, text in zip(docnos, strings):
+            digest.update(f"{len(docno)}:{docno}{len(text)}:".encode("utf-8"))
+            digest.update(text.encode("utf-8"))
+        return digest.hexdigest()[:32]
+
+    def _path(self, key: str, ext: str) -> str:
+        return os.path.join(self.folder, f"{key}.{ext}")
+
+    def done(self, key: str) -> bool:
+        return os.path.isfile(self._path(key, "done"))
+
+    def load(self, key: str) -> np.ndarray:
+        with open(self._path(key, "done")) as f:
+            meta = json.load(f)
+        vectors = np.load(self._path(key, "npy"), mmap_mode="r")
+        if vectors.shape != (meta["count"], meta["dim"]):
+            raise ValueError(f"shard {self._path(key, 'npy')} holds {vectors.shape}, its marker says {meta}; delete both files")
+        return vectors
+
+    def save(self, key: str, vectors: np.ndarray) -> None:
+        """The vectors, then the done-marker (each written to a temporary name and renamed: a crash leaves no marker)."""
+        tmp = self._path(key, "npy.partial")
+        with open(tmp, "wb") as f:
+            np.save(f, np.ascontiguousarray(vectors, dtype=np.float32))
+        os.replace(tmp, self._path(key, "npy"))
+        with open(self._path(key, "done.partial"), "w") as f:
+            json.dump({"count": int(vectors.shape[0]), "dim": int(vectors.shape[1])}, f)
+        os.replace(self._path(key, "done.partial"), self._path(key, "done"))
+
+
+def encode_corpus(wrapper, corpus_iter: Iterable[dict], shard_dir: Optional[str] = None, *, shard_size: int = 4096,
+                  wave_shards: int = 256, stats: Optional[Dict[str, int]] = None) -> Iterator[Tuple[List[str], np.ndarray]]:
+    """``(docnos, vectors)`` per shard of ``corpus_iter`` in corpus order, encoded by ``wrapper`` (an ``OnRay`` around a
+    dense model); with ``shard_dir`` finished shards are kept there and reused. ``stats`` counts ``shards``, ``reused``
+    and ``encoded``."""
+    from ..dense.index import _frames
+    model = wrapper.transformer
+    if int(shard_size) < 1 or int(wave_shards) < 1:
+        raise ValueError(f"shard_size and wave_shards must be at least 1, got {shard_size!r}, {wave_shards!r}")
+    store = ShardStore(shard_dir, model.doc_key()) if shard_dir is not None else None
+    stats = {} if stats is None else stats
+    for name in ("shards", "reused", "encoded"):
+        stats.setdefault(name, 0)
+    frames = _frames(corpus_iter, int(shard_size), model.text_field)
+    while True:
+        wave = list(islice(frames, int(wave_shards)))
+        if not wave:
+            return
+        shards = []
+        for frame in wave:
+            strings = model.passage_strings(frame)
+            docnos = frame["docno"].astype(str).tolist()
+            shards.append((docnos, strings, store.key(docnos, strings) if store is not None else None))
+        pending = [n for n, (_, _, key) in enumerate(shards) if store is None or not store.done(key)]
+        results: Dict[int, np.ndarray] = {}
+        if pending:
+            for n, vectors in wrapper.run_blocks(model, "passages", ((n, shards[n][1]) for n in pending), len(pending)):
+                if store is not None:
+                    store.save(shards[n][2], vectors)  # kept as soon as it arrives
+                else:
+                    results[n] = vectors
+        stats["shards"] += len(shards)
+        stats["encoded"] += len(pending)
+        stats["reused"] += len(shards) - len(pending)
+        for n, (docnos, _, key) in enumerate(shards):
+            yield docnos, (results.pop(n) if store is None else store.load(key))
+
+
+def build_index(wrapper, corpus_iter: Iterable[dict], path: Optional[str] = None, *, overwrite: bool = False,
+                shard_size: int = 4096, wave_shards: int = 256, keep_shards: bool = False):
+    """An :class:`~pyterrier_instruct.dense.index.EmbeddingIndex` of ``corpus_iter`` (at ``path``, else in memory) from
+    :func:`encode_corpus`; shards under ``<path>/shards/``, removed once the index is complete unless ``keep_shards``.
+    ``wrapper.last_index`` holds the shard counts."""
+    from ..dense.index import EmbeddingIndex
+    model = wrapper.transformer
+    stats: Dict[str, int] = {}
+    wrapper.last_index = stats
+    chunks = encode_corpus(wrapper, corpus_iter, None if path is None else os.path.join(path, "shards"),
+                           shard_size=shard_size, wave_shards=wave_shards, stats=stats)
+    meta = {"count": 0, "dim": 0, "doc_key": model.doc_key(), "model": repr(model)}
+    if path is None:
+        docnos, vectors = [], []
+        for d, v in chunks:
+            docnos.extend(d)
+            vectors.append(np.asarray(v))
+        matrix = np.concatenate(vectors) if vectors else np.zeros((0, 0), dtype=np.float32)
+        return EmbeddingIndex.from_vectors(docnos, matrix, meta["doc_key"], meta["model"])
+    index = EmbeddingIndex(path)
+    if index.built() and not overwrite:
+        raise FileExistsError(f"{path} already holds an index; pass overwrite=True to replace it")
+    os.makedirs(path, exist_ok=True)
+    if index.built():
+        os.remove(os.path.join(path, "meta.json"))
+    docnos = []
+    with open(os.path.join(path, "vectors.f32"), "wb") as sink:
+        for d, v in chunks:
+            sink.write(np.ascontiguousarray(v, dtype=np.float32).tobytes())
+            docnos.extend(d)
+            meta["dim"] = int(v.shape[1])
+    meta["count"] = len(docnos)
+    with open(os.path.join(path, "docnos.txt"), "w", encoding="utf-8") as f:
+        f.write("\n".join(docnos))
+    with open(os.path.join(path, "meta.json"), "w") as f:
+        json.dump(meta, f, indent=1)
+    if not keep_shards:
+        shutil.rmtree(os.path.join(path, "shards"), ignore_errors=True)
+    return EmbeddingIndex(path)

@@ -1,0 +1,342 @@
+"""``pti.on_ray(transformer, workers=N)``: a transformer's heavy stage run by an actor pool on a Ray cluster.
+
+The wrapper runs the wrapped transformer's own ``transform`` in the driver, with the expensive part handed to Ray Data
+(``ray.data.from_items(blocks).map_batches(BlockWorker, compute=ActorPoolStrategy(size=workers), num_gpus=…)``): one
+actor per worker, each holding one copy of the model (the transformer is pickled without its weights and loads them
+once, on its first block), blocks streamed through the pool and collected as they finish.
+
+- a reranker (``InstructReranker``: pointwise, listwise, dense R→R, pool BM25): its scores. Blocks are whole queries;
+  pointwise blocks are length-sorted (:mod:`.blocks`); validation, ``score_0``, the empty shortcut and ``add_ranks``
+  stay the reranker's own, so the output equals the single-process run's (scores to float rounding, input order);
+- a bi-encoder (R→R, Q→Q ``query_vec``, D→D ``doc_vec``; its stages and ``retriever``): the distinct query / passage
+  strings, length-sorted; a retriever builds its index with the sharded, resumable :meth:`OnRay.index` and searches in
+  the driver;
+- any other transformer: blocks of whole queries (or of rows) through its ``transform``, concatenated in input order.
+
+Faults: actors restart and their unfinished blocks are retried (``max_restarts``/``max_task_retries``), and results are
+collected per block, so no row is lost or doubled. HTTP backends (OpenAI-compatible) share one global concurrency
+limit: at most ``concurrency`` actors, each allowed ``concurrency // actors`` requests in flight. vLLM engines that span
+several GPUs (``tensor_parallel_size`` × ``pipeline_parallel_size``) get a placement group of that many GPUs per actor
+and vLLM's own Ray executor; data parallelism is across actors.
+"""
+from __future__ import annotations
+
+import contextlib
+import copy
+import inspect
+import logging
+import pickle
+import time
+import warnings
+from collections import Counter
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+
+import numpy as np
+import pandas as pd
+import pyterrier as pt
+
+from .._config import Configured
+from . import blocks as B
+from .worker import BlockWorker, add_counts, http_backends, model_paths, vllm_backends, vllm_gpus
+
+log = logging.getLogger(__name__)
+
+
+class OnRay(Configured, pt.Transformer):
+    """See :func:`on_ray` (its arguments) and the module docstring (what runs where)."""
+
+    def __init__(self, transformer: pt.Transformer, *, workers: Optional[int] = None, gpus_per_worker: Optional[float] = None,
+                 cpus_per_worker: float = 1, address: Optional[str] = None, block_rows: Optional[int] = None,
+                 max_retries: int = 3, runtime_env: Optional[dict] = None, verbose: bool = False):
+        if isinstance(transformer, OnRay):
+            raise TypeError("on_ray: the transformer already runs on Ray")
+        if not isinstance(transformer, pt.Transformer):
+            raise TypeError(f"on_ray needs a pt.Transformer, got {type(transformer).__name__}")
+        if workers is not None and int(workers) < 1:
+            raise ValueError(f"workers must be at least 1, got {workers!r}")
+        if gpus_per_worker is not None and float(gpus_per_worker) < 0:
+            raise ValueError(f"gpus_per_worker must be >= 0, got {gpus_per_worker!r}")
+        if float(cpus_per_worker) <= 0:
+            raise ValueError(f"cpus_per_worker must be positive, got {cpus_per_worker!r}")
+        if int(max_retries) < 0:
+            raise ValueError(f"max_retries must be >= 0, got {max_retries!r}")
+        self.transformer, self.workers, self.gpus_per_worker, self.cpus_per_worker = transformer, workers, gpus_per_worker, cpus_per_worker
+        self.address, self.block_rows, self.max_retries, self.runtime_env = address, block_rows, int(max_retries), runtime_env
+        self.verbose = verbose
+        #: the last Ray run: its mode, blocks, workers, seconds and blocks finished per worker
+        self.last_run: Dict[str, object] = {}
+        #: the last corpus encoding: shards, reused (done before), encoded
+        self.last_index: Dict[str, int] = {}
+        #: rows per chunk when a ``>>`` indexing pipeline feeds this transformer (pt's ``Compose.index``)
+        self.batch_size = 65536
+
+    schematic = {"label": "on_ray"}
+
+    @property
+    def _same_output_as(self):
+        return self.transformer
+
+    def subtransformers(self):
+        return {"transformer": self.transformer}
+
+    # -- the transformer -----------------------------------------------------------------------------------------------
+    def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+        if not _runs_by_parts(self.transformer):
+            return self._frames(inp)
+        proxy = self._proxy(self.transformer)
+        return proxy.transform(inp)
+
+    def index(self, corpus_iter, path: Optional[str] = None, *, overwrite: bool = False, shard_size: int = 4096,
+              wave_shards: int = 256, keep_shards: bool = False):
+        """A dense model's :class:`~pyterrier_instruct.dense.index.EmbeddingIndex` of ``corpus_iter``, encoded on the cluster
+        in shards of ``shard_size`` documents. Each finished shard is written under ``<path>/shards/`` with a done-marker
+        as it arrives, so a re-run after a failure encodes only the shards not done. ``wave_shards``: shards per Ray run
+        (the corpus is read lazily, one wave at a time). See :func:`.dense.build_index`."""
+        from .dense import build_index
+        return build_index(self, corpus_iter, path, overwrite=overwrite, shard_size=shard_size, wave_shards=wave_shards,
+                           keep_shards=keep_shards)
+
+    def encode_corpus(self, corpus_iter, shard_dir: Optional[str] = None, *, shard_size: int = 4096,
+                      wave_shards: int = 256) -> Iterator[dict]:
+        """``{docno, doc_vec}`` per document of ``corpus_iter``, in corpus order, encoded on the cluster (resumable through
+        ``shard_dir``); e.g. for ``pyterrier_dr.FlexIndex(path).indexer().index(...)``."""
+        from .dense import encode_corpus
+        self.last_index = {}
+        for docnos, vectors in encode_corpus(self, corpus_iter, shard_dir, shard_size=shard_size, wave_shards=wave_shards,
+                                             stats=self.last_index):
+            for docno, vec in zip(docnos, vectors):
+                yield {"docno": docno, "doc_vec": vec}
+
+    def retriever(self, index=None, num_results: int = 1000, corpus=None) -> "OnRay":
+        """``on_ray(model.retriever(index, num_results, corpus))`` with this wrapper's settings: the index is built on the
+        cluster (:meth:`index`) when missing, queries are encoded on the cluster, the exact search runs in the driver."""
+        model = self.transformer
+        if not hasattr(model, "retriever"):
+            raise TypeError(f"{model!r} has no retriever(); on_ray(...).retriever needs a dense model")
+        kwargs = {k: v for k, v in (("num_results", num_results), ("corpus", corpus)) if k != "num_results" or v != 1000}
+        stage = model.retriever(index, **kwargs) if index is not None else model.retriever(**kwargs)
+        return on_ray(stage, **self._options())
+
+    def _options(self) -> dict:
+        call = self.__dict__.get("_call")
+        return dict(call[2]) if isinstance(call, tuple) else {k: v for k, v in self.config().items() if k != "transformer"}
+
+    # -- the proxy: the wrapped transformer with its heavy methods sent to the cluster ---------------------------------------
+    def _proxy(self, obj):
+        """A shallow copy of ``obj`` whose scoring / encoding / indexing methods run on the cluster (its counters and
+        every other attribute shared with ``obj``)."""
+        from .._base import InstructReranker
+        proxy = copy.copy(obj)
+        if isinstance(obj, InstructReranker):  # one task per block of queries (a bi-encoder: queries and passages together)
+            proxy._score = lambda work: self._scores(obj, work)
+        if _is_dense(obj):  # Q→Q, D→D and indexing: the distinct strings
+            proxy.encode_queries = lambda strings: self._strings(obj, strings, "queries")
+            proxy.encode_passages = lambda strings, fill_cache=True: self._strings(obj, strings, "passages")
+            proxy.index = lambda corpus_iter, path=None, **kw: self._with(obj).index(corpus_iter, path, **kw)
+        if _is_dense(getattr(obj, "model", None)) and not isinstance(obj, InstructReranker):
+            proxy.model = self._proxy(obj.model)  # a stage (query/doc encoder, retriever): its model encodes on the cluster
+        return proxy
+
+    def _with(self, transformer) -> "OnRay":
+        """This wrapper's settings around another transformer (a stage's model)."""
+        other = copy.copy(self)
+        other.transformer = transformer
+        return other
+
+    # -- the three kinds of work ---------------------------------------------------------------------------------------------
+    def _scores(self, reranker, work: pd.DataFrame) -> np.ndarray:
+        """``reranker._score(work)``, one block of whole queries per task."""
+        from ..pointwise._core import PointwiseReranker
+        rows = B.target_rows(len(work), self._planned_workers(reranker), self.block_rows)
+        if isinstance(reranker, PointwiseReranker):
+            lengths = B.text_lengths(work, ["query", "instruction", reranker.title_field or "", reranker.text_field])
+            parts = B.query_blocks(work["qid"], rows, lengths)
+        else:
+            parts = B.query_blocks(work["qid"], rows)
+        scores = np.full(len(work), np.nan)
+        done = np.zeros(len(work), dtype=bool)
+        payloads = ((i, work.iloc[idx]) for i, idx in enumerate(parts))
+        for block, result in self.run_blocks(reranker, "rerank", payloads, len(parts)):
+            idx = parts[block]
+            if result.shape != (len(idx),):
+                raise RuntimeError(f"{reranker!r} gave {result.shape} scores for block {block} of {len(idx)} rows")
+            scores[idx] = result
+            done[idx] = True
+        _check_complete(done, "rows")
+        return scores
+
+    def _strings(self, model, strings: Sequence[str], mode: str) -> np.ndarray:
+        """Vectors of query (``mode='queries'``) or passage strings: each distinct string once, length-sorted blocks."""
+        from ..dense.biencoder import _distinct
+        inv, uniq = _distinct(strings)
+        if not len(uniq):  # nothing to encode, nothing loaded
+            return np.zeros((0, 0), dtype=np.float32)
+        order = np.argsort(-np.fromiter((len(s) for s in uniq), dtype=np.int64, count=len(uniq)), kind="stable")
+        parts = [order[p] for p in B.row_blocks(len(uniq), B.target_rows(len(uniq), self._planned_workers(model), self.block_rows))]
+        vectors: Optional[np.ndarray] = None
+        done = np.zeros(len(uniq), dtype=bool)
+        for block, result in self.run_blocks(model, mode, ((i, uniq[idx]) for i, idx in enumerate(parts)), len(parts)):
+            if vectors is None:
+                vectors = np.empty((len(uniq), result.shape[1]), dtype=np.float32)
+            vectors[parts[block]] = result
+            done[parts[block]] = True
+        _check_complete(done, "strings")
+        return vectors[inv]
+
+    def _frames(self, inp: pd.DataFrame) -> pd.DataFrame:
+        """Any other transformer: ``transform`` per block of whole queries (or of rows), outputs in input order."""
+        t = self.transformer
+        if len(inp) == 0:
+            return t.transform(inp)
+        rows = B.target_rows(len(inp), self._planned_workers(t), self.block_rows)
+        parts = B.query_blocks(inp["qid"], rows) if "qid" in inp.columns else B.row_blocks(len(inp), rows)
+        out: Dict[int, pd.DataFrame] = {}
+        for block, result in self.run_blocks(t, "frame", ((i, inp.iloc[idx]) for i, idx in enumerate(parts)), len(parts)):
+            out[block] = result
+        _check_complete(np.array([i in out for i in range(len(parts))]), "blocks")
+        return pd.concat([out[i] for i in range(len(parts))], ignore_index=True)
+
+    # -- Ray ------------------------------------------------------------------------------------------------------------------
+    def _planned_workers(self, transformer) -> int:
+        """Workers for sizing blocks (the cluster is asked only when ``workers`` was not given)."""
+        if self.workers is not None:
+            return int(self.workers)
+        return self._resources(transformer)[0]
+
+    def _resources(self, transformer) -> Tuple[int, float, int, str]:
+        """``(workers, GPUs per actor, GPUs per vLLM engine, its placement strategy)`` on the connected cluster."""
+        from .cluster import cluster_cpus, cluster_gpus, connect
+        connect(self.address)
+        available = cluster_gpus()
+        gpus = float(self.gpus_per_worker) if self.gpus_per_worker is not None else (1.0 if available >= 1 else 0.0)
+        engines = vllm_backends(transformer)
+        span = max(vllm_gpus(b) for b in engines) if engines and gpus > 0 else 1
+        # tensor parallelism stays on one node; pipeline stages may spread over nodes
+        strategy = "PACK" if any(b.llm_kwargs.get("pipeline_parallel_size", 1) > 1 for b in engines) else "STRICT_PACK"
+        if http_backends(transformer):
+            gpus = 0.0
+        if self.workers is not None:
+            workers = int(self.workers)
+        elif gpus > 0:
+            workers = max(1, int(available // (gpus * span)))
+        else:
+            workers = max(1, int(cluster_cpus() // float(self.cpus_per_worker)))
+        limits = [int(b.concurrency) for b in http_backends(transformer)]
+        if limits:
+            workers = min(workers, min(limits))
+        return workers, gpus, span, strategy
+
+    def run_blocks(self, transformer, mode: str, payloads: Iterable[Tuple[int, object]], n_blocks: int
+                   ) -> Iterator[Tuple[int, object]]:
+        """``(block id, result)`` as the actors finish them; ``payloads`` are ``(block id, frame or string array)``."""
+        from .cluster import connect
+        ray = connect(self.address)
+        workers, gpus, span, strategy = self._resources(transformer)
+        workers = max(1, min(workers, n_blocks))
+        items = [{"block": int(i), "payload": pickle.dumps(p, protocol=pickle.HIGHEST_PROTOCOL)} for i, p in payloads]
+        http = http_backends(transformer)
+        args = (transformer, mode, model_paths(transformer), workers if http else None, span > 1)
+        groups: List[object] = []
+        started, per_worker = time.time(), Counter()
+        with _data_context(self.verbose):
+            ds = ray.data.from_items(items, override_num_blocks=len(items))
+            with warnings.catch_warnings():  # Ray 2.60 marks per-actor remote arguments deprecated, with no replacement yet
+                from ray.util.annotations import RayDeprecationWarning
+                warnings.simplefilter("ignore", RayDeprecationWarning)
+                ds = ds.map_batches(BlockWorker, fn_constructor_args=args, batch_size=1, batch_format="numpy",
+                                    compute=ray.data.ActorPoolStrategy(size=workers), num_cpus=float(self.cpus_per_worker),
+                                    num_gpus=0.0 if span > 1 else gpus, runtime_env=self.runtime_env,
+                                    **_actor_args(ds.map_batches, self.max_retries, span, strategy, gpus, groups))
+            try:
+                for batch in ds.iter_batches(batch_size=None, batch_format="numpy"):
+                    for block, result, counts, where in zip(batch["block"], batch["result"], batch["counts"], batch["worker"]):
+                        add_counts(transformer, pickle.loads(counts))
+                        per_worker[str(where)] += 1
+                        yield int(block), pickle.loads(result)
+            finally:
+                for group in groups:
+                    ray.util.remove_placement_group(group)
+        self.last_run = {"mode": mode, "blocks": n_blocks, "workers": workers, "seconds": round(time.time() - started, 3),
+                         "blocks_per_worker": dict(per_worker)}
+
+
+def _check_complete(done: np.ndarray, what: str) -> None:
+    if not done.all():
+        raise RuntimeError(f"on_ray: {int((~done).sum())} {what} came back without a result")
+
+
+def _is_dense(obj) -> bool:
+    return hasattr(obj, "encode_queries") and hasattr(obj, "encode_passages")
+
+
+def _runs_by_parts(transformer) -> bool:
+    """Whether the wrapper sends parts of ``transformer`` (its scoring / encoding) rather than its whole ``transform``."""
+    from .._base import InstructReranker
+    return isinstance(transformer, InstructReranker) or _is_dense(transformer) or _is_dense(getattr(transformer, "model", None))
+
+
+def _actor_args(map_batches, retries: int, span: int, strategy: str, gpus: float, groups: list) -> Dict[str, object]:
+    """``map_batches`` arguments for each actor: restarts and block retries; for a vLLM engine over ``span`` > 1 GPUs, a
+    placement group of ``span`` GPU bundles (``strategy``: one node for tensor parallelism), which the engine's own Ray
+    workers are scheduled into. Passed through Ray Data's ``ray_remote_args_fn``; a Ray without it keeps its own
+    defaults (actors restarted, blocks retried, without limit)."""
+    if "ray_remote_args_fn" not in inspect.signature(map_batches).parameters:
+        if span > 1:
+            raise NotImplementedError("this Ray Data has no ray_remote_args_fn: a vLLM engine over several GPUs cannot get "
+                                      "its placement group; use tensor_parallel_size=1 per worker")
+        return {}
+
+    def remote_args() -> dict:
+        args: Dict[str, object] = {"max_restarts": retries, "max_task_retries": retries}
+        if span > 1:
+            from ray.util.placement_group import placement_group
+            from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+            group = placement_group([{"GPU": max(gpus, 1.0), "CPU": 1.0}] * span, strategy=strategy)
+            groups.append(group)
+            args["scheduling_strategy"] = PlacementGroupSchedulingStrategy(group, placement_group_capture_child_tasks=True)
+        return args
+    return {"ray_remote_args_fn": remote_args}
+
+
+@contextlib.contextmanager
+def _data_context(verbose: bool):
+    """Ray Data's progress bars and logs only when ``verbose`` (restored afterwards)."""
+    import ray.data
+    context = ray.data.DataContext.get_current()
+    bars, logger = context.enable_progress_bars, logging.getLogger("ray.data")
+    level = logger.level
+    context.enable_progress_bars = bool(verbose)
+    if not verbose:
+        logger.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        context.enable_progress_bars = bars
+        logger.setLevel(level)
+
+
+def on_ray(transformer: pt.Transformer, workers: Optional[int] = None, gpus_per_worker: Optional[float] = None,
+           address: Optional[str] = None, **options) -> OnRay:
+    """``transformer``'s heavy stage on a Ray cluster: a ``pt.Transformer`` with the same output.
+
+    Args:
+        transformer: a reranker (pointwise, listwise, dense), a dense model or one of its stages/retrievers, or any
+            transformer whose queries (or rows) can be processed independently.
+        workers: actors, each with one copy of the model (default: one per GPU of the cluster, else one per CPU; at most
+            the ``concurrency`` of an OpenAI-compatible backend).
+        gpus_per_worker: GPUs each actor reserves (default: 1 when the cluster has a GPU, else 0); a vLLM engine with
+            ``tensor_parallel_size`` × ``pipeline_parallel_size`` > 1 reserves that many per actor instead.
+        address: the cluster (``"auto"``, ``"ray://head:10001"``, ``"head:6379"``); ``None``: the initialised Ray, else
+            ``$RAY_ADDRESS``, else a new local cluster listening on 127.0.0.1 only.
+        cpus_per_worker: CPUs each actor reserves (1).
+        block_rows: rows per block (default: about four blocks per worker, at most 8192 rows); a query is never split.
+        max_retries: restarts of a failed actor and retries of its unfinished blocks (3).
+        runtime_env: Ray's runtime environment for the actors (``env_vars``, ``pip``, …).
+        verbose: Ray Data's progress bars and logs.
+
+    ``repr`` reads as this call; saved runs (``SavedRun``) key on the wrapped transformer, whose output this equals.
+    """
+    wrapped = OnRay(transformer, workers=workers, gpus_per_worker=gpus_per_worker, address=address, **options)
+    given = {k: v for k, v in (("workers", workers), ("gpus_per_worker", gpus_per_worker), ("address", address)) if v is not None}
+    wrapped.__dict__["_call"] = ("on_ray", (transformer,), {**given, **options})
+    return wrapped

@@ -1,0 +1,311 @@
+"""``pti.on_ray`` and PyTerrier's ``.parallel(backend='ray')`` on one local Ray cluster (2 CPUs, 127.0.0.1 only, the
+session's ``ray_cluster`` fixture): every family gives the single-process output; a killed actor's blocks are retried
+with nothing lost or doubled; a worker without the model files names itself and the path; corpus encoding resumes from
+its finished shards; the reproduction CLI runs with ``--ray`` and keeps its saved runs' keys."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import threading
+import time
+import zlib
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pytest.importorskip("ray")
+pytest.importorskip("ray.data")
+
+import pyterrier_instruct as pti  # noqa: E402
+from pyterrier_instruct._base import InstructReranker  # noqa: E402
+from stubs import ChatServer  # noqa: E402
+
+KEY_ENV = "PTI_RAY_TEST_KEY"
+
+
+class HashScorer(InstructReranker):
+    """A model-free reranker (score: a hash of query, instruction and docno). With ``kill_dir``, the first process
+    that scores query ``victim`` exits at once (``os._exit``), once: a marker file in ``kill_dir`` records its pid."""
+
+    def __init__(self, kill_dir=None, victim=None, text_field="text", instruction="", verbose=False):
+        self.kill_dir, self.victim = kill_dir, victim
+        self.text_field, self.instruction, self.verbose = text_field, instruction, verbose
+
+    def _score(self, df):
+        if self.kill_dir is not None and self.victim in set(df["qid"]):
+            try:
+                fd = os.open(os.path.join(self.kill_dir, "killed"), os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            except FileExistsError:
+                pass
+            else:
+                os.write(fd, str(os.getpid()).encode())
+                os.close(fd)
+                os._exit(1)
+        keys = df["query"] + "|" + df["instruction"] + "|" + df["docno"].astype(str)
+        return np.array([zlib.crc32(k.encode()) / 2 ** 32 for k in keys])
+
+
+def reverse_windows(prompts, max_new_tokens):
+    """A listwise "model": each window's passages in reverse order."""
+    return [" > ".join(f"[{i}]" for i in range(max(map(int, re.findall(r"\[(\d+)\]", p[-1]["content"]))), 0, -1)) for p in prompts]
+
+
+@pytest.fixture(scope="module")
+def frames(mini):
+    topics = mini.get_topics()
+    return topics, mini.candidates()(topics)
+
+
+def same_run(out: pd.DataFrame, ref: pd.DataFrame, atol: float = 1e-6) -> None:
+    """Same rows in the same order, same columns, scores within ``atol``, the same ranks (up to scores tied within
+    ``atol``, which float rounding may order either way)."""
+    assert list(out.columns) == list(ref.columns)
+    assert out["qid"].tolist() == ref["qid"].tolist() and out["docno"].tolist() == ref["docno"].tolist()
+    np.testing.assert_allclose(out["score"].to_numpy(), ref["score"].to_numpy(), atol=atol)
+    if atol == 0:
+        assert out["rank"].tolist() == ref["rank"].tolist()
+    for _, group in out.assign(_ref=ref["rank"].to_numpy()).groupby("qid"):
+        assert sorted(group["rank"]) == sorted(group["_ref"])
+        assert (np.diff(group.sort_values("_ref")["score"].to_numpy()) <= atol).all()
+
+
+def test_parallel_ray_backend(ray_cluster, tiny, frames):
+    """PyTerrier's own convention: a transformer pickles without its model, so ``.parallel(2, backend='ray')`` (pyterrier
+    1.1's ``Transformer.parallel`` → pyterrier-alpha's ``PoolParallelTransformer`` over ``ray.util.multiprocessing.Pool``)
+    gives the single-process run. It splits by query and concatenates the splits in qid order, so rows are compared per
+    (qid, docno)."""
+    _, cands = frames
+    model = pti.MonoT5(tiny["t5"])
+    ref = model(cands)
+    with pytest.warns(UserWarning, match="experimental"):
+        par = model.parallel(2, backend="ray")
+    out = par(cands)
+    key = ["qid", "docno"]
+    out, ref = (x.sort_values(key, kind="stable").reset_index(drop=True) for x in (out, ref))
+    same_run(out, ref)
+
+
+def test_pointwise_blocks_equal_single_process(ray_cluster, tiny, frames):
+    _, cands = frames
+    model = pti.MonoT5(tiny["t5"])
+    ref = model(cands)
+    ray_model = pti.on_ray(model, workers=2, block_rows=56)
+    out = ray_model(cands)
+    same_run(out, ref)
+    run = ray_model.last_run
+    assert run["mode"] == "rerank" and run["blocks"] == len(cands) // 56 and sum(run["blocks_per_worker"].values()) == run["blocks"]
+    assert all(f"on host {socket.gethostname()}" in w for w in run["blocks_per_worker"])
+
+
+def test_listwise_keeps_cross_query_window_batching(ray_cluster, frames):
+    """Whole queries per block; within a block the windows of all its queries at one position are one backend call."""
+    topics, cands = frames
+    make = lambda: pti.ListwiseReranker(pti.FunctionBackend(reverse_windows), window_size=4, stride=2, depth=6)  # noqa: E731
+    local, remote = make(), make()
+    ref = local(cands)
+    assert local.stats["backend_calls"] == 2  # 2 window positions, every query batched together
+    ray_model = pti.on_ray(remote, workers=2, block_rows=2 * 28)
+    same_run(ray_model(cands), ref, atol=0)
+    blocks = ray_model.last_run["blocks"]
+    assert blocks == len(topics) // 2
+    assert remote.stats["windows"] == local.stats["windows"] == 2 * len(topics)  # counted in the actors, added here
+    assert remote.stats["backend_calls"] == 2 * blocks  # per block: one call per position, not one per query
+
+
+def test_dense_scoring(ray_cluster, tiny, frames):
+    _, cands = frames
+    model = pti.BiEncoder(tiny["bert"])
+    remote = pti.on_ray(model, workers=2)
+    same_run(remote(cands), model(cands))
+    assert remote.last_run["mode"] == "rerank"
+
+
+def test_corpus_encoding_resumes_and_feeds_flexindex(ray_cluster, tiny, mini, tmp_path):
+    """The driver fails while reading the corpus (after the first wave of 2 shards): those shards are on disk with their
+    done-markers; the re-run encodes only the rest, and the index equals the in-process one. A FlexIndex is then fed from
+    the kept shards without encoding anything."""
+    docs = list(mini.get_corpus_iter())
+    model = pti.BiEncoder(tiny["bert"])
+    path = str(tmp_path / "index")
+
+    def failing():
+        yield from docs[:40]
+        raise OSError("corpus read failed")
+
+    remote = pti.on_ray(model, workers=2)
+    with pytest.raises(OSError, match="corpus read failed"):
+        remote.index(failing(), path, shard_size=16, wave_shards=2)
+    assert len(list((tmp_path / "index" / "shards").glob("*.done"))) == 2
+    index = remote.index(iter(docs), path, shard_size=16, wave_shards=100, keep_shards=True)
+    shards = -(-len(docs) // 16)
+    assert remote.last_index == {"shards": shards, "reused": 2, "encoded": shards - 2}
+    ref = model.index(iter(docs))
+    assert index.docnos.tolist() == ref.docnos.tolist()
+    np.testing.assert_allclose(np.asarray(index.vectors), ref.vectors, atol=1e-6)
+    index.check(model)
+
+    # retrieval: queries encoded on the cluster, the exact search here
+    topics = mini.get_topics()
+    retriever = remote.retriever(index, num_results=5)
+    want = model.retriever(index, num_results=5)(topics)
+    got = retriever(topics)
+    assert retriever.last_run["mode"] == "queries"
+    assert got["docno"].tolist() == want["docno"].tolist()
+    np.testing.assert_allclose(got["score"].to_numpy(), want["score"].to_numpy(), atol=1e-6)
+
+    from pyterrier_dr import FlexIndex
+    flex = FlexIndex(str(tmp_path / "flex.flex"))
+    flex.indexer().index(remote.encode_corpus(iter(docs), str(tmp_path / "index" / "shards"), shard_size=16))
+    assert remote.last_index == {"shards": shards, "reused": shards, "encoded": 0}  # read from the kept shards
+    got = (model >> flex.np_retriever(num_results=5))(topics)
+    assert got["docno"].tolist() == want["docno"].tolist()
+
+
+def test_vllm_parallel_sizes_reach_each_actor(ray_cluster, tiny, frames, tmp_path):
+    """vLLM's ``tensor_parallel_size``/``pipeline_parallel_size`` pass through to the engine inside each actor (the
+    stand-in of tests/fake_vllm.py records its arguments), data parallel across actors, output as in one process."""
+    import json
+    import sys
+    from stubs import ZEPHYR_TEMPLATE, with_chat_template
+    import fake_vllm
+    zephyr = with_chat_template(tiny["mistral"], tmp_path / "zephyr", ZEPHYR_TEMPLATE)
+    shim = tmp_path / "shim" / "vllm"
+    shim.mkdir(parents=True)
+    (shim / "__init__.py").write_text(  # the stand-in, recording each engine's arguments in $PTI_VLLM_LOG
+        "import json, os, uuid\n"
+        "import fake_vllm\n"
+        "from fake_vllm import SamplingParams\n"
+        "class LLM(fake_vllm.LLM):\n"
+        "    def __init__(self, model, **kwargs):\n"
+        "        super().__init__(model, **kwargs)\n"
+        "        with open(os.path.join(os.environ['PTI_VLLM_LOG'], uuid.uuid4().hex + '.json'), 'w') as f:\n"
+        "            json.dump({k: v for k, v in self.init_args.items() if isinstance(v, (int, str, float, bool))}, f)\n")
+    log = tmp_path / "engines"
+    log.mkdir()
+    make = lambda: pti.RankZephyr(zephyr, backend="vllm", window_size=4, stride=2, depth=6,  # noqa: E731
+                                  backend_options={"tensor_parallel_size": 2, "pipeline_parallel_size": 2})
+    sys.modules["vllm"] = fake_vllm
+    try:
+        ref = make()(frames[1])
+    finally:
+        del sys.modules["vllm"]
+    path = [str(shim.parent), os.path.dirname(__file__), os.environ.get("PYTHONPATH", "")]
+    env = {"PYTHONPATH": os.pathsep.join(p for p in path if p), "PTI_VLLM_LOG": str(log)}
+    remote = pti.on_ray(make(), workers=2, block_rows=4 * 28, runtime_env={"env_vars": env})
+    same_run(remote(frames[1]), ref, atol=0)
+    engines = [json.loads(p.read_text()) for p in log.glob("*.json")]
+    assert len(engines) == remote.last_run["workers"] == 2  # one engine per actor
+    assert all(e["tensor_parallel_size"] == 2 and e["pipeline_parallel_size"] == 2 for e in engines)
+
+
+def test_openai_backend_keeps_one_global_concurrency_limit(ray_cluster, frames):
+    """Two actors share the backend's ``concurrency`` (2): each is allowed one request in flight, so the server never
+    sees more than 2 at once, although each actor's backend call holds several windows."""
+    _, cands = frames
+    state = {"now": 0, "most": 0}
+    lock = threading.Lock()
+
+    def answer(body):
+        with lock:
+            state["now"] += 1
+            state["most"] = max(state["most"], state["now"])
+        time.sleep(0.2)
+        with lock:
+            state["now"] -= 1
+        n = max(map(int, re.findall(r"\[(\d+)\]", " ".join(m["content"] for m in body["messages"]))))
+        return 200, {"choices": [{"message": {"content": " > ".join(f"[{i}]" for i in range(n, 0, -1))}}]}
+
+    server = ChatServer(answer)
+    try:
+        os.environ[KEY_ENV] = "sk-ray-test"
+        make = lambda: pti.RankGPT("gpt-4o", base_url=server.url, api_key_env=KEY_ENV, window_size=4, stride=2,  # noqa: E731
+                                   depth=6, backend_options={"concurrency": 2})
+        part = cands[cands["qid"].isin(cands["qid"].unique()[:8])]
+        ref = make()(part)
+        state["most"] = 0
+        remote = pti.on_ray(make(), workers=2, block_rows=4 * 28, runtime_env={"env_vars": {KEY_ENV: "sk-ray-test"}})
+        same_run(remote(part), ref, atol=0)
+        assert remote.last_run["workers"] == 2 and 1 <= state["most"] <= 2
+    finally:
+        server.close()
+        os.environ.pop(KEY_ENV, None)
+
+
+def test_killed_actor_is_restarted_and_its_blocks_retried(ray_cluster, frames, tmp_path):
+    """The only actor exits in the middle of the run (on the block holding the victim query); Ray restarts it and retries
+    its unfinished blocks: every row comes back once, equal to the clean run."""
+    _, cands = frames
+    ref = HashScorer()(cands)
+    victim = cands["qid"].unique()[5]
+    remote = pti.on_ray(HashScorer(kill_dir=str(tmp_path), victim=victim), workers=1, block_rows=28)
+    out = remote(cands)
+    killed = (tmp_path / "killed").read_text()
+    assert killed.isdigit()  # an actor really died
+    same_run(out, ref, atol=0)
+    assert not out.duplicated(["qid", "docno"]).any() and len(out) == len(cands)
+    done = remote.last_run["blocks_per_worker"]
+    assert sum(done.values()) == remote.last_run["blocks"] == cands["qid"].nunique()
+    assert any(f"(pid {killed})" not in w for w in done)  # the restarted actor: a new process finished the victim's block
+
+
+def test_worker_without_the_model_files_names_itself_and_the_path(ray_cluster, tiny, frames, tmp_path):
+    folder = tmp_path / "monot5"
+    shutil.copytree(tiny["t5"], folder)
+    remote = pti.on_ray(pti.MonoT5(str(folder)), workers=1)
+    shutil.rmtree(folder)  # gone before any worker starts
+    with pytest.raises(Exception) as err:
+        remote(frames[1])
+    text = str(err.value)
+    assert str(folder) in text and "model_name_or_path of MonoT5" in text
+    assert re.search(r"Ray worker actor \w+ \(pid \d+\) on host " + re.escape(socket.gethostname()), text), text
+
+
+def test_cli_ray_runs_and_keeps_saved_run_keys(ray_cluster, tiny, tmp_path, capsys):
+    """``pyterrier-instruct followir --ray --workers 2``: the reranker runs on the cluster; a later run without ``--ray``
+    finds the same saved run (the key is the reranker's, not the wrapper's) and prints the same table."""
+    from pyterrier_instruct.reproduce import followir
+    out = tmp_path / "out"
+    argv = ["--dataset", "instruct-mini", "--systems", "monot5-base", "--monot5-base", tiny["t5"], "--out", str(out), "--quiet"]
+    assert followir.main(argv + ["--ray", "--workers", "2"]) == 0
+    first = capsys.readouterr().out
+    runs = sorted((out / "runs" / "instruct-mini" / "monot5-base").glob("*.parquet"))
+    assert len(runs) == 1
+    stamp = runs[0].stat().st_mtime_ns
+    assert followir.main(argv) == 0
+    second = capsys.readouterr().out
+    assert sorted((out / "runs" / "instruct-mini" / "monot5-base").glob("*.parquet")) == runs
+    assert runs[0].stat().st_mtime_ns == stamp
+    table = lambda text: text.split("written to")[0]  # noqa: E731
+    assert table(first) == table(second)
+
+
+def test_cluster_listens_on_loopback_only(ray_cluster):
+    """Every socket of every Ray process of the session's cluster (GCS, raylet, agents, workers) and of this driver is
+    on the loopback interface."""
+    import psutil
+    node = ray_cluster._private.worker._global_node
+    pids = {os.getpid()}
+    for procs in node.all_processes.values():
+        for info in procs:
+            pids.add(info.process.pid)
+    for pid in list(pids):
+        try:
+            pids.update(c.pid for c in psutil.Process(pid).children(recursive=True))
+        except psutil.NoSuchProcess:
+            pass
+    loopback = ("127.", "::ffff:127.", "::1")
+    seen = []
+    for pid in pids:
+        try:
+            connections = psutil.Process(pid).net_connections(kind="inet")
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+        for c in connections:
+            for addr in (c.laddr, c.raddr):
+                if addr:
+                    seen.append((pid, addr.ip))
+    assert len({p for p, _ in seen}) >= 3  # the GCS, the raylet and this driver at least
+    assert all(ip.startswith(loopback) for _, ip in seen), [x for x in seen if not x[1].startswith(loopback)]
