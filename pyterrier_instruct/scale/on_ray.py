@@ -282,7 +282,7 @@ def _actor_args(map_batches, retries: int, span: int, strategy: str, gpus: float
     defaults (actors restarted, blocks retried, without limit)."""
     if "ray_remote_args_fn" not in inspect.signature(map_batches).parameters:
         if span > 1:
-            raise NotImplementedError("this Ray Data has no ray_remote_args_fn: a vLLM engine over several GPUs cannot get "
+            raise RuntimeError("this Ray Data has no ray_remote_args_fn: a vLLM engine over several GPUs cannot get "
                                       "its placement group; use tensor_parallel_size=1 per worker")
         return {}
 
