@@ -4,6 +4,7 @@ with ``# needs: <what>`` and is reported as skipped with that reason (``pytest -
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,16 @@ _NAMESPACES: dict = {}
 @pytest.fixture(scope="module")
 def scratch(tmp_path_factory):
     return tmp_path_factory.mktemp("docs")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def no_cluster_left():
+    """docs/scaling.md starts a local Ray cluster; shut it down with this module so that the Ray tests start their own
+    (with tests/ on the workers' path)."""
+    yield
+    ray = sys.modules.get("ray")
+    if ray is not None and ray.is_initialized():
+        ray.shutdown()
 
 
 @pytest.mark.parametrize("page,code", list(blocks()))
