@@ -15,8 +15,8 @@ import pandas as pd
 from ._files import DataError
 from .docstore import DocStore
 
-TOPIC_COLUMNS = ["qid", "query", "instruction", "base_qid", "variant"]
-QRELS_COLUMNS = ["qid", "docno", "label", "base_qid", "variant"]
+#: The document fields a benchmark serves (``text_loader``/``candidates`` fields).
+FIELDS = ("title", "text")
 
 
 @dataclass

@@ -74,7 +74,7 @@ def resolve(name: str, path: Optional[str] = None, download: bool = True):
         folder = locate(name, entry, path, download=download)
     provenance: Dict[str, str] = {"name": name, "path": str(folder)}
     if entry.repo_id is None and path is None:
-        from .. import __version__
+        from .._version import __version__
         provenance["revision"] = f"bundled with pyterrier-instruct {__version__}"
     if entry.repo_id:
         provenance.update(repo_id=entry.repo_id, revision=entry.revision or "main (unpinned)")

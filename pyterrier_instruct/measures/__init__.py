@@ -31,14 +31,14 @@ from ..instructions import VARIANTS, by_variant, paired_qid, split_qid
 from ._provider import MissingVariantWarning, PairedMeasure, install
 from .ifir import ifir_ndcg, ifir_ndcg_per_query
 from .instfol import InstfolResult, combine_instfol, instfol_query, instfol_summary, instfol_value
-from .infosearch import (SICR_VERSIONS, WISE_VERSIONS, RankTable, ideal_wise, ideal_wise_values, infosearch_eval,
+from .infosearch import (SICR_VERSIONS, WISE_VERSIONS, RankTable, ideal_wise_values, infosearch_eval,
                          infosearch_partition, infosearch_pmrr, sicr, sicr_per_query, wise, wise_values)
 from .pmrr import changed_docs, pmrr, pmrr_per_doc, pmrr_values
 from .robustness import group_of, robustness, robustness_eval
 
 __all__ = ["pMRR", "OG", "Changed", "Reversed", "WISE", "IdealWISE", "SICR", "InfoSearch_pMRR", "GoldRank",
            "Robustness", "IFIR_nDCG", "pmrr", "pmrr_per_doc", "changed_docs", "infosearch_eval", "infosearch_partition",
-           "wise", "ideal_wise", "sicr", "infosearch_pmrr", "robustness", "robustness_eval", "group_of", "ifir_ndcg",
+           "wise", "sicr", "infosearch_pmrr", "robustness", "robustness_eval", "group_of", "ifir_ndcg",
            "PairedMeasure", "MissingVariantWarning", "instfol_value", "instfol_query", "instfol_summary", "combine_instfol", "InstfolResult"]
 
 

@@ -20,8 +20,8 @@ import sys
 
 import pyterrier_instruct as pti
 from pyterrier_instruct.datasets import DATASETS as KNOWN
-from pyterrier_instruct.reproduce import (Row, check_models, finish, full_retrieval, model_options, open_dataset, open_datasets,
-                                          parse, parser, selected)
+from pyterrier_instruct.reproduce.common import (Row, check_models, finish, full_retrieval, model_options, open_dataset, open_datasets,
+                                                 parse, parser, selected)
 
 ROWS = {
     "bm25": Row("BM25", paper="BM25", help="PISA BM25 on query + prompt (the paper: bm25s)"),

@@ -21,8 +21,8 @@ from __future__ import annotations
 import sys
 
 import pyterrier_instruct as pti
-from pyterrier_instruct.reproduce import (Row, check_models, finish, model_options, on_cluster, open_datasets, parse, parser,
-                                          saved, selected)
+from pyterrier_instruct.reproduce.common import (Row, check_models, finish, model_options, on_cluster, open_datasets, parse, parser,
+                                                 saved, selected)
 
 ROWS = {
     "bm25": Row("BM25 (pool)", paper="BM25", help="FollowIR's BM25 over each query's candidates"),

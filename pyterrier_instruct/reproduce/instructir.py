@@ -17,8 +17,8 @@ import os
 import sys
 
 import pyterrier_instruct as pti
-from pyterrier_instruct.reproduce import (Row, check_models, finish, full_retrieval, model_options, on_cluster, open_datasets, parse, parser,
-                                          saved, selected)
+from pyterrier_instruct.reproduce.common import (Row, check_models, finish, full_retrieval, model_options, on_cluster, open_datasets, parse, parser,
+                                                 saved, selected)
 
 ROWS = {
     "bm25": Row("BM25", paper="BM25", help="PISA BM25 on query + instruction"),
