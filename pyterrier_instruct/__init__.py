@@ -26,7 +26,7 @@ _register_datasets()  # ir_datasets ids instruct/<name>; files are located and r
 
 #: The modules whose ``__all__`` is the lazy public API (``pti.<name>``), in order of precedence. A public name is
 #: declared once, in its module's ``__all__``; the index below is read from those declarations (their source, so
-#: nothing is imported until a name is used) and ``tests/test_package.py`` checks it.
+#: nothing is imported until a name is used).
 PUBLIC_MODULES = ("rewrite", "base", "errors", "pointwise", "listwise", "dense", "retrieval", "backends", "evaluation",
                   "prompts", "paper", "scale")
 #: Subpackages served as modules (``pti.datasets``, ``pti.evaluation``).
@@ -36,23 +36,37 @@ _EAGER = ["__version__", "measures", "pMRR", "OG", "Changed", "Reversed", "WISE"
           "paired_qid", "split_qid", "DEFAULT_COMPOSER", "VARIANTS", "QuerySlot", "load_dataset"]
 
 
+def _declared(path: str):
+    """The names of the ``__all__`` assigned at the top of a module's source (none without one)."""
+    import ast
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read())
+    for node in tree.body:
+        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else getattr(node, "target", None)
+        if isinstance(target, ast.Name) and target.id == "__all__" and node.value is not None:
+            return list(ast.literal_eval(node.value))
+    return []
+
+
 @functools.lru_cache(maxsize=None)
 def _index() -> Dict[str, str]:
-    """``{public name: module}`` from the ``__all__`` of :data:`PUBLIC_MODULES`, read from their source (no import)."""
-    import ast
+    """``{public name: module}`` from the ``__all__`` of :data:`PUBLIC_MODULES` and, for a subpackage, of each of its
+    public modules after its ``__init__`` (so a new family's module is found without editing its package), read from
+    their source: nothing is imported until a name is used."""
     import os
     here = os.path.dirname(__file__)
     index: Dict[str, str] = {}
     for module in PUBLIC_MODULES:
-        path = os.path.join(here, *module.split("."))
-        path = os.path.join(path, "__init__.py") if os.path.isdir(path) else path + ".py"
-        with open(path, encoding="utf-8") as f:
-            tree = ast.parse(f.read())
-        for node in tree.body:
-            target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else getattr(node, "target", None)
-            if isinstance(target, ast.Name) and target.id == "__all__" and node.value is not None:
-                for name in ast.literal_eval(node.value):
-                    index.setdefault(name, module)
+        folder = os.path.join(here, module)
+        if not os.path.isdir(folder):
+            sources = [(module, folder + ".py")]
+        else:
+            sources = [(module, os.path.join(folder, "__init__.py"))] + [
+                (f"{module}.{f[:-3]}", os.path.join(folder, f)) for f in sorted(os.listdir(folder))
+                if f.endswith(".py") and not f.startswith("_")]
+        for name, path in sources:
+            for public in _declared(path):
+                index.setdefault(public, name)
     return index
 
 

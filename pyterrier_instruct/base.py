@@ -80,9 +80,11 @@ class InstructReranker(Configured, pt.Transformer):
     text_field: str = "text"
     instruction: str = ""
     verbose: bool = True
+    _family = False  # set per subclass by __init_subclass__
 
     def __init_subclass__(cls, family: bool = True, **kwargs):
         super().__init_subclass__(**kwargs)
+        cls._family = family
         if family and not cls.__name__.startswith("_") and cls.__module__.startswith(__name__.rpartition(".")[0] + "."):
             FAMILIES[cls.__name__] = cls
 
