@@ -42,6 +42,15 @@ __all__ = ["pMRR", "OG", "Changed", "Reversed", "WISE", "IdealWISE", "SICR", "In
            "PairedMeasure", "MissingVariantWarning", "instfol_value", "instfol_query", "instfol_summary", "combine_instfol", "InstfolResult"]
 
 
+install()  # the provider first: every measure below registers with ir_measures where it is defined
+
+
+def register_measure(instance: PairedMeasure) -> PairedMeasure:
+    """Registers a measure with ir_measures (so it parses by name) where it is defined: ``pMRR = register_measure(_pMRR())``."""
+    measures.register(instance)
+    return instance
+
+
 class _pMRR(PairedMeasure):
     """p-MRR (FollowIR): mean over base queries of the pairwise reciprocal-rank change of the
     documents whose label changed between the og and the changed qrels. Raw value in (-1, 1).
@@ -83,6 +92,8 @@ class _pMRR(PairedMeasure):
         for base, value in docs.groupby("qid", sort=False)["pmrr"].mean().items():
             yield paired_qid(base, "og"), float(value)
 
+
+pMRR = register_measure(_pMRR())
 
 class _OnVariant(PairedMeasure):
     """A standard ir_measures measure evaluated on one variant's run against that variant's qrels only,
@@ -126,6 +137,8 @@ class _OG(_OnVariant):
     VARIANT = "og"
 
 
+OG = register_measure(_OG())
+
 class _Changed(_OnVariant):
     """A standard measure on the ``-changed`` variant against the changed qrels (InfoSearch "Ins")."""
     __name__ = "Changed"
@@ -133,12 +146,16 @@ class _Changed(_OnVariant):
     VARIANT = "changed"
 
 
+Changed = register_measure(_Changed())
+
 class _Reversed(_OnVariant):
     """A standard measure on the ``-reversed`` variant against the reversed qrels (InfoSearch "Rev")."""
     __name__ = "Reversed"
     NAME = __name__
     VARIANT = "reversed"
 
+
+Reversed = register_measure(_Reversed())
 
 _TIES_INPUT = measures.ParamInfo(dtype=str, choices=["input", "docno"], default="input",
                                  desc="tie-break: run row order (the InfoSearch reference) or docno descending")
@@ -198,6 +215,8 @@ class _WISE(_InfoSearchMeasure):
                                                       self.params.get("version", "2024")))
 
 
+WISE = register_measure(_WISE())
+
 class _IdealWISE(_InfoSearchMeasure):
     """The ideal WISE bound given the og run (gold at rank 1 when instructed, pushed down when reversed)."""
     __name__ = "IdealWISE"
@@ -208,6 +227,8 @@ class _IdealWISE(_InfoSearchMeasure):
         pos = self.table(qrels, run, cache).positive
         return self.emit_mean(pos["qid"], ideal_wise_values(pos["ori_rank"], pos["sum_count"], self.params.get("version", "2024")))
 
+
+IdealWISE = register_measure(_IdealWISE())
 
 class _SICR(_InfoSearchMeasure):
     """SICR (InfoSearch): share of instances whose gold rises (rank and raw score) with the instruction
@@ -230,6 +251,8 @@ class _SICR(_InfoSearchMeasure):
         return self.emit(sicr_per_query(pos, self.params.get("version", "code")))
 
 
+SICR = register_measure(_SICR())
+
 class _InfoSearch_pMRR(_InfoSearchMeasure):
     """InfoSearch's p-MRR: FollowIR's per-document rank change of the negatives, og run → changed run."""
     __name__ = "InfoSearch_pMRR"
@@ -241,6 +264,8 @@ class _InfoSearch_pMRR(_InfoSearchMeasure):
         neg = self.table(qrels, run, cache).negative
         return self.emit_mean(neg["qid"], pmrr_values(neg["ori_rank"], neg["ins_rank"]))
 
+
+InfoSearch_pMRR = register_measure(_InfoSearch_pMRR())
 
 class _GoldRank(_InfoSearchMeasure):
     """Mean 1-based rank of the gold documents in one variant's run (InfoSearch's R_ori/R_ins/R_rev)."""
@@ -256,6 +281,8 @@ class _GoldRank(_InfoSearchMeasure):
         col = {"og": "ori_rank", "changed": "ins_rank", "reversed": "rev_rank"}[self.params.get("run", "og")]
         return self.emit_mean(pos["qid"], pos[col].to_numpy(dtype="float64"))
 
+
+GoldRank = register_measure(_GoldRank())
 
 class _Robustness(PairedMeasure):
     """Robustness@k (InstructIR): mean over groups (qid up to the first ``_``) of the minimum nDCG@k of
@@ -287,6 +314,8 @@ class _Robustness(PairedMeasure):
         return result["per_group_min"].items()
 
 
+Robustness = register_measure(_Robustness())
+
 class _IFIR_nDCG(PairedMeasure):
     """IFIR nDCG@k: IDCG from the retrieved top-k's own gold count (the IFIR code, default) or standard
     (``norm='standard'``, ir_measures nDCG@k); each (query, level) qid is one unit.
@@ -311,17 +340,4 @@ class _IFIR_nDCG(PairedMeasure):
         return ((str(q), float(v)) for q, v in values.items())
 
 
-pMRR = _pMRR()
-OG = _OG()
-Changed = _Changed()
-Reversed = _Reversed()
-WISE = _WISE()
-IdealWISE = _IdealWISE()
-SICR = _SICR()
-InfoSearch_pMRR = _InfoSearch_pMRR()
-GoldRank = _GoldRank()
-Robustness = _Robustness()
-IFIR_nDCG = _IFIR_nDCG()
-install()
-for _m in (pMRR, OG, Changed, Reversed, WISE, IdealWISE, SICR, InfoSearch_pMRR, GoldRank, Robustness, IFIR_nDCG):
-    measures.register(_m)
+IFIR_nDCG = register_measure(_IFIR_nDCG())
