@@ -76,6 +76,7 @@ _LAZY = {
     "load_dataset": "datasets",
     "ModelNotFoundError": "_hub",
     "on_ray": "scale",
+    "PairedAccuracy": "measures",
 }
 
 __all__ = ["__version__", "measures", "pMRR", "OG", "Changed", "Reversed", "WISE", "IdealWISE", "SICR",

@@ -207,9 +207,10 @@ def _experiment(original):
             bound = signature.bind(*args, **kwargs)
         except TypeError:
             return original(*args, **kwargs)
+        _apply_exclusions(bound.arguments)  # BRIGHT: qrels rows labelled EXCLUDED are removed from every run
         found = _paired_names(bound.arguments.get("eval_metrics", ()))
         if found is None:
-            return original(*args, **kwargs)
+            return original(*bound.args, **bound.kwargs)
         measures, names = found
         topics, qrels = bound.arguments["topics"], bound.arguments["qrels"]
         from pyterrier import io
@@ -231,6 +232,28 @@ def _experiment(original):
             _ACTIVE.reset(token)
 
     return Experiment
+
+
+def _apply_exclusions(arguments) -> None:
+    """When the qrels carry excluded (query, document) pairs (label ``EXCLUDED``; BRIGHT's ``excluded_ids``): the qrels
+    without them, and every system's results with those documents removed (a transformer gets the removal appended,
+    a result frame is filtered; the systems keep their names)."""
+    from .datasets.exclusion import has_excluded, remove, split_excluded
+    qrels = arguments.get("qrels")
+    if not has_excluded(qrels):
+        return
+    from .datasets.candidates import ExcludePairs
+    arguments["qrels"], pairs = split_excluded(qrels)
+    systems = arguments["retr_systems"]
+
+    def wrapped(system):
+        return remove(system, pairs) if isinstance(system, pd.DataFrame) else system >> ExcludePairs(pairs)
+    if isinstance(systems, dict):
+        arguments["retr_systems"] = {name: wrapped(s) for name, s in systems.items()}
+        return
+    if arguments.get("names") is None:
+        arguments["names"] = [str(s) for s in systems]
+    arguments["retr_systems"] = [wrapped(s) for s in systems]
 
 
 def _to_dict(original):
