@@ -77,6 +77,7 @@ _LAZY = {
     "ModelNotFoundError": "_hub",
     "on_ray": "scale",
     "PairedAccuracy": "measures",
+    "inf_ir_report": "evaluation",
 }
 
 __all__ = ["__version__", "measures", "pMRR", "OG", "Changed", "Reversed", "WISE", "IdealWISE", "SICR",
