@@ -118,7 +118,7 @@ class Exclude(Configured, pt.Transformer):
         self.dataset = dataset
 
     def __repr__(self) -> str:
-        return f"{self.dataset!r}.exclude()"
+        return f"Exclude({self.dataset.name!r})"
 
     def _eq_key(self) -> tuple:
         return (self.dataset.identity(),)
