@@ -20,7 +20,11 @@ the layer changes what PyTerrier would otherwise get wrong:
 - ``batch_size=`` that would put the variants of one query (or one Robustness group) in different batches is
   refused before any system runs: PyTerrier evaluates each batch on its own.
 
-Experiments without such a measure run PyTerrier's code untouched (the same output, byte for byte). The layer is
+Independently of the measures, an experiment whose qrels frame holds rows labelled
+:data:`~pyterrier_instruct.datasets.exclusion.EXCLUDED` (BRIGHT's ``excluded_ids``, as the BRIGHT datasets' qrels carry
+them) is run without those rows in the qrels and with those (query, document) pairs removed from every system's results,
+as BRIGHT's evaluation removes them (``datasets/exclusion.py``). Experiments with neither run PyTerrier's code untouched
+(the same output, byte for byte). The layer is
 installed at ``import pyterrier_instruct`` (when ``pyterrier._evaluation`` is imported, if it is not yet) and
 only on the PyTerrier versions it was tested on (:data:`TESTED`); :data:`STATUS` says whether it is active.
 ``docs/upstream/pyterrier-mean-of-measures.patch`` is the same change as a patch to PyTerrier 1.1.2.

@@ -40,7 +40,8 @@ from .nevir import pair_of, paired_accuracy, paired_accuracy_per_pair
 from .robustness import group_of, robustness, robustness_eval
 
 __all__ = ["pMRR", "OG", "Changed", "Reversed", "WISE", "IdealWISE", "SICR", "InfoSearch_pMRR", "GoldRank",
-           "Robustness", "IFIR_nDCG", "PairedAccuracy", "paired_accuracy", "pmrr", "pmrr_per_doc", "changed_docs", "infosearch_eval", "infosearch_partition",
+           "Robustness", "IFIR_nDCG", "PairedAccuracy", "paired_accuracy",
+           "pmrr", "pmrr_per_doc", "changed_docs", "infosearch_eval", "infosearch_partition",
            "wise", "ideal_wise", "sicr", "infosearch_pmrr", "robustness", "robustness_eval", "group_of", "ifir_ndcg",
            "PairedMeasure", "MissingVariantWarning", "instfol_value", "instfol_query", "instfol_summary", "combine_instfol", "InstfolResult"]
 
