@@ -125,6 +125,8 @@ class Exclude(Configured, pt.Transformer):
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
         pt.validate.columns(inp, includes=["qid", "docno"])
+        if len(inp) == 0:
+            return inp
         from .exclusion import remove
         return remove(inp, self.dataset.excluded_ids())
 
