@@ -16,6 +16,16 @@ from ._files import DataError, decode_line, open_data, parquet_files
 Doc = Tuple[str, str, str]  # docno, title, text
 
 
+def _known(store, docnos: Iterable[str]) -> List[str]:
+    """The requested docnos as strings, each once, in order; one that ``store`` lacks is a ``KeyError`` naming the corpus."""
+    wanted = list(dict.fromkeys(str(d) for d in docnos))
+    missing = store.missing(wanted)
+    if missing:
+        raise KeyError(f"docno(s) {missing[:5]} are not in the corpus {store.path}"
+                       + (f" ({len(missing)} in all)" if len(missing) > 5 else ""))
+    return wanted
+
+
 class DocStore:
     """The documents of a benchmark: ``_id``, optional ``title``, ``text`` per row.
 
@@ -138,11 +148,7 @@ class DocStore:
 
     def get_many(self, docnos: Sequence[str]) -> Dict[str, Tuple[str, str]]:
         """``{docno: (title, text)}`` for the requested docnos only; unknown docnos are an error."""
-        wanted = list(dict.fromkeys(str(d) for d in docnos))
-        missing = self.missing(wanted)
-        if missing:
-            raise KeyError(f"docno(s) {missing[:5]} are not in the corpus {self.path}"
-                           + (f" ({len(missing)} in all)" if len(missing) > 5 else ""))
+        wanted = _known(self, docnos)
         if not wanted:
             return {}
         if self.is_parquet:
@@ -189,9 +195,4 @@ class MemoryDocStore:
         return [d for d in dict.fromkeys(docnos) if d not in self.docs]
 
     def get_many(self, docnos: Sequence[str]) -> Dict[str, Tuple[str, str]]:
-        wanted = list(dict.fromkeys(str(d) for d in docnos))
-        missing = self.missing(wanted)
-        if missing:
-            raise KeyError(f"docno(s) {missing[:5]} are not in the corpus {self.path}"
-                           + (f" ({len(missing)} in all)" if len(missing) > 5 else ""))
-        return {d: self.docs[d] for d in wanted}
+        return {d: self.docs[d] for d in _known(self, docnos)}
