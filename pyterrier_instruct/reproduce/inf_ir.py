@@ -2,8 +2,10 @@
 Ranking (FR-21/22) tasks (nDCG@10) and BRIGHT (nDCG@10 over its 12 tasks, standard documents), printed with the published
 numbers and the difference.
 
-The query is InF-IR's ``query + " " + instruction`` (InF_Embed ``evals/mair.py``); BRIGHT has no instruction, so its queries
-are encoded alone. FollowIR rows rerank each query's fixed candidates (``ds.candidates() >> model.scorer()``); MAIR and
+The query is InF-IR's ``query + " " + instruction`` (InF_Embed ``evals/mair.py``). BRIGHT has no per-query instruction:
+InF-IR's BRIGHT script reads a per-task template from ``bright_configs/<task>.json``, which its repository does not ship, so
+BRIGHT queries are encoded alone unless --bright-instruction gives a template (``{task}`` = the task key, as BRIGHT's
+``configs/<model>/<task>.json`` are filled). FollowIR rows rerank each query's fixed candidates (``ds.candidates() >> model.scorer()``); MAIR and
 BRIGHT rows retrieve from the task's corpus (exact inner product, top 1000; InF-IR searched the top 100, which leaves
 nDCG@10 unchanged). BRIGHT's ``excluded_ids`` are removed from each query's ranking before scoring, as BRIGHT's ``run.py``
 does. e5 rows use the e5 card's ``query: ``/``passage: `` prefixes and mean pooling. InF-Embed has no released checkpoint:
@@ -57,6 +59,9 @@ def main(argv=None) -> int:
     p.add_argument("--inf-embed-paper", default=None, metavar="NAME",
                    help="the paper row it reproduces, e.g. 'e5-base-v2 + InF-Embed' (for the published numbers)")
     p.add_argument("--ties", choices=["docno", "input"], default="docno", help="p-MRR tie-break (default: docno, as mteb)")
+    p.add_argument("--bright-instruction", default="", metavar="TEMPLATE",
+                   help="the instruction of every BRIGHT query, {task} = the task key, e.g. 'Represent this {task} post for "
+                        "searching relevant passages:' (default: none, the query alone)")
     args = parse(p, argv, ROWS, DATASETS)
     if "inf-embed" in args.keys and not args.inf_embed:
         p.error("the inf-embed row needs --inf-embed PATH (no InF-Embed checkpoint is released)")
@@ -79,6 +84,9 @@ def main(argv=None) -> int:
             systems[key] = saved({k: ds.candidates() >> model.scorer() for k, model in models.items()}, args, rows, key)
         else:
             systems[key] = full_retrieval(args, rows, key, ds, models)
+            if ds.entry.family == "bright" and args.bright_instruction:
+                task = pti.SetInstruction(args.bright_instruction.format(task=ds.entry.task))
+                systems[key] = {name: task >> system for name, system in systems[key].items()}
     table = pti.inf_ir_report(pti.PerDataset(systems), datasets, ties=args.ties)
     finish(table, args, rows, "table2", "InF-IR Table 2 (x100): FollowIR, MAIR (nDCG@10), BRIGHT (nDCG@10, 12-task mean)")
     return 0
