@@ -324,12 +324,13 @@ MAIR_TASKS = ("DD_2015", "DD_2016", "DD_2017", "FairRanking_2021", "FairRanking_
 def mair(path: Path):
     """MAIR-Bench/MAIR-Queries and MAIR-Bench/MAIR-Docs downloaded into one folder: <Task>/queries.jsonl, <Task>/docs.jsonl.
     Graded labels; FairRanking_2021 stores integer ids (as some MAIR tasks do)."""
-    for task in MAIR_TASKS:
+    for k, task in enumerate(MAIR_TASKS):  # each task rotates the topics, so that tasks differ
         ints = task == "FairRanking_2021"
         docs = [{"id": 100 + i if ints else f"{task.lower()}-d{i}",
-                 "doc": " ".join(WORDS[BRIGHT_TOPICS[i % 4]].split()[i % 3:]) + f" document {i}."} for i in range(8)]
+                 "doc": " ".join(WORDS[BRIGHT_TOPICS[(i + k) % 4]].split()[(i + k) % 3:]) + f" document {i}."} for i in range(8)]
         queries = []
-        for n, topic in enumerate(BRIGHT_TOPICS[:3]):
+        rotated = BRIGHT_TOPICS[k % 4:] + BRIGHT_TOPICS[:k % 4]
+        for n, topic in enumerate(rotated[:3]):
             queries.append({"qid": f"{task}-{n}", "instruction": f"Find documents on {topic} useful to a {['student', 'journalist', 'farmer'][n]}.",
                             "query": WORDS[topic].split()[0] + " " + WORDS[topic].split()[2],
                             "labels": [{"id": docs[n]["id"], "score": 2}, {"id": docs[n + 4]["id"], "score": 1}]})
