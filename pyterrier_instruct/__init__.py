@@ -18,8 +18,8 @@ from .datasets.irds import register as _register_datasets
 from .datasets.opening import load as load_dataset  # noqa: F401
 from .instructions import (DEFAULT_COMPOSER, VARIANTS, QuerySlot, compose, paired_qid, paired_qrels, paired_topics,  # noqa: F401
                            split_qid)
-from .measures import (OG, SICR, WISE, Changed, GoldRank, IdealWISE, IFIR_nDCG, InfoSearch_pMRR, Reversed, Robustness,  # noqa: F401
-                       changed_docs, pMRR, pmrr)
+from .measures import (OG, SICR, WISE, Changed, GoldRank, IdealWISE, IFIR_nDCG, InfoSearch_pMRR, PairedAccuracy,  # noqa: F401
+                       Reversed, Robustness, changed_docs, pMRR, pmrr)
 
 _pt_compat.install()  # pt.Experiment with paired and standard measures together (when pyterrier is imported)
 _register_datasets()  # ir_datasets ids instruct/<name>; files are located and read on first access
@@ -32,7 +32,7 @@ PUBLIC_MODULES = ("rewrite", "base", "errors", "pointwise", "listwise", "dense",
 #: Subpackages served as modules (``pti.datasets``, ``pti.evaluation``).
 SUBPACKAGES = ("datasets", "evaluation")
 _EAGER = ["__version__", "measures", "pMRR", "OG", "Changed", "Reversed", "WISE", "IdealWISE", "SICR", "InfoSearch_pMRR",
-          "GoldRank", "Robustness", "IFIR_nDCG", "pmrr", "changed_docs", "compose", "paired_topics", "paired_qrels",
+          "GoldRank", "Robustness", "IFIR_nDCG", "PairedAccuracy", "pmrr", "changed_docs", "compose", "paired_topics", "paired_qrels",
           "paired_qid", "split_qid", "DEFAULT_COMPOSER", "VARIANTS", "QuerySlot", "load_dataset"]
 
 

@@ -5,24 +5,14 @@ Plain data, no heavy imports: the ir_datasets registration and the PyTerrier pro
 """
 from __future__ import annotations
 
-from typing import Dict, NamedTuple, Optional, Tuple
+from typing import Dict, Optional, Tuple
 
 
-class Entry(NamedTuple):
-    family: str                 # layout reader: bundled, followir, followir-mteb, mfollowir, infosearch, ifir, instructir, beir
-    repo_id: Optional[str]      # hub dataset repository (None: bundled with the package)
-    revision: Optional[str]     # pinned commit; None = the repository's main branch (no usable pin published)
-    measure: str                # the benchmark's standard retrieval measure
-    size: str                   # published size (the paper's dataset table or the hub card)
-    licence: str
-    subdir: Optional[str] = None    # folder inside the repository (IFIR subsets)
-    lang: Optional[str] = None      # mFollowIR language of the {config}-{lang} folders
-    allow: Tuple[str, ...] = ()     # files to download
-    split: Optional[str] = None     # BEIR: the qrels split read (test; dev = qrels/dev.tsv, else qrels/train.tsv)
+from .entry import Entry  # noqa: F401 - the record of every id below (its own module: catalog.py reads it too)
 
 
 #: Families that define no candidate lists: they are evaluated by full retrieval over the corpus.
-FULL_RETRIEVAL = frozenset({"ifir", "instructir", "beir"})
+FULL_RETRIEVAL = frozenset({"ifir", "instructir", "beir", "bright", "mair"})
 
 
 _FOLLOWIR_FILES = ("corpus.jsonl", "queries.jsonl", "qrels_og/*", "qrels_changed/*", "top_ranked.jsonl", "README.md")
@@ -112,6 +102,10 @@ for _key, (_name, _test, _docs, _sel) in BEIR.items():
     if _sel:
         DATASETS[f"beir/{_key}/dev"] = Entry("beir", f"BeIR/{_name}", None, "nDCG@10", f"{_sel}, {_docs} docs",
                                              _BEIR_LICENCE, allow=_BEIR_FILES, split="dev")
+
+
+from .catalog import entries as _bright_mair_nevir  # noqa: E402 - BRIGHT, MAIR, NevIR (its module imports Entry)
+DATASETS.update(_bright_mair_nevir())
 
 
 def qrels_repo(entry: Entry) -> Optional[str]:
