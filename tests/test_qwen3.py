@@ -3,6 +3,8 @@ the README's transformers code (QwenLM/Qwen3-Embedding at f4ad0c4, lines 82–13
 README), mteb 2.x's Qwen3 reranker wrapper, and sentence-transformers configured from the checkpoint's own files."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -179,3 +181,16 @@ def test_embedding_appends_endoftext_once_and_dim_truncates(qwen):
     with pytest.raises(ValueError, match="dim"):
         pti.Qwen3Embedding(path, dim=0)
     assert repr(pti.Qwen3Embedding.eight_b(dim=256)) == "Qwen3Embedding.eight_b(dim=256)"
+
+
+def test_reproduction_cli_rows(qwen, tmp_path):
+    """The new --systems rows (not run by default: the papers did not report them) run on the tiny weights."""
+    from pyterrier_instruct.reproduce.cli import main
+    out = tmp_path / "followir"
+    robust04 = str(Path(__file__).parent / "data" / "layouts" / "jhu-clsp" / "robust04-instructions")
+    assert main(["followir", "--dataset", "followir/robust04", "--path", robust04, "--out", str(out), "--quiet",
+                 "--systems", "bm25,qwen3-reranker,mxbai-rerank-v2,qwen3-embedding", "--qwen3-reranker", qwen["reranker"],
+                 "--mxbai-rerank-v2", qwen["qwen2"], "--qwen3-embedding", qwen["embedding"]]) == 0
+    table = pd.read_csv(out / "table2.csv")
+    assert table["Model"].tolist() == ["BM25 (pool)", "Qwen3-Reranker-0.6B", "mxbai-rerank-base-v2", "Qwen3-Embedding-0.6B"]
+    assert table["robust04 p-MRR"].notna().all()

@@ -35,6 +35,12 @@ ROWS = {
     "repllama": Row("RepLLaMA", "RepLLaMA", "samaya-ai/RepLLaMA-reproduced"),
     "e5-mistral": Row("E5-mistral", "E5-mistral", "intfloat/e5-mistral-7b-instruct"),
     "rank-zephyr": Row("RankZephyr", None, "castorini/rank_zephyr_7b_v1_full", "listwise, top 100 of the candidates"),
+    "qwen3-reranker": Row("Qwen3-Reranker-0.6B", None, "Qwen/Qwen3-Reranker-0.6B", "2025, not in the paper: instruction in <Instruct>",
+                          default=False),
+    "mxbai-rerank-v2": Row("mxbai-rerank-base-v2", None, "mixedbread-ai/mxbai-rerank-base-v2",
+                           "2025, not in the paper: instruction in its instruction: field", default=False),
+    "qwen3-embedding": Row("Qwen3-Embedding-0.6B", None, "Qwen/Qwen3-Embedding-0.6B", "2025, not in the paper: instruction in Instruct:",
+                           default=False),
 }
 DATASETS = ["followir/robust04", "followir/news21", "followir/core17"]
 
@@ -57,6 +63,9 @@ def main(argv=None) -> int:
         "promptriever": lambda: pti.Promptriever(m["promptriever"], style="mteb", **kw).scorer(),
         "repllama": lambda: pti.RepLLaMA(m["repllama"], style="mteb", **kw).scorer(),
         "e5-mistral": lambda: pti.E5Mistral(m["e5-mistral"], **kw).scorer(),
+        "qwen3-reranker": lambda: pti.Qwen3Reranker(m["qwen3-reranker"], **kw),
+        "mxbai-rerank-v2": lambda: pti.MxbaiRerankV2(m["mxbai-rerank-v2"], **kw),
+        "qwen3-embedding": lambda: pti.Qwen3Embedding(m["qwen3-embedding"], **kw).scorer(),
         "rank-zephyr": lambda: pti.RankZephyr(
             backend=pti.HFBackend(m["rank-zephyr"], **kw) if args.listwise_backend == "hf" else pti.VLLMBackend(m["rank-zephyr"]),
             depth=100, verbose=kw["verbose"]),
