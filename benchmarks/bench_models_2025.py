@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -27,16 +26,8 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "tests"))
 import tiny_models  # noqa: E402
 
 import pyterrier_instruct as pti  # noqa: E402
+from bench_pointwise import timed  # noqa: E402  (same folder)
 from pyterrier_instruct.prompts import QWEN3_DEFAULT_INSTRUCTION  # noqa: E402
-
-
-def timed(fn, repeat=2):
-    best, out = float("inf"), None
-    for _ in range(repeat):
-        t = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t)
-    return out, best
 
 
 def agreement(ours, theirs, frame) -> str:

@@ -18,8 +18,8 @@ from __future__ import annotations
 import sys
 
 import pyterrier_instruct as pti
-from pyterrier_instruct.reproduce import (Row, check_models, finish, model_options, on_cluster, open_datasets, parse, parser,
-                                          saved, selected)
+from pyterrier_instruct.reproduce import (ROWS_2025, Row, check_models, finish, model_options, on_cluster, open_datasets, parse, parser,
+                                          rerankers_2025, saved, selected)
 
 ROWS = {
     "bm25": Row("BM25 (pool)", paper="BM25"),
@@ -30,12 +30,7 @@ ROWS = {
     "e5-mistral": Row("E5-Mistral", "E5-Mistral-ins", "intfloat/e5-mistral-7b-instruct"),
     "rank-zephyr": Row("RankZephyr", "RankZephyr-v1", "castorini/rank_zephyr_7b_v1_full"),
     "rank-vicuna": Row("RankVicuna", "RankVicuna-v1", "castorini/rank_vicuna_7b_v1"),
-    "qwen3-reranker": Row("Qwen3-Reranker-0.6B", None, "Qwen/Qwen3-Reranker-0.6B", "2025, not in the paper: instruction in <Instruct>",
-                          default=False),
-    "mxbai-rerank-v2": Row("mxbai-rerank-base-v2", None, "mixedbread-ai/mxbai-rerank-base-v2",
-                           "2025, not in the paper: instruction in its instruction: field", default=False),
-    "qwen3-embedding": Row("Qwen3-Embedding-0.6B", None, "Qwen/Qwen3-Embedding-0.6B", "2025, not in the paper: instruction in Instruct:",
-                           default=False),
+    **ROWS_2025,
     "zephyr": Row("Zephyr-beta (listwise)", "Zephyr-beta", "HuggingFaceH4/zephyr-7b-beta", "RankZephyr's prompt"),
     "gpt-4o": Row("GPT-4o (RankGPT)", "GPT-4o", "gpt-4o", "an OpenAI-compatible model name; see --openai-base-url",
                   default=False, hub=False),
@@ -64,9 +59,7 @@ def main(argv=None) -> int:
         "mistral": lambda: pti.CausalLMReranker.mistral_instruct(m["mistral"], style="infosearch", **kw),
         "llama": lambda: pti.CausalLMReranker.llama(m["llama"], **kw),
         "e5-mistral": lambda: pti.E5Mistral(m["e5-mistral"], **kw).scorer(),
-        "qwen3-reranker": lambda: pti.Qwen3Reranker(m["qwen3-reranker"], **kw),
-        "mxbai-rerank-v2": lambda: pti.MxbaiRerankV2(m["mxbai-rerank-v2"], **kw),
-        "qwen3-embedding": lambda: pti.Qwen3Embedding(m["qwen3-embedding"], **kw).scorer(),
+        **rerankers_2025(m, kw),
         "rank-zephyr": lambda: listwise(pti.RankZephyr, "rank-zephyr"),
         "rank-vicuna": lambda: listwise(pti.RankVicuna, "rank-vicuna"),
         "zephyr": lambda: listwise(pti.RankZephyr, "zephyr"),
