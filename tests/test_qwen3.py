@@ -87,6 +87,26 @@ def test_reranker_sequence_classification_conversion_gives_the_same_scores(qwen,
     assert np.abs(shared(FRAME)["score"].to_numpy() - reference).max() < 1e-4
 
 
+def test_reranker_two_label_conversion_gives_the_same_scores(qwen, reference, tmp_path):
+    """A conversion whose head is the ``[no, yes]`` rows of ``lm_head`` (two labels): softmax over them is p(yes)."""
+    import shutil
+
+    import torch
+    import transformers
+    lm = transformers.AutoModelForCausalLM.from_pretrained(qwen["reranker"])
+    tok = transformers.AutoTokenizer.from_pretrained(qwen["reranker"])
+    config = transformers.AutoConfig.from_pretrained(qwen["reranker"], num_labels=2, architectures=["Qwen3ForSequenceClassification"])
+    cls = transformers.Qwen3ForSequenceClassification(config)
+    cls.model.load_state_dict(lm.model.state_dict())
+    with torch.no_grad():
+        cls.score.weight.copy_(lm.lm_head.weight[[tok.convert_tokens_to_ids("no"), tok.convert_tokens_to_ids("yes")]])
+    cls.save_pretrained(str(tmp_path))
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(f"{qwen['reranker']}/{name}", tmp_path / name)
+    scores = pti.Qwen3Reranker(str(tmp_path), verbose=False)(FRAME)["score"].to_numpy()
+    assert np.abs(scores - reference).max() < 1e-4
+
+
 def test_reranker_truncation_reference_equals_the_readme_on_cut_documents(qwen):
     ref = readme_reranker(qwen["reranker"], rows_of(FRAME), max_length=90)
     cut = pti.Qwen3Reranker(qwen["reranker"], max_length=90, truncation="reference", verbose=False)
