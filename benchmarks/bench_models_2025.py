@@ -10,7 +10,7 @@ on the same random weights and inputs (so only ratios are meaningful), with the 
 
 Weights: ``tests/tiny_models.tiny_qwen`` at hidden 256, 4 layers (Qwen3 for the first two, Qwen2 for mxbai).
 Inputs: the bundled instruct-mini candidates (query + instruction, real-length documents).
-Usage: ``python benchmarks/bench_models_2025.py [--rows 192] [--batch-size 16] [--threads 2]``
+Usage: ``python benchmarks/bench_models_2025.py [--rows 192] [--batch-size 16] [--threads 2] [--families reranker,embedding,mxbai]``
 """
 from __future__ import annotations
 
@@ -107,7 +107,9 @@ def main():
     ap.add_argument("--rows", type=int, default=192)
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--families", default="reranker,embedding,mxbai", help="which of reranker, embedding, mxbai to run")
     args = ap.parse_args()
+    families = args.families.split(",")
     torch.set_num_threads(args.threads)
     ds = pti.load_dataset("instruct-mini")
     frame = ds.candidates("text")(ds.get_topics()).head(args.rows).reset_index(drop=True)
@@ -116,9 +118,10 @@ def main():
           f"batch size {args.batch_size}, {args.threads} threads")
     with tempfile.TemporaryDirectory() as tmp:
         size = dict(hidden_size=256, layers=4)
-        qwen3_reranker(tiny_models.tiny_qwen(Path(tmp), "reranker", **size), frame, args.batch_size)
-        qwen3_embedding(tiny_models.tiny_qwen(Path(tmp), "embedding", **size), frame, args.batch_size)
-        mxbai(tiny_models.tiny_qwen(Path(tmp), "qwen2", **size), frame, args.batch_size)
+        for name, run, kind in (("reranker", qwen3_reranker, "reranker"), ("embedding", qwen3_embedding, "embedding"),
+                                ("mxbai", mxbai, "qwen2")):
+            if name in families:
+                run(tiny_models.tiny_qwen(Path(tmp), kind, **size), frame, args.batch_size)
 
 
 if __name__ == "__main__":
