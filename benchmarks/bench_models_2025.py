@@ -71,8 +71,11 @@ def qwen3_embedding(path, frame, bs):
         dv = dict(zip(docs, st.encode(docs, batch_size=bs)))
         return np.array([qv[(i, q)] @ dv[t] for i, q, t in zip(instructions, frame["query"], frame["text"])])
 
+    ours = pti.Qwen3Embedding(path, batch_size=bs, verbose=False)
+    ours.embedder()  # loaded before timing, as the peer is
+
     def run():
-        ours = pti.Qwen3Embedding(path, batch_size=bs, verbose=False)  # a fresh document cache each run
+        ours.clear_cache()  # every document encoded in every run
         return ours(frame)["score"].to_numpy()
     got, t_ours = timed(run)
     want, t_peer = timed(peer)
