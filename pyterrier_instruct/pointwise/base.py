@@ -133,13 +133,17 @@ class PointwiseReranker(InstructReranker, family=False):
         return [{"input_ids": i} for i in ids]
 
     def _fit(self, query: str, text: str, length: int, instruction: Optional[str] = None) -> List[int]:
-        """The longest document prefix (in words) whose prompt fits; then, if needed, the longest query prefix.
+        """The longest document prefix (in words) whose prompt fits; then, if needed, the longest query prefix; then the
+        longest prefix of the instruction of a template's own ``{instruction}`` slot.
         The search starts from an estimate (``length`` = the untruncated prompt's tokens), so a few tokenisations
         suffice."""
         tok, limit = self._tokenizer, self._max_length
 
         def ids(q, n_doc, words):
             return tok(render(self.template, q, " ".join(words[:n_doc]), instruction), verbose=False)["input_ids"]
+
+        def ids_with(q, cut_instruction):
+            return tok(render(self.template, q, "", cut_instruction), verbose=False)["input_ids"]
 
         words = text.split()
         per_word = length / max(1, len(words) + len(query.split()))
@@ -149,9 +153,13 @@ class PointwiseReranker(InstructReranker, family=False):
             return ids(query, best, words)
         qwords = query.split()
         bestq = self._longest(lambda n: len(ids(" ".join(qwords[:n]), 0, words)) <= limit, len(qwords), 0)
-        if bestq is None:
+        if bestq is not None:
+            return ids(" ".join(qwords[:bestq]), 0, words)
+        iwords = (instruction or "").split()  # a template's own {instruction} slot is cut last
+        besti = self._longest(lambda n: len(ids_with("", " ".join(iwords[:n]))) <= limit, len(iwords), 0) if iwords else None
+        if besti is None:
             raise ValueError(f"{self!r}: the template alone is longer than max_length={limit} tokens")
-        return ids(" ".join(qwords[:bestq]), 0, words)
+        return ids_with("", " ".join(iwords[:besti]))
 
     @staticmethod
     def _longest(fits, n: int, guess: int) -> Optional[int]:
