@@ -207,6 +207,26 @@ def test_vllm_parallel_sizes_reach_each_actor(ray_cluster, tiny, frames, tmp_pat
     assert all(e["tensor_parallel_size"] == 2 and e["pipeline_parallel_size"] == 2 for e in engines)
 
 
+def test_pointwise_vllm_on_ray_equals_one_process(ray_cluster, tiny, frames, tmp_path):
+    """FollowIR7B(backend='vllm') on 2 actors, each with its own engine (the stand-in of tests/fake_vllm.py, which runs
+    the tiny model): the same run as in one process."""
+    import sys
+    import fake_vllm
+    shim = tmp_path / "shim" / "vllm"
+    shim.mkdir(parents=True)
+    (shim / "__init__.py").write_text("from fake_vllm import LLM, SamplingParams  # noqa: F401\n")
+    make = lambda: pti.FollowIR7B(tiny["mistral"], backend="vllm", verbose=False)  # noqa: E731
+    sys.modules["vllm"] = fake_vllm
+    try:
+        ref = make()(frames[1])
+    finally:
+        del sys.modules["vllm"]
+    path = [str(shim.parent), os.path.dirname(__file__), os.environ.get("PYTHONPATH", "")]
+    remote = pti.on_ray(make(), workers=2, block_rows=2 * 28, runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(p for p in path if p)}})
+    same_run(remote(frames[1]), ref, atol=1e-6)
+    assert remote.last_run["workers"] == 2 and remote.last_run["blocks"] >= 2
+
+
 def test_openai_backend_keeps_one_global_concurrency_limit(ray_cluster, frames):
     """Two actors share the backend's ``concurrency`` (2): each is allowed one request in flight, so the server never
     sees more than 2 at once, although each actor's backend call holds several windows."""
