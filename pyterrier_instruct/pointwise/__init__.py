@@ -1,8 +1,10 @@
 """Pointwise instruction-following rerankers: monoT5 (seq2seq), causal-LM true/false (FollowIR-7B, Mistral,
-Llama, GritLM, any model + template), cross-encoders (MonoBERT, TART, any sequence classifier). Shared machinery in
-``_core``."""
+Llama, GritLM, any model + template), cross-encoders (MonoBERT, TART, any sequence classifier), Qwen3-Reranker and mxbai-rerank-v2.
+Shared machinery in ``_core``."""
 from .causal import CausalLMReranker, FollowIR7B
 from .cross_encoder import TART, CrossEncoderReranker, MonoBERT
+from .mxbai import MxbaiRerankV2
+from .qwen3 import Qwen3Reranker
 from .seq2seq import MonoT5
 
-__all__ = ["MonoT5", "CausalLMReranker", "FollowIR7B", "CrossEncoderReranker", "MonoBERT", "TART"]
+__all__ = ["MonoT5", "CausalLMReranker", "FollowIR7B", "CrossEncoderReranker", "MonoBERT", "TART", "Qwen3Reranker", "MxbaiRerankV2"]
