@@ -15,14 +15,22 @@ from pyterrier_instruct._optional import is_available
 from pyterrier_instruct._tokens import common_prefix_length
 from pyterrier_instruct.backends import VLLMBackend
 
+#: every causal pointwise family and preset: (constructor, tiny model kind)
 PRESETS = {
-    "followir_7b": pti.FollowIR7B,
-    "mistral_instruct": pti.CausalLMReranker.mistral_instruct,
-    "mistral_infosearch": lambda m, **kw: pti.CausalLMReranker.mistral_instruct(m, style="infosearch", **kw),
-    "llama_chat": pti.CausalLMReranker.llama_chat,
-    "llama": pti.CausalLMReranker.llama,
-    "gritlm": pti.CausalLMReranker.gritlm,
+    "followir_7b": (pti.FollowIR7B, "mistral"),
+    "mistral_instruct": (pti.CausalLMReranker.mistral_instruct, "mistral"),
+    "mistral_infosearch": (lambda m, **kw: pti.CausalLMReranker.mistral_instruct(m, style="infosearch", **kw), "mistral"),
+    "llama_chat": (pti.CausalLMReranker.llama_chat, "mistral"),
+    "llama": (pti.CausalLMReranker.llama, "mistral"),
+    "gritlm": (pti.CausalLMReranker.gritlm, "mistral"),
+    "qwen3_reranker": (pti.Qwen3Reranker, "reranker"),
+    "qwen3_reranker_reference_truncation": (lambda m, **kw: pti.Qwen3Reranker(m, truncation="reference", **kw), "reranker"),
+    "mxbai_rerank_v2": (pti.MxbaiRerankV2, "qwen2"),
 }
+
+
+def model_of(kind, tiny, qwen):
+    return tiny[kind] if kind == "mistral" else qwen[kind]
 
 
 @pytest.fixture
@@ -49,10 +57,11 @@ def frame():
 
 
 @pytest.mark.parametrize("name", list(PRESETS))
-def test_vllm_scores_equal_the_transformers_path(tiny, frame, stand_in, name):
-    make = PRESETS[name]
-    want = make(tiny["mistral"], batch_size=4)(frame)
-    got = make(tiny["mistral"], backend="vllm")(frame)
+def test_vllm_scores_equal_the_transformers_path(tiny, qwen, frame, stand_in, name):
+    make, kind = PRESETS[name]
+    model = model_of(kind, tiny, qwen)
+    want = make(model, batch_size=4)(frame)
+    got = make(model, backend="vllm")(frame)
     assert got.docno.tolist() == want.docno.tolist() and got["rank"].tolist() == want["rank"].tolist()
     np.testing.assert_allclose(got["score"], want["score"], rtol=0, atol=1e-4)
     assert len(set(np.round(want["score"], 4))) > 5  # the tiny model discriminates
@@ -110,7 +119,7 @@ def test_an_approximate_top_k_formulation_fails(tiny, frame, stand_in):
     queries = [f"{q} {i}".strip() for q, i in zip(frame["query"], frame["instruction"])]
     feats = r._encode(queries, frame["text"].tolist())
     raw = stand_in.LLM(tiny["mistral"])
-    for k in (2, 5, 20):
+    for k in (2, 20):
         outs = raw.generate([{"prompt_token_ids": f["input_ids"]} for f in feats],
                             stand_in.SamplingParams(temperature=0.0, max_tokens=1, logprobs=k))
         approx = []
@@ -125,10 +134,10 @@ def test_an_approximate_top_k_formulation_fails(tiny, frame, stand_in):
     lying = VLLMBackend(tiny["mistral"], logprobs_mode="processed_logprobs")
     lying._llm = raw  # an engine that ignores logprobs_mode (older than 0.10.2)
     with pytest.raises(RuntimeError, match="no value for answer token"):
-        lying.answer_logits([f["input_ids"] for f in feats], r._ids)
+        lying.answer_logits([f["input_ids"] for f in feats[:5]], r._ids)
 
 
-def test_backend_arguments_are_checked_early(tiny, stand_in):
+def test_backend_arguments_are_checked_early(tiny, qwen, stand_in):
     m = tiny["mistral"]
     with pytest.raises(ValueError, match="backend must be 'hf', 'vllm'"):
         pti.FollowIR7B(m, backend="openai")
@@ -144,6 +153,8 @@ def test_backend_arguments_are_checked_early(tiny, stand_in):
         pti.FollowIR7B(m, backend="vllm", share_prefix=True)
     with pytest.raises(ValueError, match="logprobs_mode must be None or one of"):
         VLLMBackend(m, logprobs_mode="logits")
+    with pytest.raises(ValueError, match="sequence-classification checkpoint"):
+        pti.Qwen3Reranker(qwen["reranker-seq-cls"], backend="vllm")(pd.DataFrame([{"qid": "1", "query": "q", "docno": "d", "text": "t"}]))
     with pytest.raises(ValueError, match="needs log-probabilities"):
         VLLMBackend(m, logprobs_mode="processed_logits").generate_logprobs([], max_new_tokens=1, top_logprobs=1)
 
@@ -165,14 +176,14 @@ def test_repr_eq_pickle_empty_frame_and_a_ready_backend(tiny, frame, stand_in):
 
 
 @pytest.mark.skipif(not is_available("vllm"), reason="vLLM is not installed (it cannot be, on these machines)")
-def test_real_vllm_equals_the_transformers_path(tiny, frame):  # pragma: no cover - needs vLLM and a GPU
+def test_real_vllm_equals_the_transformers_path(tiny, qwen, frame):  # pragma: no cover - needs vLLM and a GPU
     import torch
     if not torch.cuda.is_available():
         pytest.skip("vLLM needs a GPU")
     if "fake_vllm" in repr(sys.modules.get("vllm")):
         pytest.skip("the stand-in is installed in place of vLLM")
     opts = {"dtype": "float32", "enforce_eager": True, "gpu_memory_utilization": 0.3, "max_model_len": 2048}
-    for name, make in PRESETS.items():
-        want = make(tiny["mistral"])(frame)["score"]
-        got = make(tiny["mistral"], backend="vllm", backend_options=opts)(frame)["score"]
+    for name, (make, kind) in PRESETS.items():
+        want = make(model_of(kind, tiny, qwen))(frame)["score"]
+        got = make(model_of(kind, tiny, qwen), backend="vllm", backend_options=opts)(frame)["score"]
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-4, err_msg=name)

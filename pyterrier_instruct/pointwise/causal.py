@@ -89,10 +89,20 @@ class CausalLMReranker(TrueFalseReranker):
         if self.backend == "hf":
             return super()._load()
         if self._tokenizer is None:  # the engine's tokenizer (the same ids); the model runs inside the engine
+            if any(a.endswith("ForSequenceClassification") for a in (self._model_config().architectures or ())):
+                raise ValueError(f"{self!r}: {self.model_name_or_path} is a sequence-classification checkpoint; backend='vllm' "
+                                 "scores a causal LM's answer tokens: use its causal-LM checkpoint, or backend='hf'")
             tok = self.backend._tokenizer()
             self._ids = self._answer_ids(tok, self.backend.model)
             self._tokenizer, self._max_length = tok, self.max_length or self._reference_max_length(tok)
         return None, self._tokenizer
+
+    def _model_config(self):
+        """The checkpoint's ``transformers`` config: the loaded model's, or read from the folder on the vLLM path."""
+        if self._model is not None:
+            return self._model.config
+        import transformers
+        return from_pretrained(transformers.AutoConfig, model_path(self.model_name_or_path))
 
     def _answer_ids(self, tok, path: str):
         """``[vocab[false_token], vocab[true_token]]``: the token ids whose logits are compared."""
