@@ -3,6 +3,8 @@ the README's transformers code (QwenLM/Qwen3-Embedding at f4ad0c4, lines 82–13
 README), mteb 2.x's Qwen3 reranker wrapper, and sentence-transformers configured from the checkpoint's own files."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -83,6 +85,26 @@ def test_reranker_sequence_classification_conversion_gives_the_same_scores(qwen,
     assert np.abs(model(FRAME)["score"].to_numpy() - reference).max() < 1e-4
     shared = pti.Qwen3Reranker(qwen["reranker-seq-cls"], batch_size=3, share_prefix=True, verbose=False)
     assert np.abs(shared(FRAME)["score"].to_numpy() - reference).max() < 1e-4
+
+
+def test_reranker_two_label_conversion_gives_the_same_scores(qwen, reference, tmp_path):
+    """A conversion whose head is the ``[no, yes]`` rows of ``lm_head`` (two labels): softmax over them is p(yes)."""
+    import shutil
+
+    import torch
+    import transformers
+    lm = transformers.AutoModelForCausalLM.from_pretrained(qwen["reranker"])
+    tok = transformers.AutoTokenizer.from_pretrained(qwen["reranker"])
+    config = transformers.AutoConfig.from_pretrained(qwen["reranker"], num_labels=2, architectures=["Qwen3ForSequenceClassification"])
+    cls = transformers.Qwen3ForSequenceClassification(config)
+    cls.model.load_state_dict(lm.model.state_dict())
+    with torch.no_grad():
+        cls.score.weight.copy_(lm.lm_head.weight[[tok.convert_tokens_to_ids("no"), tok.convert_tokens_to_ids("yes")]])
+    cls.save_pretrained(str(tmp_path))
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(f"{qwen['reranker']}/{name}", tmp_path / name)
+    scores = pti.Qwen3Reranker(str(tmp_path), verbose=False)(FRAME)["score"].to_numpy()
+    assert np.abs(scores - reference).max() < 1e-4
 
 
 def test_reranker_truncation_reference_equals_the_readme_on_cut_documents(qwen):
@@ -179,3 +201,16 @@ def test_embedding_appends_endoftext_once_and_dim_truncates(qwen):
     with pytest.raises(ValueError, match="dim"):
         pti.Qwen3Embedding(path, dim=0)
     assert repr(pti.Qwen3Embedding.eight_b(dim=256)) == "Qwen3Embedding.eight_b(dim=256)"
+
+
+def test_reproduction_cli_rows(qwen, tmp_path):
+    """The new --systems rows (not run by default: the papers did not report them) run on the tiny weights."""
+    from pyterrier_instruct.reproduce.cli import main
+    out = tmp_path / "followir"
+    robust04 = str(Path(__file__).parent / "data" / "layouts" / "jhu-clsp" / "robust04-instructions")
+    assert main(["followir", "--dataset", "followir/robust04", "--path", robust04, "--out", str(out), "--quiet",
+                 "--systems", "bm25,qwen3-reranker,mxbai-rerank-v2,qwen3-embedding", "--qwen3-reranker", qwen["reranker"],
+                 "--mxbai-rerank-v2", qwen["qwen2"], "--qwen3-embedding", qwen["embedding"]]) == 0
+    table = pd.read_csv(out / "table2.csv")
+    assert table["Model"].tolist() == ["BM25 (pool)", "Qwen3-Reranker-0.6B", "mxbai-rerank-base-v2", "Qwen3-Embedding-0.6B"]
+    assert table["robust04 p-MRR"].notna().all()

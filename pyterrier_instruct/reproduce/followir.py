@@ -21,8 +21,8 @@ from __future__ import annotations
 import sys
 
 import pyterrier_instruct as pti
-from pyterrier_instruct.reproduce import (Row, check_models, finish, model_options, on_cluster, open_datasets, parse, parser,
-                                          saved, selected)
+from pyterrier_instruct.reproduce import (ROWS_2025, Row, check_models, finish, model_options, on_cluster, open_datasets, parse, parser,
+                                          rerankers_2025, saved, selected)
 
 ROWS = {
     "bm25": Row("BM25 (pool)", paper="BM25", help="FollowIR's BM25 over each query's candidates"),
@@ -35,6 +35,7 @@ ROWS = {
     "repllama": Row("RepLLaMA", "RepLLaMA", "samaya-ai/RepLLaMA-reproduced"),
     "e5-mistral": Row("E5-mistral", "E5-mistral", "intfloat/e5-mistral-7b-instruct"),
     "rank-zephyr": Row("RankZephyr", None, "castorini/rank_zephyr_7b_v1_full", "listwise, top 100 of the candidates"),
+    **ROWS_2025,
 }
 DATASETS = ["followir/robust04", "followir/news21", "followir/core17"]
 
@@ -57,6 +58,7 @@ def main(argv=None) -> int:
         "promptriever": lambda: pti.Promptriever(m["promptriever"], style="mteb", **kw).scorer(),
         "repllama": lambda: pti.RepLLaMA(m["repllama"], style="mteb", **kw).scorer(),
         "e5-mistral": lambda: pti.E5Mistral(m["e5-mistral"], **kw).scorer(),
+        **rerankers_2025(m, kw),
         "rank-zephyr": lambda: pti.RankZephyr(
             backend=pti.HFBackend(m["rank-zephyr"], **kw) if args.listwise_backend == "hf" else pti.VLLMBackend(m["rank-zephyr"]),
             depth=100, verbose=kw["verbose"]),

@@ -18,8 +18,8 @@ from __future__ import annotations
 import sys
 
 import pyterrier_instruct as pti
-from pyterrier_instruct.reproduce import (Row, check_models, finish, model_options, on_cluster, open_datasets, parse, parser,
-                                          saved, selected)
+from pyterrier_instruct.reproduce import (ROWS_2025, Row, check_models, finish, model_options, on_cluster, open_datasets, parse, parser,
+                                          rerankers_2025, saved, selected)
 
 ROWS = {
     "bm25": Row("BM25 (pool)", paper="BM25"),
@@ -30,6 +30,7 @@ ROWS = {
     "e5-mistral": Row("E5-Mistral", "E5-Mistral-ins", "intfloat/e5-mistral-7b-instruct"),
     "rank-zephyr": Row("RankZephyr", "RankZephyr-v1", "castorini/rank_zephyr_7b_v1_full"),
     "rank-vicuna": Row("RankVicuna", "RankVicuna-v1", "castorini/rank_vicuna_7b_v1"),
+    **ROWS_2025,
     "zephyr": Row("Zephyr-beta (listwise)", "Zephyr-beta", "HuggingFaceH4/zephyr-7b-beta", "RankZephyr's prompt"),
     "gpt-4o": Row("GPT-4o (RankGPT)", "GPT-4o", "gpt-4o", "an OpenAI-compatible model name; see --openai-base-url",
                   default=False, hub=False),
@@ -58,6 +59,7 @@ def main(argv=None) -> int:
         "mistral": lambda: pti.CausalLMReranker.mistral_instruct(m["mistral"], style="infosearch", **kw),
         "llama": lambda: pti.CausalLMReranker.llama(m["llama"], **kw),
         "e5-mistral": lambda: pti.E5Mistral(m["e5-mistral"], **kw).scorer(),
+        **rerankers_2025(m, kw),
         "rank-zephyr": lambda: listwise(pti.RankZephyr, "rank-zephyr"),
         "rank-vicuna": lambda: listwise(pti.RankVicuna, "rank-vicuna"),
         "zephyr": lambda: listwise(pti.RankZephyr, "zephyr"),
