@@ -65,7 +65,9 @@ class SamplingParams:
         if allowed_token_ids is not None and not allowed_token_ids:
             raise ValueError("allowed_token_ids is not None and empty!")
         self.requested = dict(n=n, temperature=temperature, top_p=top_p, max_tokens=max_tokens, min_tokens=min_tokens, seed=seed,
-                              stop=stop, logprobs=logprobs, allowed_token_ids=allowed_token_ids)
+                              stop=stop, logprobs=logprobs)
+        if allowed_token_ids is not None:
+            self.requested["allowed_token_ids"] = allowed_token_ids
         if temperature < 1e-5:  # greedy: vLLM resets the sampling filters
             top_p = 1.0
         self.n, self.temperature, self.top_p, self.max_tokens, self.min_tokens, self.seed, self.stop = \
