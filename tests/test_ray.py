@@ -232,6 +232,9 @@ def test_pointwise_vllm_on_ray_equals_one_process(ray_cluster, tiny, frames, tmp
     remote = pti.on_ray(make(), workers=2, block_rows=2 * 28, runtime_env={"env_vars": env})
     same_run(remote(frames[1]), ref, atol=1e-6)
     assert remote.last_run["workers"] == 2 and remote.last_run["blocks"] >= 2
+    # the actors' engine counts come back to the driver's backend: every row one request, the prefix cache used
+    stats = remote.transformer.backend.stats
+    assert stats["requests"] == len(frames[1]) and 0 < stats["cached_tokens"] < stats["prompt_tokens"]
 
 
 def test_openai_backend_keeps_one_global_concurrency_limit(ray_cluster, frames):

@@ -11,7 +11,7 @@ import pandas as pd
 
 from .._tokens import common_prefix_length
 from .._config import preset
-from .._hub import from_pretrained, model_path
+from .._hub import from_pretrained, loading, model_path
 from ..prompts import PROMPTS
 from ._core import TrueFalseReranker, two_way
 from ._vllm import engine_backend, engine_scores
@@ -89,7 +89,9 @@ class CausalLMReranker(TrueFalseReranker):
         if self.backend == "hf":
             return super()._load()
         if self._tokenizer is None:  # the engine's tokenizer (the same ids); the model runs inside the engine
-            if any(a.endswith("ForSequenceClassification") for a in (self._model_config().architectures or ())):
+            with loading(self.model_name_or_path):
+                architectures = self._model_config().architectures or ()
+            if any(a.endswith("ForSequenceClassification") for a in architectures):
                 raise ValueError(f"{self!r}: {self.model_name_or_path} is a sequence-classification checkpoint; backend='vllm' "
                                  "scores a causal LM's answer tokens: use its causal-LM checkpoint, or backend='hf'")
             tok = self.backend._tokenizer()
