@@ -214,3 +214,13 @@ def test_reproduction_cli_rows(qwen, tmp_path):
     table = pd.read_csv(out / "table2.csv")
     assert table["Model"].tolist() == ["BM25 (pool)", "Qwen3-Reranker-0.6B", "mxbai-rerank-base-v2", "Qwen3-Embedding-0.6B"]
     assert table["robust04 p-MRR"].notna().all()
+
+
+def test_inf_ir_qwen3_embedding_row(qwen, tmp_path):
+    """The qwen3-embedding row of the inf-ir command (MAIR and BRIGHT: full retrieval over the task's corpus)."""
+    from pyterrier_instruct.reproduce.cli import main
+    argv = ["inf-ir", "--systems", "qwen3-embedding", "--qwen3-embedding", qwen["embedding"], "--out", str(tmp_path), "--quiet",
+            "--dataset", "mair/dd-15", "--dataset", "bright/biology"]
+    assert main(argv) == 0
+    table = pd.read_csv(tmp_path / "table2.csv")
+    assert table["Model"].tolist() == ["Qwen3-Embedding-0.6B"] and table.notna().all().all()
