@@ -187,18 +187,24 @@ class PointwiseReranker(InstructReranker, family=False):
 
     # -- scoring ---------------------------------------------------------------------------------
     def _score(self, df: pd.DataFrame) -> np.ndarray:
-        queries = self.query_slot.frame(df).tolist()
-        texts = document_texts(df, self.text_field, self.title_field)
-        self._load()
-        if "{instruction}" in self.template:  # the template places the instruction itself
-            feats = self._encode(queries, texts, instructions=self.query_slot.instructions(df).tolist())
-        else:
-            feats = self._encode(queries, texts)
+        feats, queries = self._features(df)
         bar = self._tqdm(None, total=len(feats), unit="doc")
         try:
             return self._score_features(feats, queries, bar)
         finally:
             bar.close()
+
+    def _features(self, df: pd.DataFrame):
+        """The token ids of every row (loads the tokenizer) and each row's query key: the ``{query}`` slot's text, with the
+        instruction in front when the template places ``{instruction}`` itself (rows with one key share a prompt prefix:
+        ``share_prefix`` and the vLLM path's query-contiguous order group by it)."""
+        queries = self.query_slot.frame(df).tolist()
+        texts = document_texts(df, self.text_field, self.title_field)
+        self._load()
+        if "{instruction}" not in self.template:
+            return self._encode(queries, texts), queries
+        instructions = self.query_slot.instructions(df).tolist()  # the template places the instruction itself
+        return self._encode(queries, texts, instructions=instructions), [f"{i}\n{q}" for q, i in zip(queries, instructions)]
 
     def _score_features(self, feats: List[Dict[str, List[int]]], queries: List[str], bar) -> np.ndarray:
         """All rows in batches by token length (longest first), across queries."""

@@ -61,7 +61,7 @@ class MxbaiRerankV2(CausalLMReranker):
             return tok(text, add_special_tokens=False, verbose=False, **kwargs)["input_ids"]
         prefix, suffix, task, sep = (ids(MXBAI_V2[k]) for k in ("prefix", "suffix", "task", "sep"))
         static = len(prefix) + len(task) + len(suffix) + len(sep)
-        positions = int(self._model.config.max_position_embeddings)
+        positions = int(self._model_config().max_position_embeddings)
         limit = min(self._max_length, positions - static)
         query_ids = ids(list(queries), max_length=limit * 3 // 4, truncation=True)
         doc_ids = ids([fill(self.template, text=t) for t in texts])  # cut below: right truncation of a single text
