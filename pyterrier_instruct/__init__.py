@@ -46,6 +46,7 @@ _LAZY = {
     "CrossEncoderReranker": "pointwise",
     "MonoBERT": "pointwise",
     "TART": "pointwise",
+    "Rank1": "pointwise",
     "PROMPTS": "prompts",
     "LISTWISE": "prompts",
     "ListwiseReranker": "listwise",

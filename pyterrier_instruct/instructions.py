@@ -69,12 +69,20 @@ def compose_promptriever_mteb(query: str, instruction: Optional[str] = "") -> st
     return f"{q}{_question_mark(q)} {instruction or ''}".strip()
 
 
+def compose_rank1(query: str, instruction: Optional[str] = "") -> str:
+    """rank1's rule (orionw/rank1 ``rank1.py``, ``predict``): ``f"{query} {instruction}".strip()``, or ``query.strip()``
+    when the query and the instruction are the same text (stripped)."""
+    q, i = str(query), instruction or ""
+    return q.strip() if q.strip() == i.strip() else f"{q} {i}".strip()
+
+
 #: Joining rules that are functions rather than format strings, by name; ``composer=<name>`` uses them.
 COMPOSERS: Dict[str, Callable[[str, Optional[str]], str]] = {
     "append": compose,
     "mteb": compose_mteb,
     "promptriever": compose_promptriever,
     "promptriever_mteb": compose_promptriever_mteb,
+    "rank1": compose_rank1,
 }
 
 #: E5-Mistral as FollowIR ran it (FollowIR repository ``models/e5/evaluate_e5.py``): the instruction that replaces an

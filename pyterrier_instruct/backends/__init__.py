@@ -3,7 +3,7 @@ vLLM, OpenAI-compatible HTTP servers and plain callables. Each imports its libra
 ``generate_logprobs`` (per-token top log-probabilities, :class:`Generation`)."""
 from __future__ import annotations
 
-from .base import Backend, BackendUnavailable, Generation, Prompt, RequestError, TokenizerBackend
+from .base import Backend, BackendUnavailable, Continuation, Generation, Prompt, RequestError, TokenizerBackend
 from .function import FunctionBackend
 from .hf import HFBackend
 from .openai import OpenAIBackend
@@ -25,5 +25,5 @@ def make_backend(backend, model: str) -> Backend:
     raise TypeError(f"backend must be one of {sorted(KINDS)}, a Backend or a callable, got {backend!r}")
 
 
-__all__ = ["Backend", "BackendUnavailable", "RequestError", "Generation", "Prompt", "TokenizerBackend", "FunctionBackend", "HFBackend",
+__all__ = ["Backend", "BackendUnavailable", "RequestError", "Generation", "Continuation", "Prompt", "TokenizerBackend", "FunctionBackend", "HFBackend",
            "OpenAIBackend", "VLLMBackend", "make_backend"]
