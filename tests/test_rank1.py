@@ -155,3 +155,13 @@ def test_awq_on_hf_needs_autoawq():
         pytest.skip("autoawq is installed: the AWQ preset loads on the HF backend")
     with pytest.raises(ImportError, match="pip install autoawq"):
         pti.Rank1.released("32b", awq=True)
+
+
+def test_reproduction_rows():
+    """FollowIR and InfoSearch have a rank1 row, run on request (not by default); ``--listwise-backend`` picks its backend."""
+    from pyterrier_instruct.reproduce import followir, infosearch, rank1
+    for module in (followir, infosearch):
+        assert module.ROWS["rank1"].model == "jhu-clsp/rank1-7b" and not module.ROWS["rank1"].default
+    hf = rank1("/models/rank1", "hf", {"device": "cpu", "batch_size": 2, "verbose": False})
+    assert hf == pti.Rank1("/models/rank1", backend_options={"device": "cpu", "batch_size": 2}) and hf.backend.batch_size == 2
+    assert type(rank1("/models/rank1", "vllm", {"device": None, "verbose": True}).backend).__name__ == "VLLMBackend"
