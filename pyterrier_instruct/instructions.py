@@ -15,6 +15,8 @@ from typing import Callable, Dict, Iterable, Mapping, Optional, Tuple
 import numpy as np
 import pandas as pd
 
+from .prompts import MXBAI_V2, QWEN3_EMBEDDING_QUERY, QWEN3_RERANKER_COMPOSER, fill
+
 #: Suffixes of the paired-evaluation variants, in canonical order.
 VARIANTS: Tuple[str, ...] = ("og", "changed", "reversed")
 
@@ -69,6 +71,25 @@ def compose_promptriever_mteb(query: str, instruction: Optional[str] = "") -> st
     return f"{q}{_question_mark(q)} {instruction or ''}".strip()
 
 
+def compose_qwen3_reranker(query: str, instruction: Optional[str] = "") -> str:
+    """Qwen3-Reranker's ``"<Instruct>: {instruction}\\n<Query>: {query}"`` (QwenLM/Qwen3-Embedding README,
+    ``format_instruction``), nothing stripped; the caller replaces an empty instruction by the model's default."""
+    return fill(QWEN3_RERANKER_COMPOSER, instruction=instruction or "", query=query)
+
+
+def compose_qwen3_embedding(query: str, instruction: Optional[str] = "") -> str:
+    """Qwen3-Embedding's ``f"Instruct: {task}\\nQuery:{query}"`` (QwenLM/Qwen3-Embedding README,
+    ``get_detailed_instruct``), nothing stripped; the caller replaces an empty instruction by the model's default."""
+    return fill(QWEN3_EMBEDDING_QUERY, instruction=instruction or "", query=query)
+
+
+def compose_mxbai_v2(query: str, instruction: Optional[str] = "") -> str:
+    """mxbai-rerank-v2's query part (AnswerDotAI rerankers 0.10.0, ``MxBaiV2Ranker._prepare_batch``): ``"query: {query}"``,
+    preceded by ``"instruction: {instruction}\\n"`` when the instruction is non-empty; nothing stripped."""
+    text = fill(MXBAI_V2["query"], query=query)
+    return fill(MXBAI_V2["instruction"], instruction=instruction) + MXBAI_V2["sep"] + text if instruction else text
+
+
 def compose_rank1(query: str, instruction: Optional[str] = "") -> str:
     """rank1's rule (orionw/rank1 ``rank1.py``, ``predict``): ``f"{query} {instruction}".strip()``, or ``query.strip()``
     when the query and the instruction are the same text (stripped)."""
@@ -82,6 +103,9 @@ COMPOSERS: Dict[str, Callable[[str, Optional[str]], str]] = {
     "mteb": compose_mteb,
     "promptriever": compose_promptriever,
     "promptriever_mteb": compose_promptriever_mteb,
+    "qwen3_reranker": compose_qwen3_reranker,
+    "qwen3_embedding": compose_qwen3_embedding,
+    "mxbai_v2": compose_mxbai_v2,
     "rank1": compose_rank1,
 }
 

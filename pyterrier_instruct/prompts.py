@@ -58,6 +58,35 @@ PROMPTS: Dict[str, TrueFalse] = {
 }
 PROMPTS['mt5_mmarco'] = TrueFalse(PROMPTS['monot5'].template, 'yes', 'no')  # mT5 mMARCO checkpoints (§2)
 
+# -- Qwen3-Reranker (QwenLM/Qwen3-Embedding at f4ad0c4, README "Reranker Model / Transformers Usage") -----------------
+# The reference writes prefix + "<Instruct>: {instruction}\n<Query>: {query}\n<Document>: {doc}" + suffix; the instruction
+# and query half is the composer ``QWEN3_RERANKER_COMPOSER`` (``instructions.COMPOSERS['qwen3_reranker']``), so {query} here is
+# that half. The prompt of the official vLLM example differs (\n\n between fields, <|im_end|>\n twice) and is not used.
+PROMPTS['qwen3_reranker'] = TrueFalse(
+    "<|im_start|>system\nJudge whether the Document meets the requirements based on the Query and the Instruct provided. Note that the answer can only be \"yes\" or \"no\".<|im_end|>\n<|im_start|>user\n{query}\n<Document>: {text}<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n",
+    'yes', 'no')
+QWEN3_RERANKER_COMPOSER = "<Instruct>: {instruction}\n<Query>: {query}"
+#: The default instruction of the Qwen3-Reranker/-Embedding README and model cards (their examples/ scripts and mteb use
+#: "Given the user query, retrieval the relevant passages" instead).
+QWEN3_DEFAULT_INSTRUCTION = "Given a web search query, retrieve relevant passages that answer the query"
+#: Qwen3-Embedding's query string (README "Embedding Model / Transformers Usage", ``get_detailed_instruct``): no space after
+#: ``Query:``; documents carry no prefix.
+QWEN3_EMBEDDING_QUERY = "Instruct: {instruction}\nQuery:{query}"
+
+# -- mxbai-rerank-v2 (AnswerDotAI rerankers 0.10.0, rerankers/models/mxbai_v2.py; mixedbread-ai/mxbai-rerank) ------------
+# ids = prefix + [instruction + "\n"] query + "\n" + document + "\n" + task + suffix; score = logit("1") - logit("0").
+MXBAI_V2 = {
+    "prefix": "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n<|im_start|>user\n",
+    "suffix": "<|im_end|>\n<|im_start|>assistant\n",
+    "task": "You are a search relevance expert who evaluates how well documents match search queries. For each query-document pair, carefully analyze the semantic relationship between them, then provide your binary relevance judgment (0 for not relevant, 1 for relevant).\nRelevance:",
+    "sep": "\n",
+    "instruction": "instruction: {instruction}",
+    "query": "query: {query}",
+    "document": "document: {text}",
+    "true_token": "1",
+    "false_token": "0",
+}
+
 
 class Reasoning(NamedTuple):
     """A reasoning reranker's prompt (raw text, no chat template): ``template`` over ``{query}``/``{text}`` opens the

@@ -28,7 +28,7 @@ REMOTE = {"RankGPT"}  # served over HTTP: nothing is loaded locally
 
 
 @pytest.fixture(scope="module")
-def models(tiny, tmp_path_factory):
+def models(tiny, qwen, tmp_path_factory):
     import peft
     import torch
     import tiny_models
@@ -42,7 +42,8 @@ def models(tiny, tmp_path_factory):
     lora.save_pretrained(str(adapter))  # its config names the local base folder
     server = ChatServer(lambda body: (200, {"choices": [{"message": {"content": "[2] > [1] > [3]"}}]}))
     os.environ[KEY_ENV] = "sk-contract"
-    yield {**tiny, "llama": llama, "adapter": str(adapter), "chat": server.url, "rank1": tiny_models.tiny_rank1(root),
+    yield {**tiny, "llama": llama, "adapter": str(adapter), "chat": server.url, "qwen3": qwen["reranker"],
+           "qwen3-embedding": qwen["embedding"], "qwen2": qwen["qwen2"], "rank1": tiny_models.tiny_rank1(root),
            "zephyr": with_chat_template(tiny["mistral"], root / "zephyr", ZEPHYR_TEMPLATE)}
     server.close()
 
@@ -55,6 +56,8 @@ FAMILIES = {
     "CrossEncoderReranker": lambda m: pti.CrossEncoderReranker(m["bert"]),
     "MonoBERT": lambda m: pti.MonoBERT(m["bert"]),
     "TART": lambda m: pti.TART(m["bert"], max_length=512),
+    "Qwen3Reranker": lambda m: pti.Qwen3Reranker(m["qwen3"]),
+    "MxbaiRerankV2": lambda m: pti.MxbaiRerankV2(m["qwen2"]),
     "Rank1": lambda m: pti.Rank1(m["rank1"], max_output_tokens=8),
     "ListwiseReranker": lambda m: pti.ListwiseReranker(pti.HFBackend(m["zephyr"]), window_size=4, stride=2, depth=6),
     "RankZephyr": lambda m: pti.RankZephyr(m["zephyr"], window_size=4, stride=2, depth=6),
@@ -66,6 +69,7 @@ FAMILIES = {
     "RepLLaMA": lambda m: pti.RepLLaMA(m["adapter"]),
     "E5Mistral": lambda m: pti.E5Mistral(m["mistral"]),
     "InFEmbed": lambda m: pti.InFEmbed(m["mistral"]),
+    "Qwen3Embedding": lambda m: pti.Qwen3Embedding(m["qwen3-embedding"]),
     "PoolBM25": lambda m: pti.PoolBM25(),
 }
 

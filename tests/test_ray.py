@@ -127,6 +127,15 @@ def test_dense_scoring(ray_cluster, tiny, frames):
     assert remote.last_run["mode"] == "rerank"
 
 
+def test_2025_families_on_ray(ray_cluster, qwen, frames):
+    """Qwen3Reranker, MxbaiRerankV2 and Qwen3Embedding travel to an actor without their weights and score as here."""
+    _, cands = frames
+    cands = cands[cands["qid"].isin(cands["qid"].unique()[:2])]
+    for model in (pti.Qwen3Reranker(qwen["reranker"], verbose=False), pti.MxbaiRerankV2(qwen["qwen2"], verbose=False),
+                  pti.Qwen3Embedding(qwen["embedding"], verbose=False)):
+        same_run(pti.on_ray(model, workers=1)(cands), model(cands))
+
+
 def test_corpus_encoding_resumes_and_feeds_flexindex(ray_cluster, tiny, mini, tmp_path):
     """The driver fails while reading the corpus (after the first wave of 2 shards): those shards are on disk with their
     done-markers; the re-run encodes only the rest, and the index equals the in-process one. A FlexIndex is then fed from

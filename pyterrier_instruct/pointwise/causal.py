@@ -142,11 +142,15 @@ class CausalLMReranker(TrueFalseReranker):
             hidden = self._model.model(input_ids=ids, attention_mask=full_mask, position_ids=positions,
                                        past_key_values=cache, use_cache=True).last_hidden_state
             last = hidden[torch.arange(n, device=ids.device), mask.sum(-1) - 1]
-            head = self._model.get_output_embeddings()
-            logits = last @ head.weight[self._ids].T
-            if getattr(head, "bias", None) is not None:
-                logits = logits + head.bias[self._ids]
-            return two_way(logits, self.score).float().cpu().numpy()
+            return two_way(self._answer_logits(last), self.score).float().cpu().numpy()
+
+    def _answer_logits(self, last):
+        """``[false, true]`` logits of the LM head's two answer rows from last-position hidden states."""
+        head = self._model.get_output_embeddings()
+        logits = last @ head.weight[self._ids].T
+        if getattr(head, "bias", None) is not None:
+            logits = logits + head.bias[self._ids]
+        return logits
 
 
 class FollowIR7B(CausalLMReranker):

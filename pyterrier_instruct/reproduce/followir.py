@@ -37,6 +37,12 @@ ROWS = {
     "rank1": Row("rank1-7b", None, "jhu-clsp/rank1-7b", "reasoning reranker, up to 8192 generated tokens per passage "
                  "(run on request: --systems ...,rank1)", default=False),
     "rank-zephyr": Row("RankZephyr", None, "castorini/rank_zephyr_7b_v1_full", "listwise, top 100 of the candidates"),
+    "qwen3-reranker": Row("Qwen3-Reranker-0.6B", None, "Qwen/Qwen3-Reranker-0.6B", "2025, not in the paper: instruction in <Instruct>",
+                          default=False),
+    "mxbai-rerank-v2": Row("mxbai-rerank-base-v2", None, "mixedbread-ai/mxbai-rerank-base-v2",
+                           "2025, not in the paper: instruction in its instruction: field", default=False),
+    "qwen3-embedding": Row("Qwen3-Embedding-0.6B", None, "Qwen/Qwen3-Embedding-0.6B", "2025, not in the paper: instruction in Instruct:",
+                           default=False),
 }
 DATASETS = ["followir/robust04", "followir/news21", "followir/core17"]
 
@@ -59,6 +65,9 @@ def main(argv=None) -> int:
         "promptriever": lambda: pti.Promptriever(m["promptriever"], style="mteb", **kw).scorer(),
         "repllama": lambda: pti.RepLLaMA(m["repllama"], style="mteb", **kw).scorer(),
         "e5-mistral": lambda: pti.E5Mistral(m["e5-mistral"], **kw).scorer(),
+        "qwen3-reranker": lambda: pti.Qwen3Reranker(m["qwen3-reranker"], **kw),
+        "mxbai-rerank-v2": lambda: pti.MxbaiRerankV2(m["mxbai-rerank-v2"], **kw),
+        "qwen3-embedding": lambda: pti.Qwen3Embedding(m["qwen3-embedding"], **kw).scorer(),
         "rank1": lambda: rank1(m["rank1"], args.listwise_backend, kw),
         "rank-zephyr": lambda: pti.RankZephyr(
             backend=pti.HFBackend(m["rank-zephyr"], **kw) if args.listwise_backend == "hf" else pti.VLLMBackend(m["rank-zephyr"]),

@@ -27,6 +27,8 @@ ROWS = {
     "bm25": Row("BM25", paper="BM25", help="PISA BM25 (k1 1.2, b 0.75) on query + instruction"),
     "promptriever": Row("Promptriever-7B", "Promptriever-7B", "samaya-ai/promptriever-llama2-7b-v1"),
     "e5-mistral": Row("E5-mistral-7B", "E5-mistral-7B", "intfloat/e5-mistral-7b-instruct"),
+    "qwen3-embedding": Row("Qwen3-Embedding-0.6B", None, "Qwen/Qwen3-Embedding-0.6B", "2025, not in the paper: instruction in Instruct:",
+                           default=False),
 }
 DATASETS = [f"ifir/{s}" for s in ("fiqa", "scifact_open", "nfcorpus", "aila", "fire", "pm", "cds")]
 
@@ -48,6 +50,7 @@ def main(argv=None) -> int:
     dense = selected({
         "promptriever": lambda: pti.Promptriever(m["promptriever"], style="ifir", **kw),
         "e5-mistral": lambda: pti.E5Mistral(m["e5-mistral"], style="model_card", task=IFIR_E5_TASK, **kw),
+        "qwen3-embedding": lambda: pti.Qwen3Embedding(m["qwen3-embedding"], **kw),
     }, args)
     datasets = open_datasets(args)
     # per subset: BM25 and each dense model's retriever over its corpus (one model instance, one index per subset)
