@@ -34,10 +34,36 @@ def frame(mini):
     return docs
 
 
+def greedy(model, tok, ids, max_tokens: int, stop=STOP, k: int = 20):
+    """One request as vLLM 0.7.2 serves rank1's ``SamplingParams(temperature=0, max_tokens=, logprobs=20, stop=,
+    skip_special_tokens=False)``: greedy steps, the full output text decoded after each token and searched for the stop
+    strings (cut there, the stop string left out), an end-of-sequence token ends it (its text left out); per step the
+    top ``k`` log-probabilities plus the sampled token. Returns (text, token ids, per-step logprobs, finish kind)."""
+    import torch
+    out = model(input_ids=torch.tensor([ids]), use_cache=True)
+    generated, steps, text, kind = [], [], "", "length"
+    for _ in range(max_tokens):
+        logp = torch.log_softmax(out.logits[0, -1].float(), -1)
+        nxt = int(logp.argmax())
+        steps.append({int(i): float(logp[i]) for i in logp.topk(k).indices} | {nxt: float(logp[nxt])})
+        generated.append(nxt)
+        if nxt == tok.eos_token_id:
+            text, kind = tok.decode(generated[:-1], skip_special_tokens=False), "eos"
+            break
+        text = tok.decode(generated, skip_special_tokens=False)
+        hits = [text.find(s) for s in stop if s in text]
+        if hits:
+            kind = "stop_true" if text[min(hits):].startswith(stop[0]) else "stop_false"
+            text = text[:min(hits)]
+            break
+        out = model(input_ids=torch.tensor([[nxt]]), past_key_values=out.past_key_values, use_cache=True)
+    return text, generated, steps, kind
+
+
 def reference(path: str, queries, instructions, passages, max_output_tokens: int):
     """rank1.py's predict/_process_with_vllm/_fix_incomplete_responses on HF transformers, one row at a time: the
-    query rule, the raw prompt, greedy decoding with the full text decoded after every token (vLLM's stop strings,
-    special tokens kept), the top-20 of the last step, the forced '</think>' step restricted to true/false."""
+    query rule, the raw prompt, :func:`greedy`, the top-20 rule on the last step, the forced '</think>' step restricted
+    to true/false. Returns (score, reasoning text, path) per row."""
     import torch
     import transformers
     tok = transformers.AutoTokenizer.from_pretrained(path)
@@ -50,24 +76,8 @@ def reference(path: str, queries, instructions, passages, max_output_tokens: int
     rows = []
     with torch.no_grad():
         for prompt in prompts:
-            ids = torch.tensor([tok(prompt).input_ids])
-            out = model(input_ids=ids, use_cache=True)
-            generated, text, kind = [], "", "length"
-            for _ in range(max_output_tokens):
-                logp = torch.log_softmax(out.logits[0, -1].float(), -1)
-                nxt = int(logp.argmax())
-                top = {int(i): float(logp[i]) for i in logp.topk(20).indices} | {nxt: float(logp[nxt])}
-                generated.append(nxt)
-                if nxt == tok.eos_token_id:
-                    text, kind = tok.decode(generated[:-1], skip_special_tokens=False), "eos"
-                    break
-                text = tok.decode(generated, skip_special_tokens=False)
-                hits = [text.find(s) for s in STOP if s in text]
-                if hits:
-                    kind = "stop_true" if text[min(hits):] .startswith(STOP[0]) else "stop_false"
-                    text = text[:min(hits)]
-                    break
-                out = model(input_ids=torch.tensor([[nxt]]), past_key_values=out.past_key_values, use_cache=True)
+            text, _, steps, kind = greedy(model, tok, tok(prompt).input_ids, max_output_tokens)
+            top = steps[-1]
             if true_id in top and false_id in top:
                 score = math.exp(top[true_id]) / (math.exp(top[true_id]) + math.exp(top[false_id]))
                 kind = "top20_no_stop" if kind == "length" else kind
@@ -104,6 +114,65 @@ def test_rank1_equals_its_reference_logic(rank1_model, frame):
         assert out["rank"].tolist() == expected.tolist()
     # every path of rank1's scoring was taken by some row
     assert {"stop_true", "stop_false", "top20_no_stop", "forced"} <= kinds, kinds
+
+
+class StandInVLLM:
+    """The part of vLLM 0.7.2's offline API rank1 uses (``LLM.generate`` on ``{"prompt_token_ids": ...}`` with a
+    ``SamplingParams``; ``LLM.get_tokenizer``; ``CompletionOutput.text/token_ids/logprobs/finish_reason``, ``Logprob.logprob``), serving each
+    request with :func:`greedy` on the tiny weights; ``allowed_token_ids`` masks the other tokens before the
+    log-softmax, as vLLM 0.7.2's logits processor does. Test-local: ``tests/fake_vllm.py`` serves other prompts."""
+
+    class SamplingParams:
+        def __init__(self, **kwargs):
+            self.__dict__.update(kwargs)
+
+    class LLM:
+        def __init__(self, model: str, **kwargs):
+            import transformers
+            self.tok = transformers.AutoTokenizer.from_pretrained(model)
+            self.model = transformers.AutoModelForCausalLM.from_pretrained(model).eval()
+            self.calls = []
+
+        def get_tokenizer(self):
+            return self.tok
+
+        def generate(self, inputs, sampling_params, use_tqdm=True):
+            import torch
+            from types import SimpleNamespace as NS
+            p, outputs = sampling_params, []
+            self.calls.append(p)
+            assert p.temperature == 0 and p.skip_special_tokens is False
+            for n, request in enumerate(inputs):
+                ids = request["prompt_token_ids"]
+                with torch.no_grad():
+                    if getattr(p, "allowed_token_ids", None):
+                        logits = self.model(input_ids=torch.tensor([ids])).logits[0, -1].float()
+                        masked = torch.full_like(logits, float("-inf"))
+                        masked[p.allowed_token_ids] = logits[p.allowed_token_ids]
+                        logp = torch.log_softmax(masked, -1)
+                        token = int(logp.argmax())
+                        steps = [{a: float(logp[a]) for a in p.allowed_token_ids}]
+                        text, generated, reason = self.tok.decode([token]), [token], "length"
+                    else:
+                        text, generated, steps, kind = greedy(self.model, self.tok, ids, p.max_tokens, tuple(p.stop or ()), p.logprobs)
+                        reason = "length" if kind == "length" else "stop"
+                logprobs = [{i: NS(logprob=v) for i, v in step.items()} for step in steps]
+                outputs.append(NS(request_id=str(n), outputs=[NS(text=text, token_ids=generated, logprobs=logprobs, finish_reason=reason)]))
+            return outputs
+
+
+def test_rank1_on_vllm_equals_its_reference_logic(rank1_model, frame, monkeypatch):
+    """The same rows through VLLMBackend (rank1's SamplingParams) on a stand-in engine: the reference's scores."""
+    import sys
+    monkeypatch.setitem(sys.modules, "vllm", StandInVLLM)
+    ref = reference(rank1_model, frame["query"], frame["instruction"], passages(frame), 3)
+    model = pti.Rank1(rank1_model, backend="vllm", max_output_tokens=3, verbose=False)
+    out = model(frame)
+    np.testing.assert_allclose(out["score"].to_numpy(), [r[0] for r in ref], atol=1e-4, rtol=0)
+    assert out["reasoning"].tolist() == [r[1] for r in ref] and 0 < model.stats["forced"] < len(frame)
+    first, forced = model.backend._llm.calls
+    assert (first.max_tokens, first.logprobs, first.stop) == (3, 20, ["</think> true", "</think> false"])
+    assert (forced.max_tokens, forced.allowed_token_ids) == (1, list(model._answer_ids(model.backend.tokenizer())))
 
 
 def test_batch_size_does_not_change_scores(rank1_model, frame):

@@ -1,10 +1,12 @@
 """Greedy generation with vLLM's offline engine (``pip install 'pyterrier-instruct[vllm]'``, imported lazily)."""
 from __future__ import annotations
 
-from typing import List, Optional, Sequence, Union
+from typing import Dict, List, Optional, Sequence, Union
+
+import numpy as np
 
 from .._optional import require
-from .base import Generation, Prompt, TokenizerBackend, check_logprob_args
+from .base import Continuation, Generation, Prompt, TokenizerBackend, check_logprob_args
 
 
 class VLLMBackend(TokenizerBackend):
@@ -97,3 +99,57 @@ class VLLMBackend(TokenizerBackend):
                 tops.append(tuple((texts[i], float(lp.logprob)) for i, lp in ranked))
             result.append(Generation(c.text, tuple(tokens), tuple(tops)))
         return result
+
+    # -- reasoning rerankers ----------------------------------------------------------------------------------------
+    def generate_until(self, token_ids: Sequence[Sequence[int]], *, max_new_tokens: int, stop: Sequence[str] = (),
+                       top_logprobs: int = 20, bar=None) -> List[Continuation]:
+        """``SamplingParams(temperature=0, max_tokens=max_new_tokens, stop=stop, logprobs=top_logprobs,
+        skip_special_tokens=False)`` (rank1's, orionw/rank1 ``rank1.py``): vLLM ends a request at a stop string found in
+        its detokenised text (removed from ``text``, ``include_stop_str_in_output=False``), at an end-of-sequence id, or
+        at the budget; ``CompletionOutput.logprobs[-1]`` is the last step's ``{token_id: Logprob}`` (the top k plus the
+        sampled token). One ``generate`` call for all prompts (vLLM schedules them); ``bar`` is updated once at the end."""
+        check_logprob_args(max_new_tokens, top_logprobs, 0.0, 1.0)
+        vllm = require("vllm", "vllm")
+        params = vllm.SamplingParams(n=1, temperature=0.0, max_tokens=int(max_new_tokens), stop=list(stop) or None,
+                                     logprobs=int(top_logprobs), skip_special_tokens=False)
+        out = []
+        for o in self._generate_ids(token_ids, params):
+            c = o.outputs[0]
+            if not c.logprobs or len(c.logprobs) != len(c.token_ids):
+                raise RuntimeError(f"{self!r}: vLLM returned no per-token logprobs for request {o.request_id!r}")
+            out.append(Continuation(c.text, tuple(int(t) for t in c.token_ids), {int(i): float(lp.logprob) for i, lp in c.logprobs[-1].items()},
+                                    "length" if c.finish_reason == "length" else "stop"))
+        if bar is not None:
+            bar.update(len(out))
+        return out
+
+    def next_token_logprobs(self, token_ids: Sequence[Sequence[int]], *, allowed: Sequence[int]) -> List[Dict[int, float]]:
+        """``SamplingParams(temperature=0, max_tokens=1, allowed_token_ids=allowed, logprobs=20)`` (rank1's forced
+        step); the values vLLM returns for ``allowed`` are renormalised over them (a log-softmax: the same whether the
+        engine returns log-probabilities or logits, before or after the whitelist). A value missing from the answer (an
+        engine returning raw log-probabilities of the top 20 only) is an error naming the fix."""
+        allowed = [int(a) for a in allowed]
+        if not allowed:
+            raise ValueError("next_token_logprobs needs at least one allowed token id")
+        vllm = require("vllm", "vllm")
+        params = vllm.SamplingParams(n=1, temperature=0.0, max_tokens=1, allowed_token_ids=allowed,
+                                     logprobs=max(20, len(allowed)), skip_special_tokens=False)
+        out = []
+        for o in self._generate_ids(token_ids, params):
+            position = o.outputs[0].logprobs[0] if o.outputs[0].logprobs else {}
+            missing = [a for a in allowed if a not in position]
+            if missing:
+                raise RuntimeError(f"{self!r}: vLLM returned no log-probability for allowed token(s) {missing} of request "
+                                   f"{o.request_id!r}; use an engine whose log-probabilities are taken after "
+                                   "allowed_token_ids (vLLM's logprobs_mode='processed_logprobs')")
+            values = np.array([position[a].logprob for a in allowed], dtype="float64")
+            values -= values.max() + np.log(np.exp(values - values.max()).sum())
+            out.append(dict(zip(allowed, values.tolist())))
+        return out
+
+    def _generate_ids(self, token_ids: Sequence[Sequence[int]], params) -> list:
+        inputs = [{"prompt_token_ids": [int(i) for i in ids]} for ids in token_ids]
+        outputs = self._engine().generate(inputs, sampling_params=params, use_tqdm=self.verbose) if inputs else []
+        if len(outputs) != len(inputs):
+            raise RuntimeError(f"{self!r}: vLLM returned {len(outputs)} outputs for {len(inputs)} prompts")
+        return outputs
