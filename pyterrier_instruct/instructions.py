@@ -82,6 +82,13 @@ def _format(composer: str) -> Callable[[str, Optional[str]], str]:
     return lambda query, instruction: composer.format(query=query, instruction=instruction or "").strip()
 
 
+def compose_rank1(query: str, instruction: Optional[str] = "") -> str:
+    """rank1's rule (orionw/rank1 ``rank1.py``, ``predict``): ``f"{query} {instruction}".strip()``, or ``query.strip()``
+    when the query and the instruction are the same text (stripped)."""
+    q, i = str(query), instruction or ""
+    return q.strip() if q.strip() == i.strip() else f"{q} {i}".strip()
+
+
 #: Joining rules that are functions rather than format strings, by name; ``composer=<name>`` uses them.
 COMPOSERS: Dict[str, Callable[[str, Optional[str]], str]] = {
     "append": _format(DEFAULT_COMPOSER),
@@ -91,6 +98,7 @@ COMPOSERS: Dict[str, Callable[[str, Optional[str]], str]] = {
     "rank_llm": compose_rank_llm,
     "mxbai_v2": compose_mxbai_v2,
     "verbatim": compose_verbatim,
+    "rank1": compose_rank1,
 }
 
 

@@ -91,6 +91,27 @@ MXBAI_V2 = {
 }
 
 
+class Reasoning(NamedTuple):
+    """A reasoning reranker's prompt (raw text, no chat template): ``template`` over ``{query}``/``{text}`` opens the
+    reasoning; generation ends at one of ``stop``; an unfinished reasoning is closed with ``forced`` (over ``{prompt}``
+    and the cleaned ``{reasoning}``) and one step restricted to the two answer tokens follows. ``true_token`` and
+    ``false_token`` are texts whose first token is the answer (a leading space: ``" true"``)."""
+    template: str
+    stop: Tuple[str, ...]
+    forced: str
+    true_token: str
+    false_token: str
+
+
+#: rank1 (Weller et al., 2025; orionw/rank1 at 30585c2f3166b3df03e3b8f2d496d6dc5db68a9b, ``rank1.py``: ``return_prompt``,
+#: the ``SamplingParams`` stop strings, ``_fix_incomplete_responses``' forced prompt, the ``" true"``/``" false"`` ids).
+RANK1 = Reasoning(
+    "Determine if the following passage is relevant to the query. Answer only with 'true' or 'false'.\nQuery: {query}\nPassage: {text}\n<think>",
+    ("</think> true", "</think> false"),
+    "{prompt}\n{reasoning}\n</think>",
+    " true", " false")
+
+
 @functools.lru_cache(maxsize=64)
 def _slots(names: Tuple[str, ...]):
     return re.compile(r"\{(" + "|".join(map(re.escape, names)) + r")\}")

@@ -136,6 +136,18 @@ def test_2025_families_on_ray(ray_cluster, qwen, frames):
         same_run(pti.on_ray(model, workers=1)(cands), model(cands))
 
 
+def test_rank1_on_ray(ray_cluster, frames, tmp_path):
+    """Rank1 travels to an actor without its weights (its backend's model and tokenizer dropped) and gives the same
+    scores and reasoning."""
+    import tiny_models
+    _, cands = frames
+    cands = cands[cands["qid"].isin(cands["qid"].unique()[:2])]
+    model = pti.Rank1(tiny_models.tiny_rank1(tmp_path), max_output_tokens=6, verbose=False)
+    out, ref = pti.on_ray(model, workers=1)(cands), model(cands)
+    same_run(out, ref)
+    assert out["reasoning"].tolist() == ref["reasoning"].tolist()
+
+
 def test_corpus_encoding_resumes_and_feeds_flexindex(ray_cluster, tiny, mini, tmp_path):
     """The driver fails while reading the corpus (after the first wave of 2 shards): those shards are on disk with their
     done-markers; the re-run encodes only the rest, and the index equals the in-process one. A FlexIndex is then fed from

@@ -197,3 +197,66 @@ def _sentence_transformers_files(folder: Path, dim: int) -> None:
     (folder / "2_Normalize").mkdir(exist_ok=True)
     config = json.loads((folder / "tokenizer_config.json").read_text())
     (folder / "tokenizer_config.json").write_text(json.dumps({**config, "padding_side": "left"}))
+
+
+#: The words a :func:`tiny_rank1` model reasons with (each one token of the tiny Qwen tokenizer).
+RANK1_WORDS = (" the", " query", " passage", " is")
+
+
+def tiny_rank1(root: Path, seed: int = 0) -> str:
+    """A rank1-style reasoning model: a ``Qwen2ForCausalLM`` (rank1-7b's architecture, one layer) with the tiny Qwen
+    tokenizer (:func:`qwen_tokenizer`: `` true``/`` false`` single tokens, ``<think>``/``</think>`` added tokens; rank1
+    matches its stop strings on text either way). Its weights are random except for a planted greedy path: ``<think>`` →
+    one of :data:`RANK1_WORDS` → more words or ``.`` (the last word may end the text: EOS) → ``.`` → ``</think>`` (with
+    `` true`` and `` false`` ranked 2nd/3rd) → `` true`` or `` false``. Ties on the path are broken by the random,
+    context-dependent attention layer (the true/false tie centred on this corpus), so rows of different passages stop
+    on ``</think> true``, ``</think> false`` or EOS after different numbers of steps, and a small budget leaves them
+    unfinished."""
+    import torch
+    import transformers
+    folder = Path(root) / "rank1"
+    qwen_tokenizer(folder)
+    tok = transformers.AutoTokenizer.from_pretrained(str(folder))
+
+    def one(text: str) -> int:
+        ids = tok(text, add_special_tokens=False)["input_ids"]
+        assert len(ids) == 1, f"tiny_rank1: {text!r} is not one token: {ids}"
+        return ids[0]
+    think, end, dot, true, false = map(one, ("<think>", "</think>", ".", " true", " false"))
+    words, eos, a = [one(w) for w in RANK1_WORDS], tok.eos_token_id, 12.0
+    path = {think: {w: a for w in words}, end: {true: a, false: a}, dot: {end: a, true: a - 1.0, false: a - 1.5}}
+    for n, w in enumerate(words):
+        path[w] = {dot: a, words[(n + 1) % len(words)]: a, **({eos: a} if n == len(words) - 1 else {})}
+    for targets in path.values():
+        targets.setdefault(true, -a)
+        targets.setdefault(false, -a)
+    torch.manual_seed(seed)
+    config = transformers.Qwen2Config(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=1,
+                                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=32768,
+                                      eos_token_id=eos, bos_token_id=None, pad_token_id=tok.pad_token_id, tie_word_embeddings=False)
+    model = transformers.Qwen2ForCausalLM(config)
+    with torch.no_grad():
+        emb = model.model.embed_tokens.weight
+        emb.normal_(0.0, 1.0)
+        layer = model.model.layers[0]
+        for proj, scale in ((layer.self_attn.q_proj, 6.0), (layer.self_attn.k_proj, 6.0), (layer.self_attn.o_proj, 30.0)):
+            proj.weight.mul_(scale)  # peaked attention: a context-dependent perturbation of the final state
+        layer.mlp.down_proj.weight.zero_()
+        states = list(path)
+        normed = emb[states] / emb[states].pow(2).mean(-1, keepdim=True).sqrt()
+        target = torch.zeros(len(states), len(tok))
+        for row, s in enumerate(states):
+            for t, logit in path[s].items():
+                target[row, t] = logit
+        inverse = torch.linalg.pinv(normed)
+        head = (inverse @ target).T
+        tilt = torch.randn(normed.shape[1]) @ (torch.eye(normed.shape[1]) - inverse @ normed) * 0.5  # off the planted path
+        head[true] += tilt  # the true/false tie follows the context ...
+        head[false] -= tilt
+        model.lm_head.weight.copy_(head)
+        # ... centred on this corpus: about half of its passages end in true
+        contexts = [tok(f"Passage: {t[:200]}\n<think> the.</think>", return_tensors="pt")["input_ids"] for t in _texts()[:40]]
+        gaps = torch.stack([model(input_ids=c).logits[0, -1, [true, false]] for c in contexts])
+        model.lm_head.weight[false] += (gaps[:, 0] - gaps[:, 1]).median() * inverse[:, states.index(end)]
+    model.save_pretrained(str(folder))
+    return str(folder)

@@ -11,12 +11,12 @@ v0.11.0, v0.19.0 and v0.22.1 pages) and ``RequestOutput.num_cached_tokens``
 from __future__ import annotations
 
 from collections import Counter
-from typing import List, Optional, Sequence, Union
+from typing import Dict, List, Optional, Sequence, Union
 
 import numpy as np
 
 from .._optional import require
-from .base import Generation, Prompt, TokenizerBackend, check_logprob_args
+from .base import Continuation, Generation, Prompt, TokenizerBackend, check_logprob_args
 
 
 #: vLLM's ``logprobs_mode`` values; the processed ones are taken after ``allowed_token_ids`` masks the other tokens
@@ -154,13 +154,9 @@ class VLLMBackend(TokenizerBackend):
         if not prompts:
             return np.empty((0, len(answer_ids)), dtype="float64")
         vllm = require("vllm", "vllm")
-        llm = self._engine()
         params = vllm.SamplingParams(n=1, temperature=0.0, max_tokens=1, allowed_token_ids=answer_ids, logprobs=len(answer_ids))
-        inputs = [{"prompt_token_ids": [int(i) for i in p]} for p in prompts]
-        outputs = llm.generate(inputs, sampling_params=params, use_tqdm=self.verbose)
-        if len(outputs) != len(inputs):
-            raise RuntimeError(f"{self!r}: vLLM returned {len(outputs)} outputs for {len(inputs)} prompts")
-        values = np.empty((len(inputs), len(answer_ids)), dtype="float64")
+        outputs = self._generate_ids(prompts, params)
+        values = np.empty((len(prompts), len(answer_ids)), dtype="float64")
         for n, o in enumerate(outputs):
             lps = o.outputs[0].logprobs
             missing = [] if lps else answer_ids
@@ -171,7 +167,51 @@ class VLLMBackend(TokenizerBackend):
                                    "allowed_token_ids and logprobs_mode='processed_logprobs' need vLLM >= 0.10.2")
             values[n] = [lps[0][i].logprob for i in answer_ids]
             cached = getattr(o, "num_cached_tokens", None)
-            self.stats["prompt_tokens"] += len(inputs[n]["prompt_token_ids"])
+            self.stats["prompt_tokens"] += len(prompts[n])
             self.stats["cached_tokens"] += int(cached or 0)
-        self.stats["requests"] += len(inputs)
+        self.stats["requests"] += len(prompts)
         return values
+
+    # -- reasoning rerankers ----------------------------------------------------------------------------------------
+    def generate_until(self, token_ids: Sequence[Sequence[int]], *, max_new_tokens: int, stop: Sequence[str] = (),
+                       top_logprobs: int = 20, bar=None) -> List[Continuation]:
+        """``SamplingParams(temperature=0, max_tokens=max_new_tokens, stop=stop, logprobs=top_logprobs,
+        skip_special_tokens=False)`` (rank1's, orionw/rank1 ``rank1.py``): vLLM ends a request at a stop string found in
+        its detokenised text (removed from ``text``, ``include_stop_str_in_output=False``), at an end-of-sequence id, or
+        at the budget; ``CompletionOutput.logprobs[-1]`` is the last step's ``{token_id: Logprob}`` (the top k plus the
+        sampled token). One ``generate`` call for all prompts (vLLM schedules them); ``bar`` is updated once at the end."""
+        check_logprob_args(max_new_tokens, top_logprobs, 0.0, 1.0)
+        vllm = require("vllm", "vllm")
+        params = vllm.SamplingParams(n=1, temperature=0.0, max_tokens=int(max_new_tokens), stop=list(stop) or None,
+                                     logprobs=int(top_logprobs), skip_special_tokens=False)
+        out = []
+        for o in self._generate_ids(token_ids, params):
+            c = o.outputs[0]
+            if not c.logprobs or len(c.logprobs) != len(c.token_ids):
+                raise RuntimeError(f"{self!r}: vLLM returned no per-token logprobs for request {o.request_id!r}")
+            out.append(Continuation(c.text, tuple(int(t) for t in c.token_ids), {int(i): float(lp.logprob) for i, lp in c.logprobs[-1].items()},
+                                    "length" if c.finish_reason == "length" else "stop"))
+        if bar is not None:
+            bar.update(len(out))
+        return out
+
+    def next_token_logprobs(self, token_ids: Sequence[Sequence[int]], *, allowed: Sequence[int]) -> List[Dict[int, float]]:
+        """rank1's forced step (orionw/rank1 ``rank1.py``: ``allowed_token_ids`` = the two answer tokens): the next-token
+        log-probabilities renormalised over ``allowed`` (a log-softmax of :meth:`answer_logits`, the one exact
+        answer-token request: the same values whether the engine's processed values are logits or log-probabilities)."""
+        allowed = [int(a) for a in allowed]
+        if not allowed:
+            raise ValueError("next_token_logprobs needs at least one allowed token id")
+        if len(allowed) == 1:  # one allowed token: probability one, nothing to ask the engine
+            return [{allowed[0]: 0.0} for _ in token_ids]
+        values = self.answer_logits(token_ids, allowed)
+        values = values - values.max(axis=1, keepdims=True)
+        values -= np.log(np.exp(values).sum(axis=1, keepdims=True))
+        return [dict(zip(allowed, row.tolist())) for row in values]
+
+    def _generate_ids(self, token_ids: Sequence[Sequence[int]], params) -> list:
+        inputs = [{"prompt_token_ids": [int(i) for i in ids]} for ids in token_ids]
+        outputs = self._engine().generate(inputs, sampling_params=params, use_tqdm=self.verbose) if inputs else []
+        if len(outputs) != len(inputs):
+            raise RuntimeError(f"{self!r}: vLLM returned {len(outputs)} outputs for {len(inputs)} prompts")
+        return outputs

@@ -172,6 +172,14 @@ def model_options(args: argparse.Namespace) -> Dict[str, object]:
     return out
 
 
+def rank1(model: str, backend: str, options: Mapping[str, object]):
+    """The rank1 row: ``pti.Rank1`` on the ``'hf'`` backend (with ``device``/``batch_size`` from :func:`model_options`)
+    or on ``'vllm'``."""
+    import pyterrier_instruct as pti
+    backend_options = {k: v for k, v in options.items() if k != "verbose"} if backend == "hf" else None
+    return pti.Rank1(model, backend=backend, backend_options=backend_options, verbose=options["verbose"])
+
+
 def check_models(args: argparse.Namespace, rows: Mapping[str, Row]) -> None:
     """Fails before any work when a selected row's weights are neither a local folder nor cached and the hub is offline
     (``HF_HUB_OFFLINE``), naming the rows and the ways out."""

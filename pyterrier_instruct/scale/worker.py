@@ -171,6 +171,9 @@ class BlockWorker:
     def _run(self, frame):
         t = self.transformer
         if self.mode == "rerank":
+            if t.extra_outputs:  # (scores, {column: values}): rank1's reasoning travels back with the scores
+                scores, extra = t._score(frame)
+                return np.asarray(scores, dtype="float64"), {c: list(extra[c]) for c in t.extra_outputs}
             return np.asarray(t._score(frame), dtype="float64")
         if self.mode == "queries":  # a dense model and its final query strings
             return np.asarray(t.encode_queries(frame), dtype=np.float32)
