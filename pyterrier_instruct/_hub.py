@@ -29,6 +29,40 @@ def offline() -> bool:
     return _truthy("HF_HUB_OFFLINE") or _truthy("TRANSFORMERS_OFFLINE")
 
 
+def hub_cli() -> str:
+    """The Hugging Face command line the installed ``huggingface_hub`` ships: ``hf`` (0.34 on; 1.0 dropped
+    ``huggingface-cli``), else ``huggingface-cli``. Messages suggest this one, so the command they print exists."""
+    from importlib import metadata
+    try:
+        major, minor = (int(p) for p in metadata.version("huggingface_hub").split(".")[:2])
+    except (metadata.PackageNotFoundError, ValueError):
+        return "hf"
+    return "hf" if (major, minor) >= (0, 34) else "huggingface-cli"
+
+
+def login_command() -> str:
+    return "hf auth login" if hub_cli() == "hf" else "huggingface-cli login"
+
+
+def is_path(name: str) -> bool:
+    """``name`` can only be a local path, never a hub id (``owner/name``): absolute, ``~``/``.``-prefixed, more than one
+    ``/``, a backslash, or a trailing separator."""
+    name = str(name)
+    return (os.path.isabs(name) or name.startswith(("~", ".")) or "\\" in name or name.count("/") > 1
+            or name.endswith(("/", os.sep)))
+
+
+def check_folder(name: str) -> None:
+    """Raises :class:`ModelNotFoundError` when ``name`` can only be a path (see :func:`is_path`) and is not a folder."""
+    name = str(name)
+    if is_path(name) and not os.path.isdir(os.path.expanduser(name)):
+        where = os.path.abspath(os.path.expanduser(name))
+        there = "is a file, not a checkpoint folder" if os.path.exists(where) else "does not exist"
+        raise ModelNotFoundError(f"cannot load the model {name!r}: the local folder {where} {there}. Pass the folder that "
+                                 f"holds the checkpoint (its config.json, or adapter_config.json for a LoRA adapter), "
+                                 f"or a hub id such as 'castorini/monot5-base-msmarco-10k'")
+
+
 def _checkpoint_in(folder: str) -> bool:
     return any(os.path.isfile(os.path.join(folder, m)) for m in _MARKERS)
 
@@ -59,6 +93,8 @@ def model_path(name: str) -> str:
     name = str(name)
     if os.path.isdir(name):
         return name
+    if is_path(name) and os.path.isdir(os.path.expanduser(name)):
+        return os.path.expanduser(name)
     root = os.environ.get(MODELS_ENV)
     if root and _checkpoint_in(os.path.join(root, name)):
         return os.path.join(root, name)
@@ -81,18 +117,19 @@ def not_found_message(name: str, cause: BaseException) -> str:
         check = ""
     else:
         why = f"the Hugging Face hub did not provide it ({first})"
-        check = "check the id (a gated or private model also needs `huggingface-cli login`), or "
+        check = f"check the id (a gated or private model also needs `{login_command()}`), or "
     return (f"cannot load the model {name!r}: it is not a local folder, {under}, and {why}. Fixes: {check}"
             f"(1) pass the local folder holding the checkpoint as the model argument instead of the id; "
             f"(2) put the checkpoint in ${MODELS_ENV}/{name}/ (set {MODELS_ENV} to the folder holding <hub id>/ "
             f"folders; it is searched first); (3) download it into the Hugging Face cache while online: "
-            f"huggingface-cli download {name}")
+            f"{hub_cli()} download {name}")
 
 
 @contextlib.contextmanager
 def loading(name: str):
     """Turns an ``OSError`` raised while loading the hub id ``name`` into :class:`ModelNotFoundError` (a local folder's
     own errors, e.g. a missing file, are left as they are)."""
+    check_folder(name)
     try:
         yield
     except OSError as err:

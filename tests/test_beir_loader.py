@@ -152,8 +152,8 @@ def test_offline_without_data_says_how_to_get_it(monkeypatch, tmp_path):
     msg = str(err.value)
     assert msg.startswith("beir/touche2020: no local copy found") and "HF_HUB_OFFLINE is set" in msg
     assert BEIR_URL.format(name="webis-touche2020") in msg and "unzip it (the folder webis-touche2020/)" in msg
-    assert "`huggingface-cli download --repo-type dataset BeIR/webis-touche2020 --local-dir <folder>`" in msg
-    assert "`huggingface-cli download --repo-type dataset BeIR/webis-touche2020-qrels --local-dir <folder>/qrels`" in msg
+    assert "`hf download --repo-type dataset BeIR/webis-touche2020 --local-dir <folder>`" in msg
+    assert "`hf download --repo-type dataset BeIR/webis-touche2020-qrels --local-dir <folder>/qrels`" in msg
     assert "then pass path=<folder>" in msg
     with pytest.raises(DataError, match=r"the data folder .*nowhere does not exist; get the data with: download "
                                         r"https://public.ukp.informatik.tu-darmstadt.de/thakur/BEIR/datasets/scifact.zip"):

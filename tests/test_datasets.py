@@ -85,7 +85,7 @@ def test_creating_a_dataset_is_lazy_and_the_first_use_names_the_fix(monkeypatch,
             "get_corpus_iter": lambda: next(ds.get_corpus_iter()), "get_results": lambda: ds.get_results(),
             "text_loader": lambda: ds.text_loader()(pd.DataFrame({"qid": ["1"], "docno": ["d"]})), "provenance": lambda: ds.provenance}
     for name, use in uses.items():
-        with pytest.raises(DataError, match=f"no local copy found \\(looked in {tmp_path}.*HF_HUB_OFFLINE is set.*huggingface-cli "
+        with pytest.raises(DataError, match=f"no local copy found \\(looked in {tmp_path}.*HF_HUB_OFFLINE is set.*hf "
                                             "download --repo-type dataset jhu-clsp/robust04-instructions"):
             use()
     shutil.copytree(bundled_path(), tmp_path / "robust04-instructions")  # the data arrives: the same object now reads it
@@ -110,7 +110,7 @@ def test_loader_errors_name_the_file(tmp_path):
 def test_hub_datasets_never_download_offline(monkeypatch, tmp_path):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("PYTERRIER_INSTRUCT_DATA", str(tmp_path))
-    with pytest.raises(DataError, match="no local copy found .*HF_HUB_OFFLINE is set.*huggingface-cli download "
+    with pytest.raises(DataError, match="no local copy found .*HF_HUB_OFFLINE is set.*hf download "
                                         "--repo-type dataset jhu-clsp/robust04-instructions --revision a5a1c4f"):
         pti.load_dataset("followir/robust04").get_topics()
     with pytest.raises(UnknownDatasetError, match="'no-such-thing' is not a known dataset"):

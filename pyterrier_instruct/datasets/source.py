@@ -15,6 +15,7 @@ import os
 from pathlib import Path
 from typing import List, Optional
 
+from .._hub import hub_cli
 from ._files import DataError
 from .registry import BEIR_URL, Entry, qrels_repo
 
@@ -58,10 +59,10 @@ def how_to_get(name: str, entry: Entry) -> str:
     if qrels_repo(entry):
         beir = entry.repo_id.split("/", 1)[1]
         return (f"download {BEIR_URL.format(name=beir)} and unzip it (the folder {beir}/), or run "
-                f"`huggingface-cli download --repo-type dataset {entry.repo_id}{rev} --local-dir <folder>` and "
-                f"`huggingface-cli download --repo-type dataset {qrels_repo(entry)}{rev} --local-dir <folder>/qrels`; "
+                f"`{hub_cli()} download --repo-type dataset {entry.repo_id}{rev} --local-dir <folder>` and "
+                f"`{hub_cli()} download --repo-type dataset {qrels_repo(entry)}{rev} --local-dir <folder>/qrels`; "
                 f"then pass path=<folder> (or set {ENV_ROOT} to the folder that holds {beir}/)")
-    return (f"huggingface-cli download --repo-type dataset {entry.repo_id}{rev} --local-dir <folder>, then pass "
+    return (f"{hub_cli()} download --repo-type dataset {entry.repo_id}{rev} --local-dir <folder>, then pass "
             f"path=<folder> (or set {ENV_ROOT} to the folder that holds {entry.repo_id.split('/', 1)[1]}/)")
 
 
@@ -82,7 +83,16 @@ def locate(name: str, entry: Entry, path: Optional[str] = None, download: bool =
         reason = "HF_HUB_OFFLINE is set" if offline() else "downloading is disabled"
         raise DataError(f"{name}: no local copy found (looked in {where}) and {reason}. "
                         f"Get the data with: {how_to_get(name, entry)}")
-    return _with_subdir(_download(entry), entry)
+    try:
+        folder = _download(entry)
+    except ImportError:
+        raise
+    except Exception as err:  # huggingface_hub's HTTP/connection errors (httpx or requests): one clear DataError
+        first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+        raise DataError(f"{name}: no local copy found (looked in {where}) and the download of {entry.repo_id} failed "
+                        f"({type(err).__name__}: {first}). Offline, set HF_HUB_OFFLINE=1 to skip the download. "
+                        f"Get the data with: {how_to_get(name, entry)}") from None
+    return _with_subdir(folder, entry)
 
 
 def _download(entry: Entry) -> Path:

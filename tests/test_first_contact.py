@@ -1,0 +1,57 @@
+"""What a new user meets first: a hub that cannot be reached, a local model folder that is not there, the download
+command the messages suggest, and the CLI's one-line errors (issue 29)."""
+import sys
+from pathlib import Path
+
+import pytest
+
+import pyterrier_instruct as pti
+from pyterrier_instruct import _hub
+from pyterrier_instruct.datasets import DataError
+from pyterrier_instruct.datasets import source
+
+
+def test_an_unreachable_hub_is_one_data_error_naming_path_and_the_data_root(monkeypatch, tmp_path):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    monkeypatch.setenv("PYTERRIER_INSTRUCT_DATA", str(tmp_path))
+    monkeypatch.setenv("IR_DATASETS_HOME", str(tmp_path / "home"))
+    calls = []
+
+    def unreachable(entry):
+        calls.append(entry.repo_id)
+        raise ConnectionError("[Errno -3] Temporary failure in name resolution")
+
+    monkeypatch.setattr(source, "_download", unreachable)
+    with pytest.raises(DataError) as err:
+        pti.load_dataset("followir/robust04").get_topics()
+    text = str(err.value)
+    assert calls == ["jhu-clsp/robust04-instructions"] and err.value.__cause__ is None
+    assert "the download of jhu-clsp/robust04-instructions failed (ConnectionError: [Errno -3]" in text
+    assert "path=<folder>" in text and "PYTERRIER_INSTRUCT_DATA" in text and "HF_HUB_OFFLINE=1" in text
+
+
+def test_the_suggested_command_is_the_installed_one(monkeypatch):
+    from importlib import metadata
+    installed = Path(sys.executable).parent   # the environment's scripts (hf, huggingface-cli) sit next to python
+    assert (installed / _hub.hub_cli()).exists(), sorted(p.name for p in installed.glob("h*"))
+    monkeypatch.setattr(metadata, "version", lambda dist: "0.30.2")
+    assert _hub.hub_cli() == "huggingface-cli" and _hub.login_command() == "huggingface-cli login"
+    monkeypatch.setattr(metadata, "version", lambda dist: "1.1.0")
+    assert _hub.hub_cli() == "hf" and _hub.login_command() == "hf auth login"
+
+
+@pytest.mark.parametrize("name", ["./models/no-such-folder", "/no/such/folder", "~/no-such-folder", "models/a/b"])
+def test_a_path_that_is_not_there_is_a_missing_folder_not_a_hub_id(name, monkeypatch, tmp_path):
+    import pandas as pd
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PYTERRIER_INSTRUCT_MODELS", str(tmp_path))
+    frame = pd.DataFrame({"qid": ["1"], "query": ["q"], "docno": ["d"], "text": ["t"]})
+    with pytest.raises(_hub.ModelNotFoundError) as err:
+        pti.MonoT5(name)(frame)
+    text = str(err.value)
+    assert text.startswith(f"cannot load the model {name!r}: the local folder ") and "does not exist" in text
+    assert "PYTERRIER_INSTRUCT_MODELS" not in text and "download" not in text
+
+
+def test_hub_ids_are_not_paths():
+    assert not any(_hub.is_path(n) for n in ["castorini/monot5-base-msmarco-10k", "t5-small", "jhu-clsp/FollowIR-7B"])
