@@ -55,3 +55,14 @@ def test_a_path_that_is_not_there_is_a_missing_folder_not_a_hub_id(name, monkeyp
 
 def test_hub_ids_are_not_paths():
     assert not any(_hub.is_path(n) for n in ["castorini/monot5-base-msmarco-10k", "t5-small", "jhu-clsp/FollowIR-7B"])
+
+
+@pytest.mark.parametrize("args,expected", [
+    (["--dataset", "followir/robust4"], "'followir/robust4' is not a known dataset id; did you mean 'followir/robust04'"),
+    (["--dataset", "followir/robust04", "--path", "/nope"], "followir/robust04: the data folder /nope does not exist"),
+])
+def test_cli_data_errors_are_one_line_and_exit_2(args, expected, capsys, tmp_path):
+    from pyterrier_instruct.reproduce.cli import main
+    assert main(["followir", *args, "--systems", "bm25", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("pyterrier-instruct followir: error: ") and expected in err and "\n" not in err, err
