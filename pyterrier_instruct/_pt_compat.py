@@ -198,6 +198,29 @@ def _paired_names(eval_metrics) -> Optional[tuple]:
     return measures, [rev_mapping.get(m, str(m)) for m in measures]
 
 
+def by_name(eval_metrics):
+    """``eval_metrics`` with each name PyTerrier's trec_eval-style parser cannot read (``"pMRR"``, ``"nDCG@10"``,
+) replaced by the measure ``ir_measures.parse_measure`` reads from it (this package's measures are
+    registered there); names PyTerrier reads (``"map"``, ``"ndcg_cut_10"``, ``"mrt"``) are left to it. A name neither
+    reads is a ``ValueError`` naming it and both syntaxes."""
+    if isinstance(eval_metrics, (str, bytes)) or not hasattr(eval_metrics, "__iter__"):
+        return eval_metrics
+    import ir_measures
+    out = []
+    for m in eval_metrics:
+        if isinstance(m, str) and m != "mrt":
+            try:
+                ir_measures.parse_trec_measure(m)
+            except ValueError:
+                try:
+                    m = ir_measures.parse_measure(m)
+                except (ValueError, NameError, SyntaxError, TypeError) as err:
+                    raise ValueError(f"unknown measure {m!r}: neither an ir_measures name ('nDCG@10', 'AP@1000', "
+                                     f"'pMRR') nor a trec_eval name ('map', 'ndcg_cut_10') ({err})") from None
+        out.append(m)
+    return out
+
+
 def _experiment(original):
     signature = inspect.signature(original)
 
@@ -207,9 +230,11 @@ def _experiment(original):
             bound = signature.bind(*args, **kwargs)
         except TypeError:
             return original(*args, **kwargs)
+        if "eval_metrics" in bound.arguments:
+            bound.arguments["eval_metrics"] = by_name(bound.arguments["eval_metrics"])
         found = _paired_names(bound.arguments.get("eval_metrics", ()))
         if found is None:
-            return original(*args, **kwargs)
+            return original(*bound.args, **bound.kwargs)
         measures, names = found
         topics, qrels = bound.arguments["topics"], bound.arguments["qrels"]
         from pyterrier import io

@@ -66,3 +66,22 @@ def test_cli_data_errors_are_one_line_and_exit_2(args, expected, capsys, tmp_pat
     assert main(["followir", *args, "--systems", "bm25", "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("pyterrier-instruct followir: error: ") and expected in err and "\n" not in err, err
+
+
+def test_measures_by_name_in_pt_experiment(mini):
+    from ir_measures import nDCG
+    import pyterrier as pt
+    system = mini.candidates() >> pti.PoolBM25(verbose=False)
+    topics, qrels = mini.get_topics(), mini.get_qrels()
+    named = pt.Experiment([system], topics, qrels, ["pMRR", "nDCG@10"])
+    objects = pt.Experiment([system], topics, qrels, [pti.pMRR, nDCG @ 10])
+    assert list(named.columns) == list(objects.columns) == ["name", "pMRR", "nDCG@10"]
+    assert named[["pMRR", "nDCG@10"]].values.tolist() == objects[["pMRR", "nDCG@10"]].values.tolist()
+    with pytest.raises(ValueError, match="unknown measure 'pMRRR': neither an ir_measures name"):
+        pt.Experiment([system], topics, qrels, ["pMRRR"])
+
+
+def test_a_typo_in_a_wrapped_measure_names_it():
+    with pytest.raises(ValueError, match=r"OG\('AP@100O'\): 'AP@100O' is not a measure ir_measures can read .*letter O"):
+        pti.OG("AP@100O")
+    assert pti.OG("AP@1000") == pti.OG(__import__("ir_measures").AP @ 1000)

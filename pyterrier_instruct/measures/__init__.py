@@ -84,6 +84,15 @@ class _pMRR(PairedMeasure):
             yield paired_qid(base, "og"), float(value)
 
 
+def _parse(name: str, where: str) -> measures.Measure:
+    try:
+        return ir_measures.parse_measure(name)
+    except (ValueError, NameError, SyntaxError, TypeError) as err:
+        raise ValueError(f"{where}({name!r}): {name!r} is not a measure ir_measures can read ({err}); write it as "
+                         f"'AP@1000', 'nDCG@10' or 'P(rel=2)@10' (a cutoff is an integer: check for a letter O "
+                         f"typed for a zero)") from None
+
+
 class _OnVariant(PairedMeasure):
     """A standard ir_measures measure evaluated on one variant's run against that variant's qrels only,
     reported under the instance's ``-og`` qid (so it shares the qid space of the paired measures).
@@ -97,7 +106,7 @@ class _OnVariant(PairedMeasure):
 
     def __call__(self, measure=None, **kwargs):
         if measure is not None:
-            kwargs["measure"] = ir_measures.parse_measure(measure) if isinstance(measure, str) else measure
+            kwargs["measure"] = _parse(measure, self.NAME) if isinstance(measure, str) else measure
         return super().__call__(**kwargs)
 
     def __repr__(self):
