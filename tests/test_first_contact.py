@@ -85,3 +85,25 @@ def test_a_typo_in_a_wrapped_measure_names_it():
     with pytest.raises(ValueError, match=r"OG\('AP@100O'\): 'AP@100O' is not a measure ir_measures can read .*letter O"):
         pti.OG("AP@100O")
     assert pti.OG("AP@1000") == pti.OG(__import__("ir_measures").AP @ 1000)
+
+
+def test_progress_bars_are_tqdm_auto_unless_the_user_chose_a_type(monkeypatch, mini):
+    """In a notebook ``tqdm.auto`` is the widget bar, in a terminal the text bar; ``pt.utils.set_tqdm`` still wins."""
+    import pyterrier as pt
+    import tqdm.auto
+    from tqdm import std
+    from pyterrier_instruct._progress import tqdm as progress
+    made = []
+
+    class Widget(std.tqdm):
+        def __init__(self, *args, **kwargs):
+            made.append(kwargs.get("desc"))
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(pt, "tqdm", std.tqdm)
+    monkeypatch.setattr(tqdm.auto, "tqdm", Widget)
+    pti.PoolBM25()(mini.candidates()(mini.get_topics().iloc[:2]))
+    assert made == ["PoolBM25"]
+    monkeypatch.setattr(pt, "tqdm", lambda *a, **k: made.append("chosen") or std.tqdm(*a, **k))
+    progress(range(2), desc="x", disable=True)
+    assert made == ["PoolBM25", "chosen"]

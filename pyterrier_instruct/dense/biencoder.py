@@ -221,7 +221,7 @@ class BiEncoder(InstructReranker):
 
     def _embed(self, texts: np.ndarray, limit: int, what: str, progress: bool = True) -> np.ndarray:
         embedder = self.embedder()
-        bar = pt.tqdm(total=len(texts), desc=f"{type(self).__name__} {what}", unit="text",
+        bar = progress(total=len(texts), desc=f"{type(self).__name__} {what}", unit="text",
                       disable=not (self.verbose and progress) or not len(texts))
         try:
             return embedder.embed(list(texts), limit, bar)

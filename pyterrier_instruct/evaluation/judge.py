@@ -45,6 +45,7 @@ from typing import Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequenc
 
 from ..backends.base import Backend, Generation, check_logprob_args
 from ..prompts import IFIR_JUDGE_CODE_BUG, IFIR_JUDGE_SYSTEM, render_ifir_judge
+from .._progress import tqdm as progress
 
 log = logging.getLogger(__name__)
 
@@ -361,7 +362,6 @@ class IFIRJudge:
         down or refuses every request), this raises RuntimeError with the count after that backend call, instead of
         going on. Errors that concern the backend as a whole (a missing API key, an unreachable server) are raised
         as they are."""
-        import pyterrier as pt
         items = [JudgeItem(*i) for i in items]
         last = dict.fromkeys(self.stats, 0)
         last["requested"] = len(items)
@@ -381,7 +381,7 @@ class IFIRJudge:
         keys = list(pending)
         errors: List[str] = []
         usable = last["hits"]  # judgements this call can use so far
-        bar = pt.tqdm(total=len(keys), desc=f"INSTFOL judge ({self.judge_model})", unit="doc", disable=not self.verbose or not keys)
+        bar = progress(total=len(keys), desc=f"INSTFOL judge ({self.judge_model})", unit="doc", disable=not self.verbose or not keys)
         try:
             for start in range(0, len(keys), self.batch_size):
                 batch = keys[start:start + self.batch_size]
