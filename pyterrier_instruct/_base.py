@@ -23,7 +23,7 @@ import pyterrier as pt
 from ._config import Configured
 from ._validation import text_hint
 from .instructions import instructions_of
-from ._progress import tqdm as progress
+from ._progress import tqdm as progress_bar
 
 
 def first_stage_columns(inp: pd.DataFrame) -> pd.DataFrame:
@@ -91,4 +91,4 @@ class InstructReranker(Configured, pt.Transformer):
         raise NotImplementedError  # abstract
 
     def _tqdm(self, iterable, total=None, desc=None, unit="batch"):
-        return progress(iterable, total=total, desc=desc or type(self).__name__, unit=unit, disable=not self.verbose)
+        return progress_bar(iterable, total=total, desc=desc or type(self).__name__, unit=unit, disable=not self.verbose)

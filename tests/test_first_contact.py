@@ -92,7 +92,7 @@ def test_progress_bars_are_tqdm_auto_unless_the_user_chose_a_type(monkeypatch, m
     import pyterrier as pt
     import tqdm.auto
     from tqdm import std
-    from pyterrier_instruct._progress import tqdm as progress
+    from pyterrier_instruct._progress import tqdm as progress_bar
     made = []
 
     class Widget(std.tqdm):
@@ -105,5 +105,5 @@ def test_progress_bars_are_tqdm_auto_unless_the_user_chose_a_type(monkeypatch, m
     pti.PoolBM25()(mini.candidates()(mini.get_topics().iloc[:2]))
     assert made == ["PoolBM25"]
     monkeypatch.setattr(pt, "tqdm", lambda *a, **k: made.append("chosen") or std.tqdm(*a, **k))
-    progress(range(2), desc="x", disable=True)
+    progress_bar(range(2), desc="x", disable=True)
     assert made == ["PoolBM25", "chosen"]

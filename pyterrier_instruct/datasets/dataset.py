@@ -14,7 +14,7 @@ import pyterrier as pt
 
 from ._bench import ALIASES, Benchmark, select_variant
 from .registry import Entry
-from .._progress import tqdm as progress
+from .._progress import tqdm as progress_bar
 
 FIELDS = ("title", "text")
 
@@ -123,7 +123,7 @@ class InstructDataset(pt.datasets.Dataset):
         """Streams ``{docno, title, text}`` from the corpus file (nothing is held in memory)."""
         it = iter(self.bench.corpus)
         if verbose:
-            it = progress(it, desc=f"{self.name} corpus", unit="d")
+            it = progress_bar(it, desc=f"{self.name} corpus", unit="d")
         for docno, title, text in it:
             yield {"docno": docno, "title": title, "text": text}
 

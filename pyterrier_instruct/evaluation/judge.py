@@ -45,7 +45,7 @@ from typing import Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequenc
 
 from ..backends.base import Backend, Generation, check_logprob_args
 from ..prompts import IFIR_JUDGE_CODE_BUG, IFIR_JUDGE_SYSTEM, render_ifir_judge
-from .._progress import tqdm as progress
+from .._progress import tqdm as progress_bar
 
 log = logging.getLogger(__name__)
 
@@ -381,7 +381,7 @@ class IFIRJudge:
         keys = list(pending)
         errors: List[str] = []
         usable = last["hits"]  # judgements this call can use so far
-        bar = progress(total=len(keys), desc=f"INSTFOL judge ({self.judge_model})", unit="doc", disable=not self.verbose or not keys)
+        bar = progress_bar(total=len(keys), desc=f"INSTFOL judge ({self.judge_model})", unit="doc", disable=not self.verbose or not keys)
         try:
             for start in range(0, len(keys), self.batch_size):
                 batch = keys[start:start + self.batch_size]
