@@ -56,6 +56,15 @@ class _Paired:
     """The experiment in progress: its measure names in the given order and the qids of its qrels."""
     names: List[str]
     qrels_qids: FrozenSet[str]
+    #: ``save_dir`` with ``save_mode="reuse"``: runs may be read back from TREC files, which keep no topic columns
+    reuses_runs: bool = False
+
+
+def reusing_saved_runs() -> bool:
+    """An experiment in progress may evaluate runs read back from ``save_dir`` (``save_mode="reuse"``): such a run has
+    no ``instruction`` column whatever the system saw, so its absence proves nothing."""
+    active = _ACTIVE.get()
+    return bool(active and active.reuses_runs)
 
 
 _ACTIVE: contextvars.ContextVar[Optional[_Paired]] = contextvars.ContextVar("pyterrier_instruct_paired", default=None)
@@ -198,9 +207,19 @@ def _paired_names(eval_metrics) -> Optional[tuple]:
     return measures, [rev_mapping.get(m, str(m)) for m in measures]
 
 
+def _parse_name(name: str):
+    """``ir_measures.parse_measure``, plus this package's variant wrappers written as they print: ``OG(AP@1000)``."""
+    import ir_measures
+    wrapped = re.fullmatch(r"(OG|Changed|Reversed)\((.+)\)", name.strip())
+    if wrapped:
+        from . import measures
+        return getattr(measures, wrapped.group(1))(wrapped.group(2))
+    return ir_measures.parse_measure(name)
+
+
 def by_name(eval_metrics):
     """``eval_metrics`` with each name PyTerrier's trec_eval-style parser cannot read (``"pMRR"``, ``"nDCG@10"``,
-) replaced by the measure ``ir_measures.parse_measure`` reads from it (this package's measures are
+    ``"OG(AP@1000)"``) replaced by the measure ``ir_measures.parse_measure`` (or the variant wrapper) reads from it (this package's measures are
     registered there); names PyTerrier reads (``"map"``, ``"ndcg_cut_10"``, ``"mrt"``) are left to it. A name neither
     reads is a ``ValueError`` naming it and both syntaxes."""
     if isinstance(eval_metrics, (str, bytes)) or not hasattr(eval_metrics, "__iter__"):
@@ -213,10 +232,10 @@ def by_name(eval_metrics):
                 ir_measures.parse_trec_measure(m)
             except ValueError:
                 try:
-                    m = ir_measures.parse_measure(m)
+                    m = _parse_name(m)
                 except (ValueError, NameError, SyntaxError, TypeError) as err:
                     raise ValueError(f"unknown measure {m!r}: neither an ir_measures name ('nDCG@10', 'AP@1000', "
-                                     f"'pMRR') nor a trec_eval name ('map', 'ndcg_cut_10') ({err})") from None
+                                     f"'pMRR', 'OG(AP@1000)') nor a trec_eval name ('map', 'ndcg_cut_10') ({err})") from None
         out.append(m)
     return out
 
@@ -249,7 +268,8 @@ def _experiment(original):
         if batch_size is not None and transformers and isinstance(topics, pd.DataFrame):
             _check_batches(measures, topics, int(batch_size), bound.arguments.get("plan", "linear"))
         qids = frozenset(qrels["qid"].astype(str)) if isinstance(qrels, pd.DataFrame) else frozenset()
-        token = _ACTIVE.set(_Paired(names, qids))
+        reuses = bound.arguments.get("save_dir") is not None and bound.arguments.get("save_mode") == "reuse"
+        token = _ACTIVE.set(_Paired(names, qids, reuses))
         try:
             return original(*bound.args, **bound.kwargs)
         finally:

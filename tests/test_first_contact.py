@@ -69,14 +69,14 @@ def test_cli_data_errors_are_one_line_and_exit_2(args, expected, capsys, tmp_pat
 
 
 def test_measures_by_name_in_pt_experiment(mini):
-    from ir_measures import nDCG
+    from ir_measures import AP, nDCG
     import pyterrier as pt
     system = mini.candidates() >> pti.PoolBM25(verbose=False)
     topics, qrels = mini.get_topics(), mini.get_qrels()
-    named = pt.Experiment([system], topics, qrels, ["pMRR", "nDCG@10"])
-    objects = pt.Experiment([system], topics, qrels, [pti.pMRR, nDCG @ 10])
-    assert list(named.columns) == list(objects.columns) == ["name", "pMRR", "nDCG@10"]
-    assert named[["pMRR", "nDCG@10"]].values.tolist() == objects[["pMRR", "nDCG@10"]].values.tolist()
+    named = pt.Experiment([system], topics, qrels, ["pMRR", "nDCG@10", "OG(AP@1000)"])
+    objects = pt.Experiment([system], topics, qrels, [pti.pMRR, nDCG @ 10, pti.OG(AP @ 1000)])
+    assert list(named.columns) == list(objects.columns) == ["name", "pMRR", "nDCG@10", "OG(AP@1000)"]
+    assert named.iloc[:, 1:].values.tolist() == objects.iloc[:, 1:].values.tolist()
     with pytest.raises(ValueError, match="unknown measure 'pMRRR': neither an ir_measures name"):
         pt.Experiment([system], topics, qrels, ["pMRRR"])
 
@@ -107,3 +107,20 @@ def test_progress_bars_are_tqdm_auto_unless_the_user_chose_a_type(monkeypatch, m
     monkeypatch.setattr(pt, "tqdm", lambda *a, **k: made.append("chosen") or std.tqdm(*a, **k))
     progress_bar(range(2), desc="x", disable=True)
     assert made == ["PoolBM25", "chosen"]
+
+
+def test_reused_saved_runs_raise_no_missing_instruction_alarm(mini, tmp_path):
+    """A run read back from ``save_dir`` (TREC files keep no topic columns) is not a run that never saw the instructions."""
+    import warnings
+    import pyterrier as pt
+    system = mini.candidates() >> pti.PoolBM25(verbose=False)
+    topics, qrels = mini.get_topics(), mini.get_qrels()
+    for attempt in ("fresh", "reused"):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            pt.Experiment([system], topics, qrels, ["pMRR"], names=["pool » PoolBM25"], save_dir=str(tmp_path), save_mode="reuse")
+        assert not [w for w in caught if "no 'instruction' column" in str(w.message)], attempt
+    assert (tmp_path / "pool » PoolBM25.res.gz").exists()
+    without = system >> pt.apply.generic(lambda df: df.drop(columns=["instruction"]))
+    with pytest.warns(UserWarning, match="no 'instruction' column"):  # a fresh run without the column still warns
+        pt.Experiment([without], topics, qrels, ["pMRR"])
