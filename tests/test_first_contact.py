@@ -124,3 +124,21 @@ def test_reused_saved_runs_raise_no_missing_instruction_alarm(mini, tmp_path):
     without = system >> pt.apply.generic(lambda df: df.drop(columns=["instruction"]))
     with pytest.warns(UserWarning, match="no 'instruction' column"):  # a fresh run without the column still warns
         pt.Experiment([without], topics, qrels, ["pMRR"])
+
+
+def test_an_empty_folder_for_an_original_layout_id_names_that_layout(tmp_path):
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(DataError) as err:
+        pti.load_dataset("followir/robust04", path=str(tmp_path / "empty")).get_topics()
+    text = str(err.value)
+    assert "expected the original FollowIR layout" in text and "mteb layout" not in text.split("missing:")[0]
+    assert "missing: queries.jsonl, corpus.jsonl, qrels_og/test.jsonl, qrels_changed/test.jsonl, top_ranked.jsonl" in text
+    with pytest.raises(DataError, match=r"missing config folder .*queries \(mteb layout"):  # the mteb id names its own
+        pti.load_dataset("followir/robust04/mteb", path=str(tmp_path / "empty")).get_topics()
+
+
+def test_data_md_names_every_file_of_the_original_followir_layout():
+    page = (Path(__file__).parents[1] / "docs" / "data.md").read_text(encoding="utf-8")
+    from pyterrier_instruct.datasets.followir import ORIGINAL_FILES
+    assert all(f"`{name}`" in page or f"`{name}` (or" in page for name in ORIGINAL_FILES)
+    assert "`qid`, `pid`" in page

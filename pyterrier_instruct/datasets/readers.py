@@ -48,7 +48,7 @@ def read_benchmark(entry: Entry, folder: Path, qrels_mapping: str = "as-named") 
         from . import followir
         if entry.family in ("followir-mteb", "mfollowir"):
             return followir.read_mteb(folder, entry.lang, qrels_mapping)
-        return followir.read(folder, qrels_mapping=qrels_mapping)
+        return followir.read(folder, qrels_mapping=qrels_mapping, expected="original" if entry.repo_id else None)
     if entry.family == "infosearch":
         from . import infosearch
         return infosearch.read(folder)
