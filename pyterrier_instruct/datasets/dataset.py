@@ -64,8 +64,14 @@ class InstructDataset(pt.datasets.Dataset):
 
     @property
     def provenance(self) -> Dict[str, str]:
-        """Where the files are: name, folder, hub repository and pinned revision (locates the folder)."""
+        """Where the files are: name, folder, hub repository, the revision the id pins (``pinned_revision``) and the one
+        read (``revision``: None for a local folder whose revision is not recorded, then ``content_sha256`` of its
+        files); locates the folder."""
         folder = self.locate()
+        if self._provenance is not None and "repo_id" in self._provenance and self._provenance.get("revision") is None \
+                and "content_sha256" not in self._provenance:  # a local folder of unrecorded revision: what was read
+            from .source import content_hash
+            self._provenance["content_sha256"] = content_hash(folder)
         out = dict(self._provenance or {"name": self.name, "path": str(folder)})
         if self.entry.family in ("bundled", "followir", "followir-mteb", "mfollowir"):
             out["qrels_mapping"] = self.qrels_mapping

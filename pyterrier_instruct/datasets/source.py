@@ -95,6 +95,38 @@ def locate(name: str, entry: Entry, path: Optional[str] = None, download: bool =
     return _with_subdir(folder, entry)
 
 
+def read_revision(folder: Path, entry: Entry) -> Optional[str]:
+    """The revision of ``entry.repo_id`` the files in ``folder`` are, as far as it is recorded: the pinned one for this
+    package's own download (the cache folder), the commit ``hf download --local-dir`` wrote into
+    ``.cache/huggingface/download/*.metadata``, else None (a folder put together by hand: see :func:`content_hash`)."""
+    folder = Path(folder).resolve()
+    cache = cache_dir(entry).resolve()
+    if folder == cache or cache in folder.parents:
+        return entry.revision or "main (unpinned)"
+    for root in (folder, folder.parent):
+        meta = root / ".cache" / "huggingface" / "download"
+        for marker in sorted(meta.rglob("*.metadata")) if meta.is_dir() else []:
+            commit = marker.read_text(encoding="utf-8", errors="replace").split("\n", 1)[0].strip()
+            if commit:
+                return commit
+    return None
+
+
+def content_hash(folder: Path) -> str:
+    """``sha256:<hex>`` over every file under ``folder`` (relative name and bytes, in name order; ``.cache/`` left
+    out): what was read from a local folder whose revision is not recorded."""
+    import hashlib
+    folder = Path(folder)
+    h = hashlib.sha256()
+    for f in sorted(p for p in folder.rglob("*") if p.is_file() and ".cache" not in p.relative_to(folder).parts):
+        h.update(f.relative_to(folder).as_posix().encode() + b"\0")
+        with open(f, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+        h.update(b"\0")
+    return "sha256:" + h.hexdigest()
+
+
 def _download(entry: Entry) -> Path:
     try:
         from huggingface_hub import snapshot_download
