@@ -142,3 +142,15 @@ def test_data_md_names_every_file_of_the_original_followir_layout():
     from pyterrier_instruct.datasets.followir import ORIGINAL_FILES
     assert all(f"`{name}`" in page or f"`{name}` (or" in page for name in ORIGINAL_FILES)
     assert "`qid`, `pid`" in page
+
+
+def test_cli_rows_are_labelled_by_the_checkpoint_used():
+    import argparse
+    from pyterrier_instruct.reproduce.common import Row, row_name
+    rows = {"monot5-base": Row("MonoT5-base", "MonoT5-base", "castorini/monot5-base-msmarco-10k"), "bm25": Row("BM25", "BM25")}
+    default = argparse.Namespace(models={"monot5-base": "castorini/monot5-base-msmarco-10k"})
+    assert row_name(rows, "monot5-base", default) == "MonoT5-base" and row_name(rows, "bm25", default) == "BM25"
+    own = argparse.Namespace(models={"monot5-base": "./checkpoints/my-monot5/"})
+    assert row_name(rows, "monot5-base", own) == "MonoT5-base [my-monot5]"
+    other = argparse.Namespace(models={"monot5-base": "castorini/monot5-large-msmarco"})
+    assert row_name(rows, "monot5-base", other) == "MonoT5-base [castorini/monot5-large-msmarco]"
