@@ -322,6 +322,7 @@ def full_retrieval(args: argparse.Namespace, rows: Mapping[str, Row], label: str
     return saved(on_cluster(systems, args), args, rows, label)
 
 
-__all__: List[str] = ["Row", "parser", "parse", "dataset_label", "open_dataset", "open_datasets", "model_options", "check_models", "saved", "row_name",
+__all__: List[str] = ["Row", "parser", "parse", "dataset_label", "open_dataset", "open_datasets", "model_options", "check_models", "saved",
+                      "row_name",
                       "finish", "environment", "models_of", "model_provenance", "selected", "on_cluster",
                       "full_retrieval", "FIRST_STAGES", "first_stage_bm25"]
