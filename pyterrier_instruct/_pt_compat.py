@@ -36,7 +36,7 @@ import math
 import os
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -51,13 +51,41 @@ _TARGET = "pyterrier._evaluation"
 _ORIGINALS: Dict[Tuple[str, str], object] = {}  # (module, attribute) -> PyTerrier's own
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Paired:
-    """The experiment in progress: its measure names in the given order and the qids of its qrels."""
+    """The experiment in progress: its measure names in the given order, the qids of its qrels, its systems and what
+    was evaluated and warned so far."""
     names: List[str]
     qrels_qids: FrozenSet[str]
     #: ``save_dir`` with ``save_mode="reuse"``: runs may be read back from TREC files, which keep no topic columns
     reuses_runs: bool = False
+    systems: Sequence[str] = ()        # the system names, in order
+    batch_size: Optional[int] = None
+    linear: bool = True                # plan="linear": systems are evaluated one after the other, in order
+    evaluations: int = 0               # PyTerrier evaluations so far (one per system when linear without batch_size)
+    warned: set = field(default_factory=set)
+
+
+def evaluated_system() -> Tuple[Optional[str], Optional[int]]:
+    """(the name of the system being evaluated, when it is known; ``batch_size``) for the experiment in progress,
+    (None, None) outside one."""
+    active = _ACTIVE.get()
+    if active is None:
+        return None, None
+    known = active.linear and active.batch_size is None and 0 < active.evaluations <= len(active.systems)
+    return (active.systems[active.evaluations - 1] if known else None), active.batch_size
+
+
+def first_time(message: str) -> bool:
+    """False when ``message`` was already warned in the experiment in progress (PyTerrier may evaluate a system's
+    queries in parts); always True outside one."""
+    active = _ACTIVE.get()
+    if active is None:
+        return True
+    if message in active.warned:
+        return False
+    active.warned.add(message)
+    return True
 
 
 def reusing_saved_runs() -> bool:
@@ -269,7 +297,10 @@ def _experiment(original):
             _check_batches(measures, topics, int(batch_size), bound.arguments.get("plan", "linear"))
         qids = frozenset(qrels["qid"].astype(str)) if isinstance(qrels, pd.DataFrame) else frozenset()
         reuses = bound.arguments.get("save_dir") is not None and bound.arguments.get("save_mode") == "reuse"
-        token = _ACTIVE.set(_Paired(names, qids, reuses))
+        given = bound.arguments.get("names")
+        system_names = [str(n) for n in given] if given is not None else [str(x) for x in systems]
+        token = _ACTIVE.set(_Paired(names, qids, reuses, system_names, batch_size,
+                                    bound.arguments.get("plan", "linear") != "tree"))
         try:
             return original(*bound.args, **bound.kwargs)
         finally:
@@ -282,6 +313,8 @@ def _to_dict(original):
     @functools.wraps(original)
     def _ir_measures_to_dict(seq, measures, rev_mapping, num_q, perquery=True, backfill_qids=None):
         active = _ACTIVE.get()
+        if active is not None:
+            active.evaluations += 1
         if active is not None and backfill_qids is not None:  # a topic in the qrels is not "not found in qrels"
             backfill_qids = [q for q in backfill_qids if str(q) not in active.qrels_qids]
         return original(seq, measures, rev_mapping, num_q, perquery, backfill_qids)

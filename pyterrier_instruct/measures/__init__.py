@@ -70,9 +70,15 @@ class _pMRR(PairedMeasure):
         with_docs = set(diff["qid"])
         missing = sorted(with_docs - (set(og_run["qid"]) & set(ch_run["qid"])))
         if missing:
-            warnings.warn(f"pMRR: {len(missing)} base queries lack their -og or -changed run and are skipped "
-                          f"({missing[:5]}{'...' if len(missing) > 5 else ''}); with pt.Experiment(batch_size=...) "
-                          "batches must keep the variants of a query together", MissingVariantWarning, stacklevel=2)
+            from .._pt_compat import evaluated_system, first_time
+            system, batch_size = evaluated_system()
+            message = (f"pMRR{f' of {system!r}' if system else ''}: {len(missing)} base queries are skipped because the "
+                       f"run has no rows for their -og or -changed topic (the system returned nothing for it) "
+                       f"({missing[:5]}{'...' if len(missing) > 5 else ''})")
+            if batch_size is not None:
+                message += f"; pt.Experiment(batch_size={batch_size}) must also keep the variants of a query in one batch"
+            if first_time(message):
+                warnings.warn(message, MissingVariantWarning, stacklevel=2)
         without = sorted(set(q["og"]["qid"]) - with_docs)
         if without:
             warnings.warn(f"pMRR: {len(without)} queries have no changed documents and are excluded "
