@@ -271,7 +271,7 @@ def test_beir_prompt_study_selected_is_the_dev_argmax_and_best_the_test_max(mode
     assert report["tables"]["table3"]["provenance"]["scifact"]["path"].endswith("BeIR/scifact")
     prompts = pd.read_csv(tmp_path / "prompts.csv")
     assert prompts["text"].tolist()[:10] == list(pti.BEIR_PROMPTS)
-    for i, name in enumerate(["BM25", "Promptriever"]):
+    for i, name in enumerate(["BM25", "Promptriever [adapter]"]):  # rows labelled by the checkpoint used
         mine = prompts[prompts["model"] == name].reset_index(drop=True)
         assert len(mine) == 10 and mine["dev"].notna().all()
         selected = int(mine["dev"].to_numpy().argmax())  # the first maximum: the lowest prompt number on ties
