@@ -146,7 +146,8 @@ def from_pretrained(cls, name: str, *args, **kwargs):
 
 
 def _local_dir_commit(folder: str) -> Optional[str]:
-    """The commit recorded by ``hf download --local-dir`` (``huggingface-cli`` before huggingface_hub 0.34) (``.cache/huggingface/download/*.metadata``)."""
+    """The commit recorded by ``hf download --local-dir`` (``huggingface-cli`` before huggingface_hub 0.34) in
+    ``.cache/huggingface/download/*.metadata``."""
     meta = os.path.join(folder, ".cache", "huggingface", "download")
     for marker in _MARKERS:
         try:
