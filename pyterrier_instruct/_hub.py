@@ -44,6 +44,28 @@ def login_command() -> str:
     return "hf auth login" if hub_cli() == "hf" else "huggingface-cli login"
 
 
+_PROXY_VARS = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
+
+
+def hub_unreachable(timeout: float = 3.0) -> Optional[str]:
+    """Why the Hugging Face hub (``$HF_ENDPOINT``, default https://huggingface.co) cannot be reached, from one TCP
+    connection attempt of at most ``timeout`` seconds, or None when it can. Checked before a download, so that a
+    machine without network fails at once instead of after huggingface_hub's retries (half a minute and more). With a
+    proxy configured nothing is checked (None): the proxy decides."""
+    import socket
+    from urllib.parse import urlsplit
+    if any(os.environ.get(v) for v in _PROXY_VARS):
+        return None
+    endpoint = os.environ.get("HF_ENDPOINT") or "https://huggingface.co"
+    parts = urlsplit(endpoint)
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        with socket.create_connection((parts.hostname or "", port), timeout=timeout):
+            return None
+    except (OSError, ValueError) as err:
+        return f"{endpoint} cannot be reached ({type(err).__name__}: {err})"
+
+
 def is_path(name: str) -> bool:
     """``name`` can only be a local path, never a hub id (``owner/name``): absolute, ``~``/``.``-prefixed, more than one
     ``/``, a backslash, or a trailing separator."""
@@ -111,9 +133,10 @@ def not_found_message(name: str, cause: BaseException) -> str:
     root = os.environ.get(MODELS_ENV)
     under = f"not in {os.path.join(root, name)}" if root else f"${MODELS_ENV} is not set"
     first = str(cause).strip().splitlines()[0] if str(cause).strip() else type(cause).__name__
-    if offline() or "connect" in first.lower():
+    if offline() or isinstance(cause, ConnectionError) or "connect" in first.lower():
         why = ("it is not in the local Hugging Face cache and HF_HUB_OFFLINE is set" if offline()
-               else "it is not in the local Hugging Face cache and huggingface.co cannot be reached")
+               else "it is not in the local Hugging Face cache and huggingface.co cannot be reached"
+               + (f" ({first}; set HF_HUB_OFFLINE=1 to skip the hub)" if isinstance(cause, ConnectionError) else ""))
         check = ""
     else:
         why = f"the Hugging Face hub did not provide it ({first})"
@@ -142,7 +165,22 @@ def from_pretrained(cls, name: str, *args, **kwargs):
     """``cls.from_pretrained(model_path(name), …)`` (a transformers or peft Auto class) with :class:`ModelNotFoundError`
     for weights that are not there."""
     with loading(name):
-        return cls.from_pretrained(model_path(name), *args, **kwargs)
+        return cls.from_pretrained(_load_from(name), *args, **kwargs)
+
+
+def _load_from(name: str) -> str:
+    """:func:`model_path`, except that online with the hub unreachable a cached snapshot is loaded from its folder
+    (no retries), and a checkpoint that is not cached fails at once with ``ConnectionError`` (see :func:`loading`)."""
+    path = model_path(name)
+    if offline() or os.path.isdir(path):
+        return path
+    why = hub_unreachable()
+    if why is None:
+        return path
+    cached = local_model(name)
+    if cached:
+        return cached
+    raise ConnectionError(why)
 
 
 def _local_dir_commit(folder: str) -> Optional[str]:

@@ -11,23 +11,61 @@ from pyterrier_instruct.datasets import DataError
 from pyterrier_instruct.datasets import source
 
 
-def test_an_unreachable_hub_is_one_data_error_naming_path_and_the_data_root(monkeypatch, tmp_path):
+def _closed_port() -> int:
+    import socket
+    with socket.socket() as s:  # a loopback port nothing listens on: connections are refused at once
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def unreachable_hub(monkeypatch, tmp_path):
+    """Online (HF_HUB_OFFLINE unset) with a hub endpoint that refuses connections, no proxy, empty caches."""
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")
-    monkeypatch.setenv("PYTERRIER_INSTRUCT_DATA", str(tmp_path))
+    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "0")
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{_closed_port()}")
+    for var in _hub._PROXY_VARS:
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("PYTERRIER_INSTRUCT_DATA", str(tmp_path / "data"))
     monkeypatch.setenv("IR_DATASETS_HOME", str(tmp_path / "home"))
-    calls = []
+    monkeypatch.setenv("PYTERRIER_INSTRUCT_MODELS", str(tmp_path / "models"))
+    return tmp_path
 
-    def unreachable(entry):
-        calls.append(entry.repo_id)
-        raise ConnectionError("[Errno -3] Temporary failure in name resolution")
 
-    monkeypatch.setattr(source, "_download", unreachable)
+def test_an_unreachable_hub_is_one_data_error_naming_path_and_the_data_root(unreachable_hub, monkeypatch):
+    monkeypatch.setattr(source, "_download", lambda entry: pytest.fail("no download is tried when the hub cannot be reached"))
     with pytest.raises(DataError) as err:
         pti.load_dataset("followir/robust04").get_topics()
     text = str(err.value)
-    assert calls == ["jhu-clsp/robust04-instructions"] and err.value.__cause__ is None
-    assert "the download of jhu-clsp/robust04-instructions failed (ConnectionError: [Errno -3]" in text
+    assert err.value.__cause__ is None and err.value.__context__ is None or err.value.__suppress_context__
+    assert "the download of jhu-clsp/robust04-instructions failed (ConnectionError: http://127.0.0.1:" in text
+    assert "cannot be reached (ConnectionRefusedError" in text
     assert "path=<folder>" in text and "PYTERRIER_INSTRUCT_DATA" in text and "HF_HUB_OFFLINE=1" in text
+
+
+def test_a_failing_download_is_one_data_error(monkeypatch, tmp_path):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    monkeypatch.setenv("PYTERRIER_INSTRUCT_DATA", str(tmp_path))
+    monkeypatch.setenv("IR_DATASETS_HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(_hub, "hub_unreachable", lambda timeout=3.0: None)
+    monkeypatch.setattr(source, "hub_unreachable", lambda timeout=3.0: None)
+
+    def fails(entry):
+        raise RuntimeError("500 Server Error: Internal Server Error for url: https://huggingface.co/api/datasets/x")
+
+    monkeypatch.setattr(source, "_download", fails)
+    with pytest.raises(DataError, match=r"the download of jhu-clsp/robust04-instructions failed \(RuntimeError: 500 Server"):
+        pti.load_dataset("followir/robust04").get_topics()
+
+
+def test_an_unreachable_hub_fails_a_model_at_once_with_the_fixes(unreachable_hub):
+    import pandas as pd
+    frame = pd.DataFrame({"qid": ["1"], "query": ["q"], "docno": ["d"], "text": ["t"]})
+    with pytest.raises(_hub.ModelNotFoundError) as err:
+        pti.MonoT5("org/not-cached")(frame)
+    text = str(err.value)
+    assert "huggingface.co cannot be reached (http://127.0.0.1:" in text and "set HF_HUB_OFFLINE=1" in text
+    assert "hf download org/not-cached" in text
 
 
 def test_the_suggested_command_is_the_installed_one(monkeypatch):

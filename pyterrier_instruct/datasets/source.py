@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 from typing import List, Optional
 
-from .._hub import hub_cli
+from .._hub import hub_cli, hub_unreachable
 from ._files import DataError
 from .registry import BEIR_URL, Entry, qrels_repo
 
@@ -84,6 +84,9 @@ def locate(name: str, entry: Entry, path: Optional[str] = None, download: bool =
         raise DataError(f"{name}: no local copy found (looked in {where}) and {reason}. "
                         f"Get the data with: {how_to_get(name, entry)}")
     try:
+        unreachable = hub_unreachable()
+        if unreachable:  # at once, instead of huggingface_hub's retries
+            raise ConnectionError(unreachable)
         folder = _download(entry)
     except ImportError:
         raise
