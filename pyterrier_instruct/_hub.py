@@ -158,7 +158,10 @@ def loading(name: str):
     except OSError as err:
         if isinstance(err, ModelNotFoundError) or os.path.isdir(model_path(name)):
             raise
-        raise ModelNotFoundError(not_found_message(str(name), err)) from err
+        error = ModelNotFoundError(not_found_message(str(name), err))
+        if type(err) is ConnectionError:  # our own reachability check: the message says it all
+            raise error from None
+        raise error from err
 
 
 def from_pretrained(cls, name: str, *args, **kwargs):
