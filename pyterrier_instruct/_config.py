@@ -100,6 +100,11 @@ class Configured:
             raise NotFingerprintable(repr(self), f"{type(self).__name__} does not keep its constructor argument(s) {missing}")
         return {k: v for k, v in config.items() if k not in self._eq_exclude + self._fingerprint_exclude}
 
+    def _fingerprint_(self) -> str:
+        """The fingerprint protocol (:func:`~pyterrier_instruct._fingerprint.fingerprint`): the class and :meth:`_fingerprint_parts`."""
+        from ._fingerprint import describe
+        return describe(self, self._fingerprint_parts())
+
     def __eq__(self, other) -> bool:
         if type(other) is not type(self):
             return NotImplemented

@@ -3,15 +3,17 @@ reuses a stale entry.
 
 :func:`fingerprint` describes a transformer (or any configuration value) as canonical text, walking pipelines:
 
-- this package's transformers, backends and models (:class:`~pyterrier_instruct._config.Configured`): the class and its
+- an object that implements the protocol, a ``_fingerprint_()`` method returning its canonical text (so this module
+  imports nothing of the package): this package's transformers, backends and models
+  (:class:`~pyterrier_instruct._config.Configured`): the class and its
   resolved constructor arguments (``verbose`` left out), each described recursively; an argument naming a model
   (``model_name_or_path``, ``base_model``, ``model``, ``tokenizer``) adds the model's revision (:func:`model_revision`);
   classes whose output depends on an index or a dataset add its revision (``_fingerprint_parts``);
 - PyTerrier's operators (``>>``, ``+``, ``%``, ``**``, ``|``, ``&``, ``^``, ``*``) and the transformers of
   pyterrier_pisa and pyterrier_dr: the class, its public attributes and its ``pt.inspect.subtransformers``; an index
   (a ``pt.Artifact``) by its path and revision (:func:`index_revision`);
-- a benchmark (:class:`~pyterrier_instruct.datasets.InstructDataset`) by its name, qrels mapping and the revision of
-  its folder (:func:`path_revision`);
+- a benchmark (:class:`~pyterrier_instruct.datasets.InstructDataset`, also through ``_fingerprint_()``) by its name,
+  qrels mapping and the revision of its folder (:func:`path_revision`);
 - plain values (numbers, strings, tuples, lists, dicts, enums, dataclasses, arrays, frames) by value.
 
 Anything else cannot be fingerprinted and raises :class:`NotFingerprintable`: a function (``pt.apply.*``, a
@@ -166,9 +168,14 @@ def _safe_repr(obj) -> str:
         return f"<{type(obj).__name__}>"
 
 
+def describe(obj, parts: Dict[str, object]) -> str:
+    """``module.Class(name=<fingerprint>, …)`` over ``parts``; an argument naming a model (:data:`MODEL_ARGS`) adds its
+    revision. What a ``_fingerprint_()`` method usually returns."""
+    return _call(obj, parts)
+
+
 def _fp(obj) -> str:
     import pyterrier as pt
-    from ._config import Configured
     if obj is None or isinstance(obj, (bool, int, float, str, bytes)):
         return repr(obj)
     if isinstance(obj, enum.Enum):
@@ -187,10 +194,8 @@ def _fp(obj) -> str:
         return f"{type(obj).__name__}({digest(obj.to_csv())})"
     if getattr(obj, "_same_output_as", None) is not None:  # pti.on_ray(x): where x runs, not what it computes
         return _fp(obj._same_output_as)
-    if isinstance(obj, Configured):
-        return _call(obj, obj._fingerprint_parts())
-    if _is_dataset(obj):
-        return f"InstructDataset({obj.name!r}, qrels_mapping={obj.qrels_mapping!r}, revision={dataset_revision(obj)!r})"
+    if callable(getattr(type(obj), "_fingerprint_", None)):  # the protocol: the object describes itself
+        return obj._fingerprint_()
     if isinstance(obj, pt.Artifact):
         return f"{_class(obj)}({str(obj.path)!r}, revision={index_revision(str(obj.path))!r})"
     if isinstance(obj, pt.Transformer):
@@ -202,11 +207,6 @@ def _fp(obj) -> str:
     if callable(obj):
         raise NotFingerprintable(_stable(_safe_repr(obj)), "a function's behaviour (its code and the values it reads) has no fingerprint")
     raise NotFingerprintable(_stable(_safe_repr(obj)), f"a {type(obj).__name__} has no content fingerprint")
-
-
-def _is_dataset(obj) -> bool:
-    from .datasets.dataset import InstructDataset
-    return isinstance(obj, InstructDataset)
 
 
 def _call(obj, parts: Dict[str, object]) -> str:

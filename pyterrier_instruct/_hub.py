@@ -13,6 +13,8 @@ import contextlib
 import os
 from typing import Dict, Optional
 
+from .errors import ModelNotFoundError
+
 #: A folder holding checkpoints as ``<folder>/<hub id>/`` (searched before the Hugging Face cache).
 MODELS_ENV = "PYTERRIER_INSTRUCT_MODELS"
 
@@ -123,9 +125,6 @@ def model_path(name: str) -> str:
     return name
 
 
-class ModelNotFoundError(OSError):
-    """A model's weights are neither a local folder, nor under ``$PYTERRIER_INSTRUCT_MODELS``, nor (offline) in the
-    Hugging Face cache; the message names the id and the fixes. An ``OSError``, as transformers raises."""
 
 
 def not_found_message(name: str, cause: BaseException) -> str:

@@ -11,23 +11,7 @@ import contextlib
 
 import pyterrier as pt
 
-
-def _hint(text_field: str) -> str:
-    return (f"The input has no {text_field!r} column: a first stage such as BM25 returns docnos without the document text. "
-            f"Add a text loader before this stage, e.g. `bm25 >> pt.text.get_text(dataset, {text_field!r}) >> reranker` "
-            f"(`dataset.text_loader({text_field!r})` for a pt.get_dataset('instruct:…') dataset), or use the benchmark's "
-            f"candidates, which carry the text: `dataset.candidates() >> reranker`.")
-
-
-class MissingTextError(pt.validate.InputValidationError):
-    """An ``InputValidationError`` for a result frame without the document text, with the fix in its message."""
-
-    def __init__(self, message: str, modes, text_field: str):
-        super().__init__(message, modes)
-        self.text_field = text_field
-
-    def __str__(self) -> str:
-        return f"{super().__str__()}\n{_hint(self.text_field)}"
+from .errors import MissingTextError
 
 
 def lacks_text(err: pt.validate.InputValidationError, text_field: str) -> bool:

@@ -10,7 +10,7 @@ and ``variant`` columns beside it.
 """
 from __future__ import annotations
 
-from typing import Callable, Dict, Iterable, Mapping, Optional, Tuple
+from typing import Callable, Dict, Iterable, Mapping, NamedTuple, Optional, Tuple
 
 import numpy as np
 import pandas as pd
@@ -18,23 +18,9 @@ import pandas as pd
 #: Suffixes of the paired-evaluation variants, in canonical order.
 VARIANTS: Tuple[str, ...] = ("og", "changed", "reversed")
 
-#: The ``append`` composer: instruction after the query, stripped, so an empty instruction gives the query itself (the
+#: The default composer: instruction after the query, stripped, so an empty instruction gives the query itself (the
 #: FollowIR repository, mteb's reranking evaluators, the InfoSearch repository ``eval.py``, IFIR App. B).
 DEFAULT_COMPOSER = "{query} {instruction}"
-
-
-def compose(query: str, instruction: Optional[str] = "", composer: str = DEFAULT_COMPOSER) -> str:
-    """Joins a query and an instruction with ``composer`` (a format string over ``{query}`` and ``{instruction}``, or the
-    name of a rule in :data:`COMPOSERS`), stripped.
-
-    With the default composer an empty (or ``None``) instruction reproduces ``query.strip()``.
-    """
-    check_composer(composer, "compose")
-    if composer in COMPOSERS and composer != "append":
-        return COMPOSERS[composer](query, instruction)
-    composer = DEFAULT_COMPOSER if composer == "append" else composer
-    return composer.format(query=query, instruction=instruction or "").strip()
-
 
 #: TART-FLAN-T5's composer as FollowIR ran it (FollowIR repository, TART evaluation): ``"{query} [SEP] {instruction}"``,
 #: an empty instruction replaced by :data:`TART_EMPTY_INSTRUCTION`.
@@ -42,6 +28,9 @@ TART_COMPOSER = "{query} [SEP] {instruction}"
 TART_EMPTY_INSTRUCTION = "Retrieve news paper paragraph to answer this question"
 #: InstructIR's native order, as its data stores the instructed queries (InstructIR repository; mteb's InstructIR task).
 INSTRUCTIR_COMPOSER = "{instruction} [SEP] {query}"
+#: E5-Mistral as FollowIR ran it (FollowIR repository ``models/e5/evaluate_e5.py``): the instruction that replaces an
+#: empty one (appended like any instruction).
+E5_EMPTY_INSTRUCTION = "Given a web search query, retrieve relevant passages that answer the query"
 
 
 def _question_mark(query: str) -> str:
@@ -69,17 +58,25 @@ def compose_promptriever_mteb(query: str, instruction: Optional[str] = "") -> st
     return f"{q}{_question_mark(q)} {instruction or ''}".strip()
 
 
+def compose_rank_llm(query: str, instruction: Optional[str] = "") -> str:
+    """rank_llm's listwise prompts: ``f"{query} {instruction}".strip()``, and the query exactly as given (not stripped:
+    rank_llm passes ``query.text``) when the instruction is empty or blank."""
+    instruction = instruction or ""
+    return f"{query} {instruction}".strip() if instruction.strip() else str(query)
+
+
+def _format(composer: str) -> Callable[[str, Optional[str]], str]:
+    return lambda query, instruction: composer.format(query=query, instruction=instruction or "").strip()
+
+
 #: Joining rules that are functions rather than format strings, by name; ``composer=<name>`` uses them.
 COMPOSERS: Dict[str, Callable[[str, Optional[str]], str]] = {
-    "append": compose,
+    "append": _format(DEFAULT_COMPOSER),
     "mteb": compose_mteb,
     "promptriever": compose_promptriever,
     "promptriever_mteb": compose_promptriever_mteb,
+    "rank_llm": compose_rank_llm,
 }
-
-#: E5-Mistral as FollowIR ran it (FollowIR repository ``models/e5/evaluate_e5.py``): the instruction that replaces an
-#: empty one (appended like any instruction).
-E5_EMPTY_INSTRUCTION = "Given a web search query, retrieve relevant passages that answer the query"
 
 
 def check_composer(composer, owner: str) -> str:
@@ -91,22 +88,114 @@ def check_composer(composer, owner: str) -> str:
     return composer
 
 
+class QuerySlot(NamedTuple):
+    """Where a template's instruction goes: the template's ``{query}`` slot is filled with ``composer`` over the query and
+    the instruction (a format string over ``{query}`` and ``{instruction}``, the result stripped, or the name of a rule
+    in :data:`COMPOSERS`); an empty instruction is replaced by ``empty`` when set (TART, E5-Mistral, Qwen3's default
+    task), otherwise it drops out with its separator (``"{query} {instruction}"`` gives the query, stripped).
+
+    A template that names ``{instruction}`` itself (e.g. ``"<Instruct>: {instruction}\\n<Query>: {query}"``) pairs with
+    ``QuerySlot("{query}")``: its ``{instruction}`` is filled with the same (possibly replaced) instruction.
+    """
+    composer: str = DEFAULT_COMPOSER
+    empty: Optional[str] = None
+
+    def check(self, owner: str) -> "QuerySlot":
+        """Itself, after checking ``composer`` and ``empty`` (errors name ``owner``)."""
+        check_composer(self.composer, owner)
+        if self.empty is not None and not isinstance(self.empty, str):
+            raise TypeError(f"{owner}: QuerySlot.empty must be a str or None, got {type(self.empty).__name__}")
+        return self
+
+    def instruction(self, instruction: Optional[str]) -> str:
+        """The instruction as the template sees it: ``empty`` where it is empty or blank (when ``empty`` is set)."""
+        instruction = instruction or ""
+        return self.empty if self.empty is not None and not instruction.strip() else instruction
+
+    def fill(self, query: str, instruction: Optional[str] = "") -> str:
+        """The ``{query}`` slot's text for one query and instruction."""
+        return self.rule()(query, self.instruction(instruction))
+
+    def rule(self) -> Callable[[str, Optional[str]], str]:
+        """The joining function of ``composer``."""
+        return COMPOSERS.get(self.composer) or _format(self.composer)
+
+    def instructions(self, df: pd.DataFrame) -> pd.Series:
+        """:meth:`instruction` for every row of a frame whose ``instruction`` column is filled (:func:`query_instructions`)."""
+        instructions = df["instruction"].astype(str)
+        return instructions if self.empty is None else instructions.where(instructions.str.strip() != "", self.empty)
+
+    def frame(self, df: pd.DataFrame) -> np.ndarray:
+        """:meth:`fill` for every row of a frame whose ``instruction`` column is filled (:func:`query_instructions`)."""
+        instructions = self.instructions(df)
+        if self.composer == DEFAULT_COMPOSER:  # vectorised fast path for the common composer
+            return (df["query"].astype(str) + " " + instructions).str.strip().to_numpy(dtype=object)
+        rule = self.rule()
+        return np.array([rule(q, i) for q, i in zip(df["query"].astype(str), instructions)], dtype=object)
+
+
+def query_slot(value, owner: str, composer: Optional[str] = None, empty_instruction: Optional[str] = None) -> QuerySlot:
+    """A :class:`QuerySlot` from a ``query_slot=`` argument (a QuerySlot, or a composer: a format string or rule name).
+
+    ``composer``/``empty_instruction`` are the keywords ``query_slot`` replaced (0.2): given, they build the slot, with a
+    DeprecationWarning naming the one-line migration.
+    """
+    if composer is not None or empty_instruction is not None:
+        import warnings
+        base = value if isinstance(value, QuerySlot) else QuerySlot(value)
+        value = QuerySlot(base.composer if composer is None else composer,
+                          base.empty if empty_instruction is None else empty_instruction)
+        warnings.warn(f"{owner}: composer=/empty_instruction= are deprecated; write query_slot={value!r} "
+                      "(pyterrier_instruct.QuerySlot)", DeprecationWarning, stacklevel=4)
+    slot = value if isinstance(value, QuerySlot) else QuerySlot(value)
+    return slot.check(owner)
+
+
+def compose(query: str, instruction: Optional[str] = "", composer: str = DEFAULT_COMPOSER) -> str:
+    """Joins a query and an instruction with ``composer`` (a format string over ``{query}`` and ``{instruction}``, or the
+    name of a rule in :data:`COMPOSERS`), stripped.
+
+    With the default composer an empty (or ``None``) instruction reproduces ``query.strip()``.
+    """
+    check_composer(composer, "compose")
+    return QuerySlot(composer).fill(query, instruction)
+
+
 def compose_frame(df: pd.DataFrame, composer: str = DEFAULT_COMPOSER, default_instruction: str = "",
                   empty_instruction: Optional[str] = None) -> np.ndarray:
     """The composed string for every row of ``df`` (``query`` + optional ``instruction`` columns);
     ``composer`` is a format string or the name of a rule in :data:`COMPOSERS`; ``empty_instruction`` replaces
     empty instructions (TART, E5-Mistral as run for FollowIR)."""
     check_composer(composer, "compose_frame")
-    instructions = instructions_of(df, default_instruction)
-    if empty_instruction is not None:
-        instructions = instructions.where(instructions.str.strip() != "", empty_instruction)
-    composer = DEFAULT_COMPOSER if composer == "append" else composer
-    if composer in COMPOSERS:
-        rule = COMPOSERS[composer]
-        return np.array([rule(q, i) for q, i in zip(df["query"].astype(str), instructions)], dtype=object)
-    if composer == DEFAULT_COMPOSER:  # vectorised fast path for the common composer
-        return (df["query"].astype(str) + " " + instructions).str.strip().to_numpy(dtype=object)
-    return np.array([compose(q, i, composer) for q, i in zip(df["query"], instructions)], dtype=object)
+    return QuerySlot(composer, empty_instruction).frame(df.assign(instruction=instructions_of(df, default_instruction)))
+
+
+#: The column :class:`~pyterrier_instruct.rewrite.FoldInstruction` adds: the query it produced. A row whose ``query``
+#: still equals it carries a folded query, and its unfolded query is ``query_0``.
+FOLDED = "folded_query"
+
+
+def folded_rows(df: pd.DataFrame) -> np.ndarray:
+    """A boolean mask: the rows whose ``query`` is (still) the one FoldInstruction folded, with ``query_0`` beside it."""
+    if FOLDED not in df.columns or "query_0" not in df.columns:
+        return np.zeros(len(df), dtype=bool)
+    return (df["query"].astype(str) == df[FOLDED].astype(str)).to_numpy() & df["query_0"].notna().to_numpy()
+
+
+def query_instructions(df: pd.DataFrame, default: str = "") -> pd.DataFrame:
+    """``df`` as every instruction-aware stage reads it; the one place the rules of the instruction data model apply:
+
+    - the ``instruction`` column filled, missing values (or a missing column) as ``default`` (the stage's
+      ``instruction=``), once;
+    - a query that :class:`~pyterrier_instruct.rewrite.FoldInstruction` folded (marked by :data:`FOLDED`) read unfolded
+      (its ``query_0``), so the instruction is never joined twice: ``FoldInstruction() >> bm25 >> reranker`` scores as
+      ``FoldInstruction() >> bm25 >> pt.rewrite.reset() >> reranker``.
+    """
+    out = df.assign(instruction=instructions_of(df, default).to_numpy())
+    folded = folded_rows(df)
+    if folded.any():
+        out["query"] = np.where(folded, df["query_0"].astype(object).to_numpy(), df["query"].to_numpy())
+    return out
 
 
 def instructions_of(df: pd.DataFrame, default: str = "") -> pd.Series:

@@ -12,14 +12,19 @@ import functools
 import re
 from typing import Dict, NamedTuple, Optional, Tuple
 
+from .instructions import QuerySlot
+
 
 class TrueFalse(NamedTuple):
     """A true/false prompt: the template and the two answer words whose logits are compared. The token id is
     ``tokenizer.encode(word)[0]`` for seq2seq models (``▁true`` for T5) and ``get_vocab()[word]`` for causal LMs
-    (``true``, no ``▁``), as in the references (pyterrier_t5, FollowIR's ``rerank.py``)."""
+    (``true``, no ``▁``), as in the references (pyterrier_t5, FollowIR's ``rerank.py``). ``query_slot``: where the
+    instruction goes in the ``{query}`` slot (default: appended, an empty one dropped); a template that names
+    ``{instruction}`` itself pairs with ``QuerySlot("{query}")``."""
     template: str
     true_token: str
     false_token: str
+    query_slot: QuerySlot = QuerySlot()
 
 
 PROMPTS: Dict[str, TrueFalse] = {
@@ -72,11 +77,13 @@ def fill(template: str, **values) -> str:
     return _slots(tuple(sorted(values))).sub(lambda m: str(values[m.group(1)]), template)
 
 
-def render(template: str, query: str, text: str) -> str:
-    """Fills a pointwise template's ``{query}`` and ``{text}``."""
+def render(template: str, query: str, text: str, instruction: Optional[str] = None) -> str:
+    """Fills a pointwise template's ``{query}`` and ``{text}`` (and its ``{instruction}``, when given), in one pass."""
     if "{text}" not in template:
         raise ValueError(f"template has no {{text}} placeholder: {template!r}")
-    return fill(template, query=query, text=text)
+    if instruction is None:
+        return fill(template, query=query, text=text)
+    return fill(template, query=query, text=text, instruction=instruction)
 
 
 # -- listwise: rank_llm's prompts (castorini/rank_llm), by version ---------------------------------------------------
@@ -102,6 +109,7 @@ class Listwise(NamedTuple):
     chat_template: Optional[str] = None
     budget_window: Optional[int] = 20
     fixed_words: bool = False
+    query_slot: QuerySlot = QuerySlot("rank_llm")
 
 
 _RANKLLM_SYSTEM = "You are RankLLM, an intelligent assistant that can rank passages based on their relevancy to the query"
@@ -286,18 +294,21 @@ def check(template: str, allowed: Tuple[str, ...], what: str) -> str:
     return template
 
 
-#: Preset styles: (query template, composer, passage template, strip filled strings).
-PROMPTRIEVER_STYLES: Dict[str, Tuple[str, str, str, bool]] = {
-    "tevatron": (PROMPTRIEVER_QUERY, "promptriever", PROMPTRIEVER_PASSAGE, True),
-    "mteb": (PROMPTRIEVER_QUERY, "promptriever_mteb", PROMPTRIEVER_MTEB_PASSAGE, False),
+#: Preset styles: (query template, its query slot, passage template, strip filled strings).
+PROMPTRIEVER_STYLES: Dict[str, Tuple[str, QuerySlot, str, bool]] = {
+    "tevatron": (PROMPTRIEVER_QUERY, QuerySlot("promptriever"), PROMPTRIEVER_PASSAGE, True),
+    "mteb": (PROMPTRIEVER_QUERY, QuerySlot("promptriever_mteb"), PROMPTRIEVER_MTEB_PASSAGE, False),
     # IFIR (its evaluation code): the same prefixes before the plain ``query + " " + instruction``, no ``?`` (max length 1024 there).
-    "ifir": (PROMPTRIEVER_QUERY, "append", PROMPTRIEVER_MTEB_PASSAGE, False),
+    "ifir": (PROMPTRIEVER_QUERY, QuerySlot(), PROMPTRIEVER_MTEB_PASSAGE, False),
 }
 
-#: InF-Embed's query composers (InF-IR paper §5 and its code): the code's order (default), the paper's ``<Instruction> <Query>``, and the
+#: InF-Embed's query slots (InF-IR paper §5 and its code): the code's order (default), the paper's ``<Instruction> <Query>``, and the
 #: code's ``Instruct:`` option (``f"Instruct: {instruction}\nQuery: {query} ".strip()``).
-INF_EMBED_COMPOSERS: Dict[str, str] = {
-    "code": "{query} {instruction}",
-    "paper": "{instruction} {query}",
-    "instruct": "Instruct: {instruction}\nQuery: {query} ",
+INF_EMBED_SLOTS: Dict[str, QuerySlot] = {
+    "code": QuerySlot("{query} {instruction}"),
+    "paper": QuerySlot("{instruction} {query}"),
+    "instruct": QuerySlot("Instruct: {instruction}\nQuery: {query} "),
 }
+
+
+__all__ = ["PROMPTS", "LISTWISE", "IFIR_JUDGE", "BEIR_PROMPTS", "TrueFalse", "Listwise"]

@@ -8,7 +8,7 @@ import pandas as pd
 import pyterrier as pt
 
 from ._config import Configured
-from .instructions import DEFAULT_COMPOSER, check_composer, compose_frame
+from .instructions import DEFAULT_COMPOSER, FOLDED, QuerySlot, check_composer, query_instructions
 
 
 class FoldInstruction(Configured, pt.Transformer):
@@ -17,6 +17,12 @@ class FoldInstruction(Configured, pt.Transformer):
     The previous query is kept as ``query_0`` (PyTerrier's query-rewrite convention), so
     ``pt.rewrite.reset()`` restores it. With the default composer an empty instruction
     reproduces the query byte for byte.
+
+    The folded query is also kept as ``folded_query``, which marks the frame: a later instruction-aware stage (every
+    reranker and dense encoder of this package) reads a row whose ``query`` is still the folded one with its unfolded
+    ``query_0``, so the instruction is never joined twice (``FoldInstruction() >> bm25 >> reranker`` scores exactly as
+    ``FoldInstruction() >> bm25 >> pt.rewrite.reset() >> reranker``), and a second FoldInstruction folds the unfolded query
+    again (with its own composer).
 
     Args:
         composer: how the instruction joins the query: a format string over ``{query}`` and ``{instruction}`` (the
@@ -33,6 +39,7 @@ class FoldInstruction(Configured, pt.Transformer):
         out = inp.copy()
         if len(out) == 0:
             out["query_0"] = pd.Series(dtype=object)
+            out[FOLDED] = pd.Series(dtype=object)
             return out
         if "query_0" in out.columns:  # the PyTerrier convention: shift older rewrites
             idx = 1
@@ -40,8 +47,10 @@ class FoldInstruction(Configured, pt.Transformer):
                 idx += 1
             for i in range(idx, 0, -1):
                 out[f"query_{i}"] = out[f"query_{i - 1}"]
-        out["query_0"] = inp["query"]
-        out["query"] = compose_frame(inp, self.composer)
+        # a row folded by an earlier FoldInstruction is folded again from its unfolded query, never on top of the fold
+        source = query_instructions(inp)
+        out["query_0"] = source["query"].to_numpy()
+        out["query"] = out[FOLDED] = QuerySlot(self.composer).frame(source)
         return out
 
 
@@ -71,3 +80,5 @@ class SetInstruction(Configured, pt.Transformer):
             out["instruction"] = current.where(current != "", self.instruction)
         return out
 
+
+__all__ = ["FoldInstruction", "SetInstruction"]

@@ -4,7 +4,7 @@ import pyterrier as pt
 import pytest
 
 import pyterrier_instruct as pti
-from pyterrier_instruct.instructions import by_variant, compose_frame, split_qids, variant_frame
+from pyterrier_instruct.instructions import by_variant, compose_frame, query_instructions, split_qids, variant_frame
 
 
 def test_compose_append_rule():
@@ -37,6 +37,34 @@ def test_fold_instruction_keeps_query_0_and_is_byte_identical_when_empty():
     assert pti.FoldInstruction()(plain)["query"].tolist() == ["exact bytes ü?"]
     twice = pti.FoldInstruction()(out)
     assert twice["query_1"].tolist() == topics["query"].tolist()
+
+
+def test_fold_instruction_marks_the_frame_and_never_folds_twice():
+    topics = pd.DataFrame({"qid": ["1", "2"], "query": ["what is x?", "y"], "instruction": ["only y", ""]})
+    once = pti.FoldInstruction()(topics)
+    assert once["folded_query"].tolist() == once["query"].tolist() == ["what is x? only y", "y"]
+    # every instruction-aware stage reads the unfolded query (the one rule, in instructions.query_instructions)
+    assert query_instructions(once)["query"].tolist() == ["what is x?", "y"]
+    assert query_instructions(pt.rewrite.reset()(once))["query"].tolist() == ["what is x?", "y"]
+    # a second FoldInstruction folds the unfolded query, not the folded one
+    again = pti.FoldInstruction("{instruction} [SEP] {query}")(once)
+    assert again["query"].tolist() == ["only y [SEP] what is x?", "[SEP] y"] and again["query_0"].tolist() == ["what is x?", "y"]
+    # a query rewritten after folding (e.g. an expansion) is no longer the folded one: read as it is
+    rewritten = once.assign(query=["what is x? only y expanded", "y"])
+    assert query_instructions(rewritten)["query"].tolist() == ["what is x? only y expanded", "y"]
+
+
+def test_query_slot_owns_the_instruction_place():
+    slot = pti.QuerySlot("{query} [SEP] {instruction}", empty="default task")
+    assert slot.fill("q", "") == "q [SEP] default task" and slot.fill("q", "i") == "q [SEP] i"
+    assert pti.QuerySlot().fill(" q ", "") == "q" and pti.QuerySlot("rank_llm").fill(" q ", " ") == " q "
+    df = pd.DataFrame({"query": ["a", "b"], "instruction": ["", "x"]})
+    assert list(slot.frame(df)) == ["a [SEP] default task", "b [SEP] x"]
+    assert list(pti.QuerySlot("{query}", empty="d").instructions(df)) == ["d", "x"]
+    with pytest.raises(ValueError, match="MonoT5: composer must be"):
+        pti.MonoT5("m", query_slot="no slot")
+    with pytest.warns(DeprecationWarning, match="write query_slot=QuerySlot"):
+        pti.CrossEncoderReranker("m", composer="{instruction} {query}")
 
 
 def test_fold_instruction_composer():

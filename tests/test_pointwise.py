@@ -108,8 +108,7 @@ def test_cross_encoder_equals_reference_formula(tiny, frame):
         ref = torch.softmax(model(**enc).logits, -1)[:, 1].numpy()
     np.testing.assert_allclose(ours["score"], ref, atol=1e-5)
     tart = pti.TART(tiny["bert"], max_length=512)
-    from pyterrier_instruct.instructions import compose_frame
-    composed = compose_frame(frame.iloc[:2].assign(instruction=["", "x"]), tart.composer, "", tart.empty_instruction)
+    composed = tart.query_slot.frame(frame.iloc[:2].assign(instruction=["", "x"]))
     assert composed.tolist() == [f"{frame['query'][0]} [SEP] Retrieve news paper paragraph to answer this question",
                                  f"{frame['query'][1]} [SEP] x"]
 
@@ -213,7 +212,7 @@ def test_reranks_the_bundled_benchmark_end_to_end(tiny, mini, mini_bm25):
 
 
 def test_longest_prefix_search_is_exact():
-    from pyterrier_instruct.pointwise._core import PointwiseReranker
+    from pyterrier_instruct.pointwise.base import PointwiseReranker
     rng = np.random.default_rng(0)
     for _ in range(500):
         n = int(rng.integers(0, 40))
@@ -225,7 +224,8 @@ def test_longest_prefix_search_is_exact():
 def test_local_rerankers_join_the_demo_baselines(tiny, mini, monkeypatch, tmp_path):
     import shutil
 
-    from pyterrier_instruct.reproduce.baselines import followir_baselines, local_model
+    from pyterrier_instruct._hub import local_model
+    from pyterrier_instruct.reproduce.baselines import followir_baselines
     monkeypatch.setenv("PYTERRIER_INSTRUCT_MODELS", str(tmp_path))
     assert local_model("castorini/monot5-base-msmarco-10k") is None
     shutil.copytree(tiny["t5"], tmp_path / "castorini" / "monot5-base-msmarco-10k")

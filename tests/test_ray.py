@@ -20,7 +20,7 @@ pytest.importorskip("ray")
 pytest.importorskip("ray.data")
 
 import pyterrier_instruct as pti  # noqa: E402
-from pyterrier_instruct._base import InstructReranker  # noqa: E402
+from pyterrier_instruct.base import InstructReranker  # noqa: E402
 from stubs import ChatServer  # noqa: E402
 
 KEY_ENV = "PTI_RAY_TEST_KEY"

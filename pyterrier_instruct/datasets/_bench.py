@@ -8,15 +8,30 @@ order (``qid, docno``; ``None`` for full-retrieval benchmarks), the FollowIR cha
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, Optional, Sequence, Tuple
+from typing import Callable, Dict, Optional, Sequence, Tuple
 
 import pandas as pd
 
 from ._files import DataError
 from .docstore import DocStore
 
-TOPIC_COLUMNS = ["qid", "query", "instruction", "base_qid", "variant"]
-QRELS_COLUMNS = ["qid", "docno", "label", "base_qid", "variant"]
+#: Dataset layouts: ``{registry family: reader(entry, folder, qrels_mapping) -> Benchmark}``, filled by :func:`layout`
+#: where each reader is defined (``readers.read_benchmark`` dispatches on it).
+LAYOUTS: Dict[str, Callable] = {}
+
+
+def layout(*families: str):
+    """Registers the decorated ``reader(entry, folder, qrels_mapping) -> Benchmark`` for the registry ``families``
+    (``Entry.family``) it reads, in the reader's own module."""
+    def register(reader):
+        for family in families:
+            LAYOUTS[family] = reader
+        return reader
+    return register
+
+
+#: The document fields a benchmark serves (``text_loader``/``candidates`` fields).
+FIELDS = ("title", "text")
 
 
 @dataclass

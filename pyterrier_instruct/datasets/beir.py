@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ._bench import Benchmark, check_known_queries
+from ._bench import layout, Benchmark, check_known_queries
 from ._files import DataError, check_unique, first_existing, read_jsonl, read_qrels_tsv
 from .docstore import DocStore
 
@@ -67,3 +67,8 @@ def read(path: Path, split: str = "test") -> Benchmark:
     if read_split != split:
         notes["split_fallback"] = f"no qrels/{split}.tsv: the {read_split} split is used (Promptriever §4.3)"
     return Benchmark(topics=topics, qrels=qrels, corpus=corpus, variants=(), notes=notes)
+
+
+@layout("beir")
+def _read_entry(entry, folder: Path, qrels_mapping: str = "as-named") -> Benchmark:
+    return read(folder, entry.split or "test")

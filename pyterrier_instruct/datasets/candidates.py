@@ -8,12 +8,12 @@ import pyterrier as pt
 
 from .._config import Configured
 from ..instructions import split_qids
+from ._bench import FIELDS
 
 FieldSpec = Union[List[str], str, Literal["*"]]
 
 
 def _fields(dataset, fields: FieldSpec) -> List[str]:
-    from .dataset import FIELDS
     if fields == "*":
         return list(FIELDS)
     fields = [fields] if isinstance(fields, str) else list(fields)

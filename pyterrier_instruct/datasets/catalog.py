@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from typing import Dict
 
-from .registry import Entry
+from ._bench import layout
+from .entry import Entry
 
 BRIGHT_REPO, BRIGHT_REVISION = "xlangai/BRIGHT", "a75a0eb483f6a5233a6efc2d63d71540a4443dfb"
 #: task: (queries, documents, long documents or None, gold_ids judgements) — mteb descriptive statistics of BRIGHT
@@ -94,3 +95,8 @@ def read(entry: Entry, folder):
         return mair.read(folder, entry.task)
     from . import nevir
     return nevir.read(folder, entry.split) if entry.family == "nevir" else nevir.read_mteb(folder, entry.split)
+
+
+@layout("bright", "mair", "nevir", "nevir-mteb")
+def _read_entry(entry: Entry, folder, qrels_mapping: str = "as-named"):
+    return read(entry, folder)

@@ -16,7 +16,6 @@ from ._bench import ALIASES, Benchmark, select_variant
 from .registry import Entry
 from .._progress import tqdm as progress_bar
 
-FIELDS = ("title", "text")
 
 
 class InstructDataset(pt.datasets.Dataset):
@@ -80,6 +79,11 @@ class InstructDataset(pt.datasets.Dataset):
     def identity(self) -> tuple:
         """What the dataset's stages compare on, without locating anything: the id, an explicit folder, the qrels mapping."""
         return (self.name, None if self._given is None else str(self._given), self.qrels_mapping)
+
+    def _fingerprint_(self) -> str:
+        """The fingerprint protocol: the name, qrels mapping and the revision of the folder (its files)."""
+        from .._fingerprint import path_revision
+        return f"InstructDataset({self.name!r}, qrels_mapping={self.qrels_mapping!r}, revision={path_revision(str(self.path))!r})"
 
     def __repr__(self) -> str:
         where = f", path={str(self._path)!r}" if self._path is not None else ""

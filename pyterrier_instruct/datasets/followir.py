@@ -26,7 +26,7 @@ from typing import Dict, Optional
 import pandas as pd
 
 from ..instructions import paired_qrels, paired_topics, split_qids
-from ._bench import (Benchmark, check_known_queries, check_og_has_more_relevant, check_same_judged, explode_lists,
+from ._bench import (layout, Benchmark, check_known_queries, check_og_has_more_relevant, check_same_judged, explode_lists,
                      expand_candidates, candidates_from_scores, in_topic_order, require_candidates, require_instructions)
 from ._files import (DataError, check_unique, first_existing, read_json, read_jsonl, read_parquet, read_qrels_jsonl,
                      read_qrels_parquet, read_qrels_tsv)
@@ -199,3 +199,13 @@ def read(path: Path, lang: Optional[str] = None, qrels_mapping: str = "as-named"
                         f"{', '.join(missing)}. A copy of the mteb layout (queries/, corpus/, … parquet folders) is "
                         f"also read")
     return read_mteb(path, lang, qrels_mapping)
+
+
+@layout("bundled", "followir")
+def _read_original_entry(entry, folder: Path, qrels_mapping: str = "as-named") -> Benchmark:
+    return read(folder, qrels_mapping=qrels_mapping, expected="original" if entry.repo_id else None)
+
+
+@layout("followir-mteb", "mfollowir")
+def _read_mteb_entry(entry, folder: Path, qrels_mapping: str = "as-named") -> Benchmark:
+    return read_mteb(folder, entry.lang, qrels_mapping)

@@ -23,7 +23,7 @@ from typing import Optional
 
 import pandas as pd
 
-from ._bench import Benchmark, check_known_queries, require_instructions
+from ._bench import layout, Benchmark, check_known_queries, require_instructions
 from ._files import DataError, check_unique, read_json, read_jsonl, read_qrels_jsonl
 from .docstore import DocStore
 
@@ -111,3 +111,8 @@ def read_mteb(path: Path) -> Benchmark:
     q = q.merge(topics[["qid", "base_qid", "variant"]], on="qid", how="left")
     return Benchmark(topics=topics, qrels=q, corpus=DocStore(path / "corpus.jsonl", skip_empty=True),
                      variants=tuple(v for v in LEVELS if (topics["variant"] == v).any()), notes={"layout": "ifir-mteb"})
+
+
+@layout("ifir")
+def _read_entry(entry, folder: Path, qrels_mapping: str = "as-named") -> Benchmark:
+    return read(folder, entry.subdir)

@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..instructions import paired_qrels, paired_topics
-from ._bench import (Benchmark, candidates_from_scores, check_known_queries, check_same_judged, expand_candidates,
+from ._bench import (layout, Benchmark, candidates_from_scores, check_known_queries, check_same_judged, expand_candidates,
                      require_candidates, require_instructions)
 from ._files import DataError, check_unique, first_existing, read_json, read_jsonl, read_qrels_jsonl, read_qrels_tsv
 from .docstore import DocStore
@@ -60,3 +60,8 @@ def read(path: Path) -> Benchmark:
     return Benchmark(topics=topics, qrels=paired_qrels(qrels), corpus=DocStore(path / "corpus.jsonl"), variants=VARIANTS,
                      candidates=expand_candidates(cands, topics), base_topics=base,
                      notes={"layout": "infosearch", "dropped_without_og_qrels": dropped})
+
+
+@layout("infosearch")
+def _read_entry(entry, folder: Path, qrels_mapping: str = "as-named") -> Benchmark:
+    return read(folder)

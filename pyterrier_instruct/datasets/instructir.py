@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ._bench import Benchmark, check_known_queries, require_instructions
+from ._bench import layout, Benchmark, check_known_queries, require_instructions
 from ._files import (DataError, check_unique, first_existing, read_jsonl, read_parquet, read_qrels_parquet,
                      read_qrels_tsv)
 from .docstore import DocStore
@@ -78,3 +78,8 @@ def read(path: Path) -> Benchmark:
     qrels = qrels.merge(topics[["qid", "base_qid", "variant"]], on="qid", how="left")
     return Benchmark(topics=topics, qrels=qrels, corpus=DocStore(corpus), variants=(),
                      notes={"layout": layout, "base_queries": int(topics["base_qid"].nunique())})
+
+
+@layout("instructir")
+def _read_entry(entry, folder: Path, qrels_mapping: str = "as-named") -> Benchmark:
+    return read(folder)

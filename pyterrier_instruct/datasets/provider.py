@@ -5,7 +5,8 @@ from typing import Iterable
 
 import pyterrier as pt
 
-from . import DATASETS, load
+from .opening import load
+from .registry import DATASETS
 from .readers import UnknownDatasetError, unknown_dataset_message
 
 

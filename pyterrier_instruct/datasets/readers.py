@@ -9,7 +9,7 @@ import difflib
 from pathlib import Path
 from typing import Dict, Optional
 
-from ._bench import Benchmark
+from ._bench import LAYOUTS, Benchmark
 from ._files import DataError
 from .registry import DATASETS, Entry, qrels_repo
 
@@ -44,27 +44,25 @@ def read_benchmark(entry: Entry, folder: Path, qrels_mapping: str = "as-named") 
     folder = Path(folder)
     if not folder.is_dir():
         raise DataError(f"data folder {folder} does not exist")
-    if entry.family in ("bundled", "followir", "followir-mteb", "mfollowir"):
-        from . import followir
-        if entry.family in ("followir-mteb", "mfollowir"):
-            return followir.read_mteb(folder, entry.lang, qrels_mapping)
-        return followir.read(folder, qrels_mapping=qrels_mapping, expected="original" if entry.repo_id else None)
-    if entry.family == "infosearch":
-        from . import infosearch
-        return infosearch.read(folder)
-    if entry.family == "ifir":
-        from . import ifir
-        return ifir.read(folder, entry.subdir)
-    if entry.family == "instructir":
-        from . import instructir
-        return instructir.read(folder)
-    if entry.family in ("bright", "mair", "nevir", "nevir-mteb"):  # BRIGHT, MAIR, NevIR (datasets/catalog.py)
-        from .catalog import read
-        return read(entry, folder)
-    if entry.family == "beir":
-        from . import beir
-        return beir.read(folder, entry.split or "test")
-    raise ValueError(f"unknown dataset family {entry.family!r}")
+    reader = _layouts().get(entry.family)
+    if reader is None:
+        raise ValueError(f"unknown dataset family {entry.family!r}; layouts: {sorted(_layouts())}")
+    return reader(entry, folder, qrels_mapping)
+
+
+def _layouts():
+    """:data:`~._bench.LAYOUTS`, after importing every module of this package that declares a ``@layout`` reader
+    (found in their source, so a new layout is one module)."""
+    import importlib
+    here = Path(__file__).parent
+    for f in sorted(here.glob("*.py")):
+        if f.stem not in _SCANNED and "\n@layout(" in f.read_text(encoding="utf-8"):
+            importlib.import_module(f".{f.stem}", __package__)
+        _SCANNED.add(f.stem)
+    return LAYOUTS
+
+
+_SCANNED: set = set()
 
 
 def resolve(name: str, path: Optional[str] = None, download: bool = True):
@@ -77,14 +75,10 @@ def resolve(name: str, path: Optional[str] = None, download: bool = True):
         folder = locate(name, entry, path, download=download)
     provenance: Dict[str, str] = {"name": name, "path": str(folder)}
     if entry.repo_id is None and path is None:
-        from .. import __version__
+        from .._version import __version__
         provenance["revision"] = f"bundled with pyterrier-instruct {__version__}"
     if entry.repo_id:
-        from .source import read_revision
-        # the revision actually read: the pinned one only for the package's own download (or a recorded
-        # `hf download --local-dir` commit); a folder put together by hand gets its content hash instead (provenance)
-        provenance.update(repo_id=entry.repo_id, pinned_revision=entry.revision or "main (unpinned)",
-                          revision=read_revision(folder, entry))
+        provenance.update(repo_id=entry.repo_id, revision=entry.revision or "main (unpinned)")
         if entry.subdir:
             provenance["subdir"] = entry.subdir
         if qrels_repo(entry):

@@ -5,21 +5,10 @@ Plain data, no heavy imports: the ir_datasets registration and the PyTerrier pro
 """
 from __future__ import annotations
 
-from typing import Dict, NamedTuple, Optional, Tuple
+from typing import Dict, Optional, Tuple
 
 
-class Entry(NamedTuple):
-    family: str                 # layout reader: bundled, followir, followir-mteb, mfollowir, infosearch, ifir, instructir, beir
-    repo_id: Optional[str]      # hub dataset repository (None: bundled with the package)
-    revision: Optional[str]     # pinned commit; None = the repository's main branch (no usable pin published)
-    measure: str                # the benchmark's standard retrieval measure
-    size: str                   # published size (the paper's dataset table or the hub card)
-    licence: str
-    subdir: Optional[str] = None    # folder inside the repository (IFIR subsets)
-    lang: Optional[str] = None      # mFollowIR language of the {config}-{lang} folders
-    allow: Tuple[str, ...] = ()     # files to download
-    split: Optional[str] = None     # BEIR: the qrels split read (test; dev = qrels/dev.tsv, else qrels/train.tsv)
-    task: Optional[str] = None      # BRIGHT / MAIR: the task (BRIGHT key, MAIR task folder)
+from .entry import Entry  # noqa: F401 - the record of every id below (its own module: catalog.py reads it too)
 
 
 #: Families that define no candidate lists: they are evaluated by full retrieval over the corpus.

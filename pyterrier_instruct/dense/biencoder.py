@@ -7,7 +7,7 @@ whatever its input asks for: a result frame with ``query`` and the document text
 a document frame gets ``doc_vec`` (``D → D``, :meth:`~BiEncoder.doc_encoder`). So ``ds.candidates() >> model`` reranks,
 ``model >> pyterrier_dr.FlexIndex(path).indexer()`` indexes and ``model >> FlexIndex(path).np_retriever()`` retrieves.
 
-The query side reads the instruction: ``query_template`` filled with the composed query+instruction (``composer``, a rule
+The query side reads the instruction: ``query_template`` filled with the composed query+instruction (``query_slot``, a rule
 of :mod:`pyterrier_instruct.instructions`); the passage side ``passage_template`` filled with the document. Strings are
 encoded by :class:`.encoder.Embedder` (loaded on first non-empty use). Queries are deduplicated on the final string
 (so different instructions never share a vector); passage vectors are cached per exact passage string
@@ -22,9 +22,10 @@ import numpy as np
 import pandas as pd
 import pyterrier as pt
 
-from ..instructions import COMPOSERS, compose_frame
+from ..instructions import COMPOSERS, QuerySlot, query_instructions
+from ..instructions import query_slot as query_slot_arg
 from .. import prompts as T
-from .._base import InstructReranker, check_text
+from ..base import InstructReranker, check_text
 from .._validation import text_hint
 from .._progress import tqdm as progress_bar
 from .cache import DocCache, EncodeStats
@@ -49,9 +50,10 @@ class BiEncoder(InstructReranker):
         model_name_or_path: hub id or local folder; a LoRA adapter (``adapter_config.json``) is merged into its base.
         base_model: the adapter's base model (default: the adapter's ``base_model_name_or_path``), e.g. a local copy.
         query_template, passage_template: see :mod:`pyterrier_instruct.prompts` (``{query}``; ``{title}``/``{text}``/``{doc}``).
-        composer: how the instruction joins the query: a name in ``instructions.COMPOSERS`` or a format string with
-            ``{query}`` and ``{instruction}``.
-        empty_instruction: replaces an empty instruction (E5-Mistral as FollowIR ran it).
+        query_slot: how the instruction joins the query in ``query_template``'s ``{query}`` and what replaces an empty
+            one (:class:`~pyterrier_instruct.instructions.QuerySlot`, or a composer: a rule name of
+            ``instructions.COMPOSERS`` or a format string with ``{query}`` and ``{instruction}``); default appended.
+        composer, empty_instruction: deprecated spellings of ``query_slot`` (a DeprecationWarning).
         instruction: the instruction used when the input has no ``instruction`` column.
         pooling: ``'eos'``, ``'last'``, ``'mean'`` or ``'cls'`` (:mod:`.encoder`); normalize: L2-normalise (cosine).
         max_length, query_max_length, passage_max_length: token limits (``None``: the tokenizer's, else 512).
@@ -65,18 +67,21 @@ class BiEncoder(InstructReranker):
     """
 
     def __init__(self, model_name_or_path: str, *, base_model: Optional[str] = None, query_template: str = "{query}",
-                 passage_template: str = "{doc}", composer: str = "append", empty_instruction: Optional[str] = None,
-                 instruction: str = "", pooling: str = "mean", normalize: bool = True, max_length: Optional[int] = 512,
+                 passage_template: str = "{doc}", query_slot: QuerySlot = QuerySlot(), instruction: str = "",
+                 pooling: str = "mean", normalize: bool = True, max_length: Optional[int] = 512,
                  query_max_length: Optional[int] = None, passage_max_length: Optional[int] = None, padding_side: str = "right",
                  add_special_tokens: bool = True, strip: bool = True, batch_size: int = 32, device: Optional[str] = None,
                  dtype="auto", text_field: str = "text", title_field: Optional[str] = "title", doc_cache: bool = True,
-                 cache_dir: Optional[str] = None, verbose: bool = True):
+                 cache_dir: Optional[str] = None, verbose: bool = True, composer: Optional[str] = None,
+                 empty_instruction: Optional[str] = None):
         if pooling not in POOLINGS:
             raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
         if padding_side not in PADDING_SIDES:
             raise ValueError(f"padding_side must be one of {PADDING_SIDES}, got {padding_side!r}")
-        if composer not in COMPOSERS and not ("{query}" in composer and "{instruction}" in composer):
-            raise ValueError(f"composer must be one of {sorted(COMPOSERS)} or a template with {{query}} and {{instruction}}, got {composer!r}")
+        query_slot = query_slot_arg(query_slot, type(self).__name__, composer, empty_instruction)
+        if query_slot.composer not in COMPOSERS and "{instruction}" not in query_slot.composer:
+            raise ValueError(f"{type(self).__name__}: composer must be one of {sorted(COMPOSERS)} or a template with {{query}} and "
+                             f"{{instruction}}, got {query_slot.composer!r}")
         for n in (max_length, query_max_length, passage_max_length):
             if n is not None and int(n) < 2:
                 raise ValueError(f"token limits must be at least 2, got {n!r}")
@@ -85,7 +90,7 @@ class BiEncoder(InstructReranker):
         self.model_name_or_path, self.base_model = str(model_name_or_path), base_model
         self.query_template = T.check(query_template, ("query",), "query_template")
         self.passage_template = T.check(passage_template, ("title", "text", "doc"), "passage_template")
-        self.composer, self.empty_instruction, self.instruction = composer, empty_instruction, instruction
+        self.query_slot, self.instruction = query_slot, instruction
         self.pooling, self.normalize, self.padding_side = pooling, bool(normalize), padding_side
         self.max_length, self.query_max_length, self.passage_max_length = max_length, query_max_length, passage_max_length
         self.add_special_tokens, self.strip, self.batch_size = bool(add_special_tokens), bool(strip), int(batch_size)
@@ -96,6 +101,7 @@ class BiEncoder(InstructReranker):
         self._cache: Optional[DocCache] = None
 
     _lazy = ("_embedder", "_cache")
+    _fingerprint_exclude = ("composer", "empty_instruction")  # deprecated spellings, folded into query_slot
     schematic = {"label": "BiEncoder"}
 
     # -- the transformer ---------------------------------------------------------------------------
@@ -155,7 +161,7 @@ class BiEncoder(InstructReranker):
     def query_strings(self, df: pd.DataFrame) -> np.ndarray:
         """The exact string encoded for each row (``query`` + optional ``instruction`` columns)."""
         check_text(df, ["query"], type(self).__name__)
-        composed = compose_frame(df, self.composer, self.instruction, self.empty_instruction)
+        composed = self.query_slot.frame(query_instructions(df, self.instruction))
         return np.array([self._finish(T.fill(self.query_template, query=q)) for q in composed], dtype=object)
 
     def passage_strings(self, df: pd.DataFrame) -> np.ndarray:
@@ -237,11 +243,6 @@ class BiEncoder(InstructReranker):
                 revision = self.revision() or "unresolved"
             self._cache = DocCache(self.cache_dir, self.doc_key(), revision)
         return self._cache
-
-    def clear_cache(self) -> None:
-        """Forgets the cached passage vectors held in memory."""
-        if self._cache is not None:
-            self._cache.clear()
 
     # -- explicit PyTerrier stages (pyterrier_dr's model/stage split) -----------------------------
     def query_encoder(self):

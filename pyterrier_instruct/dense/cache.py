@@ -101,10 +101,6 @@ class DocCache:
                 self._extend([keys[n] for n in fresh], vectors[fresh])
         return np.array([self._rows[k] for k in keys], dtype=np.int64)
 
-    def clear(self) -> None:
-        """Empties the in-memory cache (the on-disk files stay and are read again when needed)."""
-        self._rows, self._vectors, self._crc = {}, None, (0, 0)
-
     def _extend(self, keys: List[str], vectors: np.ndarray) -> np.ndarray:
         start = len(self._rows)
         self._reserve(start + len(keys), vectors.shape[1])

@@ -1,5 +1,5 @@
 """Model families over :class:`~pyterrier_instruct.dense.biencoder.BiEncoder`: each fixes its reference recipe
-(templates, composer, pooling, lengths; ``style=`` picks among a family's reference recipes), its default constructor
+(templates, query slot, pooling, lengths; ``style=`` picks among a family's reference recipes), its default constructor
 loads the paper's checkpoint and its ``@preset`` classmethods name other checkpoints. Every argument of ``BiEncoder``
 can still be overridden (``batch_size=``, ``dtype=``, ``base_model=`` a local copy of the base, …).
 """
@@ -11,7 +11,7 @@ import os
 from typing import Dict, Optional
 
 from .._config import preset
-from ..instructions import E5_EMPTY_INSTRUCTION
+from ..instructions import E5_EMPTY_INSTRUCTION, QuerySlot
 from .. import prompts as T
 from .biencoder import BiEncoder
 
@@ -47,8 +47,8 @@ class Promptriever(_Family):
     def __init__(self, model_name_or_path: str = "samaya-ai/promptriever-llama2-7b-v1", *, style: str = "tevatron", **kwargs):
         if style not in T.PROMPTRIEVER_STYLES:
             raise ValueError(f"style must be one of {sorted(T.PROMPTRIEVER_STYLES)}, got {style!r}")
-        query, composer, passage, strip = T.PROMPTRIEVER_STYLES[style]
-        defaults = dict(query_template=query, composer=composer, passage_template=passage, strip=strip, pooling="eos",
+        query, slot, passage, strip = T.PROMPTRIEVER_STYLES[style]
+        defaults = dict(query_template=query, query_slot=slot, passage_template=passage, strip=strip, pooling="eos",
                         max_length=1024 if style == "ifir" else 512, padding_side="right", add_special_tokens=True)
         self._setup(model_name_or_path, defaults, kwargs)
         self.style = style
@@ -111,9 +111,9 @@ class E5Mistral(_Family):
             raise ValueError(f"style must be one of {self.STYLES}, got {style!r}")
         defaults = dict(passage_template="{doc}", pooling="eos", max_length=512, padding_side="right")
         if style == "followir":
-            defaults.update(composer="append", empty_instruction=E5_EMPTY_INSTRUCTION)
+            defaults.update(query_slot=QuerySlot(empty=E5_EMPTY_INSTRUCTION))
         else:
-            defaults.update(query_template=T.fill(T.E5_QUERY, task=task), composer="mteb", strip=False)
+            defaults.update(query_template=T.fill(T.E5_QUERY, task=task), query_slot=QuerySlot("mteb"), strip=False)
         self._setup(model_name_or_path, defaults, kwargs)
         self.style, self.task = style, task
 
@@ -127,9 +127,9 @@ class InFEmbed(_Family):
     prefix."""
 
     def __init__(self, model_name_or_path: str, *, style: str = "code", **kwargs):
-        if style not in T.INF_EMBED_COMPOSERS:
-            raise ValueError(f"style must be one of {sorted(T.INF_EMBED_COMPOSERS)}, got {style!r}")
-        defaults = dict(composer=T.INF_EMBED_COMPOSERS[style], passage_template="{doc}", pooling="last", padding_side="left",
+        if style not in T.INF_EMBED_SLOTS:
+            raise ValueError(f"style must be one of {sorted(T.INF_EMBED_SLOTS)}, got {style!r}")
+        defaults = dict(query_slot=T.INF_EMBED_SLOTS[style], passage_template="{doc}", pooling="last", padding_side="left",
                         max_length=None, query_max_length=256, passage_max_length=512)
         self._setup(model_name_or_path, defaults, kwargs)
         self.style = style

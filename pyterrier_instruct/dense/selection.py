@@ -35,10 +35,6 @@ class PromptSelection:
     def selected_prompt(self) -> str:
         return self.scores["prompt"].iloc[self.selected]
 
-    @property
-    def best_prompt(self) -> Optional[str]:
-        return None if self.best is None else self.scores["prompt"].iloc[self.best]
-
     def summary(self) -> dict:
         """Selected vs best (and none): prompt numbers (1-based, as in Promptriever Table 10) and test values."""
         out = {"measure": self.measure, "selected": self.selected + 1, "selected dev": float(self.scores["dev"].iloc[self.selected])}

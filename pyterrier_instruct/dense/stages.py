@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pyterrier as pt
 
-from .._base import InstructReranker
+from ..base import InstructReranker
 from .._config import Configured
 from .._validation import text_hint
 
@@ -48,7 +48,7 @@ class DocEncoder(_Stage):
         return self.model.encode_doc_frame(inp)
 
 
-class DenseScorer(InstructReranker):
+class DenseScorer(InstructReranker, family=False):
     """``R → R``: the model's scores (the dot product of the query+instruction and passage vectors).
 
     Distinct composed queries are encoded once per call; passages go through the model's cache, so og/changed

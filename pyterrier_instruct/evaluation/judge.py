@@ -56,7 +56,6 @@ SCORE_VALUES = (0, 1, 2, 3, 4, 5)
 MODES = ("answer", "direct")
 #: The prefilled answer of ``mode='direct'``: the example JSON of the prompts up to the score value.
 DIRECT_PREFIX = '{\n    "score": '
-STATUSES = ("ok", "unparsed", "no_score_token", "no_candidates", "failed")
 
 
 class JudgeItem(NamedTuple):

@@ -10,10 +10,9 @@ from typing import Dict, List, Optional, Union
 import numpy as np
 import pandas as pd
 
-from .._base import InstructReranker
+from ..base import InstructReranker
 from .._config import preset
 from ..backends import KINDS, Backend, OpenAIBackend, make_backend
-from ..instructions import compose_frame
 from ..prompts import LISTWISE, VICUNA_CHAT_TEMPLATE, Listwise, fill
 from .window import Stats, check_window, mask_numbers, parse_permutation, reorder, windows
 from .._progress import tqdm as progress_bar
@@ -45,9 +44,9 @@ class ListwiseReranker(InstructReranker):
         system: replaces the style's system message.
         text_field, title_field: passage columns; a non-empty title gives ``"Title: {title} Content: {text}"``
             (rank_llm ``_convert_doc_to_prompt_content``: a whitespace-only title counts as a title).
-        instruction: used when the input has no ``instruction`` column; ``{query}`` in the prompt is
-            ``f"{query} {instruction}".strip()``, or the query unchanged when the instruction is empty (as rank_llm
-            passes ``query.text``).
+        instruction: used when the input has no ``instruction`` column; ``{query}`` in the prompt is filled by the
+            prompt's ``query_slot``: ``f"{query} {instruction}".strip()``, or the query unchanged when the instruction
+            is empty (as rank_llm passes ``query.text``).
         verbose: a progress bar over the windows (on by default; ``False`` silences it).
 
     Output: every input row and column, ``score`` = (candidates − final position) — ordinal, so SICR (which compares
@@ -180,9 +179,7 @@ class ListwiseReranker(InstructReranker):
             key = np.zeros(len(work))
         order = np.lexsort((np.arange(len(work)), key, codes))
         lists = np.split(order, np.flatnonzero(np.diff(codes[order])) + 1)
-        composed = pd.Series(compose_frame(work, default_instruction=self.instruction), index=work.index)
-        empty = work["instruction"].astype(str).str.strip() == ""
-        composed = composed.where(~empty, work["query"].astype(str))  # rank_llm sends query.text as it is
+        composed = pd.Series(self.listwise.query_slot.frame(work), index=work.index)
         per_qid = composed.groupby(codes).nunique()
         if (per_qid > 1).any():
             bad = qids[per_qid.index[per_qid.to_numpy() > 1][0]]

@@ -32,7 +32,7 @@ from ..instructions import VARIANTS, by_variant, paired_qid, split_qid
 from ._provider import MissingVariantWarning, PairedMeasure, install
 from .ifir import ifir_ndcg, ifir_ndcg_per_query
 from .instfol import InstfolResult, combine_instfol, instfol_query, instfol_summary, instfol_value
-from .infosearch import (SICR_VERSIONS, WISE_VERSIONS, RankTable, ideal_wise, ideal_wise_values, infosearch_eval,
+from .infosearch import (SICR_VERSIONS, WISE_VERSIONS, RankTable, ideal_wise_values, infosearch_eval,
                          infosearch_partition, infosearch_pmrr, sicr, sicr_per_query, wise, wise_values)
 from .pmrr import changed_docs, pmrr, pmrr_per_doc, pmrr_values
 from .nevir import TIES as NEVIR_TIES
@@ -42,8 +42,17 @@ from .robustness import group_of, robustness, robustness_eval
 __all__ = ["pMRR", "OG", "Changed", "Reversed", "WISE", "IdealWISE", "SICR", "InfoSearch_pMRR", "GoldRank",
            "Robustness", "IFIR_nDCG", "PairedAccuracy", "paired_accuracy",
            "pmrr", "pmrr_per_doc", "changed_docs", "infosearch_eval", "infosearch_partition",
-           "wise", "ideal_wise", "sicr", "infosearch_pmrr", "robustness", "robustness_eval", "group_of", "ifir_ndcg",
+           "wise", "sicr", "infosearch_pmrr", "robustness", "robustness_eval", "group_of", "ifir_ndcg",
            "PairedMeasure", "MissingVariantWarning", "instfol_value", "instfol_query", "instfol_summary", "combine_instfol", "InstfolResult"]
+
+
+install()  # the provider first: every measure below registers with ir_measures where it is defined
+
+
+def register_measure(instance: PairedMeasure) -> PairedMeasure:
+    """Registers a measure with ir_measures (so it parses by name) where it is defined: ``pMRR = register_measure(_pMRR())``."""
+    measures.register(instance)
+    return instance
 
 
 class _pMRR(PairedMeasure):
@@ -92,6 +101,9 @@ class _pMRR(PairedMeasure):
             raise ValueError("pMRR is undefined: no query has a changed document with both its -og and -changed run")
         for base, value in docs.groupby("qid", sort=False)["pmrr"].mean().items():
             yield paired_qid(base, "og"), float(value)
+
+
+pMRR = register_measure(_pMRR())
 
 
 def _parse(name: str, where: str) -> measures.Measure:
@@ -145,6 +157,8 @@ class _OG(_OnVariant):
     VARIANT = "og"
 
 
+OG = register_measure(_OG())
+
 class _Changed(_OnVariant):
     """A standard measure on the ``-changed`` variant against the changed qrels (InfoSearch "Ins")."""
     __name__ = "Changed"
@@ -152,12 +166,16 @@ class _Changed(_OnVariant):
     VARIANT = "changed"
 
 
+Changed = register_measure(_Changed())
+
 class _Reversed(_OnVariant):
     """A standard measure on the ``-reversed`` variant against the reversed qrels (InfoSearch "Rev")."""
     __name__ = "Reversed"
     NAME = __name__
     VARIANT = "reversed"
 
+
+Reversed = register_measure(_Reversed())
 
 _TIES_INPUT = measures.ParamInfo(dtype=str, choices=["input", "docno"], default="input",
                                  desc="tie-break: run row order (the InfoSearch reference) or docno descending")
@@ -217,6 +235,8 @@ class _WISE(_InfoSearchMeasure):
                                                       self.params.get("version", "2024")))
 
 
+WISE = register_measure(_WISE())
+
 class _IdealWISE(_InfoSearchMeasure):
     """The ideal WISE bound given the og run (gold at rank 1 when instructed, pushed down when reversed)."""
     __name__ = "IdealWISE"
@@ -227,6 +247,8 @@ class _IdealWISE(_InfoSearchMeasure):
         pos = self.table(qrels, run, cache).positive
         return self.emit_mean(pos["qid"], ideal_wise_values(pos["ori_rank"], pos["sum_count"], self.params.get("version", "2024")))
 
+
+IdealWISE = register_measure(_IdealWISE())
 
 class _SICR(_InfoSearchMeasure):
     """SICR (InfoSearch): share of instances whose gold rises (rank and raw score) with the instruction
@@ -249,6 +271,8 @@ class _SICR(_InfoSearchMeasure):
         return self.emit(sicr_per_query(pos, self.params.get("version", "code")))
 
 
+SICR = register_measure(_SICR())
+
 class _InfoSearch_pMRR(_InfoSearchMeasure):
     """InfoSearch's p-MRR: FollowIR's per-document rank change of the negatives, og run → changed run."""
     __name__ = "InfoSearch_pMRR"
@@ -260,6 +284,8 @@ class _InfoSearch_pMRR(_InfoSearchMeasure):
         neg = self.table(qrels, run, cache).negative
         return self.emit_mean(neg["qid"], pmrr_values(neg["ori_rank"], neg["ins_rank"]))
 
+
+InfoSearch_pMRR = register_measure(_InfoSearch_pMRR())
 
 class _GoldRank(_InfoSearchMeasure):
     """Mean 1-based rank of the gold documents in one variant's run (InfoSearch's R_ori/R_ins/R_rev)."""
@@ -275,6 +301,8 @@ class _GoldRank(_InfoSearchMeasure):
         col = {"og": "ori_rank", "changed": "ins_rank", "reversed": "rev_rank"}[self.params.get("run", "og")]
         return self.emit_mean(pos["qid"], pos[col].to_numpy(dtype="float64"))
 
+
+GoldRank = register_measure(_GoldRank())
 
 class _Robustness(PairedMeasure):
     """Robustness@k (InstructIR): mean over groups (qid up to the first ``_``) of the minimum nDCG@k of
@@ -306,6 +334,8 @@ class _Robustness(PairedMeasure):
         return result["per_group_min"].items()
 
 
+Robustness = register_measure(_Robustness())
+
 class _IFIR_nDCG(PairedMeasure):
     """IFIR nDCG@k: IDCG from the retrieved top-k's own gold count (the IFIR code, default) or standard
     (``norm='standard'``, ir_measures nDCG@k); each (query, level) qid is one unit.
@@ -328,6 +358,9 @@ class _IFIR_nDCG(PairedMeasure):
         values = ifir_ndcg_per_query(run, qrels, self.params["cutoff"], self.params.get("norm", "ifir_code"),
                                      self.params.get("ties", "docno"), warn=False)  # the provider checked the ids
         return ((str(q), float(v)) for q, v in values.items())
+
+
+IFIR_nDCG = register_measure(_IFIR_nDCG())
 
 
 class _PairedAccuracy(PairedMeasure):
@@ -353,18 +386,4 @@ class _PairedAccuracy(PairedMeasure):
         return paired_accuracy_per_pair(run, qrels, self.params.get("ties", "strict"))
 
 
-pMRR = _pMRR()
-OG = _OG()
-Changed = _Changed()
-Reversed = _Reversed()
-WISE = _WISE()
-IdealWISE = _IdealWISE()
-SICR = _SICR()
-InfoSearch_pMRR = _InfoSearch_pMRR()
-GoldRank = _GoldRank()
-Robustness = _Robustness()
-IFIR_nDCG = _IFIR_nDCG()
-PairedAccuracy = _PairedAccuracy()
-install()
-for _m in (pMRR, OG, Changed, Reversed, WISE, IdealWISE, SICR, InfoSearch_pMRR, GoldRank, Robustness, IFIR_nDCG, PairedAccuracy):
-    measures.register(_m)
+PairedAccuracy = register_measure(_PairedAccuracy())

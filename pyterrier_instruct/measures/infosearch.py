@@ -257,12 +257,6 @@ def wise(ori_run: RunLike, ins_run: RunLike, rev_run: RunLike, *, per_query: boo
     return _value(infosearch_eval(ori_run, ins_run, rev_run, warn=False, **kwargs), "WISE", per_query)
 
 
-def ideal_wise(ori_run: RunLike, ins_run: RunLike, rev_run: RunLike, *, per_query: bool = False,
-               **kwargs) -> Union[float, Tuple[float, Dict[str, float]]]:
-    """The ideal WISE bound given the ori run (raw); arguments as :func:`wise`."""
-    return _value(infosearch_eval(ori_run, ins_run, rev_run, warn=False, **kwargs), "ideal_WISE", per_query)
-
-
 def sicr(ori_run: RunLike, ins_run: RunLike, rev_run: RunLike, *, version: str = "code", per_query: bool = False,
          **kwargs) -> Union[float, Tuple[float, Dict[str, float]]]:
     """SICR (raw, in [0, 1]); ``version`` ``'code'`` (default, the reference), ``'mean'`` or ``'paper'`` (as the
@@ -287,5 +281,5 @@ def infosearch_pmrr(ori_run: RunLike, ins_run: RunLike, rev_run: Optional[RunLik
     return (value, {str(q): float(v) for q, v in by_query.items()}) if per_query else value
 
 
-__all__: List[str] = ["infosearch_partition", "infosearch_eval", "wise", "ideal_wise", "sicr", "infosearch_pmrr",
+__all__: List[str] = ["infosearch_partition", "infosearch_eval", "wise", "sicr", "infosearch_pmrr",
                       "wise_values", "ideal_wise_values", "sicr_success", "RankTable", "WISE_VERSIONS", "SICR_VERSIONS"]

@@ -11,7 +11,7 @@ from .._tokens import common_prefix_length
 from .._config import preset
 from .._hub import from_pretrained, model_path
 from ..prompts import PROMPTS
-from ._core import TrueFalseReranker, two_way
+from .base import TrueFalseReranker, two_way
 
 
 class CausalLMReranker(TrueFalseReranker):
@@ -27,7 +27,7 @@ class CausalLMReranker(TrueFalseReranker):
             query + instruction, as token ids) once per query and run only each document's suffix through the
             model; the same scores as the plain path (within float rounding), less compute when the prefix is long.
         score, batch_size, max_length (default ``min(2048, model_max_length)``), truncation, device, dtype,
-        text_field, title_field, instruction, verbose: see :class:`~pyterrier_instruct.pointwise._core.PointwiseReranker`.
+        text_field, title_field, instruction, verbose: see :class:`~pyterrier_instruct.pointwise.base.PointwiseReranker`.
 
     | preset | checkpoint | prompt |
     |---|---|---|
@@ -52,7 +52,8 @@ class CausalLMReranker(TrueFalseReranker):
     @classmethod
     def _from_prompt(cls, model, prompt: str, **kwargs) -> "CausalLMReranker":
         p = PROMPTS[prompt]
-        return cls(model, **{"template": p.template, "true_token": p.true_token, "false_token": p.false_token, **kwargs})
+        return cls(model, **{"template": p.template, "true_token": p.true_token, "false_token": p.false_token,
+                             "query_slot": p.query_slot, **kwargs})
 
     @preset
     def mistral_instruct(cls, model_name_or_path: str = "mistralai/Mistral-7B-Instruct-v0.2", *, style: str = "followir",

@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Sequence
 
 from .._hub import from_pretrained
-from ..instructions import DEFAULT_COMPOSER, TART_EMPTY_INSTRUCTION, TART_COMPOSER
-from ._core import PointwiseReranker
+from ..instructions import TART_COMPOSER, TART_EMPTY_INSTRUCTION, QuerySlot
+from ..instructions import query_slot as query_slot_arg
+from .base import PointwiseReranker
 
 CE_SCORES = ("prob", "logit")
 
@@ -16,24 +17,29 @@ class CrossEncoderReranker(PointwiseReranker):
 
     Args:
         model_name_or_path: hub id or local folder.
-        composer: how the instruction joins the query (``"{query} {instruction}"``; TART: ``"{query} [SEP] {instruction}"``).
-        empty_instruction: replaces an empty instruction (TART's default task instruction).
+        query_slot: how the instruction joins the query, and what replaces an empty one
+            (:class:`~pyterrier_instruct.instructions.QuerySlot`; default ``QuerySlot("{query} {instruction}")``,
+            TART's ``QuerySlot("{query} [SEP] {instruction}", empty=<TART's default task instruction>)``).
+        composer, empty_instruction: deprecated spellings of ``query_slot`` (a DeprecationWarning).
         score: ``'prob'`` = softmax(logits)[1] for 2 labels, sigmoid for 1 (sentence-transformers' CrossEncoder);
             ``'logit'`` = the raw logit (label 1 minus label 0 for 2 labels).
-        Other arguments: see :class:`~pyterrier_instruct.pointwise._core.PointwiseReranker`; truncation is always
+        Other arguments: see :class:`~pyterrier_instruct.pointwise.base.PointwiseReranker`; truncation is always
         ``only_second`` (the document), as in the references.
 
     Families: :class:`MonoBERT`, :class:`TART`.
     """
     schematic = {"label": "CrossEncoder"}
     padding_side = "right"
+    _fingerprint_exclude = ("composer", "empty_instruction")  # deprecated spellings, folded into query_slot
 
-    def __init__(self, model_name_or_path: str, *, composer: str = DEFAULT_COMPOSER, empty_instruction: Optional[str] = None,
-                 score: str = "prob", **kwargs):
-        super().__init__(model_name_or_path, **kwargs)
+    def __init__(self, model_name_or_path: str, *, query_slot: Optional[QuerySlot] = None, score: str = "prob",
+                 composer: Optional[str] = None, empty_instruction: Optional[str] = None, **kwargs):
+        if composer is not None or empty_instruction is not None:
+            query_slot = query_slot_arg(query_slot or type(self).query_slot, type(self).__name__, composer, empty_instruction)
+        super().__init__(model_name_or_path, query_slot=query_slot, **kwargs)
         if score not in CE_SCORES:
             raise ValueError(f"score must be one of {CE_SCORES}, got {score!r}")
-        self.composer, self.empty_instruction, self.score = composer, empty_instruction, score
+        self.score = score
 
     def _load_model(self):
         import transformers
@@ -82,7 +88,7 @@ class TART(CrossEncoderReranker):
     | ``TART()`` | ``facebook/tart-full-flan-t5-xl`` |
     """
     schematic = {"label": "TART"}
+    query_slot = QuerySlot(TART_COMPOSER, empty=TART_EMPTY_INSTRUCTION)
 
-    def __init__(self, model_name_or_path: str = "facebook/tart-full-flan-t5-xl", *, composer: str = TART_COMPOSER,
-                 empty_instruction: Optional[str] = TART_EMPTY_INSTRUCTION, max_length: Optional[int] = 1024, **kwargs):
-        super().__init__(model_name_or_path, composer=composer, empty_instruction=empty_instruction, max_length=max_length, **kwargs)
+    def __init__(self, model_name_or_path: str = "facebook/tart-full-flan-t5-xl", *, max_length: Optional[int] = 1024, **kwargs):
+        super().__init__(model_name_or_path, max_length=max_length, **kwargs)

@@ -6,7 +6,7 @@ import warnings
 from .._config import preset
 from .._hub import from_pretrained
 from ..prompts import PROMPTS
-from ._core import TrueFalseReranker, two_way
+from .base import TrueFalseReranker, two_way
 
 
 class MonoT5(TrueFalseReranker):
@@ -23,7 +23,7 @@ class MonoT5(TrueFalseReranker):
         model_name_or_path: a hub id or a local folder.
         template, true_token, false_token: the prompt and answer words (:data:`pyterrier_instruct.prompts.PROMPTS`).
         score: ``'prob'`` (the reference), ``'logprob'`` (pyterrier_t5) or ``'logit_diff'``.
-        Other arguments: see :class:`~pyterrier_instruct.pointwise._core.PointwiseReranker`.
+        Other arguments: see :class:`~pyterrier_instruct.pointwise.base.PointwiseReranker`.
     """
     schematic = {"label": "MonoT5"}
     padding_side = "right"

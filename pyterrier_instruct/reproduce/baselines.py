@@ -10,7 +10,7 @@ from typing import Dict, Optional
 
 import pyterrier as pt
 
-from .._hub import MODELS_ENV, local_model  # noqa: F401 - where the weights are, shared with the library's loaders
+from .._hub import local_model
 
 #: Corpora up to this size also get the dense full-retrieval baseline by default (a CPU encodes them in minutes).
 DENSE_RETRIEVAL_MAX_DOCS = 50_000

@@ -6,16 +6,22 @@ import importlib
 import sys
 from typing import List, Optional
 
-#: command → (pipeline module, one line for the overview)
-COMMANDS = {
-    "demo": ("demo", "the main job: FollowIR-style baselines on the bundled instruct-mini (no GPU, no network)"),
-    "followir": ("followir", "FollowIR Table 2: MAP@1000/nDCG@5 and p-MRR of the rerankers on Robust04, News21, Core17"),
-    "infosearch": ("infosearch", "InfoSearch Tables 2-3: nDCG@10, p-MRR, WISE, SICR over the six dimensions"),
-    "ifir": ("ifir", "IFIR Table 3: nDCG@20 per subset and level (INSTFOL@20 with --judge)"),
-    "instructir": ("instructir", "InstructIR: nDCG@10 and Robustness@10 (FollowIR Table 4, Promptriever Table 1)"),
-    "inf-ir": ("inf_ir", "InF-IR Table 2: bi-encoders on FollowIR, MAIR DD/FR and BRIGHT (nDCG@10), with InF-IR's query+instruction"),
-    "beir-prompts": ("beir_prompts", "Promptriever Table 3: BEIR nDCG@10 with no prompt, the selected prompt, the best prompt"),
-}
+def _commands():
+    """``{command: (pipeline module, one line for the overview)}`` from the ``COMMAND = (name, line)`` each pipeline
+    module of this package declares, read from their source (``--help`` imports no pipeline); ``demo`` first."""
+    import ast
+    from pathlib import Path
+    found = {}
+    for path in sorted(Path(__file__).parent.glob("*.py")):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["COMMAND"]:
+                name, line = ast.literal_eval(node.value)
+                found[name] = (path.stem, line)
+    return dict(sorted(found.items(), key=lambda item: (item[0] != "demo", item[0])))
+
+
+#: command → (pipeline module, one line for the overview), declared by each pipeline module (``COMMAND``)
+COMMANDS = _commands()
 
 USAGE = """usage: pyterrier-instruct <command> [options]
 

@@ -178,7 +178,7 @@ def environment() -> Dict[str, Optional[str]]:
     installed; read from the installed metadata, nothing is imported) and the :data:`LOADED_PACKAGES` this run imported."""
     from importlib import metadata
 
-    from .. import __version__
+    from .._version import __version__
 
     def version(dist: str) -> Optional[str]:
         try:
@@ -254,7 +254,7 @@ def on_cluster(systems: Mapping[str, object], args: argparse.Namespace, local: S
 def finish(table: pd.DataFrame, args: argparse.Namespace, rows: Mapping[str, Row], name: str, title: str) -> pd.DataFrame:
     """Prints ``table`` with the published numbers and the difference below each reported row, and writes
     ``<out>/<name>.csv`` (ours), ``<name>.paper.csv`` (with the paper rows), ``<name>.md`` and ``report.json``."""
-    from .. import __version__
+    from .._version import __version__
     from ..evaluation import to_markdown, with_paper
     both = with_paper(table, {row_name(rows, k, args): rows[k].paper for k in args.keys if rows[k].paper}, strict=False)
     paper = both.attrs["paper_rows"]

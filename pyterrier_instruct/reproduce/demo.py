@@ -20,6 +20,9 @@ import sys
 import time
 from typing import List, Optional
 
+#: the CLI command (``pyterrier-instruct demo``) and its line in the overview; the CLI finds it here
+COMMAND = ('demo', 'the main job: FollowIR-style baselines on the bundled instruct-mini (no GPU, no network)')
+
 
 def main(argv: Optional[List[str]] = None) -> int:
     first, _, rest = __doc__.partition("\n\n")

@@ -21,8 +21,11 @@ from __future__ import annotations
 import sys
 
 import pyterrier_instruct as pti
-from pyterrier_instruct.reproduce import (Row, check_models, finish, model_options, on_cluster, open_datasets, parse, parser,
-                                          saved, selected)
+from pyterrier_instruct.reproduce.common import (Row, check_models, finish, model_options, on_cluster, open_datasets, parse, parser,
+                                                 saved, selected)
+
+#: the CLI command (``pyterrier-instruct followir``) and its line in the overview; the CLI finds it here
+COMMAND = ('followir', 'FollowIR Table 2: MAP@1000/nDCG@5 and p-MRR of the rerankers on Robust04, News21, Core17')
 
 ROWS = {
     "bm25": Row("BM25 (pool)", paper="BM25", help="FollowIR's BM25 over each query's candidates"),

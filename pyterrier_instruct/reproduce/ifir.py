@@ -20,8 +20,11 @@ import sys
 
 import pyterrier_instruct as pti
 from pyterrier_instruct.prompts import IFIR_E5_TASK
-from pyterrier_instruct.reproduce import (Row, check_models, finish, full_retrieval, model_options, open_datasets, parse, parser,
-                                          selected)
+from pyterrier_instruct.reproduce.common import (Row, check_models, finish, full_retrieval, model_options, open_datasets, parse, parser,
+                                                 selected)
+
+#: the CLI command (``pyterrier-instruct ifir``) and its line in the overview; the CLI finds it here
+COMMAND = ('ifir', 'IFIR Table 3: nDCG@20 per subset and level (INSTFOL@20 with --judge)')
 
 ROWS = {
     "bm25": Row("BM25", paper="BM25", help="PISA BM25 (k1 1.2, b 0.75) on query + instruction"),

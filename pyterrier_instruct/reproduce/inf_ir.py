@@ -24,8 +24,11 @@ from __future__ import annotations
 import sys
 
 import pyterrier_instruct as pti
-from pyterrier_instruct.reproduce import (Row, check_models, finish, full_retrieval, model_options, open_datasets, parse, parser,
-                                          saved, selected)
+from pyterrier_instruct.reproduce.common import (Row, check_models, finish, full_retrieval, model_options, open_datasets, parse, parser,
+                                                 saved, selected)
+
+#: the CLI command (``pyterrier-instruct inf-ir``) and its line in the overview; the CLI finds it here
+COMMAND = ('inf-ir', "InF-IR Table 2: bi-encoders on FollowIR, MAIR DD/FR and BRIGHT (nDCG@10), with InF-IR's query+instruction")
 
 ROWS = {
     "e5-base-v2": Row("e5-base-v2", "e5-base-v2", "intfloat/e5-base-v2"),
@@ -49,7 +52,7 @@ def label(name: str) -> str:
 
 def e5(model: str, **kw):
     """An e5 v2 bi-encoder as its card uses it (``query: ``/``passage: ``, mean pooling, normalised), query + instruction."""
-    return pti.BiEncoder(model, query_template="query: {query}", passage_template="passage: {doc}", composer="append",
+    return pti.BiEncoder(model, query_template="query: {query}", passage_template="passage: {doc}",
                          pooling="mean", normalize=True, **kw)
 
 

@@ -18,8 +18,11 @@ from __future__ import annotations
 import sys
 
 import pyterrier_instruct as pti
-from pyterrier_instruct.reproduce import (Row, check_models, finish, model_options, on_cluster, open_datasets, parse, parser,
-                                          saved, selected)
+from pyterrier_instruct.reproduce.common import (Row, check_models, finish, model_options, on_cluster, open_datasets, parse, parser,
+                                                 saved, selected)
+
+#: the CLI command (``pyterrier-instruct infosearch``) and its line in the overview; the CLI finds it here
+COMMAND = ('infosearch', 'InfoSearch Tables 2-3: nDCG@10, p-MRR, WISE, SICR over the six dimensions')
 
 ROWS = {
     "bm25": Row("BM25 (pool)", paper="BM25"),

@@ -17,8 +17,11 @@ import os
 import sys
 
 import pyterrier_instruct as pti
-from pyterrier_instruct.reproduce import (Row, check_models, finish, full_retrieval, model_options, on_cluster, open_datasets, parse, parser,
-                                          saved, selected)
+from pyterrier_instruct.reproduce.common import (Row, check_models, finish, full_retrieval, model_options, on_cluster, open_datasets, parse, parser,
+                                                 saved, selected)
+
+#: the CLI command (``pyterrier-instruct instructir``) and its line in the overview; the CLI finds it here
+COMMAND = ('instructir', 'InstructIR: nDCG@10 and Robustness@10 (FollowIR Table 4, Promptriever Table 1)')
 
 ROWS = {
     "bm25": Row("BM25", paper="BM25", help="PISA BM25 on query + instruction"),

@@ -25,7 +25,7 @@ from typing import Dict, Iterable, Optional, Union
 import pandas as pd
 import pyterrier as pt
 
-from .._base import check_text
+from ..base import check_text
 from .._config import Configured
 from .._optional import is_available, require
 from . import _java

@@ -20,7 +20,7 @@ from typing import Dict, Iterable, Iterator, Optional
 import pandas as pd
 import pyterrier as pt
 
-from .._base import check_text
+from ..base import check_text
 from .._config import Configured
 
 

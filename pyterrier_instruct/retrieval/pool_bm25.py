@@ -21,7 +21,7 @@ from typing import FrozenSet, Iterable, List, Optional
 import numpy as np
 import pandas as pd
 
-from .._base import InstructReranker
+from ..base import InstructReranker
 
 _PUNCT = str.maketrans("", "", string.punctuation)
 

@@ -125,7 +125,7 @@ class OnRay(Configured, pt.Transformer):
     def _proxy(self, obj):
         """A shallow copy of ``obj`` whose scoring / encoding / indexing methods run on the cluster (its counters and
         every other attribute shared with ``obj``)."""
-        from .._base import InstructReranker
+        from ..base import InstructReranker
         proxy = copy.copy(obj)
         if isinstance(obj, InstructReranker):  # one task per block of queries (a bi-encoder: queries and passages together)
             proxy._score = lambda work: self._scores(obj, work)
@@ -146,7 +146,7 @@ class OnRay(Configured, pt.Transformer):
     # -- the three kinds of work ---------------------------------------------------------------------------------------------
     def _scores(self, reranker, work: pd.DataFrame) -> np.ndarray:
         """``reranker._score(work)``, one block of whole queries per task."""
-        from ..pointwise._core import PointwiseReranker
+        from ..pointwise.base import PointwiseReranker
         rows = B.target_rows(len(work), self._planned_workers(reranker), self.block_rows)
         if isinstance(reranker, PointwiseReranker):
             lengths = B.text_lengths(work, ["query", "instruction", reranker.title_field or "", reranker.text_field])
@@ -271,7 +271,7 @@ def _is_dense(obj) -> bool:
 
 def _runs_by_parts(transformer) -> bool:
     """Whether the wrapper sends parts of ``transformer`` (its scoring / encoding) rather than its whole ``transform``."""
-    from .._base import InstructReranker
+    from ..base import InstructReranker
     return isinstance(transformer, InstructReranker) or _is_dense(transformer) or _is_dense(getattr(transformer, "model", None))
 
 

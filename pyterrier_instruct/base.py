@@ -1,0 +1,114 @@
+"""The one transform body every reranker shares (pointwise, listwise, dense scoring, pool BM25).
+
+validate (two modes: ``instruct`` with an ``instruction`` column, ``query`` without, using the constructor
+default; the layout of pyterrier_dr's ``BiEncoder.transform``) → empty shortcut (correctly shaped, nothing
+loaded) → ``_score`` → set ``score`` → ``pt.model.add_ranks``. Every input column is kept and the input row
+order is preserved (so a ``ties='input'`` measure sees the candidate order).
+
+The first-stage score: an incoming ``score`` is kept as ``score_0``, unless the input already carries a
+``score_0`` (set by an earlier reranker), so ``score_0`` is always the first stage's score.
+
+Missing text, one rule for every family (:func:`check_text`, also used by the dense encoders and the BM25 first
+stages): a NaN/None ``query`` or document text is an error naming the column and the first rows, never scored as
+the string ``"nan"`` or as an empty document; a NaN/None ``instruction`` is a missing instruction, replaced by the
+reranker's ``instruction=`` default (``""`` unless set), exactly as when the column is absent. A NaN title is an
+empty title.
+"""
+from __future__ import annotations
+
+from typing import Dict
+
+import numpy as np
+import pandas as pd
+import pyterrier as pt
+
+from ._config import Configured
+from ._validation import text_hint
+from ._progress import tqdm as progress_bar
+from .instructions import query_instructions
+
+
+def first_stage_columns(inp: pd.DataFrame) -> pd.DataFrame:
+    """``inp`` without ``score``/``rank``, with the first-stage score as ``score_0`` (the one rule, see above)."""
+    out = inp.drop(columns=["score", "rank"], errors="ignore")
+    if "score" in inp.columns and "score_0" not in inp.columns:
+        out = out.assign(score_0=inp["score"].to_numpy())
+    return out.copy()
+
+
+HINTS = {"query": "check the topics (a NaN query usually comes from a join or a missing field in the queries file)",
+         "text": "check the text loader: ds.text_loader() / pt.text.get_text(...) must find every docno"}
+
+
+def check_text(df: pd.DataFrame, columns, who: str) -> None:
+    """A NaN/None in one of ``columns`` of ``df`` is a ValueError naming the column, the first rows (qid/docno) and the
+    fix; ``who`` names the transformer."""
+    for col in columns:
+        if col not in df.columns:
+            continue
+        missing = df[col].isna().to_numpy()
+        if not missing.any():
+            continue
+        ids = [c for c in ("qid", "docno") if c in df.columns]
+        rows = df.loc[missing, ids].head(3).astype(str)
+        examples = "; ".join(", ".join(f"{c}={v!r}" for c, v in zip(ids, row)) for row in rows.itertuples(index=False))
+        hint = HINTS.get(col if col in HINTS else "text")
+        raise ValueError(f"{who}: {int(missing.sum())} row(s) have no {col!r} (NaN/None){', e.g. ' + examples if examples else ''}; "
+                         f"fill them first, e.g. df.fillna({{{col!r}: ''}}), or {hint}")
+
+
+def empty_result(out: pd.DataFrame) -> pd.DataFrame:
+    """A correctly shaped empty result: the input columns plus ``score`` and ``rank``."""
+    return out.assign(score=pd.Series(dtype="float64"), rank=pd.Series(dtype="int64"))
+
+
+#: Every public reranking family of this package, by class name: a subclass of :class:`InstructReranker` registers
+#: itself when it is defined (``family=False`` marks a base class or a stage that is not a family of its own, e.g.
+#: ``class PointwiseReranker(InstructReranker, family=False)``; a name starting with ``_`` is private). The contract
+#: test (tests/test_contract.py) runs on every entry.
+FAMILIES: Dict[str, type] = {}
+
+
+class InstructReranker(Configured, pt.Transformer):
+    """Base class: subclasses implement ``_score(df) -> np.ndarray`` (one float per row).
+
+    ``df`` passed to ``_score`` is the input frame (its first-stage ``score``/``rank`` still there) as
+    :func:`~pyterrier_instruct.instructions.query_instructions` gives it: an ``instruction`` column filled with the
+    default instruction where the input had none or NaN/None (the one place it is filled), a query that
+    ``FoldInstruction`` folded read unfolded; its ``query`` and text columns free of NaN/None (:func:`check_text`). Subclasses store
+    ``text_field``, ``instruction`` (the default instruction) and ``verbose``.
+    """
+    text_field: str = "text"
+    instruction: str = ""
+    verbose: bool = True
+    _family = False  # set per subclass by __init_subclass__
+
+    def __init_subclass__(cls, family: bool = True, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls._family = family
+        if family and not cls.__name__.startswith("_") and cls.__module__.startswith(__name__.rpartition(".")[0] + "."):
+            FAMILIES[cls.__name__] = cls
+
+    def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+        with text_hint(self.text_field), pt.validate.any(inp) as v:
+            v.result_frame(extra_columns=["query", "instruction", self.text_field], mode="instruct")
+            v.result_frame(extra_columns=["query", self.text_field], mode="query")
+        out = first_stage_columns(inp)
+        if len(out) == 0:
+            return empty_result(out)
+        check_text(inp, ["query", self.text_field], type(self).__name__)
+        work = query_instructions(inp, self.instruction)
+        scores = np.asarray(self._score(work), dtype="float64")
+        if scores.shape != (len(out),):
+            raise RuntimeError(f"{self!r} produced {scores.shape} scores for {len(out)} rows")
+        out["score"] = scores
+        return pt.model.add_ranks(out)
+
+    def _score(self, df: pd.DataFrame) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError  # abstract
+
+    def _tqdm(self, iterable, total=None, desc=None, unit="batch"):
+        return progress_bar(iterable, total=total, desc=desc or type(self).__name__, unit=unit, disable=not self.verbose)
+
+
+__all__ = ["InstructReranker"]
