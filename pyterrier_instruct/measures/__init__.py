@@ -83,7 +83,7 @@ class _pMRR(PairedMeasure):
         with_docs = set(diff["qid"])
         missing = sorted(with_docs - (set(og_run["qid"]) & set(ch_run["qid"])))
         if missing:
-            from .._pt_compat import evaluated_system, first_time
+            from .._experiment_context import evaluated_system, first_time
             system, batch_size = evaluated_system()
             message = (f"pMRR{f' of {system!r}' if system else ''}: {len(missing)} base queries are skipped because the "
                        f"run has no rows for their -og or -changed topic (the system returned nothing for it) "
