@@ -121,9 +121,9 @@ def texts(exc):
 
 
 # -- retries ------------------------------------------------------------------------------------------------------------------
-def test_429_honours_retry_after_up_to_max_wait(serve, monkeypatch):
+def test_429_honours_retry_after_within_max_wait_and_fails_at_once_beyond(serve, monkeypatch):
     in_a_day = email.utils.formatdate(time.time() + 86400, usegmt=True)
-    script = {1: ("86400",), 2: (in_a_day,), 3: ("0.25",), 4: ("soon",)}
+    script = {1: ("0.25",), 2: ("soon",), 4: ("86400",), 5: (in_a_day,)}
 
     def behave(h, body, n):
         if n in script:
@@ -134,11 +134,27 @@ def test_429_honours_retry_after_up_to_max_wait(serve, monkeypatch):
     server, sleeps = serve(behave), []
     b = backend(server, monkeypatch, sleeps, backoff=0.5)
     assert ask(b) == ["[2] > [1]"]
-    # a day is capped at max_wait (60 s), an HTTP date too; an unreadable header falls back to the backoff (0.5 · 2³)
-    assert sleeps == [60.0, 60.0, 0.25, 4.0] and len(server.requests) == b.requests == 5
+    # Retry-After is honoured; an unreadable header falls back to the backoff (0.5 · 2¹)
+    assert sleeps == [0.25, 1.0] and len(server.requests) == b.requests == 3
     assert all(r["auth"] == f"Bearer {SECRET}" for r in server.requests)
+    # a server that will not be ready within max_wait (a day, in seconds or as an HTTP date) fails that request at once
+    for _ in range(2):
+        sleeps.clear()
+        with pytest.raises(RequestError, match=r"HTTP 429.*asks to retry after 86(399|400) s, more than max_wait=60 s: not retried") as err:
+            ask(b)
+        assert sleeps == [] and err.value.attempts == 1
+    assert len(server.requests) == 5
     sleeps.clear()
     assert ask(backend(server, monkeypatch, sleeps, max_wait=5.0)) == ["[2] > [1]"] and sleeps == []
+
+
+def test_a_request_spends_at_most_max_retry_time_waiting(serve, monkeypatch):
+    server, sleeps = serve(lambda h, body, n: send(h, 503, {"error": "busy"}, {"Retry-After": "50"})), []
+    b = backend(server, monkeypatch, sleeps, max_retries=5, max_wait=60.0, max_retry_time=120.0)
+    with pytest.raises(RequestError, match=r"HTTP 503.*another wait of 50 s would take this request's retries past "
+                                           r"max_retry_time=120 s \(waited 100 s\)") as err:
+        ask(b)
+    assert sleeps == [50.0, 50.0] and err.value.attempts == 3 and len(server.requests) == 3  # not 5 × 50 s
 
 
 def test_server_errors_retry_with_capped_backoff_others_do_not(serve, monkeypatch):

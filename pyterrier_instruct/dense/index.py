@@ -77,6 +77,10 @@ class EmbeddingIndex:
             raise ValueError(f"{self!r} was built with passages encoded as {self.meta.get('doc_key')}, not as "
                              f"{model.doc_key()}; rebuild it with this model")
         built, now = self.meta.get("revision"), model.revision()
+        if self.path is not None and now is not None and built is None:
+            raise ValueError(f"{self!r} records no revision of the weights it was built with (an index built before they "
+                             f"were recorded), so it cannot be checked against the model's {now}; rebuild it "
+                             "(indexer(overwrite=True)) or use another path")
         if built is not None and now is not None and built != now:
             raise ValueError(f"{self!r} was built with revision {built} of the weights, the model now has {now}; "
                              "rebuild it (indexer(overwrite=True)) or use another path")
