@@ -163,7 +163,7 @@ class JudgeCache:
 
     Processes sharing one file: every read and append happens under a lock file (``<path>.lock``, :mod:`filelock`),
     held only for that (never while judging), so no line is interleaved with another process's; a record whose key
-    another process appended meanwhile is not appended again (the first one stands). A judge :meth:`reserve`\ s the pairs
+    another process appended meanwhile is not appended again (the first one stands). A judge reserves (:meth:`reserve`) the pairs
     it is about to judge (``<path>.claims``: key, owner, expiry), so the others judge the rest and wait for those; a
     reservation not fulfilled within ``lease`` seconds (a stalled or killed judge) lapses and another process takes
     the pairs over. A lock not obtained within ``lock_timeout`` seconds is an error naming the lock file.
