@@ -7,11 +7,10 @@ lookup, which visits the requested lines in file order, decompresses once up to 
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
-from ._files import DataError, decode_line, open_data, parquet_files
+from ._files import DataError, decode_line, open_data, parquet_files, parse_json
 
 Doc = Tuple[str, str, str]  # docno, title, text
 _ID_PREFIX = b'{"_id": "'
@@ -55,10 +54,7 @@ class DocStore:
     def _parse(self, line: bytes, lineno, offset: int) -> Doc:
         """One corpus line; ``lineno`` (None when read by offset) and ``offset`` locate it in errors."""
         where = f"{self.path}:{lineno}" if lineno is not None else f"{self.path} (the line at byte offset {offset})"
-        try:
-            row = json.loads(decode_line(line, self.path, lineno, offset))
-        except json.JSONDecodeError as e:
-            raise DataError(f"{where}: not valid JSON ({e.msg})") from None
+        row = parse_json(decode_line(line, self.path, lineno, offset), where)
         if "_id" not in row or "text" not in row:
             raise DataError(f"{where}: a corpus row needs _id and text; found {sorted(row)}")
         return str(row["_id"]), row.get("title") or "", row["text"] or ""
@@ -113,7 +109,7 @@ class DocStore:
                 if line.startswith(_ID_PREFIX):
                     end = line.find(b'"', len(_ID_PREFIX))
                     docno = line[len(_ID_PREFIX):end]
-                    if end > 0 and b"\\" not in docno and docno.isascii():  # else parsed below (errors name the column)
+                    if end > 0 and b"\\" not in docno and docno.isascii() and line.count(b'"_id"') == 1:  # else parsed below
                         yield docno.decode("ascii"), pos
                         pos += len(line)
                         continue

@@ -77,6 +77,7 @@ class DenseRetriever(_Stage):
         super().__init__(model)
         self.index, self.num_results, self.corpus = index, int(num_results), corpus
         self._index_key = index.path or id(index)
+        self._corpus_checked = False
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
         with pt.validate.any(inp) as v:
@@ -87,7 +88,11 @@ class DenseRetriever(_Stage):
             return queries.assign(docno=pd.Series(dtype=object), score=pd.Series(dtype="float64"), rank=pd.Series(dtype="int64"))
         if not self.index.built() and self.corpus is not None:
             self.index = self.model.index(self.corpus(), self.index.path)
+            self._corpus_checked = True
         self.index.check(self.model)
+        if self.corpus is not None and not self._corpus_checked:  # an index built earlier: of the corpus given?
+            self.index.check_corpus(self.model, self.corpus())
+            self._corpus_checked = True
         vectors = self.model.encode_queries(self.model.query_strings(queries))
         scores, rows = self.index.search(vectors, self.num_results, verbose=self.model.verbose)
         k = rows.shape[1]

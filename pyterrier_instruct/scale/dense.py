@@ -103,8 +103,10 @@ def build_index(wrapper, corpus_iter: Iterable[dict], path: Optional[str] = None
     """An :class:`~pyterrier_instruct.dense.index.EmbeddingIndex` of ``corpus_iter`` (at ``path``, else in memory) from
     :func:`encode_corpus`; shards under ``<path>/shards/``, removed once the index is complete unless ``keep_shards``.
     ``wrapper.last_index`` holds the shard counts."""
-    from ..dense.index import EmbeddingIndex
+    from .._corpus import CorpusDigest
+    from ..dense.index import EmbeddingIndex, corpus_fields
     model = wrapper.transformer
+    corpus_iter = CorpusDigest(corpus_iter, corpus_fields(model))
     stats: Dict[str, int] = {}
     wrapper.last_index = stats
     chunks = encode_corpus(wrapper, corpus_iter, None if path is None else os.path.join(path, "shards"),
@@ -129,7 +131,7 @@ def build_index(wrapper, corpus_iter: Iterable[dict], path: Optional[str] = None
             sink.write(np.ascontiguousarray(v, dtype=np.float32).tobytes())
             docnos.extend(d)
             meta["dim"] = int(v.shape[1])
-    meta["count"] = len(docnos)
+    meta["count"], meta["corpus"] = len(docnos), corpus_iter.value
     with open(os.path.join(path, "docnos.txt"), "w", encoding="utf-8") as f:
         f.write("\n".join(docnos))
     with open(os.path.join(path, "meta.json"), "w") as f:
