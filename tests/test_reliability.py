@@ -188,12 +188,14 @@ def test_8_the_next_writer_removes_a_killed_writers_temporary_files(mini, tmp_pa
     assert proc.returncode == -9, proc.stderr.decode()[-2000:]
     left = [p.name for p in tmp_path.iterdir() if p.name.endswith(".partial")]
     assert left, "the killed writer left no temporary file: the fault was not injected"
+    SavedRun(mini.candidates() >> pti.PoolBM25(), tmp_path, verbose=False)(mini.get_topics().iloc[2:4])
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".partial")] == []  # the next writer removed them
     m = re.search(r"\.([0-9a-f]{8})-(\d+)-[0-9a-f]{8}\.partial$", left[0])
     live = tmp_path / f"{left[0][:m.start()]}.{m.group(1)}-{os.getpid()}-0000abcd.partial"
-    live.write_bytes(b"a live writer's file")
-    SavedRun(mini.candidates() >> pti.PoolBM25(), tmp_path, verbose=False)(mini.get_topics().iloc[2:4])
-    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".partial")] == [live.name]  # this process is alive
-    assert sweep_partials(str(tmp_path)) == 0
+    other_host = tmp_path / f"{left[0][:m.start()]}.{'0' * 8}-{m.group(2)}-0000abcd.partial"
+    for p in (live, other_host):
+        p.write_bytes(b"a writer's file")
+    assert sweep_partials(str(tmp_path)) == 0 and live.exists() and other_host.exists()  # alive, or not ours to judge
 
 
 # -- 9. hostile JSON lines ------------------------------------------------------------------------------------------------
