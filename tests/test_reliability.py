@@ -230,11 +230,11 @@ def test_10_a_symlinked_sub_folder_changes_the_revision(tmp_path):
 
 # -- 12. report.json is replaced whole -------------------------------------------------------------------------------------
 def test_12_a_truncated_report_is_set_aside_and_a_failed_write_keeps_the_old_one(tmp_path, monkeypatch, caplog):
-    from pyterrier_instruct import _atomic
     report = tmp_path / "report.json"
     report.write_text('{"command": "followir", "tables": {"followir": {"tit')  # a kill or a full disk mid-write
     assert read_report(str(report)) == {}
     assert (tmp_path / "report.json.damaged").exists() and not report.exists() and "unreadable" in caplog.text
+    from pyterrier_instruct import _atomic
     _atomic.write_json(str(report), {"command": "followir"})
 
     def full_disk(fd):
