@@ -11,7 +11,7 @@ from typing import Dict, Iterable, Iterator, Optional, Sequence
 
 log = logging.getLogger(__name__)
 
-#: the file an index folder records its corpus digest in (PISA and Lucene indexes; dense indexes use ``meta.json``)
+#: the file an index folder records its corpus digest in (PISA; Lucene beside its folder; dense indexes use ``meta.json``)
 RECORD = "corpus.json"
 
 
@@ -47,16 +47,21 @@ def corpus_digest(docs: Iterable[Dict], fields: Sequence[str]) -> str:
     return digest.value
 
 
-def record(folder: str, digest: CorpusDigest) -> None:
-    """Writes ``folder/corpus.json`` (only for a complete iteration)."""
+def record_path(folder: str, inside: bool = True) -> str:
+    """``folder/corpus.json``, or ``folder.corpus.json`` beside it for an index format that owns its folder (Lucene)."""
+    return os.path.join(folder, RECORD) if inside else os.path.normpath(folder) + "." + RECORD
+
+
+def record(folder: str, digest: CorpusDigest, inside: bool = True) -> None:
+    """Writes the digest to :func:`record_path` (only after a complete iteration)."""
     if digest.done:
         from ._atomic import write_json
-        write_json(os.path.join(folder, RECORD), {"corpus": digest.value, "fields": list(digest.fields)})
+        write_json(record_path(folder, inside), {"corpus": digest.value, "fields": list(digest.fields)})
 
 
-def recorded(folder: str) -> Optional[str]:
+def recorded(folder: str, inside: bool = True) -> Optional[str]:
     try:
-        with open(os.path.join(folder, RECORD), encoding="utf-8") as f:
+        with open(record_path(folder, inside), encoding="utf-8") as f:
             return json.load(f).get("corpus")
     except (OSError, ValueError, AttributeError):
         return None
