@@ -84,9 +84,12 @@ def test_3_a_dense_index_refuses_another_corpus(tiny, tmp_path):
     built = model.retriever(path, num_results=2, corpus=lambda: iter(DOCS))(TOPICS)
     assert len(built) == 2
     assert len(model.retriever(path, num_results=2, corpus=lambda: iter(DOCS))(TOPICS)) == 2  # same corpus: reused
+    SavedRun(model.retriever(path, num_results=2, corpus=lambda: iter(DOCS)), tmp_path / "runs", verbose=False)(TOPICS)
     edited = DOCS[:2] + [{"docno": "c", "text": "a new third text"}]
     with pytest.raises(CorpusChanged, match=r"EmbeddingIndex\(.*\) was built from another corpus.*rebuild it"):
         model.retriever(path, num_results=2, corpus=lambda: iter(edited))(TOPICS)
+    with pytest.raises(CorpusChanged):  # nor is the run saved with the old corpus read back
+        SavedRun(model.retriever(path, num_results=2, corpus=lambda: iter(edited)), tmp_path / "runs", verbose=False)(TOPICS)
 
 
 # -- 4. the Ray-built index records the weights -------------------------------------------------------------------------
