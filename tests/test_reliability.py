@@ -151,10 +151,10 @@ def test_6_opening_a_doc_cache_costs_memory_in_proportion_to_the_lookup(tmp_path
     texts = [f"passage {i}" for i in range(4096)]
     writer = DocCache(str(tmp_path), "m", "r1")
     rng = np.random.default_rng(0)
-    vectors = rng.standard_normal((len(texts), 384)).astype(np.float32)
+    vectors = rng.standard_normal((len(texts), 768)).astype(np.float32)
     writer.add(texts, vectors)
     size = sum(f.stat().st_size for f in Path(writer.folder).iterdir())
-    assert size > 6 * 2 ** 20
+    assert size > 12 * 2 ** 20
     tracemalloc.start()
     try:
         reader = DocCache(str(tmp_path), "m", "r1")
