@@ -76,6 +76,8 @@ _LAZY = {
     "load_dataset": "datasets",
     "ModelNotFoundError": "_hub",
     "on_ray": "scale",
+    "PairedAccuracy": "measures",
+    "inf_ir_report": "evaluation",
 }
 
 __all__ = ["__version__", "measures", "pMRR", "OG", "Changed", "Reversed", "WISE", "IdealWISE", "SICR",

@@ -20,7 +20,11 @@ the layer changes what PyTerrier would otherwise get wrong:
 - ``batch_size=`` that would put the variants of one query (or one Robustness group) in different batches is
   refused before any system runs: PyTerrier evaluates each batch on its own.
 
-Experiments without such a measure run PyTerrier's code untouched (the same output, byte for byte). The layer is
+Independently of the measures, an experiment whose qrels frame holds rows labelled
+:data:`~pyterrier_instruct.datasets.exclusion.EXCLUDED` (BRIGHT's ``excluded_ids``, as the BRIGHT datasets' qrels carry
+them) is run without those rows in the qrels and with those (query, document) pairs removed from every system's results,
+as BRIGHT's evaluation removes them (``datasets/exclusion.py``). Experiments with neither run PyTerrier's code untouched
+(the same output, byte for byte). The layer is
 installed at ``import pyterrier_instruct`` (when ``pyterrier._evaluation`` is imported, if it is not yet) and
 only on the PyTerrier versions it was tested on (:data:`TESTED`); :data:`STATUS` says whether it is active.
 ``docs/upstream/pyterrier-mean-of-measures.patch`` is the same change as a patch to PyTerrier 1.1.2.
@@ -207,9 +211,10 @@ def _experiment(original):
             bound = signature.bind(*args, **kwargs)
         except TypeError:
             return original(*args, **kwargs)
+        _apply_exclusions(bound.arguments)  # BRIGHT: qrels rows labelled EXCLUDED are removed from every run
         found = _paired_names(bound.arguments.get("eval_metrics", ()))
         if found is None:
-            return original(*args, **kwargs)
+            return original(*bound.args, **bound.kwargs)
         measures, names = found
         topics, qrels = bound.arguments["topics"], bound.arguments["qrels"]
         from pyterrier import io
@@ -231,6 +236,28 @@ def _experiment(original):
             _ACTIVE.reset(token)
 
     return Experiment
+
+
+def _apply_exclusions(arguments) -> None:
+    """When the qrels carry excluded (query, document) pairs (label ``EXCLUDED``; BRIGHT's ``excluded_ids``): the qrels
+    without them, and every system's results with those documents removed (a transformer gets the removal appended,
+    a result frame is filtered; the systems keep their names)."""
+    from .datasets.exclusion import has_excluded, remove, split_excluded
+    qrels = arguments.get("qrels")
+    if not has_excluded(qrels):
+        return
+    from .datasets.candidates import ExcludePairs
+    arguments["qrels"], pairs = split_excluded(qrels)
+    systems = arguments["retr_systems"]
+
+    def wrapped(system):
+        return remove(system, pairs) if isinstance(system, pd.DataFrame) else system >> ExcludePairs(pairs)
+    if isinstance(systems, dict):
+        arguments["retr_systems"] = {name: wrapped(s) for name, s in systems.items()}
+        return
+    if arguments.get("names") is None:
+        arguments["names"] = [str(s) for s in systems]
+    arguments["retr_systems"] = [wrapped(s) for s in systems]
 
 
 def _to_dict(original):

@@ -181,6 +181,7 @@ OTHER_TRANSFORMERS = {
     "SetInstruction": lambda m, ds: pti.SetInstruction("be brief"),
     "Candidates": lambda m, ds: ds.candidates(),
     "TextLoader": lambda m, ds: ds.text_loader(),
+    "Exclude": lambda m, ds: ds.exclude(),
 }
 
 

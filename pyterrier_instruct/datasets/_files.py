@@ -132,10 +132,11 @@ def read_json(path: Path):
         raise DataError(f"{path}: not valid JSON ({e.msg} at line {e.lineno})") from None
 
 
-def parquet_files(folder: Path) -> List[Path]:
-    """The parquet shards of one config folder (``{config}/{split}-00000-of-00001.parquet`` …), in name order."""
+def parquet_files(folder: Path, pattern: str = "*.parquet") -> List[Path]:
+    """The parquet shards of one config folder (``{config}/{split}-00000-of-00001.parquet`` …), in name order; ``pattern``
+    picks one split's shards where a folder holds several (BRIGHT: ``biology-*.parquet``)."""
     folder = Path(folder)
-    files = sorted(folder.glob("*.parquet")) if folder.is_dir() else []
+    files = sorted(folder.glob(pattern)) if folder.is_dir() else []
     if not files:
         raise DataError(f"missing parquet files in {folder}")
     return files

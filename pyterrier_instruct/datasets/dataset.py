@@ -152,6 +152,18 @@ class InstructDataset(pt.datasets.Dataset):
             raise ValueError(f"{self.name} has no changed-document lists (only FollowIR-style benchmarks do)")
         return self.bench.changed.copy()
 
+    def excluded_ids(self) -> pd.DataFrame:
+        """Each query's excluded documents (BRIGHT's ``excluded_ids``, the ``"N/A"`` placeholder dropped) as ``qid, docno``;
+        empty for a dataset without exclusions. The qrels hold them as rows labelled ``-100``
+        (:data:`~pyterrier_instruct.datasets.exclusion.EXCLUDED`), which ``pt.Experiment`` removes from every run."""
+        from .exclusion import split_excluded
+        return split_excluded(self.bench.qrels)[1]
+
+    def exclude(self) -> pt.Transformer:
+        """``R → R``: removes each query's excluded documents from its ranking (BRIGHT's official rule; idempotent)."""
+        from .candidates import Exclude
+        return Exclude(self)
+
     def partitions(self) -> pd.DataFrame:
         """The InfoSearch gold/negative partition per instance (``qid`` = base qid, ``docno``, ``role``)."""
         if "reversed" not in self.bench.variants:

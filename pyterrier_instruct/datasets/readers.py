@@ -58,6 +58,9 @@ def read_benchmark(entry: Entry, folder: Path, qrels_mapping: str = "as-named") 
     if entry.family == "instructir":
         from . import instructir
         return instructir.read(folder)
+    if entry.family in ("bright", "mair", "nevir", "nevir-mteb"):  # BRIGHT, MAIR, NevIR (datasets/catalog.py)
+        from .catalog import read
+        return read(entry, folder)
     if entry.family == "beir":
         from . import beir
         return beir.read(folder, entry.split or "test")

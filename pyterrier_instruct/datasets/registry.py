@@ -19,10 +19,11 @@ class Entry(NamedTuple):
     lang: Optional[str] = None      # mFollowIR language of the {config}-{lang} folders
     allow: Tuple[str, ...] = ()     # files to download
     split: Optional[str] = None     # BEIR: the qrels split read (test; dev = qrels/dev.tsv, else qrels/train.tsv)
+    task: Optional[str] = None      # BRIGHT / MAIR: the task (BRIGHT key, MAIR task folder)
 
 
 #: Families that define no candidate lists: they are evaluated by full retrieval over the corpus.
-FULL_RETRIEVAL = frozenset({"ifir", "instructir", "beir"})
+FULL_RETRIEVAL = frozenset({"ifir", "instructir", "beir", "bright", "mair"})
 
 
 _FOLLOWIR_FILES = ("corpus.jsonl", "queries.jsonl", "qrels_og/*", "qrels_changed/*", "top_ranked.jsonl", "README.md")
@@ -112,6 +113,10 @@ for _key, (_name, _test, _docs, _sel) in BEIR.items():
     if _sel:
         DATASETS[f"beir/{_key}/dev"] = Entry("beir", f"BeIR/{_name}", None, "nDCG@10", f"{_sel}, {_docs} docs",
                                              _BEIR_LICENCE, allow=_BEIR_FILES, split="dev")
+
+
+from .catalog import entries as _bright_mair_nevir  # noqa: E402 - BRIGHT, MAIR, NevIR (its module imports Entry)
+DATASETS.update(_bright_mair_nevir())
 
 
 def qrels_repo(entry: Entry) -> Optional[str]:

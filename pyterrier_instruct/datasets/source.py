@@ -7,7 +7,8 @@ Order tried for a registered dataset:
 3. the cache ``$IR_DATASETS_HOME/instruct/<owner>/<repo>@<revision>`` (``~/.ir_datasets`` by default), filled by 4.;
 4. a download of the pinned revision with ``huggingface_hub`` — never when ``HF_HUB_OFFLINE`` is set. A BEIR dataset
    takes two repositories, ``BeIR/<name>`` and ``BeIR/<name>-qrels`` (into ``qrels/``), which together give the
-   folder of the official BEIR zip.
+   folder of the official BEIR zip; a MAIR task takes ``MAIR-Bench/MAIR-Queries`` and ``MAIR-Bench/MAIR-Docs`` into one
+   folder (``<Task>/queries.jsonl`` beside ``<Task>/docs.jsonl``), as ``hf download … --local-dir`` leaves them.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import List, Optional
 
 from ._files import DataError
+from .catalog import companion
 from .registry import BEIR_URL, Entry, qrels_repo
 
 ENV_ROOT = "PYTERRIER_INSTRUCT_DATA"
@@ -31,7 +33,8 @@ def cache_root() -> Path:
 
 
 def cache_dir(entry: Entry) -> Path:
-    return cache_root() / f"{entry.repo_id}@{entry.revision or 'main'}"
+    folder = cache_root() / f"{entry.repo_id}@{entry.revision or 'main'}"
+    return folder / entry.task if companion(entry) else folder  # MAIR: one folder per task (each downloads its own files)
 
 
 def _with_subdir(folder: Path, entry: Entry) -> Path:
@@ -61,6 +64,13 @@ def how_to_get(name: str, entry: Entry) -> str:
                 f"`huggingface-cli download --repo-type dataset {entry.repo_id}{rev} --local-dir <folder>` and "
                 f"`huggingface-cli download --repo-type dataset {qrels_repo(entry)}{rev} --local-dir <folder>/qrels`; "
                 f"then pass path=<folder> (or set {ENV_ROOT} to the folder that holds {beir}/)")
+    if companion(entry):
+        other, allow = companion(entry)
+        include = " ".join(f"--include '{a}'" for a in entry.allow)
+        return (f"`huggingface-cli download --repo-type dataset {entry.repo_id}{rev} {include} --local-dir <folder>` and "
+                f"`huggingface-cli download --repo-type dataset {other} {' '.join(f'--include {a!r}' for a in allow)} "
+                f"--local-dir <folder>` (both into the same folder), then pass path=<folder> (or set {ENV_ROOT} to the "
+                f"folder that holds {entry.repo_id.split('/', 1)[1]}/)")
     return (f"huggingface-cli download --repo-type dataset {entry.repo_id}{rev} --local-dir <folder>, then pass "
             f"path=<folder> (or set {ENV_ROOT} to the folder that holds {entry.repo_id.split('/', 1)[1]}/)")
 
@@ -98,5 +108,8 @@ def _download(entry: Entry) -> Path:
     if qrels_repo(entry):  # BEIR: the qrels repository's test/dev/train.tsv go to qrels/, as in the official zip
         snapshot_download(qrels_repo(entry), repo_type="dataset", revision=entry.revision, local_dir=str(tmp / "qrels"),
                           allow_patterns=["*.tsv"])
+    if companion(entry):  # MAIR: the documents repository into the same folder
+        other, allow = companion(entry)
+        snapshot_download(other, repo_type="dataset", revision=None, local_dir=str(tmp), allow_patterns=list(allow))
     tmp.rename(target)
     return target

@@ -13,6 +13,7 @@ value per instance keyed by its ``-og`` qid, so they share a qid space in ``pt.E
   ``OG(AP@1000)``, ``Changed(nDCG@10)`` (evaluated by ir_measures against that variant's qrels).
 - InstructIR/InfoSearch: :data:`Robustness` (``Robustness@10``, ``variant=`` to pick one mode);
   one value per group (the qid up to its first ``_``), keyed by the group.
+- NevIR: :data:`PairedAccuracy` (``ties='strict'`` official, ``'mteb'``); :func:`paired_accuracy` as a function.
 - IFIR: :data:`IFIR_nDCG` (``IFIR_nDCG@20``; ``norm='ifir_code'|'standard'``); MRR@20 is ``RR@20``. INSTFOL@20 needs
   an LLM judge, so it is no ir_measures measure: :func:`instfol_query` / :func:`instfol_summary` here (the arithmetic),
   :func:`pyterrier_instruct.evaluation.instfol` over runs.
@@ -34,10 +35,13 @@ from .instfol import InstfolResult, combine_instfol, instfol_query, instfol_summ
 from .infosearch import (SICR_VERSIONS, WISE_VERSIONS, RankTable, ideal_wise, ideal_wise_values, infosearch_eval,
                          infosearch_partition, infosearch_pmrr, sicr, sicr_per_query, wise, wise_values)
 from .pmrr import changed_docs, pmrr, pmrr_per_doc, pmrr_values
+from .nevir import TIES as NEVIR_TIES
+from .nevir import pair_of, paired_accuracy, paired_accuracy_per_pair
 from .robustness import group_of, robustness, robustness_eval
 
 __all__ = ["pMRR", "OG", "Changed", "Reversed", "WISE", "IdealWISE", "SICR", "InfoSearch_pMRR", "GoldRank",
-           "Robustness", "IFIR_nDCG", "pmrr", "pmrr_per_doc", "changed_docs", "infosearch_eval", "infosearch_partition",
+           "Robustness", "IFIR_nDCG", "PairedAccuracy", "paired_accuracy",
+           "pmrr", "pmrr_per_doc", "changed_docs", "infosearch_eval", "infosearch_partition",
            "wise", "ideal_wise", "sicr", "infosearch_pmrr", "robustness", "robustness_eval", "group_of", "ifir_ndcg",
            "PairedMeasure", "MissingVariantWarning", "instfol_value", "instfol_query", "instfol_summary", "combine_instfol", "InstfolResult"]
 
@@ -311,6 +315,29 @@ class _IFIR_nDCG(PairedMeasure):
         return ((str(q), float(v)) for q, v in values.items())
 
 
+class _PairedAccuracy(PairedMeasure):
+    """NevIR paired accuracy: the share of query pairs in which each query scores its own document strictly above the
+    other one (the official rule: a tie is wrong; ``ties='mteb'``: mteb's docno tie-break). One value per pair, keyed by
+    its ``<pair>_q1`` qid. See :mod:`.nevir`.
+
+    .. cite.dblp:: conf/eacl/WellerLD24
+    """
+    __name__ = "PairedAccuracy"
+    NAME = __name__
+    PRETTY_NAME = "NevIR paired accuracy"
+    SHORT_DESC = "Pairs of queries that each rank their own document above the other one."
+    SUPPORTED_PARAMS = {
+        "ties": measures.ParamInfo(dtype=str, choices=list(NEVIR_TIES), default="strict",
+                                   desc="a tie is wrong (official NevIR code) or broken by docno descending (mteb)"),
+    }
+
+    def unit(self, qid):
+        return pair_of(qid)
+
+    def paired_impl(self, qrels, run, cache):
+        return paired_accuracy_per_pair(run, qrels, self.params.get("ties", "strict"))
+
+
 pMRR = _pMRR()
 OG = _OG()
 Changed = _Changed()
@@ -322,6 +349,7 @@ InfoSearch_pMRR = _InfoSearch_pMRR()
 GoldRank = _GoldRank()
 Robustness = _Robustness()
 IFIR_nDCG = _IFIR_nDCG()
+PairedAccuracy = _PairedAccuracy()
 install()
-for _m in (pMRR, OG, Changed, Reversed, WISE, IdealWISE, SICR, InfoSearch_pMRR, GoldRank, Robustness, IFIR_nDCG):
+for _m in (pMRR, OG, Changed, Reversed, WISE, IdealWISE, SICR, InfoSearch_pMRR, GoldRank, Robustness, IFIR_nDCG, PairedAccuracy):
     measures.register(_m)

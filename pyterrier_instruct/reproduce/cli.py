@@ -13,6 +13,7 @@ COMMANDS = {
     "infosearch": ("infosearch", "InfoSearch Tables 2-3: nDCG@10, p-MRR, WISE, SICR over the six dimensions"),
     "ifir": ("ifir", "IFIR Table 3: nDCG@20 per subset and level (INSTFOL@20 with --judge)"),
     "instructir": ("instructir", "InstructIR: nDCG@10 and Robustness@10 (FollowIR Table 4, Promptriever Table 1)"),
+    "inf-ir": ("inf_ir", "InF-IR Table 2: bi-encoders on FollowIR, MAIR DD/FR and BRIGHT (nDCG@10), with InF-IR's query+instruction"),
     "beir-prompts": ("beir_prompts", "Promptriever Table 3: BEIR nDCG@10 with no prompt, the selected prompt, the best prompt"),
 }
 

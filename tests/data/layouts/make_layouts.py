@@ -278,6 +278,114 @@ def instructir_mteb(path: Path):
                    [{"query-id": q, "corpus-id": d, "score": s} for q, d, s in qrels])
 
 
+# -- BRIGHT, MAIR, NevIR -------------------------------------------------------------------------
+BRIGHT_LONG = ("biology", "earth_science", "economics", "psychology", "robotics", "stackoverflow", "sustainable_living", "pony")
+BRIGHT_MATH = ("leetcode", "aops", "theoremqa_theorems", "theoremqa_questions")
+BRIGHT_TOPICS = ["dams", "antibiotics", "reefs", "vaccines"]
+
+
+def _bright_ids(task: str, i: int, long: bool = False) -> str:
+    if task in ("leetcode", "pony"):
+        return f"{task}/{'page' if long else 'doc'}_{i}.txt"
+    if task == "theoremqa_theorems":
+        return str(i)
+    return f"{task}_{BRIGHT_TOPICS[i % 4]}/{'Page' if long else 'Passage'}_{i}.txt"
+
+
+def _bright_qid(task: str, n: int) -> str:
+    return {"theoremqa_questions": f"TheoremQA_xinyi/q_{n}.json", "aops": f"aops_2019_AMC_12A_Problems/Problem_{n}"}.get(task, str(n))
+
+
+def bright(path: Path):
+    """xlangai/BRIGHT: examples/, documents/, long_documents/ parquet configs, one split per task. The math tasks carry
+    excluded_ids (real corpus ids on query 0, ["N/A"] on the others), as BRIGHT's leetcode/aops/theoremqa do."""
+    for task in BRIGHT_LONG + BRIGHT_MATH:
+        docs = [{"id": _bright_ids(task, i), "content": " ".join(WORDS[BRIGHT_TOPICS[i % 4]].split()[: 3 + i % 4])
+                 + f" {task} passage {i}."} for i in range(8)]
+        long_docs = [{"id": _bright_ids(task, i, True), "content": WORDS[BRIGHT_TOPICS[i]] + f" {task} page {i}."} for i in range(4)]
+        examples = []
+        for n, topic in enumerate(BRIGHT_TOPICS[:3]):
+            excluded = [_bright_ids(task, n + 4)] if task in BRIGHT_MATH and n == 0 else ["N/A"]
+            examples.append({"query": f"A {task} question about {WORDS[topic].split()[0]} and {WORDS[topic].split()[1]}?\nDetails follow.",
+                             "reasoning": f"Think about {topic}.", "id": _bright_qid(task, n),
+                             "excluded_ids": excluded,
+                             "gold_ids_long": [long_docs[n]["id"]] if task in BRIGHT_LONG else [],
+                             "gold_ids": [docs[n]["id"]] + ([docs[n + 4]["id"]] if task not in BRIGHT_MATH else []),
+                             "gold_answer": f"the {topic} answer"})
+        _write_parquet(path / "examples" / f"{task}-00000-of-00001.parquet", examples)
+        _write_parquet(path / "documents" / f"{task}-00000-of-00001.parquet", docs)
+        if task in BRIGHT_LONG:
+            _write_parquet(path / "long_documents" / f"{task}-00000-of-00001.parquet", long_docs)
+
+
+MAIR_TASKS = ("DD_2015", "DD_2016", "DD_2017", "FairRanking_2021", "FairRanking_2022")
+
+
+def mair(path: Path):
+    """MAIR-Bench/MAIR-Queries and MAIR-Bench/MAIR-Docs downloaded into one folder: <Task>/queries.jsonl, <Task>/docs.jsonl.
+    Graded labels; FairRanking_2021 stores integer ids (as some MAIR tasks do)."""
+    for k, task in enumerate(MAIR_TASKS):  # each task rotates the topics, so that tasks differ
+        ints = task == "FairRanking_2021"
+        docs = [{"id": 100 + i if ints else f"{task.lower()}-d{i}",
+                 "doc": " ".join(WORDS[BRIGHT_TOPICS[(i + k) % 4]].split()[(i + k) % 3:]) + f" document {i}."} for i in range(8)]
+        queries = []
+        rotated = BRIGHT_TOPICS[k % 4:] + BRIGHT_TOPICS[:k % 4]
+        for n, topic in enumerate(rotated[:3]):
+            queries.append({"qid": f"{task}-{n}", "instruction": f"Find documents on {topic} useful to a {['student', 'journalist', 'farmer'][n]}.",
+                            "query": WORDS[topic].split()[0] + " " + WORDS[topic].split()[2],
+                            "labels": [{"id": docs[n]["id"], "score": 2}, {"id": docs[n + 4]["id"], "score": 1}]})
+        _write_jsonl(path / task / "queries.jsonl", queries)
+        _write_jsonl(path / task / "docs.jsonl", docs)
+
+
+NEVIR_SPLITS = {"test": 4, "validation": 2, "train": 2}
+
+
+def nevir_rows(split: str):
+    rows = []
+    for n in range(NEVIR_SPLITS[split]):
+        topic = BRIGHT_TOPICS[n % 4]
+        w = WORDS[topic].split()
+        q1 = f"Which {w[0]} did not affect {w[1]}?"
+        rows.append({"id": f"{10 + n}-{n % 3}" if split == "test" else f"{split[:2]}{n}-1", "WorkerId": f"W{n}",
+                     "q1": q1, "q2": q1 if n == 3 else f"Which {w[0]} affected {w[1]}?",
+                     "doc1": f"The {w[0]} did not affect the {w[1]} or the {w[2]}.",
+                     "doc2": f"The {w[0]} affected the {w[1]} but not the {w[2]}."})
+    return rows
+
+
+def nevir(path: Path):
+    """orionweller/NevIR: one jsonl per split (id, WorkerId, q1, q2, doc1, doc2); pair 13-0 of test has q1 == q2."""
+    for split in NEVIR_SPLITS:
+        _write_jsonl(path / f"{split}.jsonl", nevir_rows(split))
+
+
+def nevir_mteb(path: Path):
+    """orionweller/NevIR-mteb: corpus.jsonl and queries.jsonl over every split, qrels/ and top_ranked/ per split."""
+    corpus, queries = [], []
+    for split in NEVIR_SPLITS:
+        qrels, ranked = [], []
+        for r in nevir_rows(split):
+            for i in (1, 2):
+                corpus.append({"_id": f"{r['id']}_doc{i}", "text": r[f"doc{i}"]})
+                queries.append({"_id": f"{r['id']}_q{i}", "text": r[f"q{i}"]})
+                qrels.append({"query-id": f"{r['id']}_q{i}", "corpus-id": f"{r['id']}_doc{i}", "score": 1.0})
+                ranked.append({"query-id": f"{r['id']}_q{i}", "corpus-ids": [f"{r['id']}_doc1", f"{r['id']}_doc2"]})
+        _write_jsonl(path / "qrels" / f"{split}.jsonl", qrels)
+        _write_jsonl(path / "top_ranked" / f"{split}.jsonl", ranked)
+    _write_jsonl(path / "corpus.jsonl", corpus)
+    _write_jsonl(path / "queries.jsonl", queries)
+
+
+def bright_mair_nevir():
+    for owner in ("xlangai", "MAIR-Bench", "orionweller"):
+        shutil.rmtree(ROOT / owner, ignore_errors=True)
+    bright(ROOT / "xlangai" / "BRIGHT")
+    mair(ROOT / "MAIR-Bench" / "MAIR-Queries")
+    nevir(ROOT / "orionweller" / "NevIR")
+    nevir_mteb(ROOT / "orionweller" / "NevIR-mteb")
+
+
 def main():
     for owner in ("jhu-clsp", "jianqunZ", "songtingyu", "kaist-ai", "mteb", "if-ir"):
         shutil.rmtree(ROOT / owner, ignore_errors=True)
@@ -292,6 +400,7 @@ def main():
     ifir_mteb(ROOT / "if-ir" / "fire")
     instructir(ROOT / "kaist-ai" / "InstructIR")
     instructir_mteb(ROOT / "mteb" / "InstructIR-mteb")
+    bright_mair_nevir()
 
 
 if __name__ == "__main__":

@@ -1,0 +1,72 @@
+"""NevIR's paired accuracy (Weller et al., 2024, "NevIR: Negation in Neural Information Retrieval").
+
+A pair of queries ``<pair>_q1``/``<pair>_q2`` shares two documents; ``q1`` is answered by one (its qrels), ``q2`` by the
+other. The official rule (github orionw/NevIR ``src/negations/evaluate.py`` and the ``calc_preferred_*`` functions of
+``dense.py``, ``tfidf.py``, ``rerank_pygaggle.py``): a query is right iff its own document scores **strictly** higher than
+the other (a tie is wrong); a pair counts iff both queries are right; the measure is the mean over pairs.
+
+mteb's ``NevIR`` task (``retrieval_metrics.py`` ``paired_accuracy``) counts a query right when pytrec_eval's recall@1 is
+1, and pytrec_eval breaks score ties by docno, descending: on a tie ``<pair>_doc2`` ranks first, so a tied ``q2`` is right
+there and wrong in the official code. ``ties='mteb'`` gives that variant.
+
+A document absent from a query's run scores below every retrieved one (two absent documents tie).
+"""
+from __future__ import annotations
+
+from typing import Dict, Iterator, Tuple
+
+import pandas as pd
+
+TIES = ("strict", "mteb")
+
+
+def pair_of(qid: str) -> str:
+    """``<pair>_q1`` → ``<pair>``."""
+    return str(qid).rsplit("_", 1)[0]
+
+
+def _right(scores: Dict[str, float], own: str, other: str, ties: str) -> bool:
+    mine, theirs = scores.get(own, float("-inf")), scores.get(other, float("-inf"))
+    if mine != theirs:
+        return mine > theirs
+    return ties == "mteb" and own > other  # pytrec_eval: ties by docno descending
+
+
+def paired_accuracy_per_pair(run: pd.DataFrame, qrels: pd.DataFrame, ties: str = "strict") -> Iterator[Tuple[str, float]]:
+    """``(pair's first qid, 1.0 or 0.0)`` for every pair of the qrels whose two queries each have one relevant document.
+
+    Args:
+        run: ``qid, docno, score``.
+        qrels: ``qid, docno, label`` with qids ``<pair>_<q>``; a query's own document is its relevant one.
+        ties: ``'strict'`` (official) or ``'mteb'`` (docno-descending tie-break).
+    """
+    if ties not in TIES:
+        raise ValueError(f"ties must be one of {TIES}, got {ties!r}")
+    relevant = qrels[qrels["label"] > 0]
+    own = relevant.groupby("qid", sort=False)["docno"].agg(list)
+    several = own[own.map(len) != 1]
+    if len(several):
+        raise ValueError(f"PairedAccuracy: query {several.index[0]!r} has {len(several.iloc[0])} relevant documents; "
+                         "each NevIR query has exactly one (its own document of the pair)")
+    scores: Dict[str, Dict[str, float]] = {}
+    for qid, docno, score in zip(run["qid"].astype(str), run["docno"].astype(str), run["score"].astype(float)):
+        scores.setdefault(qid, {})[docno] = score
+    pairs: Dict[str, list] = {}
+    for qid in own.index:
+        pairs.setdefault(pair_of(qid), []).append(str(qid))
+    for pair, qids in pairs.items():
+        if len(qids) != 2:
+            raise ValueError(f"PairedAccuracy: pair {pair!r} has {len(qids)} judged queries ({qids}); expected two, "
+                             "<pair>_q1 and <pair>_q2")
+        qids = sorted(qids)
+        a, b = own[qids[0]][0], own[qids[1]][0]
+        right = _right(scores.get(qids[0], {}), a, b, ties) and _right(scores.get(qids[1], {}), b, a, ties)
+        yield qids[0], 1.0 if right else 0.0
+
+
+def paired_accuracy(run: pd.DataFrame, qrels: pd.DataFrame, ties: str = "strict") -> float:
+    """The mean of :func:`paired_accuracy_per_pair` (NevIR's headline number, as a fraction)."""
+    values = [v for _, v in paired_accuracy_per_pair(run, qrels, ties)]
+    if not values:
+        raise ValueError("PairedAccuracy: the qrels hold no query pair")
+    return sum(values) / len(values)
