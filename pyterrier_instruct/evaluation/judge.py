@@ -151,6 +151,11 @@ def sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def _owner() -> str:
+    """Who holds a reservation: host, process and a random tag (one per cache object)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
 class JudgeCache:
     """Judgements on disk: one JSON object per line, appended (and fsync'ed) after every backend batch, so an
     interrupted evaluation resumes where it stopped. ``path=None`` keeps them in memory only.
@@ -172,7 +177,7 @@ class JudgeCache:
     def __init__(self, path: Union[str, os.PathLike, None] = None, lock_timeout: float = 60.0, lease: float = 600.0):
         self.path = None if path is None else Path(path)
         self.lock_timeout, self.lease = float(lock_timeout), float(lease)
-        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.owner = _owner()
         self._claims: Dict[str, Tuple[str, float]] = {}  # key → (owner, expiry) of reservations read so far
         self._claims_offset = 0
         self._records: Dict[str, dict] = {}
@@ -188,6 +193,11 @@ class JudgeCache:
 
     def __getstate__(self):
         return {**self.__dict__, "_lock": None}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self.owner = _owner()  # a copy in another process reserves as itself
+
 
     @contextlib.contextmanager
     def claim(self) -> Iterator["JudgeCache"]:
