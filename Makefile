@@ -29,6 +29,7 @@ bench: install
 	$(PY) benchmarks/bench_dense.py
 	$(PY) benchmarks/bench_listwise.py
 	$(PY) benchmarks/bench_ray.py
+	$(PY) benchmarks/bench_doccache.py
 
 clean:
 	rm -rf $(VENV) results

@@ -25,7 +25,8 @@ class VLLMBackend(TokenizerBackend):
         **llm_kwargs: passed to ``vllm.LLM`` as they are (e.g. ``enforce_eager``, ``quantization``).
     """
 
-    _identity = ("model", "dtype", "chat_template", "seed")
+    _identity = ("model", "dtype", "chat_template", "seed", "llm_kwargs")
+    _weights = ("model",)
 
     def __init__(self, model: str, *, tensor_parallel_size: int = 1, gpu_memory_utilization: float = 0.9,
                  max_model_len: Optional[int] = None, dtype: str = "auto", enable_prefix_caching: bool = True,

@@ -142,7 +142,7 @@ class BiEncoder(InstructReranker):
     def doc_key(self) -> str:
         """Everything a passage vector depends on: an index or on-disk cache records it and refuses another."""
         keys = ("base_model", "passage_template", "pooling", "normalize", "max_length", "passage_max_length",
-                "add_special_tokens", "strip", "dtype")
+                "add_special_tokens", "strip", "dtype", "padding_side", "title_field")  # padding moves absolute positions
         return repr((self.model_name_or_path,) + tuple(getattr(self, k) for k in keys))
 
     def revision(self) -> Optional[str]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import platform
 import sys
@@ -25,6 +26,10 @@ import time
 from typing import Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence
 
 import pandas as pd
+
+from .._atomic import write_json
+
+log = logging.getLogger(__name__)
 
 
 class Row(NamedTuple):
@@ -251,6 +256,23 @@ def on_cluster(systems: Mapping[str, object], args: argparse.Namespace, local: S
             for k, s in systems.items()}
 
 
+def read_report(path: str) -> dict:
+    """The ``report.json`` of earlier runs, or ``{}``; an unreadable one (truncated by a kill or a full disk before
+    reports were replaced whole) is kept aside as ``report.json.damaged`` with a warning, so this run's work is not lost."""
+    if not os.path.isfile(path):
+        return {}
+    try:
+        with open(path, encoding="utf-8") as f:
+            report = json.load(f)
+        if not isinstance(report, dict):
+            raise ValueError(f"a JSON {type(report).__name__}, not an object")
+        return report
+    except (OSError, ValueError) as e:
+        os.replace(path, path + ".damaged")
+        log.warning("%s is unreadable (%s): moved to %s.damaged; a new report is started", path, e, path)
+        return {}
+
+
 def finish(table: pd.DataFrame, args: argparse.Namespace, rows: Mapping[str, Row], name: str, title: str) -> pd.DataFrame:
     """Prints ``table`` with the published numbers and the difference below each reported row, and writes
     ``<out>/<name>.csv`` (ours), ``<name>.paper.csv`` (with the paper rows), ``<name>.md`` and ``report.json``."""
@@ -265,10 +287,7 @@ def finish(table: pd.DataFrame, args: argparse.Namespace, rows: Mapping[str, Row
     with open(os.path.join(args.out, f"{name}.md"), "w", encoding="utf-8") as f:
         f.write(f"{title}\n\n{md}\n")
     report_path = os.path.join(args.out, "report.json")
-    report = {}
-    if os.path.isfile(report_path):
-        with open(report_path, encoding="utf-8") as f:
-            report = json.load(f)
+    report = read_report(report_path)
     report.update({"command": args.command, "pyterrier_instruct": __version__, "python": platform.python_version(),
                    "versions": environment(), "datasets": dict(zip(args.dataset, [p or "" for p in args.paths])),
                    "systems": {row_name(rows, k, args): args.models.get(k, "") for k in args.keys},
@@ -277,8 +296,7 @@ def finish(table: pd.DataFrame, args: argparse.Namespace, rows: Mapping[str, Row
                    "device": args.device, "seconds": round(time.time() - args.started, 1)})
     report.setdefault("tables", {})[name] = {"title": title, "settings": {k: str(v) for k, v in table.attrs.get("settings", {}).items()},
                                             "provenance": table.attrs.get("provenance", {}), "paper_rows": paper}
-    with open(report_path, "w", encoding="utf-8") as f:
-        json.dump(report, f, indent=2)
+    write_json(report_path, report, indent=2)  # replaced whole: a kill or a full disk leaves the previous report
     print(f"{title}\n")
     print(md)
     print(f"\nwritten to {args.out}/: {name}.csv, {name}.paper.csv, {name}.md, report.json, runs/ "
