@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import List, Optional, Sequence, Union
 
 from .._optional import require
+from .._hub import model_path
 from .base import Generation, Prompt, TokenizerBackend, check_logprob_args
 
 
@@ -48,7 +49,7 @@ class VLLMBackend(TokenizerBackend):
     def _engine(self):
         if self._llm is None:
             vllm = require("vllm", "vllm")
-            self._llm = vllm.LLM(model=self.model, tensor_parallel_size=self.tensor_parallel_size,
+            self._llm = vllm.LLM(model=model_path(self.model), tensor_parallel_size=self.tensor_parallel_size,
                                  gpu_memory_utilization=self.gpu_memory_utilization, max_model_len=self.max_model_len,
                                  dtype=self.dtype, enable_prefix_caching=self.enable_prefix_caching, seed=self.seed,
                                  **self.llm_kwargs)

@@ -14,6 +14,7 @@ from typing import Iterable, Optional, Tuple
 import numpy as np
 import pandas as pd
 import pyterrier as pt
+from .._progress import tqdm as progress_bar
 
 
 class EmbeddingIndex:
@@ -99,7 +100,7 @@ class EmbeddingIndex:
         best_s = np.full((len(queries), 0), -np.inf, dtype=np.float32)
         best_i = np.zeros((len(queries), 0), dtype=np.int64)
         starts = range(0, len(self), block)
-        for start in pt.tqdm(starts, desc="EmbeddingIndex search", unit="block", disable=not verbose):
+        for start in progress_bar(starts, desc="EmbeddingIndex search", unit="block", disable=not verbose):
             s = queries @ np.asarray(vectors[start:start + block]).T
             cand_s = np.concatenate([best_s, s], axis=1)
             cand_i = np.concatenate([best_i, np.broadcast_to(np.arange(start, start + s.shape[1]), s.shape)], axis=1)
@@ -143,7 +144,7 @@ class EmbeddingIndexer(pt.Indexer):
                 os.remove(os.path.join(self.path, "meta.json"))
         chunks, docnos, count, dim = [], [], 0, None
         sink = open(os.path.join(self.path, "vectors.f32"), "wb") if self.path is not None else None
-        bar = pt.tqdm(desc=f"{type(self.model).__name__} indexing", unit="doc", disable=not self.model.verbose)
+        bar = progress_bar(desc=f"{type(self.model).__name__} indexing", unit="doc", disable=not self.model.verbose)
         try:
             for frame in _frames(corpus_iter, self.chunk_size, self.model.text_field):
                 vectors = self.model.encode_passages(self.model.passage_strings(frame), fill_cache=False, progress=False)

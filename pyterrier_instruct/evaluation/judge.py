@@ -50,6 +50,7 @@ from typing import Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequenc
 
 from ..backends.base import Backend, Generation, check_logprob_args
 from ..prompts import IFIR_JUDGE_CODE_BUG, IFIR_JUDGE_SYSTEM, render_ifir_judge
+from .._progress import tqdm as progress_bar
 
 log = logging.getLogger(__name__)
 
@@ -448,7 +449,6 @@ class IFIRJudge:
         down or refuses every request), this raises RuntimeError with the count after that backend call, instead of
         going on. Errors that concern the backend as a whole (a missing API key, an unreachable server) are raised
         as they are."""
-        import pyterrier as pt
         items = [JudgeItem(*i) for i in items]
         last = dict.fromkeys(self.stats, 0)
         last["requested"] = len(items)
@@ -468,7 +468,7 @@ class IFIRJudge:
         keys = list(pending)
         errors: List[str] = []
         state = {"usable": last["hits"]}  # judgements this call can use so far
-        bar = pt.tqdm(total=len(keys), desc=f"INSTFOL judge ({self.judge_model})", unit="doc", disable=not self.verbose or not keys)
+        bar = progress_bar(total=len(keys), desc=f"INSTFOL judge ({self.judge_model})", unit="doc", disable=not self.verbose or not keys)
         try:
             waiting: List[str] = []  # reserved by other processes: read from the cache once they are done
             for start in range(0, len(keys), self.batch_size):

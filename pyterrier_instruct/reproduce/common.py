@@ -230,7 +230,20 @@ def model_provenance(names: Sequence[str]) -> List[Dict[str, Optional[str]]]:
 def saved(systems: Mapping[str, object], args: argparse.Namespace, rows: Mapping[str, Row], label: str) -> Dict[str, object]:
     """``{row name: SavedRun(system)}``: each row's runs on dataset ``label`` go to ``<out>/runs/<label>/<key>/``."""
     from ..evaluation.runs import SavedRun
-    return {rows[k].name: SavedRun(s, os.path.join(args.out, "runs", label, k), verbose=not args.quiet) for k, s in systems.items()}
+    return {row_name(rows, k, args): SavedRun(s, os.path.join(args.out, "runs", label, k), verbose=not args.quiet)
+            for k, s in systems.items()}
+
+
+def row_name(rows: Mapping[str, Row], key: str, args: argparse.Namespace) -> str:
+    """The table row of ``key`` labelled by the checkpoint used: the row's name for its default checkpoint, else
+    ``"<name> [<checkpoint>]"`` (a folder by its name, a hub id as it is), so a user's own checkpoint is never printed
+    as the paper's model."""
+    row, model = rows[key], getattr(args, "models", {}).get(key)
+    if row.model is None or model is None or model == row.model:
+        return row.name
+    from .._hub import is_path
+    shown = os.path.basename(os.path.normpath(model)) if os.path.isdir(model) or is_path(model) else model
+    return f"{row.name} [{shown}]"
 
 
 def on_cluster(systems: Mapping[str, object], args: argparse.Namespace, local: Sequence[str] = ("bm25",)) -> Dict[str, object]:
@@ -265,7 +278,7 @@ def finish(table: pd.DataFrame, args: argparse.Namespace, rows: Mapping[str, Row
     ``<out>/<name>.csv`` (ours), ``<name>.paper.csv`` (with the paper rows), ``<name>.md`` and ``report.json``."""
     from .._version import __version__
     from ..evaluation import to_markdown, with_paper
-    both = with_paper(table, {rows[k].name: rows[k].paper for k in args.keys if rows[k].paper}, strict=False)
+    both = with_paper(table, {row_name(rows, k, args): rows[k].paper for k in args.keys if rows[k].paper}, strict=False)
     paper = both.attrs["paper_rows"]
     os.makedirs(args.out, exist_ok=True)
     table.to_csv(os.path.join(args.out, f"{name}.csv"), index=False)
@@ -277,8 +290,8 @@ def finish(table: pd.DataFrame, args: argparse.Namespace, rows: Mapping[str, Row
     report = read_report(report_path)
     report.update({"command": args.command, "pyterrier_instruct": __version__, "python": platform.python_version(),
                    "versions": environment(), "datasets": dict(zip(args.dataset, [p or "" for p in args.paths])),
-                   "systems": {rows[k].name: args.models.get(k, "") for k in args.keys},
-                   "models": {rows[k].name: model_provenance([args.models[k]])[0] for k in args.keys
+                   "systems": {row_name(rows, k, args): args.models.get(k, "") for k in args.keys},
+                   "models": {row_name(rows, k, args): model_provenance([args.models[k]])[0] for k in args.keys
                               if k in args.models and rows[k].hub},
                    "device": args.device, "seconds": round(time.time() - args.started, 1)})
     report.setdefault("tables", {})[name] = {"title": title, "settings": {k: str(v) for k, v in table.attrs.get("settings", {}).items()},
@@ -328,5 +341,6 @@ def full_retrieval(args: argparse.Namespace, rows: Mapping[str, Row], label: str
 
 
 __all__: List[str] = ["Row", "parser", "parse", "dataset_label", "open_dataset", "open_datasets", "model_options", "check_models", "saved",
+                      "row_name",
                       "finish", "environment", "models_of", "model_provenance", "selected", "on_cluster",
                       "full_retrieval", "FIRST_STAGES", "first_stage_bm25"]
