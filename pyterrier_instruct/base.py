@@ -24,6 +24,7 @@ import pyterrier as pt
 
 from ._config import Configured
 from ._validation import text_hint
+from ._progress import tqdm as progress_bar
 from .instructions import query_instructions
 
 
@@ -115,7 +116,7 @@ class InstructReranker(Configured, pt.Transformer):
         raise NotImplementedError  # abstract
 
     def _tqdm(self, iterable, total=None, desc=None, unit="batch"):
-        return pt.tqdm(iterable, total=total, desc=desc or type(self).__name__, unit=unit, disable=not self.verbose)
+        return progress_bar(iterable, total=total, desc=desc or type(self).__name__, unit=unit, disable=not self.verbose)
 
 
 __all__ = ["InstructReranker"]

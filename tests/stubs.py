@@ -42,6 +42,7 @@ class ChatServer:
 
     def close(self) -> None:
         self.httpd.shutdown()
+        self.httpd.server_close()  # the listening socket too (else a ResourceWarning lands in a later test)
 
 
 def with_chat_template(model: str, folder: Path, template: str) -> str:

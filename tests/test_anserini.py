@@ -84,12 +84,16 @@ def test_equals_lucene_searcher_on_infosearch_mini(tmp_path, anserini_bm25):
     _assert_equals_lucene_searcher(model, pti.FoldInstruction()(ds.get_topics()), 10)
     files = {f.name: f.stat().st_mtime_ns for f in Path(model.path).iterdir()}
 
-    def unread():
-        raise AssertionError("the corpus was read again")
-        yield
+    read = []
 
-    again = PyseriniBM25(unread(), model.path, k1=1.2, b=0.75, num_results=10)  # an index already there is reused
+    def counted():
+        for doc in ds.get_corpus_iter():
+            read.append(doc["docno"])
+            yield doc
+
+    again = PyseriniBM25(counted(), model.path, k1=1.2, b=0.75, num_results=10)  # an index already there is reused
     assert again == model and {f.name: f.stat().st_mtime_ns for f in Path(model.path).iterdir()} == files
+    assert len(read) == len(set(read)) > 0  # read once, to check it is the corpus indexed (not indexed again)
 
 
 def test_experiment_pmrr_next_to_pisa(mini, mini_bm25, anserini_bm25):
@@ -258,7 +262,7 @@ def test_cli_first_stage_pyserini(tmp_path, anserini_bm25):
     ours, pisa = (pd.read_csv(tmp_path / name / "table3.csv") for name in ("pyserini", "pisa"))
     assert ours.columns.tolist() == pisa.columns.tolist() and ours["Model"].tolist() == ["BM25"]
     assert "--first-stage pyserini" in (tmp_path / "pyserini" / "report.json").read_text()
-    model = first_stage_bm25("pyserini", [], str(index / "bm25"), k1=1.2, b=0.75)  # the index is reused
+    model = first_stage_bm25("pyserini", None, str(index / "bm25"), k1=1.2, b=0.75)  # no corpus: the index is opened
     assert model == PyseriniBM25(str(index / "bm25-pyserini"), k1=1.2, b=0.75)
     with pytest.raises(ValueError, match="choose from pisa, pyserini"):
         first_stage_bm25("terrier", [], str(index / "bm25"))
@@ -278,3 +282,13 @@ def test_start_again_checks_the_running_jvm(anserini_bm25, monkeypatch):
     monkeypatch.setattr(pt.java, "autoclass", no_anserini)
     with pytest.raises(RuntimeError, match="without Anserini's jar"):
         _java.start()
+
+
+def test_a_lucene_index_refuses_another_corpus(anserini_bm25, mini):
+    from pyterrier_instruct._corpus import CorpusChanged
+    path = anserini_bm25.path
+    assert PyseriniBM25(mini.get_corpus_iter(), path=path).path == path  # the same corpus: reused
+    fewer = list(mini.get_corpus_iter())[:-1]
+    with pytest.raises(CorpusChanged, match=rf"the Lucene index at {re.escape(path)} was built from another corpus .*documents then, "
+                                            rf"{len(fewer)} now"):
+        PyseriniBM25(iter(fewer), path=path)

@@ -12,6 +12,7 @@ import pyterrier as pt
 import pytest
 
 import pyterrier_instruct as pti
+from pyterrier_instruct.datasets import source
 from pyterrier_instruct.datasets import DATASETS, DataError
 from pyterrier_instruct.datasets.registry import BEIR, BEIR_URL
 from pyterrier_instruct.reproduce import dataset_label
@@ -152,8 +153,8 @@ def test_offline_without_data_says_how_to_get_it(monkeypatch, tmp_path):
     msg = str(err.value)
     assert msg.startswith("beir/touche2020: no local copy found") and "HF_HUB_OFFLINE is set" in msg
     assert BEIR_URL.format(name="webis-touche2020") in msg and "unzip it (the folder webis-touche2020/)" in msg
-    assert "`huggingface-cli download --repo-type dataset BeIR/webis-touche2020 --local-dir <folder>`" in msg
-    assert "`huggingface-cli download --repo-type dataset BeIR/webis-touche2020-qrels --local-dir <folder>/qrels`" in msg
+    assert "`hf download --repo-type dataset BeIR/webis-touche2020 --local-dir <folder>`" in msg
+    assert "`hf download --repo-type dataset BeIR/webis-touche2020-qrels --local-dir <folder>/qrels`" in msg
     assert "then pass path=<folder>" in msg
     with pytest.raises(DataError, match=r"the data folder .*nowhere does not exist; get the data with: download "
                                         r"https://public.ukp.informatik.tu-darmstadt.de/thakur/BEIR/datasets/scifact.zip"):
@@ -177,6 +178,7 @@ def test_online_download_fetches_both_repositories_into_the_zip_layout(monkeypat
         return local_dir
     monkeypatch.setattr(huggingface_hub, "snapshot_download", fake_download)
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    monkeypatch.setattr(source, "hub_unreachable", lambda timeout=3.0: None)  # the stand-in hub answers
     monkeypatch.setenv("PYTERRIER_INSTRUCT_DATA", str(tmp_path / "empty"))
     monkeypatch.setenv("IR_DATASETS_HOME", str(tmp_path / "irds"))
     ds = pti.load_dataset("beir/scifact")

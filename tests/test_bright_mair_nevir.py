@@ -14,7 +14,7 @@ import pytest
 from ir_measures import nDCG
 
 import pyterrier_instruct as pti
-from pyterrier_instruct.datasets import DATASETS, DataError
+from pyterrier_instruct.datasets import DATASETS, DataError, source
 
 LAYOUTS = Path(__file__).parent / "data" / "layouts"
 IDS = ["bright/biology", "bright/biology-long", "bright/leetcode", "bright/theoremqa_questions", "mair/dd-15", "mair/fr-21",
@@ -200,6 +200,7 @@ def test_mair_download_fetches_both_repositories_into_one_folder(monkeypatch, tm
         shutil.copy(src / keep, out / keep)
         return local_dir
     monkeypatch.setattr(huggingface_hub, "snapshot_download", fake_download)
+    monkeypatch.setattr(source, "hub_unreachable", lambda timeout=3.0: None)  # the stand-in hub answers
     monkeypatch.setenv("PYTERRIER_INSTRUCT_DATA", str(tmp_path / "empty"))
     monkeypatch.setenv("IR_DATASETS_HOME", str(tmp_path / "irds"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")

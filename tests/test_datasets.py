@@ -85,12 +85,13 @@ def test_creating_a_dataset_is_lazy_and_the_first_use_names_the_fix(monkeypatch,
             "get_corpus_iter": lambda: next(ds.get_corpus_iter()), "get_results": lambda: ds.get_results(),
             "text_loader": lambda: ds.text_loader()(pd.DataFrame({"qid": ["1"], "docno": ["d"]})), "provenance": lambda: ds.provenance}
     for name, use in uses.items():
-        with pytest.raises(DataError, match=f"no local copy found \\(looked in {tmp_path}.*HF_HUB_OFFLINE is set.*huggingface-cli "
+        with pytest.raises(DataError, match=f"no local copy found \\(looked in {tmp_path}.*HF_HUB_OFFLINE is set.*hf "
                                             "download --repo-type dataset jhu-clsp/robust04-instructions"):
             use()
     shutil.copytree(bundled_path(), tmp_path / "robust04-instructions")  # the data arrives: the same object now reads it
     assert len(ds.get_topics()) == 20 and ds.path == tmp_path / "robust04-instructions"
-    assert ds.provenance["revision"].startswith("a5a1c4f") and ds.text_loader() == pti.load_dataset("followir/robust04").text_loader()
+    assert ds.provenance["pinned_revision"].startswith("a5a1c4f") and ds.provenance["revision"] is None
+    assert ds.text_loader() == pti.load_dataset("followir/robust04").text_loader()
 
 
 def test_loader_errors_name_the_file(tmp_path):
@@ -110,7 +111,7 @@ def test_loader_errors_name_the_file(tmp_path):
 def test_hub_datasets_never_download_offline(monkeypatch, tmp_path):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("PYTERRIER_INSTRUCT_DATA", str(tmp_path))
-    with pytest.raises(DataError, match="no local copy found .*HF_HUB_OFFLINE is set.*huggingface-cli download "
+    with pytest.raises(DataError, match="no local copy found .*HF_HUB_OFFLINE is set.*hf download "
                                         "--repo-type dataset jhu-clsp/robust04-instructions --revision a5a1c4f"):
         pti.load_dataset("followir/robust04").get_topics()
     with pytest.raises(UnknownDatasetError, match="'no-such-thing' is not a known dataset"):
@@ -125,7 +126,20 @@ def test_local_snapshot_of_a_known_name_keeps_provenance(tmp_path):
     ds = pti.load_dataset("followir/news21", path=str(tmp_path / "robust04-instructions"))
     assert ds.measure == "nDCG@5"
     assert ds.provenance["repo_id"] == "jhu-clsp/news21-instructions"
-    assert ds.provenance["revision"] == "e0144086b45fe31ac125e9ac1a83b6a409bb6ca6"
+    assert ds.provenance["pinned_revision"] == "e0144086b45fe31ac125e9ac1a83b6a409bb6ca6"
+    # a folder put together by hand is not claimed to be the pinned revision: its content hash records what was read
+    assert ds.provenance["revision"] is None and ds.provenance["content_sha256"].startswith("sha256:")
+    same = pti.load_dataset("followir/news21", path=str(tmp_path / "robust04-instructions")).provenance["content_sha256"]
+    assert same == ds.provenance["content_sha256"]
+    with open(tmp_path / "robust04-instructions" / "queries.jsonl", "a") as f:
+        f.write("\n")
+    edited = pti.load_dataset("followir/news21", path=str(tmp_path / "robust04-instructions")).provenance["content_sha256"]
+    assert edited != same
+    meta = tmp_path / "robust04-instructions" / ".cache" / "huggingface" / "download"
+    meta.mkdir(parents=True)  # as `hf download --local-dir` leaves it: the commit it fetched
+    (meta / "queries.jsonl.metadata").write_text("0123456789abcdef0123456789abcdef01234567\netag\n1.0\n")
+    local_dir = pti.load_dataset("followir/news21", path=str(tmp_path / "robust04-instructions")).provenance
+    assert local_dir["revision"] == "0123456789abcdef0123456789abcdef01234567" and "content_sha256" not in local_dir
 
 
 def test_text_loader_after_a_first_stage(mini, mini_bm25):

@@ -121,9 +121,9 @@ def texts(exc):
 
 
 # -- retries ------------------------------------------------------------------------------------------------------------------
-def test_429_honours_retry_after_up_to_max_wait(serve, monkeypatch):
+def test_429_honours_retry_after_within_max_wait_and_fails_at_once_beyond(serve, monkeypatch):
     in_a_day = email.utils.formatdate(time.time() + 86400, usegmt=True)
-    script = {1: ("86400",), 2: (in_a_day,), 3: ("0.25",), 4: ("soon",)}
+    script = {1: ("0.25",), 2: ("soon",), 4: ("86400",), 5: (in_a_day,)}
 
     def behave(h, body, n):
         if n in script:
@@ -134,11 +134,27 @@ def test_429_honours_retry_after_up_to_max_wait(serve, monkeypatch):
     server, sleeps = serve(behave), []
     b = backend(server, monkeypatch, sleeps, backoff=0.5)
     assert ask(b) == ["[2] > [1]"]
-    # a day is capped at max_wait (60 s), an HTTP date too; an unreadable header falls back to the backoff (0.5 · 2³)
-    assert sleeps == [60.0, 60.0, 0.25, 4.0] and len(server.requests) == b.requests == 5
+    # Retry-After is honoured; an unreadable header falls back to the backoff (0.5 · 2¹)
+    assert sleeps == [0.25, 1.0] and len(server.requests) == b.requests == 3
     assert all(r["auth"] == f"Bearer {SECRET}" for r in server.requests)
+    # a server that will not be ready within max_wait (a day, in seconds or as an HTTP date) fails that request at once
+    for _ in range(2):
+        sleeps.clear()
+        with pytest.raises(RequestError, match=r"HTTP 429.*asks to retry after 86(399|400) s, more than max_wait=60 s: not retried") as err:
+            ask(b)
+        assert sleeps == [] and err.value.attempts == 1
+    assert len(server.requests) == 5
     sleeps.clear()
     assert ask(backend(server, monkeypatch, sleeps, max_wait=5.0)) == ["[2] > [1]"] and sleeps == []
+
+
+def test_a_request_spends_at_most_max_retry_time_waiting(serve, monkeypatch):
+    server, sleeps = serve(lambda h, body, n: send(h, 503, {"error": "busy"}, {"Retry-After": "50"})), []
+    b = backend(server, monkeypatch, sleeps, max_retries=5, max_wait=60.0, max_retry_time=120.0)
+    with pytest.raises(RequestError, match=r"HTTP 503.*another wait of 50 s would take this request's retries past "
+                                           r"max_retry_time=120 s \(waited 100 s\)") as err:
+        ask(b)
+    assert sleeps == [50.0, 50.0] and err.value.attempts == 3 and len(server.requests) == 3  # not 5 × 50 s
 
 
 def test_server_errors_retry_with_capped_backoff_others_do_not(serve, monkeypatch):
@@ -428,3 +444,92 @@ def test_two_processes_sharing_a_cache_judge_each_item_once(serve, tmp_path):
     lines = cache.read_text().splitlines()
     assert len(lines) == 24 and all(json.loads(line)["key"] for line in lines)  # whole lines, none interleaved
     assert JudgeCache(cache).corrupt == 0 and (tmp_path / "shared.jsonl.lock").exists()
+
+
+# -- issue 30: nothing secret on disk, late headers, another model, a stalled judge ----------------------------------------
+def test_a_key_echoed_in_an_answer_never_reaches_the_judge_cache(serve, monkeypatch, tmp_path):
+    def behave(h, body, n):
+        answer = judged("2")
+        answer["choices"][0]["message"]["content"] = '{"score": 2, "reason": "you sent ' + SECRET + '"}'
+        send(h, 200, answer)
+    server = serve(behave)
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    cache = tmp_path / "judge.jsonl"
+    judge = IFIRJudge(OpenAIBackend("m", base_url=server.url, api_key_env=KEY_ENV), cache=cache, verbose=False)
+    (j,) = judge.judge([JudgeItem("fiqa1", "i", "d", "text")])
+    assert j.score == pytest.approx(2.25) and SECRET not in j.answer and "***" in j.answer
+    assert SECRET not in cache.read_text()
+
+
+def test_a_key_split_across_lines_in_an_error_body_is_redacted(serve, monkeypatch):
+    wrapped = SECRET[:10] + "\n  " + SECRET[10:20] + "\\n" + SECRET[20:]  # wrapped, and a JSON-escaped line break
+    server, sleeps = serve(lambda h, body, n: send(h, 400, ("bad request from key " + wrapped).encode())), []
+    with pytest.raises(RequestError) as err:
+        ask(backend(server, monkeypatch, sleeps))
+    assert "HTTP 400" in str(err.value)
+    for text in texts(err.value):
+        assert SECRET[:10] not in text and SECRET[10:20] not in text and SECRET[20:] not in text
+
+
+def test_a_deadline_in_the_headers_is_a_timeout_not_invalid_json(serve, monkeypatch):
+    def behave(h, body, n):
+        h.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n")  # ... and no more headers in time
+        h.wfile.flush()
+        time.sleep(2.0)
+    server, sleeps = serve(behave), []
+    with pytest.raises(RequestError, match=r"did not finish answering within timeout=0.5 s") as err:
+        ask(backend(server, monkeypatch, sleeps, timeout=0.5))
+    assert "invalid JSON" not in str(err.value)
+
+
+def test_an_answer_from_another_model_is_refused_and_the_served_model_recorded(serve, monkeypatch, tmp_path):
+    served = {"model": "other-model"}
+
+    def behave(h, body, n):
+        answer = judged("2")
+        answer["model"] = served["model"]
+        send(h, 200, answer)
+    server, sleeps = serve(behave), []
+    with pytest.raises(BackendUnavailable, match=r"answered with model 'other-model', not 'm': the server serves another model"):
+        ask(backend(server, monkeypatch, sleeps))
+    served["model"] = "m-2024-07-18"  # a dated snapshot of the model asked for
+    b = backend(server, monkeypatch, sleeps)
+    cache = tmp_path / "judge.jsonl"
+    (j,) = IFIRJudge(b, cache=cache, verbose=False).judge([JudgeItem("fiqa1", "i", "d", "text")])
+    assert j.model == "m-2024-07-18" and b.served_models == {"m-2024-07-18": 1}
+    assert json.loads(cache.read_text())["served_model"] == "m-2024-07-18"
+    served["model"] = "deployment-7"
+    lenient = backend(server, monkeypatch, sleeps, check_model=False)
+    ask(lenient)
+    assert lenient.served_models == {"deployment-7": 1}
+
+
+def test_a_stalled_judge_does_not_hold_up_the_others(serve, tmp_path):
+    release = threading.Event()
+
+    def behave(h, body, n):
+        if n <= 4:  # the first judge's batch: its server stalls
+            release.wait(30)
+        send(h, 200, judged("2"))
+    server = serve(behave)
+    cache = tmp_path / "shared.jsonl"
+    mine = [("fiqa1", "q i", f"a{i}", f"a{i}") for i in range(3)]
+    theirs = [("fiqa1", "q i", f"b{i}", f"b{i}") for i in range(3)]
+    slow = IFIRJudge(OpenAIBackend("j", base_url=server.url, api_key_env=None), cache=JudgeCache(cache, lease=0.5), verbose=False)
+    worker = threading.Thread(target=slow.judge, args=(mine + theirs[:1],), daemon=True)
+    worker.start()
+    try:
+        deadline = time.monotonic() + 30
+        while len(server.requests) < 4 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        other = IFIRJudge(OpenAIBackend("j", base_url=server.url, api_key_env=None), cache=JudgeCache(cache), verbose=False)
+        done = threading.Thread(target=lambda: other.judge(theirs), daemon=True)
+        done.start()
+        done.join(20)  # before: blocked on the lock the stalled judge held across its backend call
+        assert not done.is_alive()
+        # theirs[0] was reserved by the stalled judge: taken over once its 0.5 s reservation lapsed
+        assert other.last["judged"] == 3 and other.last["hits"] == 0
+    finally:
+        release.set()
+        worker.join(30)
+    assert slow.last["judged"] == 4 and len(JudgeCache(cache)) == 6  # theirs[0]: stored once, the first append standing

@@ -141,3 +141,17 @@ def test_notebook_runs_without_the_extras(name, kernel, tmp_path):
         assert "BM25 (query) p-MRR = +0.0000" in text
     if name == "03_infosearch_wise":
         assert "WISE (PoolBM25) = -34.9   SICR = 0.0" in text
+
+
+def test_progress_bars_are_widgets_in_a_notebook(kernel, tmp_path):
+    """The package's bars are Jupyter widgets in a kernel (``tqdm.auto``), not text on stderr; in a terminal they stay
+    text (tests/test_first_contact.py)."""
+    pytest.importorskip("ipywidgets")  # in the [notebooks] and [test] extras
+    code = ("import pyterrier_instruct as pti\nds = pti.load_dataset('instruct-mini')\n"
+            "res = pti.PoolBM25()(ds.candidates()(ds.get_topics().iloc[:2]))")
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(KERNEL_CHECK), nbformat.v4.new_code_cell(code)])
+    nbclient.NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    outputs = nb.cells[1].outputs
+    assert not [o for o in outputs if o["output_type"] == "error"], outputs
+    assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in outputs), outputs
+    assert not any(o["output_type"] == "stream" and "PoolBM25" in o["text"] for o in outputs), outputs

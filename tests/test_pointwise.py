@@ -275,7 +275,7 @@ def test_missing_weights_offline_name_the_id_and_the_fixes(name, frame, monkeypa
     assert isinstance(err.value, OSError) and text.startswith(f"cannot load the model {MISSING!r}")
     assert "not in the local Hugging Face cache and HF_HUB_OFFLINE is set" in text
     assert f"not in {tmp_path / MISSING}" in text and f"PYTERRIER_INSTRUCT_MODELS/{MISSING}/" in text
-    assert f"huggingface-cli download {MISSING}" in text and "local folder" in text
+    assert f"hf download {MISSING}" in text and "local folder" in text
     assert "huggingface.co" not in text
 
 

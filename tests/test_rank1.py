@@ -120,7 +120,8 @@ class StandInVLLM:
     """The part of vLLM 0.7.2's offline API rank1 uses (``LLM.generate`` on ``{"prompt_token_ids": ...}`` with a
     ``SamplingParams``; ``LLM.get_tokenizer``; ``CompletionOutput.text/token_ids/logprobs/finish_reason``, ``Logprob.logprob``), serving each
     request with :func:`greedy` on the tiny weights; ``allowed_token_ids`` masks the other tokens before the
-    log-softmax, as vLLM's logits processor does (the ``processed_logprobs`` values, vLLM >= 0.10.2). Test-local: ``tests/fake_vllm.py`` serves other prompts."""
+    log-softmax, as vLLM's logits processor does (the ``processed_logprobs`` values, vLLM >= 0.10.2). Test-local:
+    ``tests/fake_vllm.py`` serves other prompts."""
 
     class SamplingParams:
         def __init__(self, **kwargs):

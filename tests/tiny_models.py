@@ -259,4 +259,19 @@ def tiny_rank1(root: Path, seed: int = 0) -> str:
         gaps = torch.stack([model(input_ids=c).logits[0, -1, [true, false]] for c in contexts])
         model.lm_head.weight[false] += (gaps[:, 0] - gaps[:, 1]).median() * inverse[:, states.index(end)]
     model.save_pretrained(str(folder))
+
+
+def tiny_lora(root: Path, base: str, base_id: str, seed: int = 1) -> str:
+    """A LoRA adapter (random, non-zero B) over the local model folder ``base``, whose ``adapter_config.json`` names the
+    hub id ``base_id`` as its base (as a published adapter does)."""
+    import peft
+    import torch
+    import transformers
+    folder = Path(root) / "lora"
+    torch.manual_seed(seed)
+    model = peft.get_peft_model(transformers.AutoModel.from_pretrained(base), peft.LoraConfig(
+        r=4, lora_alpha=8, init_lora_weights=False, target_modules=["q_proj", "k_proj", "v_proj", "o_proj"]))
+    model.save_pretrained(str(folder))
+    config = json.loads((folder / "adapter_config.json").read_text())
+    (folder / "adapter_config.json").write_text(json.dumps({**config, "base_model_name_or_path": base_id}))
     return str(folder)

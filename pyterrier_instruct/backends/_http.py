@@ -57,11 +57,18 @@ class Failure(Exception):
         return self.message
 
 
-def redact(text: str, secret: Optional[str]) -> str:
-    """``text`` without ``secret`` and without any ``Bearer <token>``."""
+@functools.lru_cache(maxsize=8)
+def _secret_pattern(secret: str) -> "re.Pattern":
+    """``secret`` also when a server wraps or escapes it: whitespace or a JSON escape (``\\n``) between any two of its
+    characters."""
+    return re.compile(r"(?:\s|\\[nrt])*".join(re.escape(c) for c in secret))
+
+
+def redact(text: str, secret: Optional[str], bearer: bool = True) -> str:
+    """``text`` without ``secret`` (also split across lines) and, with ``bearer``, without any ``Bearer <token>``."""
     if secret:
-        text = text.replace(secret, "***")
-    return _BEARER.sub(r"\1***", text)
+        text = _secret_pattern(secret).sub("***", text.replace(secret, "***"))
+    return _BEARER.sub(r"\1***", text) if bearer else text
 
 
 def origin(url: str) -> str:
@@ -251,7 +258,10 @@ def post_json(url: str, data: bytes, key: Optional[str], *, timeout: float, max_
     late = Failure("final", f"{url} did not finish answering within timeout={timeout:g} s")
     try:
         with opener.open(request, timeout=timeout) as response:
-            return _read(response, max_bytes, url)
+            body = _read(response, max_bytes, url)
+        if watchdog.expired:  # the socket was shut mid-exchange (e.g. in the headers): what was read is not the answer
+            raise late
+        return body
     except urllib.error.HTTPError as err:
         detail = redact(_error_body(err), key)[:DETAIL_CHARS]
         if watchdog.expired:

@@ -63,24 +63,27 @@ class Generation:
     ``tokens[i]`` is the text of the i-th generated token and ``top_logprobs[i]`` the candidates at that position,
     ``(token text, natural-log probability)`` pairs, most likely first, as the engine returned them (OpenAI: exactly
     ``top_logprobs``; vLLM: the top ``k`` plus the sampled token when it is not among them). Pairs, not a dict: two
-    token ids may decode to the same text, and judges filter each candidate before summing by value.
+    token ids may decode to the same text, and judges filter each candidate before summing by value. ``model``: the
+    model id the server says answered (HTTP backends), recorded with the judgement.
     """
     text: str
     tokens: Tuple[str, ...]
     top_logprobs: Tuple[Candidates, ...]
+    model: Optional[str] = None
 
     def __post_init__(self):
         if len(self.tokens) != len(self.top_logprobs):
             raise ValueError(f"Generation: {len(self.tokens)} tokens but {len(self.top_logprobs)} top-logprob positions")
 
     @classmethod
-    def of(cls, text: str, tokens: Iterable[str], top_logprobs: Iterable[Union[Mapping[str, float], Iterable[Tuple[str, float]]]]) -> "Generation":
+    def of(cls, text: str, tokens: Iterable[str], top_logprobs: Iterable[Union[Mapping[str, float], Iterable[Tuple[str, float]]]],
+           model: Optional[str] = None) -> "Generation":
         """A Generation from plain values: each position's candidates as a ``{token: logprob}`` dict or as pairs."""
         tops = []
         for pos in top_logprobs:
             pairs = pos.items() if isinstance(pos, Mapping) else pos
             tops.append(tuple((str(t), float(lp)) for t, lp in pairs))
-        return cls(str(text), tuple(str(t) for t in tokens), tuple(tops))
+        return cls(str(text), tuple(str(t) for t in tokens), tuple(tops), model)
 
 
 @dataclass(frozen=True)
@@ -131,17 +134,24 @@ class Backend(Configured):
     #: the constructor arguments that change what the model answers (not how answers are fetched: batch sizes,
     #: concurrency, retries are left out); :meth:`identity` shows them
     _identity: Tuple[str, ...] = ()
+    #: the arguments of :attr:`_identity` naming local weights (a hub id or a folder): their revision joins the identity
+    _weights: Tuple[str, ...] = ()
 
     def identity(self) -> str:
         """The class and the arguments that change answers, e.g. ``OpenAIBackend(model='gpt-4o-mini',
         base_url='https://api.openai.com/v1', extra_body={})``: what LLM judges put in their cache keys. A value whose
-        repr is longer than 100 characters (a chat template) is shown as its SHA-256."""
+        repr is longer than 100 characters (a chat template) is shown as its SHA-256. Weights loaded locally add their
+        revision (:func:`~pyterrier_instruct._fingerprint.model_revision`: the snapshot commit, or the files' names,
+        sizes and times), so weights saved again over a folder never reuse the old judgements."""
+        from .._fingerprint import model_revision
         parts = []
         for name in self._identity:
             value = repr(getattr(self, name, None))
             if len(value) > 100:
                 value = "sha256:" + hashlib.sha256(value.encode("utf-8")).hexdigest()[:16]
             parts.append(f"{name}={value}")
+            if name in self._weights:
+                parts.append(f"revision={model_revision(getattr(self, name))!r}")
         return f"{type(self).__name__}({', '.join(parts)})"
 
     def prepare(self, messages: Messages, fallback_template: Optional[str] = None) -> Prompt:

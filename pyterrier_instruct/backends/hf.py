@@ -31,6 +31,7 @@ class HFBackend(TokenizerBackend):
     """
 
     _identity = ("model_name_or_path", "dtype", "chat_template")
+    _weights = ("model_name_or_path",)
 
     def __init__(self, model_name_or_path: str, *, batch_size: int = 8, device: Optional[str] = None, dtype="auto",
                  chat_template: Optional[str] = None, verbose: bool = False):

@@ -12,7 +12,7 @@ import math
 import os
 import threading
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
-from typing import Callable, List, Optional, Sequence, Union
+from typing import Callable, Dict, List, Optional, Sequence, Union
 
 from . import _http
 from .base import Backend, BackendUnavailable, Generation, Messages, Prompt, RequestError, as_messages, check_logprob_args
@@ -48,7 +48,9 @@ class OpenAIBackend(Backend):
         concurrency: requests in flight at once.
         max_retries, backoff, max_wait: a request answered HTTP 408/409/429/5xx, reset, or cut short is sent again
             up to ``max_retries`` times, after ``backoff * 2**attempt`` seconds or the server's ``Retry-After``,
-            either capped at ``max_wait``. Other failures are not retried.
+            either capped at ``max_wait``. A ``Retry-After`` longer than ``max_wait`` fails the request at once (the
+            server says it will not be ready in time), and so does a wait that would take the request's waits past
+            ``max_retry_time`` seconds in total. Other failures are not retried.
         timeout: seconds one request may take from connecting to the last byte of the answer (a hard deadline,
             whatever the server's pace); not retried.
         max_response_bytes: the largest answer read (16 MiB); a larger one is a failed request, never read whole.
@@ -57,6 +59,10 @@ class OpenAIBackend(Backend):
             tokenizer id/path; used to count prompt tokens for the caller's context budget. Without it token counts
             are unknown and callers skip the budget.
         extra_body: more JSON fields for every request (e.g. ``{"seed": 0}``).
+        check_model: refuse (:class:`~pyterrier_instruct.backends.base.BackendUnavailable`) an answer whose ``model`` is
+            another model than ``model`` (a dated snapshot of it, ``gpt-4o-mini-2024-07-18`` for ``gpt-4o-mini``, is the
+            same); ``False`` for a provider that answers with its own names (a deployment's). The ids that answered are
+            counted in ``served_models`` and kept with each judgement.
         sleep: the function that waits between attempts (tests pass a recorder); default: a wait that ends early when
             another request of the batch has failed for good.
 
@@ -67,14 +73,15 @@ class OpenAIBackend(Backend):
     _identity = ("model", "base_url", "extra_body")
 
     def __init__(self, model: str, *, base_url: str = "https://api.openai.com/v1", api_key_env: Optional[str] = "OPENAI_API_KEY",
-                 concurrency: int = 8, max_retries: int = 5, backoff: float = 1.0, max_wait: float = 60.0, timeout: float = 120.0,
+                 concurrency: int = 8, max_retries: int = 5, backoff: float = 1.0, max_wait: float = 60.0, max_retry_time: float = 120.0,
+                 timeout: float = 120.0,
                  max_response_bytes: int = 16 * 2 ** 20, min_tokens: bool = False, tokenizer=None, extra_body: Optional[dict] = None,
-                 sleep: Optional[Callable[[float], None]] = None):
+                 check_model: bool = True, sleep: Optional[Callable[[float], None]] = None):
         if int(concurrency) < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency!r}")
         if int(max_retries) < 0:
             raise ValueError(f"max_retries must be >= 0, got {max_retries!r}")
-        for name, value in (("backoff", backoff), ("max_wait", max_wait)):
+        for name, value in (("backoff", backoff), ("max_wait", max_wait), ("max_retry_time", max_retry_time)):
             if not float(value) >= 0:
                 raise ValueError(f"{name} must be >= 0 seconds, got {value!r}")
         if timeout is None or not float(timeout) > 0:
@@ -85,14 +92,15 @@ class OpenAIBackend(Backend):
             raise ValueError(f"api_key_env must name an environment variable, or be None for a server that takes no key; got {api_key_env!r}")
         self.model, self.base_url, self.api_key_env = str(model), str(base_url).rstrip("/"), api_key_env
         self.concurrency, self.max_retries, self.backoff, self.max_wait = int(concurrency), int(max_retries), float(backoff), float(max_wait)
-        self.timeout, self.max_response_bytes = float(timeout), int(max_response_bytes)
+        self.max_retry_time, self.timeout, self.max_response_bytes = float(max_retry_time), float(timeout), int(max_response_bytes)
         self.min_tokens, self.extra_body, self._sleep = min_tokens, dict(extra_body or {}), sleep
-        self.tokenizer = tokenizer
+        self.tokenizer, self.check_model = tokenizer, bool(check_model)
         self._tok = None
         self.requests = 0  # HTTP requests sent, retries included
+        self.served_models: Dict[str, int] = {}  # model id of each answer → answers
 
     _lazy = ("_tok",)
-    _fingerprint_exclude = ("sleep",)  # how retries wait, not what is generated
+    _fingerprint_exclude = ("sleep", "max_retry_time", "check_model")  # how answers are fetched, not what is generated
 
     @property
     def url(self) -> str:
@@ -206,6 +214,7 @@ class OpenAIBackend(Backend):
         """POSTs ``body`` to the chat-completions endpoint with the retry policy; the parsed JSON answer."""
         data = json.dumps(body).encode("utf-8")
         attempts = connects = retries = 0
+        waited = 0.0
         while True:
             if abort.is_set():
                 raise _Aborted()
@@ -216,7 +225,8 @@ class OpenAIBackend(Backend):
                 raw = _http.post_json(self.url, data, key, timeout=self.timeout, max_bytes=self.max_response_bytes)
                 break
             except _http.Failure as failure:
-                wait_s = self._retry_wait(failure, attempts, connects, retries)
+                wait_s = self._retry_wait(failure, attempts, connects, retries, waited)
+                waited += wait_s
                 if failure.kind == "connect":
                     connects += 1
                 else:
@@ -236,7 +246,7 @@ class OpenAIBackend(Backend):
                                status=200, attempts=attempts)
         return payload
 
-    def _retry_wait(self, failure: "_http.Failure", attempts: int, connects: int, retries: int) -> float:
+    def _retry_wait(self, failure: "_http.Failure", attempts: int, connects: int, retries: int, waited: float = 0.0) -> float:
         """Seconds to wait before the next attempt, or the exception ending the request."""
         if failure.kind == "fatal":
             hint = f" (is {self.api_key_env} the right key for this server?)" if failure.status == 401 and self.api_key_env else ""
@@ -246,17 +256,39 @@ class OpenAIBackend(Backend):
                 raise BackendUnavailable(f"cannot connect to {self.base_url} ({failure.message}) after {attempts} attempt(s) over "
                                          f"{sum(CONNECT_WAITS[:connects]):g} s: is the server running, and is base_url right?") from None
             return CONNECT_WAITS[connects]
-        if failure.kind == "retry" and retries < self.max_retries:
-            base = failure.retry_after if failure.retry_after is not None else self.backoff * 2 ** retries
-            return min(base, self.max_wait)
         after = f" (after {attempts} attempts)" if attempts > 1 else ""
+        if failure.kind == "retry" and retries < self.max_retries:
+            if failure.retry_after is not None and failure.retry_after > self.max_wait:
+                raise RequestError(f"{failure.message}{after}; the server asks to retry after {failure.retry_after:.0f} s, more "
+                                   f"than max_wait={self.max_wait:g} s: not retried (raise max_wait to wait that long)",
+                                   status=failure.status, attempts=attempts) from None
+            wait_s = min(failure.retry_after if failure.retry_after is not None else self.backoff * 2 ** retries, self.max_wait)
+            if waited + wait_s > self.max_retry_time:
+                raise RequestError(f"{failure.message}{after}; another wait of {wait_s:g} s would take this request's retries "
+                                   f"past max_retry_time={self.max_retry_time:g} s (waited {waited:g} s): not retried",
+                                   status=failure.status, attempts=attempts) from None
+            return wait_s
         raise RequestError(failure.message + after, status=failure.status, attempts=attempts) from None
 
     @staticmethod
     def _quote(text: str, key: Optional[str]) -> str:
         return _http.redact(text, key)[:300]
 
+    def _served(self, payload: dict) -> Optional[str]:
+        """The model id of an answer, counted; another model than ``model`` is refused (``check_model``)."""
+        served = payload.get("model")
+        if not isinstance(served, str):
+            return None
+        with _COUNT:
+            self.served_models[served] = self.served_models.get(served, 0) + 1
+        if self.check_model and served != self.model and not served.startswith(self.model + "-"):
+            raise BackendUnavailable(f"{self.url} answered with model {served!r}, not {self.model!r}: the server serves another "
+                                     "model than the one asked for (check base_url and model, or pass check_model=False for a "
+                                     "provider that answers with its own model names)")
+        return served
+
     def _answer(self, payload: dict, key: Optional[str]) -> str:
+        self._served(payload)
         try:
             content = payload["choices"][0]["message"]["content"]
             if content is not None and not isinstance(content, str):
@@ -264,7 +296,7 @@ class OpenAIBackend(Backend):
         except (KeyError, IndexError, TypeError):
             raise RequestError(f"{self.url} returned no choices[0].message.content: {self._quote(json.dumps(payload), key)}",
                                status=200) from None
-        return content or ""
+        return _http.redact(content, key, bearer=False) if content else ""  # a key echoed in an answer never reaches a cache
 
     def _generation(self, payload: dict, key: Optional[str]) -> Generation:
         text = self._answer(payload, key)
@@ -272,7 +304,7 @@ class OpenAIBackend(Backend):
             content = payload["choices"][0]["logprobs"]["content"]
             tokens = [_token(c["token"]) for c in content]
             tops = [[(_token(t["token"]), _logprob(t["logprob"])) for t in c["top_logprobs"]] for c in content]
-            return Generation.of(text, tokens, tops)
+            return Generation.of(text, tokens, tops, payload.get("model") if isinstance(payload.get("model"), str) else None)
         except (KeyError, IndexError, TypeError, ValueError) as err:
             problem = f"{type(err).__name__}: {err}" if isinstance(err, (TypeError, ValueError)) else f"missing {err}"
             raise RequestError(f"{self.url} returned no usable choices[0].logprobs.content with top_logprobs (does the server "

@@ -16,6 +16,7 @@ from typing import Dict, List, Optional, Sequence, Union
 import numpy as np
 
 from .._optional import require
+from .._hub import model_path
 from .base import Continuation, Generation, Prompt, TokenizerBackend, check_logprob_args
 
 
@@ -44,7 +45,8 @@ class VLLMBackend(TokenizerBackend):
         **llm_kwargs: passed to ``vllm.LLM`` as they are (e.g. ``enforce_eager``, ``quantization``).
     """
 
-    _identity = ("model", "dtype", "chat_template", "seed", "logprobs_mode")
+    _identity = ("model", "dtype", "chat_template", "seed", "logprobs_mode", "llm_kwargs")
+    _weights = ("model",)
 
     def __init__(self, model: str, *, tensor_parallel_size: int = 1, gpu_memory_utilization: float = 0.9,
                  max_model_len: Optional[int] = None, dtype: str = "auto", enable_prefix_caching: bool = True,
@@ -74,7 +76,7 @@ class VLLMBackend(TokenizerBackend):
         if self._llm is None:
             vllm = require("vllm", "vllm")
             mode = {} if self.logprobs_mode is None else {"logprobs_mode": self.logprobs_mode}
-            self._llm = vllm.LLM(model=self.model, tensor_parallel_size=self.tensor_parallel_size,
+            self._llm = vllm.LLM(model=model_path(self.model), tensor_parallel_size=self.tensor_parallel_size,
                                  gpu_memory_utilization=self.gpu_memory_utilization, max_model_len=self.max_model_len,
                                  dtype=self.dtype, enable_prefix_caching=self.enable_prefix_caching, seed=self.seed,
                                  **mode, **self.llm_kwargs)

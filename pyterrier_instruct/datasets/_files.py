@@ -69,6 +69,33 @@ def decode_file(raw: bytes, path: Path) -> str:
         raise not_utf8(path, raw.count(b"\n", 0, e.start) + 1, line, err, start) from None
 
 
+def _unique_keys(pairs: list) -> dict:
+    row = dict(pairs)
+    if len(row) != len(pairs):
+        seen = set()
+        dup = next(k for k, _ in pairs if k in seen or seen.add(k))
+        raise _DuplicateKey(dup)
+    return row
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def parse_json(text: str, where: str):
+    """``text`` parsed as JSON, or a :class:`DataError` naming ``where`` (``file:line``): invalid JSON, an object with a
+    key twice (readers would disagree on its value: the first is read by a fast scan, the last by a parser) or nesting
+    too deep to parse."""
+    try:
+        return json.loads(text, object_pairs_hook=_unique_keys)
+    except json.JSONDecodeError as e:
+        raise DataError(f"{where}: not valid JSON ({e.msg})") from None
+    except _DuplicateKey as e:
+        raise DataError(f"{where}: the key {e.args[0]!r} occurs twice in one object; keep one") from None
+    except RecursionError:
+        raise DataError(f"{where}: JSON nested too deeply to parse (more levels than Python's recursion limit)") from None
+
+
 def iter_jsonl(path: Path, required: Sequence[str] = ()) -> Iterator[dict]:
     """Rows of a jsonl (or jsonl.gz) file, one dict per non-empty line; a missing field, bad line or byte that is not
     UTF-8 names file and line."""
@@ -82,10 +109,7 @@ def iter_jsonl(path: Path, required: Sequence[str] = ()) -> Iterator[dict]:
             offset += len(raw)
             if not line.strip():
                 continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise DataError(f"{path}:{lineno}: not valid JSON ({e.msg})") from None
+            row = parse_json(line, f"{path}:{lineno}")
             missing = [k for k in required if k not in row]
             if missing:
                 raise DataError(f"{path}:{lineno}: missing field(s) {missing}; found {sorted(row)}")

@@ -14,6 +14,7 @@ import pyterrier as pt
 
 from ._bench import ALIASES, Benchmark, select_variant
 from .registry import Entry
+from .._progress import tqdm as progress_bar
 
 
 
@@ -62,8 +63,14 @@ class InstructDataset(pt.datasets.Dataset):
 
     @property
     def provenance(self) -> Dict[str, str]:
-        """Where the files are: name, folder, hub repository and pinned revision (locates the folder)."""
+        """Where the files are: name, folder, hub repository, the revision the id pins (``pinned_revision``) and the one
+        read (``revision``: None for a local folder whose revision is not recorded, then ``content_sha256`` of its
+        files); locates the folder."""
         folder = self.locate()
+        if self._provenance is not None and "repo_id" in self._provenance and self._provenance.get("revision") is None \
+                and "content_sha256" not in self._provenance:  # a local folder of unrecorded revision: what was read
+            from .source import content_hash
+            self._provenance["content_sha256"] = content_hash(folder)
         out = dict(self._provenance or {"name": self.name, "path": str(folder)})
         if self.entry.family in ("bundled", "followir", "followir-mteb", "mfollowir"):
             out["qrels_mapping"] = self.qrels_mapping
@@ -126,7 +133,7 @@ class InstructDataset(pt.datasets.Dataset):
         """Streams ``{docno, title, text}`` from the corpus file (nothing is held in memory)."""
         it = iter(self.bench.corpus)
         if verbose:
-            it = pt.tqdm(it, desc=f"{self.name} corpus", unit="d")
+            it = progress_bar(it, desc=f"{self.name} corpus", unit="d")
         for docno, title, text in it:
             yield {"docno": docno, "title": title, "text": text}
 

@@ -7,11 +7,10 @@ lookup, which visits the requested lines in file order, decompresses once up to 
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
-from ._files import DataError, decode_line, open_data, parquet_files
+from ._files import DataError, decode_line, open_data, parquet_files, parse_json
 
 Doc = Tuple[str, str, str]  # docno, title, text
 
@@ -70,10 +69,7 @@ class DocStore:
     def _parse(self, line: bytes, lineno, offset: int) -> Doc:
         """One corpus line; ``lineno`` (None when read by offset) and ``offset`` locate it in errors."""
         where = f"{self.path}:{lineno}" if lineno is not None else f"{self.path} (the line at byte offset {offset})"
-        try:
-            row = json.loads(decode_line(line, self.path, lineno, offset))
-        except json.JSONDecodeError as e:
-            raise DataError(f"{where}: not valid JSON ({e.msg})") from None
+        row = parse_json(decode_line(line, self.path, lineno, offset), where)
         if self.id_field not in row or self.text_field not in row:
             raise DataError(f"{where}: a corpus row needs {self.id_field} and {self.text_field}; found {sorted(row)}")
         return str(row[self.id_field]), row.get("title") or "", row[self.text_field] or ""
@@ -128,7 +124,8 @@ class DocStore:
                 if line.startswith(self._id_prefix):
                     end = line.find(b'"', len(self._id_prefix))
                     docno = line[len(self._id_prefix):end]
-                    if end > 0 and b"\\" not in docno and docno.isascii():  # else parsed below (errors name the column)
+                    # else parsed below (errors name the column; an id field twice is an error, as when iterating)
+                    if end > 0 and b"\\" not in docno and docno.isascii() and line.count(self._id_prefix[1:-3]) == 1:
                         yield docno.decode("ascii"), pos
                         pos += len(line)
                         continue

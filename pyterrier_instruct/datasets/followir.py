@@ -182,16 +182,28 @@ def read_mteb(path: Path, lang: Optional[str] = None, qrels_mapping: str = "as-n
                "changed_docs": "qrel_diff" if ddir is not None else "qrels", **stats})
 
 
-def read(path: Path, lang: Optional[str] = None, qrels_mapping: str = "as-named") -> Benchmark:
-    """Either layout, detected from the files (``queries.jsonl`` → original, else mteb parquet)."""
+#: The files of the original layout, in the order they are checked (docs/data.md lists their fields).
+ORIGINAL_FILES = ("queries.jsonl", "corpus.jsonl", "qrels_og/test.jsonl", "qrels_changed/test.jsonl", "top_ranked.jsonl")
+
+
+def read(path: Path, lang: Optional[str] = None, qrels_mapping: str = "as-named", expected: Optional[str] = None) -> Benchmark:
+    """Either layout, detected from the files (``queries.jsonl`` → original, else mteb parquet). ``expected="original"``
+    (a registered original-layout id): a folder with neither layout's queries is reported as missing the original
+    layout's files."""
     if lang is None and is_original_layout(path):
         return read_original(path, qrels_mapping)
+    if expected == "original" and _folder(Path(path), ["queries"], lang) is None:
+        missing = [f for f in ORIGINAL_FILES if not (Path(path) / f).is_file()]
+        raise DataError(f"{path} holds no FollowIR files: expected the original FollowIR layout (as in the hub "
+                        f"repository: {', '.join(ORIGINAL_FILES)}; docs/data.md lists their fields); missing: "
+                        f"{', '.join(missing)}. A copy of the mteb layout (queries/, corpus/, … parquet folders) is "
+                        f"also read")
     return read_mteb(path, lang, qrels_mapping)
 
 
 @layout("bundled", "followir")
 def _read_original_entry(entry, folder: Path, qrels_mapping: str = "as-named") -> Benchmark:
-    return read(folder, qrels_mapping=qrels_mapping)
+    return read(folder, qrels_mapping=qrels_mapping, expected="original" if entry.repo_id else None)
 
 
 @layout("followir-mteb", "mfollowir")

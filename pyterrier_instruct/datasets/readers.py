@@ -78,7 +78,11 @@ def resolve(name: str, path: Optional[str] = None, download: bool = True):
         from .._version import __version__
         provenance["revision"] = f"bundled with pyterrier-instruct {__version__}"
     if entry.repo_id:
-        provenance.update(repo_id=entry.repo_id, revision=entry.revision or "main (unpinned)")
+        from .source import read_revision
+        # the revision actually read: the pinned one only for the package's own download (or a recorded
+        # `hf download --local-dir` commit); a folder put together by hand gets its content hash instead (provenance)
+        provenance.update(repo_id=entry.repo_id, pinned_revision=entry.revision or "main (unpinned)",
+                          revision=read_revision(folder, entry))
         if entry.subdir:
             provenance["subdir"] = entry.subdir
         if qrels_repo(entry):

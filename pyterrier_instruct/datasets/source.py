@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 from typing import List, Optional
 
+from .._hub import hub_cli, hub_unreachable
 from ._files import DataError
 from .catalog import companion
 from .registry import BEIR_URL, Entry, qrels_repo
@@ -61,17 +62,17 @@ def how_to_get(name: str, entry: Entry) -> str:
     if qrels_repo(entry):
         beir = entry.repo_id.split("/", 1)[1]
         return (f"download {BEIR_URL.format(name=beir)} and unzip it (the folder {beir}/), or run "
-                f"`huggingface-cli download --repo-type dataset {entry.repo_id}{rev} --local-dir <folder>` and "
-                f"`huggingface-cli download --repo-type dataset {qrels_repo(entry)}{rev} --local-dir <folder>/qrels`; "
+                f"`{hub_cli()} download --repo-type dataset {entry.repo_id}{rev} --local-dir <folder>` and "
+                f"`{hub_cli()} download --repo-type dataset {qrels_repo(entry)}{rev} --local-dir <folder>/qrels`; "
                 f"then pass path=<folder> (or set {ENV_ROOT} to the folder that holds {beir}/)")
     if companion(entry):
         other, allow = companion(entry)
         include = " ".join(f"--include '{a}'" for a in entry.allow)
-        return (f"`huggingface-cli download --repo-type dataset {entry.repo_id}{rev} {include} --local-dir <folder>` and "
-                f"`huggingface-cli download --repo-type dataset {other} {' '.join(f'--include {a!r}' for a in allow)} "
+        return (f"`{hub_cli()} download --repo-type dataset {entry.repo_id}{rev} {include} --local-dir <folder>` and "
+                f"`{hub_cli()} download --repo-type dataset {other} {' '.join(f'--include {a!r}' for a in allow)} "
                 f"--local-dir <folder>` (both into the same folder), then pass path=<folder> (or set {ENV_ROOT} to the "
                 f"folder that holds {entry.repo_id.split('/', 1)[1]}/)")
-    return (f"huggingface-cli download --repo-type dataset {entry.repo_id}{rev} --local-dir <folder>, then pass "
+    return (f"{hub_cli()} download --repo-type dataset {entry.repo_id}{rev} --local-dir <folder>, then pass "
             f"path=<folder> (or set {ENV_ROOT} to the folder that holds {entry.repo_id.split('/', 1)[1]}/)")
 
 
@@ -92,7 +93,51 @@ def locate(name: str, entry: Entry, path: Optional[str] = None, download: bool =
         reason = "HF_HUB_OFFLINE is set" if offline() else "downloading is disabled"
         raise DataError(f"{name}: no local copy found (looked in {where}) and {reason}. "
                         f"Get the data with: {how_to_get(name, entry)}")
-    return _with_subdir(_download(entry), entry)
+    try:
+        unreachable = hub_unreachable()
+        if unreachable:  # at once, instead of huggingface_hub's retries
+            raise ConnectionError(unreachable)
+        folder = _download(entry)
+    except ImportError:
+        raise
+    except Exception as err:  # huggingface_hub's HTTP/connection errors (httpx or requests): one clear DataError
+        first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+        raise DataError(f"{name}: no local copy found (looked in {where}) and the download of {entry.repo_id} failed "
+                        f"({type(err).__name__}: {first}). Offline, set HF_HUB_OFFLINE=1 to skip the download. "
+                        f"Get the data with: {how_to_get(name, entry)}") from None
+    return _with_subdir(folder, entry)
+
+
+def read_revision(folder: Path, entry: Entry) -> Optional[str]:
+    """The revision of ``entry.repo_id`` the files in ``folder`` are, as far as it is recorded: the pinned one for this
+    package's own download (the cache folder), the commit ``hf download --local-dir`` wrote into
+    ``.cache/huggingface/download/*.metadata``, else None (a folder put together by hand: see :func:`content_hash`)."""
+    folder = Path(folder).resolve()
+    cache = cache_dir(entry).resolve()
+    if folder == cache or cache in folder.parents:
+        return entry.revision or "main (unpinned)"
+    for root in (folder, folder.parent):
+        meta = root / ".cache" / "huggingface" / "download"
+        for marker in sorted(meta.rglob("*.metadata")) if meta.is_dir() else []:
+            commit = marker.read_text(encoding="utf-8", errors="replace").split("\n", 1)[0].strip()
+            if commit:
+                return commit
+    return None
+
+
+def content_hash(folder: Path) -> str:
+    """``sha256:<hex>`` over every file under ``folder`` (relative name and bytes, in name order; ``.cache/`` left
+    out): what was read from a local folder whose revision is not recorded."""
+    import hashlib
+    folder = Path(folder)
+    h = hashlib.sha256()
+    for f in sorted(p for p in folder.rglob("*") if p.is_file() and ".cache" not in p.relative_to(folder).parts):
+        h.update(f.relative_to(folder).as_posix().encode() + b"\0")
+        with open(f, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+        h.update(b"\0")
+    return "sha256:" + h.hexdigest()
 
 
 def _download(entry: Entry) -> Path:

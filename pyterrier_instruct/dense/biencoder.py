@@ -27,6 +27,7 @@ from ..instructions import query_slot as query_slot_arg
 from .. import prompts as T
 from ..base import InstructReranker, check_text
 from .._validation import text_hint
+from .._progress import tqdm as progress_bar
 from .cache import DocCache, EncodeStats
 from .encoder import PADDING_SIDES, POOLINGS, Embedder
 
@@ -144,7 +145,7 @@ class BiEncoder(InstructReranker):
     def doc_key(self) -> str:
         """Everything a passage vector depends on: an index or on-disk cache records it and refuses another."""
         keys = ("base_model", "passage_template", "pooling", "normalize", "max_length", "passage_max_length",
-                "add_special_tokens", "strip", "dtype")
+                "add_special_tokens", "strip", "dtype", "padding_side", "title_field")  # padding moves absolute positions
         return repr((self.model_name_or_path,) + tuple(getattr(self, k) for k in keys))
 
     def revision(self) -> Optional[str]:
@@ -234,7 +235,7 @@ class BiEncoder(InstructReranker):
 
     def _embed(self, texts: np.ndarray, limit: int, what: str, progress: bool = True) -> np.ndarray:
         embedder = self.embedder()
-        bar = pt.tqdm(total=len(texts), desc=f"{type(self).__name__} {what}", unit="text",
+        bar = progress_bar(total=len(texts), desc=f"{type(self).__name__} {what}", unit="text",
                       disable=not (self.verbose and progress) or not len(texts))
         try:
             return embedder.embed(list(texts), limit, bar)

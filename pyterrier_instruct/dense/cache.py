@@ -13,7 +13,9 @@ several models and a retrained checkpoint never reads its predecessor's vectors.
 flushed to disk. Rows past the committed count (a write cut short by a crash or a full disk) are ignored on reading and
 cut off by the next writer; a committed part that does not match its checksums is an error naming the folder (delete it
 to rebuild the cache). Writers take ``lock`` (a file lock), re-read what other processes committed meanwhile and append
-only passages not there yet, so processes sharing a cache reuse each other's vectors; readers need no lock.
+only passages not there yet, so processes sharing a cache reuse each other's vectors; readers need no lock. Nothing is
+read whole: the vectors are memory-mapped and the keys indexed by their first 64 bits, so a process (or Ray worker)
+that opens a large cache to look up a few passages holds those rows and a small index, not the cache.
 """
 from __future__ import annotations
 
@@ -25,6 +27,8 @@ import zlib
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
+
+from .._atomic import write_json as _write_json
 
 
 @dataclasses.dataclass
@@ -57,33 +61,44 @@ class CacheError(ValueError):
     """The committed part of an on-disk document cache does not match its journal."""
 
 
+#: bytes read at a time while checking and indexing the committed rows of an on-disk cache
+READ_BYTES = 1 << 18
+
+
 class DocCache:
     """Passage string → float32 vector, in memory and, with ``path`` (a ``cache_dir``), on disk for the passage
-    configuration ``model_key`` of the weights at ``revision`` (the files are in :attr:`folder`)."""
+    configuration ``model_key`` of the weights at ``revision`` (the files are in :attr:`folder`).
+
+    On disk nothing is read whole: the vectors are a read-only memory map (a lookup copies only its rows) and the keys
+    are indexed by their first 64 bits (sorted, 24 bytes a row; a hit is confirmed against the full key in the mapped
+    ``keys.txt``), so opening a cache costs memory in proportion to the rows looked up, not to its size. The committed
+    part is checked against its checksums as it is first read, in blocks of :data:`READ_BYTES`."""
 
     def __init__(self, path: Optional[str] = None, model_key: str = "", revision: Optional[str] = None):
         self.root, self.model_key, self.revision = path, model_key, revision
         self.folder = None if path is None else os.path.join(str(path), _key(f"{model_key}\n{revision}")[:16])
-        self._rows: Dict[str, int] = {}
+        self._rows: Dict[str, int] = {}  # in memory only (no ``path``)
         self._vectors: Optional[np.ndarray] = None  # capacity-doubling buffer; the first len(self) rows are valid
-        self._crc = (0, 0)  # CRC-32 of the keys and vectors read from disk so far
+        self._reset()
         if self.folder is not None:
             self._open()
 
     def __len__(self) -> int:
-        return len(self._rows)
+        return len(self._rows) if self.folder is None else self._count
 
     def lookup(self, texts: Sequence[str]) -> Tuple[np.ndarray, List[int]]:
         """Row of each text in the cache (-1 when absent) and the positions of the absent ones; on disk, vectors that
         other processes committed since the last look are read first."""
         keys = [_key(t) for t in texts]
-        rows = np.fromiter((self._rows.get(k, -1) for k in keys), dtype=np.int64, count=len(keys))
+        rows = self._find(keys)
         if self.folder is not None and (rows < 0).any() and self._refresh():
-            rows = np.fromiter((self._rows.get(k, -1) for k in keys), dtype=np.int64, count=len(keys))
+            rows = self._find(keys)
         return rows, np.flatnonzero(rows < 0).tolist()
 
     def vectors(self, rows: np.ndarray) -> np.ndarray:
-        return self._vectors[rows]
+        if self.folder is None:
+            return self._vectors[rows]
+        return np.array(self._mapped[np.asarray(rows, dtype=np.int64)], dtype=np.float32)  # only these rows are read
 
     def add(self, texts: Sequence[str], vectors: np.ndarray) -> np.ndarray:
         """Stores ``vectors`` for ``texts`` (distinct); returns their rows. A text already stored (on disk, by another
@@ -91,22 +106,47 @@ class DocCache:
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         keys = [_key(t) for t in texts]
         if self.folder is None:
-            return self._extend(keys, vectors)
+            self._extend(keys, vectors)
+            return self._find(keys)
         from filelock import FileLock
         with FileLock(os.path.join(self.folder, "lock")):
             self._refresh()
-            fresh = [n for n, k in enumerate(keys) if k not in self._rows]
-            if fresh:
+            fresh = np.flatnonzero(self._find(keys) < 0)
+            if len(fresh):
                 self._append([keys[n] for n in fresh], vectors[fresh])
-                self._extend([keys[n] for n in fresh], vectors[fresh])
-        return np.array([self._rows[k] for k in keys], dtype=np.int64)
+                self._refresh()
+        return self._find(keys)
 
-    def _extend(self, keys: List[str], vectors: np.ndarray) -> np.ndarray:
+    def _reset(self) -> None:
+        """Empties the in-memory state (the on-disk files stay and are read again when needed)."""
+        self._rows, self._vectors, self._crc = {}, None, (0, 0)
+        self._count = self._dim = 0
+        self._prefix = np.zeros(0, dtype=np.uint64)  # first 64 bits of each committed row's key, in row order
+        self._order = np.zeros(0, dtype=np.int64)  # rows sorted by prefix
+        self._sorted = np.zeros(0, dtype=np.uint64)
+        self._mapped: Optional[np.ndarray] = None
+        self._keys: Optional[np.ndarray] = None
+
+    def _find(self, keys: List[str]) -> np.ndarray:
+        if self.folder is None:
+            return np.fromiter((self._rows.get(k, -1) for k in keys), dtype=np.int64, count=len(keys))
+        rows = np.full(len(keys), -1, dtype=np.int64)
+        if not self._count or not keys:
+            return rows
+        prefix = np.array([int(k[:16], 16) for k in keys], dtype=np.uint64)
+        lo, hi = np.searchsorted(self._sorted, prefix, "left"), np.searchsorted(self._sorted, prefix, "right")
+        for n in np.flatnonzero(hi > lo):
+            for row in self._order[lo[n]:hi[n]]:  # almost always one: a 64-bit prefix shared by two keys is checked
+                if self._keys[row].tobytes() == keys[n].encode("ascii"):
+                    rows[n] = row
+                    break
+        return rows
+
+    def _extend(self, keys: List[str], vectors: np.ndarray) -> None:
         start = len(self._rows)
         self._reserve(start + len(keys), vectors.shape[1])
         self._vectors[start:start + len(keys)] = vectors
         self._rows.update((k, start + n) for n, k in enumerate(keys))
-        return np.arange(start, start + len(keys))
 
     def _reserve(self, n: int, dim: int) -> None:
         if self._vectors is None:
@@ -154,39 +194,54 @@ class DocCache:
             raise self._damaged(f"commit.json is unreadable ({e})") from None
 
     def _refresh(self) -> bool:
-        """Reads the rows committed on disk beyond those already in memory; whether there were any."""
+        """Checks and indexes the rows committed on disk beyond those already known, then maps the files again;
+        whether there were any."""
         commit = self._commit()
-        seen, count, dim = len(self._rows), int(commit["count"]), int(commit["dim"])
+        seen, count, dim = self._count, int(commit["count"]), int(commit["dim"])
         if count < seen:
             raise self._damaged(f"commit.json records {count} rows, fewer than the {seen} already read")
         if count == seen:
             return False
         row_bytes = 4 * dim
         try:
-            with open(self._file("keys.txt"), "rb") as f:
-                f.seek(seen * KEY_BYTES)
-                key_bytes = f.read((count - seen) * KEY_BYTES)
-            with open(self._file("vectors.f32"), "rb") as f:
-                f.seek(seen * row_bytes)
-                vec_bytes = f.read((count - seen) * row_bytes)
+            sizes = {n: os.path.getsize(self._file(n)) for n in ("keys.txt", "vectors.f32")}
         except FileNotFoundError as e:
             raise self._damaged(f"{os.path.basename(e.filename)} is missing, {count} rows are committed") from None
-        if len(key_bytes) != (count - seen) * KEY_BYTES or len(vec_bytes) != (count - seen) * row_bytes:
+        if sizes["keys.txt"] < count * KEY_BYTES or sizes["vectors.f32"] < count * row_bytes:
             raise self._damaged(f"{count} rows are committed but keys.txt or vectors.f32 is shorter")
-        crc = (zlib.crc32(key_bytes, self._crc[0]), zlib.crc32(vec_bytes, self._crc[1]))
-        if crc != (int(commit["keys_crc32"]), int(commit["vectors_crc32"])):
+        prefixes = []
+        keys_crc = self._crc[0]
+        with open(self._file("keys.txt"), "rb") as f:
+            f.seek(seen * KEY_BYTES)
+            step = max(1, READ_BYTES // KEY_BYTES)
+            for start in range(seen, count, step):
+                block = f.read(min(step, count - start) * KEY_BYTES)
+                keys_crc = zlib.crc32(block, keys_crc)
+                prefixes.append(_prefixes(block))
+        vectors_crc = self._crc[1]
+        with open(self._file("vectors.f32"), "rb") as f:
+            f.seek(seen * row_bytes)
+            remaining = (count - seen) * row_bytes
+            while remaining:
+                block = f.read(min(READ_BYTES, remaining))
+                vectors_crc = zlib.crc32(block, vectors_crc)
+                remaining -= len(block)
+        if (keys_crc, vectors_crc) != (int(commit["keys_crc32"]), int(commit["vectors_crc32"])):
             raise self._damaged(f"the {count} committed rows do not match their checksums")
-        keys = key_bytes.decode("ascii").split("\n")[:-1]
-        self._extend(keys, np.frombuffer(vec_bytes, dtype=np.float32).reshape(count - seen, dim))
-        self._crc = crc
+        self._prefix = np.concatenate([self._prefix] + prefixes)
+        self._order = np.argsort(self._prefix, kind="stable")
+        self._sorted = self._prefix[self._order]
+        self._count, self._dim, self._crc = count, dim, (keys_crc, vectors_crc)
+        self._keys = np.memmap(self._file("keys.txt"), dtype=np.uint8, mode="r", shape=(count, KEY_BYTES))[:, :64]
+        self._mapped = np.memmap(self._file("vectors.f32"), dtype=np.float32, mode="r", shape=(count, dim))
         return True
 
     def _append(self, keys: List[str], vectors: np.ndarray) -> None:
         """Appends rows after the committed ones (cutting off a torn tail), flushes them, then commits (under the lock,
-        with every committed row already in memory)."""
-        count, dim = len(self._rows), vectors.shape[1]
-        if count and self._vectors.shape[1] != dim:
-            raise ValueError(f"cached vectors have dimension {self._vectors.shape[1]}, new ones {dim}")
+        with every committed row already known)."""
+        count, dim = self._count, vectors.shape[1]
+        if count and self._dim != dim:
+            raise ValueError(f"cached vectors have dimension {self._dim}, new ones {dim}")
         key_bytes = "".join(k + "\n" for k in keys).encode("ascii")
         vec_bytes = vectors.tobytes()
         try:
@@ -202,14 +257,9 @@ class DocCache:
         except OSError as e:
             raise OSError(f"writing the document cache in {self.folder} failed ({e}); nothing of this write is committed "
                           "(the next write cuts it off); free disk space, or run without cache_dir") from e
-        self._crc = crc
 
 
-def _write_json(path: str, value: dict) -> None:
-    """``value`` written to ``path`` atomically (a temporary file, flushed, then renamed over it)."""
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(value, f, indent=1)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+def _prefixes(block: bytes) -> np.ndarray:
+    """The first 64 bits of each key line of ``block`` (rows of 64 hex digits and a newline) as unsigned integers."""
+    hex_digits = np.frombuffer(block, dtype=np.uint8).reshape(-1, KEY_BYTES)[:, :16].tobytes().decode("ascii")
+    return np.frombuffer(bytes.fromhex(hex_digits), dtype=">u8").astype(np.uint64)

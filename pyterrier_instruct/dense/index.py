@@ -14,6 +14,7 @@ from typing import Iterable, Optional, Tuple
 import numpy as np
 import pandas as pd
 import pyterrier as pt
+from .._progress import tqdm as progress_bar
 
 
 class EmbeddingIndex:
@@ -77,9 +78,19 @@ class EmbeddingIndex:
             raise ValueError(f"{self!r} was built with passages encoded as {self.meta.get('doc_key')}, not as "
                              f"{model.doc_key()}; rebuild it with this model")
         built, now = self.meta.get("revision"), model.revision()
+        if self.path is not None and now is not None and built is None:
+            raise ValueError(f"{self!r} records no revision of the weights it was built with (an index built before they "
+                             f"were recorded), so it cannot be checked against the model's {now}; rebuild it "
+                             "(indexer(overwrite=True)) or use another path")
         if built is not None and now is not None and built != now:
             raise ValueError(f"{self!r} was built with revision {built} of the weights, the model now has {now}; "
                              "rebuild it (indexer(overwrite=True)) or use another path")
+
+    def check_corpus(self, model, corpus_iter: Iterable[dict]) -> None:
+        """Refuses an index built from another corpus than ``corpus_iter`` (see :mod:`pyterrier_instruct._corpus`)."""
+        from .._corpus import check
+        check(repr(self), self.meta.get("corpus"), corpus_iter, corpus_fields(model),
+              "rebuild it (indexer(overwrite=True)) or use another path")
 
     def search(self, queries: np.ndarray, k: int, block: int = 65536, verbose: bool = False) -> Tuple[np.ndarray, np.ndarray]:
         """Top-``k`` (scores, row indices) per query row, exact inner product over blocks of ``block`` documents;
@@ -89,7 +100,7 @@ class EmbeddingIndex:
         best_s = np.full((len(queries), 0), -np.inf, dtype=np.float32)
         best_i = np.zeros((len(queries), 0), dtype=np.int64)
         starts = range(0, len(self), block)
-        for start in pt.tqdm(starts, desc="EmbeddingIndex search", unit="block", disable=not verbose):
+        for start in progress_bar(starts, desc="EmbeddingIndex search", unit="block", disable=not verbose):
             s = queries @ np.asarray(vectors[start:start + block]).T
             cand_s = np.concatenate([best_s, s], axis=1)
             cand_i = np.concatenate([best_i, np.broadcast_to(np.arange(start, start + s.shape[1]), s.shape)], axis=1)
@@ -122,6 +133,8 @@ class EmbeddingIndexer(pt.Indexer):
         return f"{self.model!r}.indexer({self.path!r})"
 
     def index(self, corpus_iter: Iterable[dict]) -> EmbeddingIndex:
+        from .._corpus import CorpusDigest
+        corpus_iter = CorpusDigest(corpus_iter, corpus_fields(self.model))
         index = EmbeddingIndex(self.path)
         if self.path is not None:
             if index.built() and not self.overwrite:
@@ -131,7 +144,7 @@ class EmbeddingIndexer(pt.Indexer):
                 os.remove(os.path.join(self.path, "meta.json"))
         chunks, docnos, count, dim = [], [], 0, None
         sink = open(os.path.join(self.path, "vectors.f32"), "wb") if self.path is not None else None
-        bar = pt.tqdm(desc=f"{type(self.model).__name__} indexing", unit="doc", disable=not self.model.verbose)
+        bar = progress_bar(desc=f"{type(self.model).__name__} indexing", unit="doc", disable=not self.model.verbose)
         try:
             for frame in _frames(corpus_iter, self.chunk_size, self.model.text_field):
                 vectors = self.model.encode_passages(self.model.passage_strings(frame), fill_cache=False, progress=False)
@@ -148,7 +161,7 @@ class EmbeddingIndexer(pt.Indexer):
             if sink is not None:
                 sink.close()
         meta = {"count": count, "dim": dim or 0, "doc_key": self.model.doc_key(), "model": repr(self.model),
-                "revision": self.model.revision()}
+                "revision": self.model.revision(), "corpus": corpus_iter.value}
         if self.path is None:
             return EmbeddingIndex.from_vectors(docnos, np.concatenate(chunks) if chunks else np.zeros((0, 0)), meta["doc_key"], meta["model"])
         with open(os.path.join(self.path, "docnos.txt"), "w", encoding="utf-8") as f:
@@ -156,6 +169,11 @@ class EmbeddingIndexer(pt.Indexer):
         with open(os.path.join(self.path, "meta.json"), "w") as f:
             json.dump(meta, f, indent=1)
         return index
+
+
+def corpus_fields(model) -> tuple:
+    """The document fields a dense index of ``model`` reads (besides ``docno``): what its corpus digest covers."""
+    return (model.text_field, model.title_field)
 
 
 def _frames(corpus_iter: Iterable[dict], size: int, text_field: str):

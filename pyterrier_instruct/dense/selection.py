@@ -17,6 +17,7 @@ import pandas as pd
 import pyterrier as pt
 
 from ..prompts import BEIR_PROMPTS
+from .._progress import tqdm as progress_bar
 
 
 @dataclasses.dataclass
@@ -88,7 +89,7 @@ def select_prompt(system: pt.Transformer, dev_topics: pd.DataFrame, dev_qrels: p
         return evaluate(system(topics.assign(instruction=prompt)), qrels, measure, topics["qid"])
 
     rows = [{"prompt": p, **{name: value(t, q, p) for name, (t, q) in sets.items()}}
-            for p in pt.tqdm(prompts, desc="select_prompt", unit="prompt", disable=not verbose)]
+            for p in progress_bar(prompts, desc="select_prompt", unit="prompt", disable=not verbose)]
     scores = pd.DataFrame(rows)
     selected = int(np.argmax(scores["dev"].to_numpy()))  # first maximum: the lowest prompt index on ties
     best = int(np.argmax(scores["test"].to_numpy())) if "test" in scores else None

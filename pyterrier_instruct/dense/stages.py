@@ -77,6 +77,7 @@ class DenseRetriever(_Stage):
         super().__init__(model)
         self.index, self.num_results, self.corpus = index, int(num_results), corpus
         self._index_key = index.path or id(index)
+        self._corpus_checked = False
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
         with pt.validate.any(inp) as v:
@@ -87,7 +88,9 @@ class DenseRetriever(_Stage):
             return queries.assign(docno=pd.Series(dtype=object), score=pd.Series(dtype="float64"), rank=pd.Series(dtype="int64"))
         if not self.index.built() and self.corpus is not None:
             self.index = self.model.index(self.corpus(), self.index.path)
+            self._corpus_checked = True
         self.index.check(self.model)
+        self._check_corpus()
         vectors = self.model.encode_queries(self.model.query_strings(queries))
         scores, rows = self.index.search(vectors, self.num_results, verbose=self.model.verbose)
         k = rows.shape[1]
@@ -96,6 +99,12 @@ class DenseRetriever(_Stage):
         out["score"] = scores.reshape(-1).astype("float64")
         out["rank"] = np.tile(np.arange(k, dtype="int64"), len(queries))
         return out
+
+    def _check_corpus(self) -> None:
+        """An index built earlier, given a corpus: refused when built from another (read once per stage)."""
+        if self.corpus is not None and not self._corpus_checked and self.index.built():
+            self.index.check_corpus(self.model, self.corpus())
+            self._corpus_checked = True
 
     def _eq_key(self) -> tuple:
         return (self.model, self._index_key, self.num_results)
@@ -108,5 +117,6 @@ class DenseRetriever(_Stage):
         if not self.index.built():
             return {**parts, "corpus": self.corpus}
         if self.index.path is not None:
+            self._check_corpus()  # a saved run keyed on this index is never read for another corpus
             return {**parts, "revision": index_revision(self.index.path)}
         return {**parts, "docnos": self.index.docnos, "vectors": np.asarray(self.index.vectors)}

@@ -24,8 +24,10 @@ Judgements are cached (:class:`JudgeCache`, an append-only JSONL file) under a k
 (class, model, server or dtype) and its settings, the prompt id (with ``+ifir_code_bug``/``+figure8_system`` when
 those change the message), the instruction string, the doc id and the SHA-256 of the document text, so a re-run or a
 second system retrieving the same passages costs no new calls; the IFIR code judged a document found by both runs
-twice, the cache judges it once (identical at temperature 0 up to API nondeterminism). Processes sharing the file take
-turns per batch under a lock file, so none judges a pair another has judged.
+twice, the cache judges it once (identical at temperature 0 up to API nondeterminism). Processes sharing the file read
+what the others appended before each batch, under a lock file held only to read and append (never across a backend
+call, so a slow or stalled judge does not hold up the others); a pair two processes judge at the same moment is
+stored once, the first append winning for everyone.
 
 A failed request, or an answer that is not usable (malformed JSON body, missing or ``null`` logprobs), fails its
 judgement only: counted (``stats['failed']``, ``InstfolResult.judge['failed']``), reported in one warning with the
@@ -39,12 +41,16 @@ import json
 import logging
 import math
 import os
+import socket
+import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 from ..backends.base import Backend, Generation, check_logprob_args
 from ..prompts import IFIR_JUDGE_CODE_BUG, IFIR_JUDGE_SYSTEM, render_ifir_judge
+from .._progress import tqdm as progress_bar
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +61,8 @@ SCORE_VALUES = (0, 1, 2, 3, 4, 5)
 MODES = ("answer", "direct")
 #: The prefilled answer of ``mode='direct'``: the example JSON of the prompts up to the score value.
 DIRECT_PREFIX = '{\n    "score": '
+#: seconds between looks at a shared cache for the pairs another process is judging
+POLL_SECONDS = 0.05
 
 
 class JudgeItem(NamedTuple):
@@ -71,7 +79,8 @@ class Judgement:
     ``'failed'``: the request failed; ``'no_candidates'``: no digit candidate survived the filter). ``status`` is
     ``'ok'``, ``'unparsed'`` (the answer was not JSON: ŝ = 0, kept) or ``'no_score_token'`` (no generated token
     equals ŝ: 0.0, kept) otherwise. ``parsed`` = ŝ, ``position`` = the score token's index in the answer,
-    ``candidates`` = that position's ``(token, logprob)`` pairs, ``cached`` = read from the cache."""
+    ``candidates`` = that position's ``(token, logprob)`` pairs, ``cached`` = read from the cache, ``model`` = the model
+    id the server said answered (HTTP backends)."""
     score: Optional[float]
     status: str
     parsed: Optional[str] = None
@@ -79,6 +88,7 @@ class Judgement:
     position: Optional[int] = None
     candidates: Tuple[Tuple[str, float], ...] = ()
     cached: bool = False
+    model: Optional[str] = None
 
 
 def parse_judge_answer(text: Optional[str]) -> Tuple[dict, bool]:
@@ -129,16 +139,21 @@ def weighted_judge_score(generation: Generation, min_prob: float = MIN_PROB) -> 
     target = answer_score(parsed)
     position = next((i for i, t in enumerate(generation.tokens) if t == target), None)
     if position is None:
-        return Judgement(0.0, "no_score_token" if ok else "unparsed", target, generation.text)
+        return Judgement(0.0, "no_score_token" if ok else "unparsed", target, generation.text, model=generation.model)
     candidates = tuple(generation.top_logprobs[position])
     value = weighted_candidates(candidates, min_prob)
     if math.isnan(value):
-        return Judgement(None, "no_candidates", target, generation.text, position, candidates)
-    return Judgement(value, "ok" if ok else "unparsed", target, generation.text, position, candidates)
+        return Judgement(None, "no_candidates", target, generation.text, position, candidates, model=generation.model)
+    return Judgement(value, "ok" if ok else "unparsed", target, generation.text, position, candidates, model=generation.model)
 
 
 def sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _owner() -> str:
+    """Who holds a reservation: host, process and a random tag (one per cache object)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
 class JudgeCache:
@@ -152,12 +167,19 @@ class JudgeCache:
     processes appended meanwhile), ``corrupt``, ``written``.
 
     Processes sharing one file: every read and append happens under a lock file (``<path>.lock``, :mod:`filelock`),
-    and :meth:`claim` holds it while a judge reads what the others appended, judges what is still missing and appends
-    it, so no pair is judged twice and no line is interleaved with another process's.
+    held only for that (never while judging), so no line is interleaved with another process's; a record whose key
+    another process appended meanwhile is not appended again (the first one stands). A judge reserves (:meth:`reserve`) the pairs
+    it is about to judge (``<path>.claims``: key, owner, expiry), so the others judge the rest and wait for those; a
+    reservation not fulfilled within ``lease`` seconds (a stalled or killed judge) lapses and another process takes
+    the pairs over. A lock not obtained within ``lock_timeout`` seconds is an error naming the lock file.
     """
 
-    def __init__(self, path: Union[str, os.PathLike, None] = None):
+    def __init__(self, path: Union[str, os.PathLike, None] = None, lock_timeout: float = 60.0, lease: float = 600.0):
         self.path = None if path is None else Path(path)
+        self.lock_timeout, self.lease = float(lock_timeout), float(lease)
+        self.owner = _owner()
+        self._claims: Dict[str, Tuple[str, float]] = {}  # key → (owner, expiry) of reservations read so far
+        self._claims_offset = 0
         self._records: Dict[str, dict] = {}
         self.loaded = self.corrupt = self.written = 0
         self._offset = 0  # bytes of the file read so far
@@ -172,6 +194,11 @@ class JudgeCache:
     def __getstate__(self):
         return {**self.__dict__, "_lock": None}
 
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self.owner = _owner()  # a copy in another process reserves as itself
+
+
     @contextlib.contextmanager
     def claim(self) -> Iterator["JudgeCache"]:
         """Holds the file's lock (re-entrant) and reads the records appended since the last read: inside, what
@@ -179,13 +206,68 @@ class JudgeCache:
         if self.path is None:
             yield self
             return
+        import filelock
         if self._lock is None:
-            import filelock
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._lock = filelock.FileLock(str(self.path) + ".lock")
-        with self._lock:
+        try:
+            self._lock.acquire(timeout=self.lock_timeout)
+        except filelock.Timeout:
+            raise TimeoutError(f"{self._lock.lock_file} was not released within lock_timeout={self.lock_timeout:g} s: another "
+                               "process holds it (a stalled or killed writer on a network file system); remove the lock file if "
+                               "no judge is running") from None
+        try:
             self._read()
+            self._read_claims()
             yield self
+        finally:
+            self._lock.release()
+
+    def _claims_path(self) -> Path:
+        return Path(str(self.path) + ".claims")
+
+    def _read_claims(self) -> None:
+        path = self._claims_path()
+        if not path.exists():
+            return
+        with open(path, "rb") as f:
+            f.seek(self._claims_offset)
+            data = f.read()
+        end = data.rfind(b"\n") + 1  # a torn last line is read again (and skipped) next time
+        for line in data[:end].split(b"\n"):
+            try:
+                key, owner, expiry = json.loads(line)
+                self._claims[str(key)] = (str(owner), float(expiry))
+            except (ValueError, TypeError):
+                continue
+        self._claims_offset += end
+
+    def _write_claims(self, keys: Sequence[str], expiry: float) -> None:
+        with open(self._claims_path(), "ab") as f:
+            f.write("".join(json.dumps([k, self.owner, expiry]) + "\n" for k in keys).encode("utf-8"))
+            f.flush()
+        for k in keys:
+            self._claims[k] = (self.owner, expiry)
+
+    def reserve(self, keys: Sequence[str]) -> Tuple[List[str], List[str]]:
+        """``(mine, theirs)``: of ``keys`` not in the cache, those this process may judge now (reserved for ``lease``
+        seconds) and those another process has reserved and is still judging."""
+        with self.claim():
+            missing = [k for k in keys if k not in self._records]
+            if self.path is None:
+                return missing, []
+            now = time.time()
+            theirs = [k for k in missing if k in self._claims and self._claims[k][0] != self.owner and self._claims[k][1] > now]
+            mine = [k for k in missing if k not in set(theirs)]
+            if mine:
+                self._write_claims(mine, now + self.lease)
+            return mine, theirs
+
+    def release(self, keys: Sequence[str]) -> None:
+        """Ends this process's reservation of ``keys`` (judgements that failed: another process may try them)."""
+        if self.path is not None and keys:
+            with self.claim():
+                self._write_claims(list(keys), 0.0)
 
     def _read(self) -> None:
         """Parses the file from ``_offset`` (under the lock: a last line without its newline is torn, not in progress)."""
@@ -227,25 +309,32 @@ class JudgeCache:
     def __len__(self) -> int:
         return len(self._records)
 
-    def add(self, records: Sequence[dict]) -> None:
-        """Stores ``records`` (each with a ``key``) and appends them to the file in one write, under the lock."""
+    def add(self, records: Sequence[dict]) -> List[dict]:
+        """Stores ``records`` (each with a ``key``) and appends them to the file in one write, under the lock; a key
+        another process appended meanwhile keeps its record. Returns the records stored for the keys."""
         if not records:
-            return
-        for record in records:
-            self._records[record["key"]] = record
-        if self.path is not None:
-            payload = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode("utf-8")
-            with self.claim(), open(self.path, "a+b") as f:
-                end = f.seek(0, os.SEEK_END)
-                if end:
-                    f.seek(end - 1)
-                    if f.read(1) != b"\n":  # after a torn line
-                        payload = b"\n" + payload
-                f.write(payload)
-                f.flush()
-                os.fsync(f.fileno())
-                self._offset = f.tell()
-        self.written += len(records)
+            return []
+        with self.claim():
+            fresh = [r for r in records if r["key"] not in self._records]
+            self._records.update((r["key"], r) for r in fresh)
+            if self.path is not None and fresh:
+                self._append(fresh)
+        self.written += len(fresh)
+        return [self._records[r["key"]] for r in records]
+
+    def _append(self, records: Sequence[dict]) -> None:
+        """One write of ``records`` at the end of the file (under the lock, the file read up to its end)."""
+        payload = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode("utf-8")
+        with open(self.path, "a+b") as f:
+            end = f.seek(0, os.SEEK_END)
+            if end:
+                f.seek(end - 1)
+                if f.read(1) != b"\n":  # after a torn line
+                    payload = b"\n" + payload
+            f.write(payload)
+            f.flush()
+            os.fsync(f.fileno())
+            self._offset = f.tell()
 
 
 def _model_name(backend: Backend) -> str:
@@ -360,7 +449,6 @@ class IFIRJudge:
         down or refuses every request), this raises RuntimeError with the count after that backend call, instead of
         going on. Errors that concern the backend as a whole (a missing API key, an unreachable server) are raised
         as they are."""
-        import pyterrier as pt
         items = [JudgeItem(*i) for i in items]
         last = dict.fromkeys(self.stats, 0)
         last["requested"] = len(items)
@@ -379,42 +467,19 @@ class IFIRJudge:
                 pending[key] = [n]
         keys = list(pending)
         errors: List[str] = []
-        usable = last["hits"]  # judgements this call can use so far
-        bar = pt.tqdm(total=len(keys), desc=f"INSTFOL judge ({self.judge_model})", unit="doc", disable=not self.verbose or not keys)
+        state = {"usable": last["hits"]}  # judgements this call can use so far
+        bar = progress_bar(total=len(keys), desc=f"INSTFOL judge ({self.judge_model})", unit="doc", disable=not self.verbose or not keys)
         try:
+            waiting: List[str] = []  # reserved by other processes: read from the cache once they are done
             for start in range(0, len(keys), self.batch_size):
                 batch = keys[start:start + self.batch_size]
-                with self.cache.claim():  # what other processes appended is read; none of them judges meanwhile
-                    todo = []
-                    for key in batch:
-                        record = self.cache.get(key)
-                        if record is None:
-                            todo.append(key)
-                            continue
-                        j = self._from_record(record)
-                        for n in pending[key]:
-                            out[n] = j
-                        last["hits"] += 1
-                        usable += 1
-                    if todo:
-                        judged = self._run([items[pending[k][0]] for k in todo])
-                        last["backend_calls"] += 1
-                        last["judged"] += len(todo)
-                        records = []
-                        for key, j in zip(todo, judged):
-                            for n in pending[key]:
-                                out[n] = j
-                            if j.status == "failed":
-                                errors.append(j.answer)
-                            else:
-                                records.append(self._record(key, items[pending[key][0]], j))
-                                usable += 1
-                        self.cache.add(records)
+                waiting += self._judge_batch(batch, items, pending, out, last, errors, state)
                 bar.update(len(batch))
-                if errors and not usable:
-                    sent = len(errors)
-                    raise RuntimeError(f"INSTFOL judge {self.judge_model}: all {sent} judge request(s) failed ({len(keys) - sent} "
-                                       f"not sent); first error: {errors[0]}")
+                self._all_failed(errors, state, len(keys))
+            while waiting:  # another process judges these: take them over if its reservation lapses
+                time.sleep(POLL_SECONDS)
+                waiting = self._judge_batch(waiting, items, pending, out, last, errors, state)
+                self._all_failed(errors, state, len(keys))
         finally:
             bar.close()
             last["failed"] = sum(1 for j in out if j is not None and j.status == "failed")
@@ -428,6 +493,48 @@ class IFIRJudge:
         log.info("INSTFOL judge %s: %d judgements, %d cache hits, %d duplicates, %d judged in %d backend call(s), %d failed",
                  self.judge_model, last["requested"], last["hits"], last["duplicates"], last["judged"], last["backend_calls"], last["failed"])
         return out
+
+    def _all_failed(self, errors: List[str], state: dict, total: int) -> None:
+        if errors and not state["usable"]:
+            sent = len(errors)
+            raise RuntimeError(f"INSTFOL judge {self.judge_model}: all {sent} judge request(s) failed ({total - sent} "
+                               f"not sent); first error: {errors[0]}")
+
+    def _judge_batch(self, batch: List[str], items: List[JudgeItem], pending: Dict[str, List[int]], out: list, last: dict,
+                     errors: List[str], state: dict) -> List[str]:
+        """Judges the keys of ``batch`` not in the cache (read first) nor reserved by another process (returned); the
+        lock is not held while the backend answers."""
+        todo, theirs = self.cache.reserve(batch)
+        for key in batch:
+            record = self.cache.get(key)
+            if record is not None and out[pending[key][0]] is None:
+                j = self._from_record(record)
+                for n in pending[key]:
+                    out[n] = j
+                last["hits"] += 1
+                state["usable"] += 1
+        if not todo:
+            return theirs
+        judged = self._run([items[pending[k][0]] for k in todo])
+        last["backend_calls"] += 1
+        last["judged"] += len(todo)
+        records, failed = [], []
+        for key, j in zip(todo, judged):
+            for n in pending[key]:
+                out[n] = j
+            if j.status == "failed":
+                errors.append(j.answer)
+                failed.append(key)
+            else:
+                records.append(self._record(key, items[pending[key][0]], j))
+                state["usable"] += 1
+        for ours, stored in zip(records, self.cache.add(records)):
+            if stored is not ours:  # another process took a lapsed reservation over and was first: its record stands
+                j = self._from_record(stored)
+                for n in pending[ours["key"]]:
+                    out[n] = j
+        self.cache.release(failed)
+        return theirs
 
     def _run(self, items: List[JudgeItem]) -> List[Judgement]:
         prompts = [self.backend.prepare(self.messages(i.prompt, i.instruction, i.text)) for i in items]
@@ -458,7 +565,7 @@ class IFIRJudge:
         return {"key": key, "judge": self.judge_id, "prompt": self.prompt_id(item.prompt), "docno": item.docno,
                 "text_sha256": sha256(item.text), "instruction_sha256": sha256(item.instruction), "status": j.status,
                 "score": j.score, "parsed": j.parsed, "position": j.position, "candidates": [list(c) for c in j.candidates],
-                "answer": j.answer}
+                "answer": j.answer, "served_model": j.model}
 
     def _from_record(self, record: dict) -> Judgement:
         """A cached judgement; the score is recomputed from the stored candidates with this judge's ``min_prob``."""
@@ -473,4 +580,5 @@ class IFIRJudge:
                 status = "no_candidates"
             elif status == "no_candidates":
                 status = "ok"
-        return Judgement(score, status, record.get("parsed"), record.get("answer", ""), position, candidates, cached=True)
+        return Judgement(score, status, record.get("parsed"), record.get("answer", ""), position, candidates, cached=True,
+                         model=record.get("served_model"))

@@ -24,10 +24,13 @@ import hashlib
 import json
 import logging
 import os
+import re
+import socket
 import time
 import uuid
 from typing import Optional
 
+import numpy as np
 import pandas as pd
 import pyterrier as pt
 
@@ -54,12 +57,64 @@ def describe(system, key: Optional[str] = None) -> str:
                                  "system changes") from None
 
 
+def _cell(value) -> str:
+    """A topic value as exact text: an array (``query_vec``) by dtype, shape and SHA-256 of its bytes (``str`` of an
+    array over 1,000 elements is abbreviated by numpy, so two vectors differing in the middle would read the same)."""
+    if isinstance(value, np.ndarray):
+        data = np.ascontiguousarray(value)
+        return f"ndarray({data.dtype},{data.shape},{hashlib.sha256(data.tobytes()).hexdigest()})"
+    if isinstance(value, (list, tuple)) and any(isinstance(v, np.ndarray) for v in value):
+        return "[" + ",".join(_cell(v) for v in value) + "]"
+    return str(value)  # as pandas' astype(str): exact for strings and numbers (Python's float repr)
+
+
 def run_key(system, topics: pd.DataFrame, key: Optional[str] = None) -> str:
-    """The storage key of ``system``'s run on ``topics`` (16 hex digits): :func:`describe` and every topic column."""
-    frame = topics[sorted(topics.columns)].astype(str).sort_values(["qid"] + sorted(c for c in topics.columns if c != "qid"))
+    """The storage key of ``system``'s run on ``topics`` (16 hex digits): :func:`describe` and the exact value of every
+    topic column (arrays by their bytes)."""
+    columns = sorted(topics.columns)
+    frame = pd.DataFrame({c: [_cell(v) for v in topics[c]] for c in columns}, columns=columns)
+    frame = frame.sort_values(["qid"] + [c for c in columns if c != "qid"])
     digest = hashlib.sha256(describe(system, key).encode("utf-8"))
     digest.update(frame.to_csv(index=False).encode("utf-8"))
     return digest.hexdigest()[:16]
+
+
+#: this host in the name of a writer's temporary files, so a sweep only judges the processes it can see
+_WRITER = hashlib.sha256(socket.gethostname().encode("utf-8")).hexdigest()[:8]
+_PARTIAL = re.compile(r"\.([0-9a-f]{8})-(\d+)-[0-9a-f]{8}\.partial$")
+
+
+def _alive(pid: int) -> bool:
+    if os.name == "nt":  # os.kill would end it: never judged dead
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+def sweep_partials(directory: str) -> int:
+    """Removes the temporary files of writers on this host that are no longer running (killed mid-write); the
+    number removed. Files of live writers and of other hosts are left alone."""
+    removed = 0
+    try:
+        names = os.listdir(directory)
+    except FileNotFoundError:
+        return 0
+    for name in names:
+        m = _PARTIAL.search(name)
+        if m and m.group(1) == _WRITER and not _alive(int(m.group(2))):
+            try:
+                os.remove(os.path.join(directory, name))
+                removed += 1
+            except FileNotFoundError:  # another sweeper was first
+                pass
+    if removed:
+        logger.info("SavedRun: removed %d temporary file(s) of killed writers in %s", removed, directory)
+    return removed
 
 
 def _sha256(path: str) -> str:
@@ -163,7 +218,8 @@ class SavedRun(pt.Transformer):
         run = res[RUN_COLUMNS].astype({"qid": str, "docno": str, "score": "float64", "rank": "int64"}).reset_index(drop=True)
         paths = self.paths(topics)  # keyed again: a model downloaded or an index built during the run is now part of it
         os.makedirs(self.directory, exist_ok=True)
-        tmp = {ext: f"{p}.{os.getpid()}-{uuid.uuid4().hex[:8]}.partial" for ext, p in paths.items()}
+        sweep_partials(self.directory)
+        tmp = {ext: f"{p}.{_WRITER}-{os.getpid()}-{uuid.uuid4().hex[:8]}.partial" for ext, p in paths.items()}
         try:
             run.to_parquet(tmp["parquet"], index=False)
             pt.io.write_results(run, tmp["trec"], format="trec", run_name="pyterrier-instruct")

@@ -9,13 +9,13 @@ from typing import Dict, List, Optional, Union
 
 import numpy as np
 import pandas as pd
-import pyterrier as pt
 
 from ..base import InstructReranker
 from .._config import preset
 from ..backends import KINDS, Backend, OpenAIBackend, make_backend
 from ..prompts import LISTWISE, VICUNA_CHAT_TEMPLATE, Listwise, fill
 from .window import Stats, check_window, mask_numbers, parse_permutation, reorder, windows
+from .._progress import tqdm as progress_bar
 
 log = logging.getLogger(__name__)
 
@@ -154,7 +154,7 @@ class ListwiseReranker(InstructReranker):
         plans = [windows(len(lst), self.window_size, self.stride, self.depth) for lst in lists]
         lists = [lst.tolist() for lst in lists]
         repaired = self.stats["repaired"]
-        with pt.tqdm(total=sum(map(len, plans)), desc=type(self).__name__, unit="window", disable=not self.verbose or not plans) as bar:
+        with progress_bar(total=sum(map(len, plans)), desc=type(self).__name__, unit="window", disable=not self.verbose or not plans) as bar:
             for step in range(max(map(len, plans))):
                 jobs = [(q, plan[step]) for q, plan in enumerate(plans) if step < len(plan)]
                 self._run_step(jobs, lists, queries, qids, words)

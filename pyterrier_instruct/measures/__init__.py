@@ -83,9 +83,15 @@ class _pMRR(PairedMeasure):
         with_docs = set(diff["qid"])
         missing = sorted(with_docs - (set(og_run["qid"]) & set(ch_run["qid"])))
         if missing:
-            warnings.warn(f"pMRR: {len(missing)} base queries lack their -og or -changed run and are skipped "
-                          f"({missing[:5]}{'...' if len(missing) > 5 else ''}); with pt.Experiment(batch_size=...) "
-                          "batches must keep the variants of a query together", MissingVariantWarning, stacklevel=2)
+            from .._experiment_context import evaluated_system, first_time
+            system, batch_size = evaluated_system()
+            message = (f"pMRR{f' of {system!r}' if system else ''}: {len(missing)} base queries are skipped because the "
+                       f"run has no rows for their -og or -changed topic (the system returned nothing for it) "
+                       f"({missing[:5]}{'...' if len(missing) > 5 else ''})")
+            if batch_size is not None:
+                message += f"; pt.Experiment(batch_size={batch_size}) must also keep the variants of a query in one batch"
+            if first_time(message):
+                warnings.warn(message, MissingVariantWarning, stacklevel=2)
         without = sorted(set(q["og"]["qid"]) - with_docs)
         if without:
             warnings.warn(f"pMRR: {len(without)} queries have no changed documents and are excluded "
@@ -98,6 +104,16 @@ class _pMRR(PairedMeasure):
 
 
 pMRR = register_measure(_pMRR())
+
+
+def _parse(name: str, where: str) -> measures.Measure:
+    try:
+        return ir_measures.parse_measure(name)
+    except (ValueError, NameError, SyntaxError, TypeError) as err:
+        raise ValueError(f"{where}({name!r}): {name!r} is not a measure ir_measures can read ({err}); write it as "
+                         f"'AP@1000', 'nDCG@10' or 'P(rel=2)@10' (a cutoff is an integer: check for a letter O "
+                         f"typed for a zero)") from None
+
 
 class _OnVariant(PairedMeasure):
     """A standard ir_measures measure evaluated on one variant's run against that variant's qrels only,
@@ -112,7 +128,7 @@ class _OnVariant(PairedMeasure):
 
     def __call__(self, measure=None, **kwargs):
         if measure is not None:
-            kwargs["measure"] = ir_measures.parse_measure(measure) if isinstance(measure, str) else measure
+            kwargs["measure"] = _parse(measure, self.NAME) if isinstance(measure, str) else measure
         return super().__call__(**kwargs)
 
     def __repr__(self):

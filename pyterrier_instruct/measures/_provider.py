@@ -27,6 +27,7 @@ import ir_measures
 import pandas as pd
 from ir_measures import Metric, providers
 
+from .._experiment_context import reusing_saved_runs
 from ..instructions import split_qid
 from ._runs import normalised, warn_unmatched
 
@@ -86,7 +87,7 @@ class _Evaluator(providers.Evaluator):
         run = normalised(run.rename(columns={"query_id": "qid", "doc_id": "docno"}), "run", "run")
         names = ", ".join(repr(m) for m in self.measures)
         comparing = [repr(m) for m in self.measures if m.COMPARES_VARIANTS]
-        if comparing and "instruction" not in run.columns and len(run):
+        if comparing and "instruction" not in run.columns and len(run) and not reusing_saved_runs():
             warnings.warn(f"{', '.join(comparing)}: the run has no 'instruction' column, so the system most likely never "
                           "saw the instructions and its -og and -changed runs rank alike (p-MRR 0). Evaluate runs made "
                           "from topics that carry the instruction: pyterrier_instruct.paired_topics(...) or the "

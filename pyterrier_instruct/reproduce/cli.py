@@ -51,7 +51,21 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"pyterrier-instruct: unknown command {argv[0]!r}; commands: {', '.join(COMMANDS)}", file=sys.stderr)
         return 2
     module = importlib.import_module(f"pyterrier_instruct.reproduce.{COMMANDS[argv[0]][0]}")
-    return module.main(argv[1:])
+    try:
+        return module.main(argv[1:])
+    except anticipated() as err:  # a user's input or set-up, already explained by the message: one line, no traceback
+        print(f"pyterrier-instruct {argv[0]}: error: {' '.join(str(err).split())}", file=sys.stderr)
+        return 2
+
+
+def anticipated() -> tuple:
+    """The errors whose message names the problem and the fix (data, dataset ids, model weights, a backend that cannot
+    be reached): the CLI prints them as one line and exits with 2, as argparse does for a bad option."""
+    from .._hub import ModelNotFoundError
+    from ..backends.base import BackendUnavailable
+    from ..datasets._files import DataError
+    from ..datasets.readers import UnknownDatasetError
+    return (DataError, UnknownDatasetError, ModelNotFoundError, BackendUnavailable)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import platform
 import sys
@@ -25,6 +26,10 @@ import time
 from typing import Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence
 
 import pandas as pd
+
+from .._atomic import write_json
+
+log = logging.getLogger(__name__)
 
 
 class Row(NamedTuple):
@@ -256,7 +261,20 @@ def model_provenance(names: Sequence[str]) -> List[Dict[str, Optional[str]]]:
 def saved(systems: Mapping[str, object], args: argparse.Namespace, rows: Mapping[str, Row], label: str) -> Dict[str, object]:
     """``{row name: SavedRun(system)}``: each row's runs on dataset ``label`` go to ``<out>/runs/<label>/<key>/``."""
     from ..evaluation.runs import SavedRun
-    return {rows[k].name: SavedRun(s, os.path.join(args.out, "runs", label, k), verbose=not args.quiet) for k, s in systems.items()}
+    return {row_name(rows, k, args): SavedRun(s, os.path.join(args.out, "runs", label, k), verbose=not args.quiet)
+            for k, s in systems.items()}
+
+
+def row_name(rows: Mapping[str, Row], key: str, args: argparse.Namespace) -> str:
+    """The table row of ``key`` labelled by the checkpoint used: the row's name for its default checkpoint, else
+    ``"<name> [<checkpoint>]"`` (a folder by its name, a hub id as it is), so a user's own checkpoint is never printed
+    as the paper's model."""
+    row, model = rows[key], getattr(args, "models", {}).get(key)
+    if row.model is None or model is None or model == row.model:
+        return row.name
+    from .._hub import is_path
+    shown = os.path.basename(os.path.normpath(model)) if os.path.isdir(model) or is_path(model) else model
+    return f"{row.name} [{shown}]"
 
 
 def on_cluster(systems: Mapping[str, object], args: argparse.Namespace, local: Sequence[str] = ("bm25",)) -> Dict[str, object]:
@@ -269,12 +287,29 @@ def on_cluster(systems: Mapping[str, object], args: argparse.Namespace, local: S
             for k, s in systems.items()}
 
 
+def read_report(path: str) -> dict:
+    """The ``report.json`` of earlier runs, or ``{}``; an unreadable one (truncated by a kill or a full disk before
+    reports were replaced whole) is kept aside as ``report.json.damaged`` with a warning, so this run's work is not lost."""
+    if not os.path.isfile(path):
+        return {}
+    try:
+        with open(path, encoding="utf-8") as f:
+            report = json.load(f)
+        if not isinstance(report, dict):
+            raise ValueError(f"a JSON {type(report).__name__}, not an object")
+        return report
+    except (OSError, ValueError) as e:
+        os.replace(path, path + ".damaged")
+        log.warning("%s is unreadable (%s): moved to %s.damaged; a new report is started", path, e, path)
+        return {}
+
+
 def finish(table: pd.DataFrame, args: argparse.Namespace, rows: Mapping[str, Row], name: str, title: str) -> pd.DataFrame:
     """Prints ``table`` with the published numbers and the difference below each reported row, and writes
     ``<out>/<name>.csv`` (ours), ``<name>.paper.csv`` (with the paper rows), ``<name>.md`` and ``report.json``."""
     from .._version import __version__
     from ..evaluation import to_markdown, with_paper
-    both = with_paper(table, {rows[k].name: rows[k].paper for k in args.keys if rows[k].paper}, strict=False)
+    both = with_paper(table, {row_name(rows, k, args): rows[k].paper for k in args.keys if rows[k].paper}, strict=False)
     paper = both.attrs["paper_rows"]
     os.makedirs(args.out, exist_ok=True)
     table.to_csv(os.path.join(args.out, f"{name}.csv"), index=False)
@@ -283,20 +318,16 @@ def finish(table: pd.DataFrame, args: argparse.Namespace, rows: Mapping[str, Row
     with open(os.path.join(args.out, f"{name}.md"), "w", encoding="utf-8") as f:
         f.write(f"{title}\n\n{md}\n")
     report_path = os.path.join(args.out, "report.json")
-    report = {}
-    if os.path.isfile(report_path):
-        with open(report_path, encoding="utf-8") as f:
-            report = json.load(f)
+    report = read_report(report_path)
     report.update({"command": args.command, "pyterrier_instruct": __version__, "python": platform.python_version(),
                    "versions": environment(), "datasets": dict(zip(args.dataset, [p or "" for p in args.paths])),
-                   "systems": {rows[k].name: args.models.get(k, "") for k in args.keys},
-                   "models": {rows[k].name: model_provenance([args.models[k]])[0] for k in args.keys
+                   "systems": {row_name(rows, k, args): args.models.get(k, "") for k in args.keys},
+                   "models": {row_name(rows, k, args): model_provenance([args.models[k]])[0] for k in args.keys
                               if k in args.models and rows[k].hub},
                    "device": args.device, "seconds": round(time.time() - args.started, 1)})
     report.setdefault("tables", {})[name] = {"title": title, "settings": {k: str(v) for k, v in table.attrs.get("settings", {}).items()},
                                             "provenance": table.attrs.get("provenance", {}), "paper_rows": paper}
-    with open(report_path, "w", encoding="utf-8") as f:
-        json.dump(report, f, indent=2)
+    write_json(report_path, report, indent=2)  # replaced whole: a kill or a full disk leaves the previous report
     print(f"{title}\n")
     print(md)
     print(f"\nwritten to {args.out}/: {name}.csv, {name}.paper.csv, {name}.md, report.json, runs/ "
@@ -341,5 +372,6 @@ def full_retrieval(args: argparse.Namespace, rows: Mapping[str, Row], label: str
 
 
 __all__: List[str] = ["Row", "parser", "parse", "dataset_label", "open_dataset", "open_datasets", "model_options", "check_models", "saved",
+                      "row_name",
                       "finish", "environment", "models_of", "model_provenance", "selected", "on_cluster",
                       "full_retrieval", "FIRST_STAGES", "first_stage_bm25"]

@@ -28,6 +28,7 @@ import pyterrier as pt
 from ..base import check_text
 from .._config import Configured
 from .._optional import is_available, require
+from .. import _corpus
 from . import _java
 from .pisa import _docs, _native_stderr_silenced, temporary_folder
 
@@ -60,7 +61,10 @@ def anserini_index(corpus: Iterable[Dict], path: Optional[str] = None, *, text_f
     if path is None:
         path = os.path.join(temporary_folder("pti-anserini-"), "index")
     path = os.path.abspath(path)
+    fields = (text_field, "title")
     if is_lucene_index(path) and not overwrite:
+        _corpus.check(f"the Lucene index at {path}", _corpus.recorded(path, inside=False), corpus, fields,
+                      f"remove {path} and {_corpus.record_path(path, inside=False)} (or pass another path) to index the corpus given")
         return path
     if os.path.exists(path):
         if overwrite or not os.listdir(path) or os.path.isfile(os.path.join(path, "pt_meta.json")):
@@ -70,7 +74,9 @@ def anserini_index(corpus: Iterable[Dict], path: Optional[str] = None, *, text_f
     _start_java()
     from pyterrier_anserini import AnseriniIndex
     with _native_stderr_silenced(not verbose):  # Anserini logs its settings, Lucene its JDK warnings
-        AnseriniIndex(path).indexer(fields=["text"], verbose=verbose).index(_docs(corpus, text_field))
+        digest = _corpus.CorpusDigest(corpus, fields)
+        AnseriniIndex(path).indexer(fields=["text"], verbose=verbose).index(_docs(digest, text_field))
+    _corpus.record(path, digest, inside=False)
     return path
 
 

@@ -72,15 +72,25 @@ def temporary_folder(prefix: str) -> str:
 def bm25_index(corpus: Iterable[Dict], path: Optional[str] = None, *, text_field: str = "text",
                stemmer: str = "porter2", stops: str = "terrier", overwrite: bool = False,
                verbose: bool = False, threads: int = 1):
-    """Builds (or reuses) a PISA index of ``corpus`` at ``path`` (if None, a temporary folder removed at exit)."""
+    """Builds (or reuses) a PISA index of ``corpus`` at ``path`` (if None, a temporary folder removed at exit). A
+    reused index is checked against ``corpus`` (:mod:`pyterrier_instruct._corpus`): built from another corpus, it is
+    refused (:class:`~pyterrier_instruct._corpus.CorpusChanged`)."""
     from pyterrier_pisa import PisaIndex
+
+    from .. import _corpus
     if path is None:
         path = temporary_folder("pti-pisa-")
         overwrite = True
     index = PisaIndex(path, text_field="text", stemmer=stemmer, stops=stops, threads=threads, overwrite=overwrite)
+    fields = (text_field, "title")
     if not index.built() or overwrite:
+        digest = _corpus.CorpusDigest(corpus, fields)
         with _native_stderr_silenced(not verbose):
-            index.index(_docs(corpus, text_field))
+            index.index(_docs(digest, text_field))
+        _corpus.record(path, digest)
+    else:
+        _corpus.check(f"the PISA index at {path}", _corpus.recorded(path), corpus, fields,
+                      f"remove {path} (or pass another path) to index the corpus given")
     return index
 
 

@@ -3,8 +3,9 @@
 The corpus is read lazily in shards of ``shard_size`` documents and ``wave_shards`` shards at a time; the shards of a
 wave not done yet go to the actor pool (one shard per task) and each finished shard is written to the shard folder as it
 arrives: ``<key>.npy`` (float32 vectors), then ``<key>.done`` (its count and dimension), the marker a re-run trusts.
-``key`` hashes the model's passage side (``doc_key``), the shard's docnos and its exact passage strings, so a shard is
-reused only for the same documents encoded the same way, wherever it falls in a re-run. The index is assembled from the
+``key`` hashes the model's passage side (``doc_key``), its weights' revision, the shard's docnos and its exact passage
+strings, so a shard is reused only for the same documents encoded the same way by the same weights, wherever it falls in
+a re-run. The index is assembled from the
 shards in corpus order (:class:`~pyterrier_instruct.dense.index.EmbeddingIndex`: ``vectors.f32`` streamed shard by shard,
 ``docnos.txt``, ``meta.json`` last).
 """
@@ -68,7 +69,7 @@ def encode_corpus(wrapper, corpus_iter: Iterable[dict], shard_dir: Optional[str]
     model = wrapper.transformer
     if int(shard_size) < 1 or int(wave_shards) < 1:
         raise ValueError(f"shard_size and wave_shards must be at least 1, got {shard_size!r}, {wave_shards!r}")
-    store = ShardStore(shard_dir, model.doc_key()) if shard_dir is not None else None
+    store = ShardStore(shard_dir, f"{model.doc_key()}\n{model.revision()}") if shard_dir is not None else None
     stats = {} if stats is None else stats
     for name in ("shards", "reused", "encoded"):
         stats.setdefault(name, 0)
@@ -102,13 +103,15 @@ def build_index(wrapper, corpus_iter: Iterable[dict], path: Optional[str] = None
     """An :class:`~pyterrier_instruct.dense.index.EmbeddingIndex` of ``corpus_iter`` (at ``path``, else in memory) from
     :func:`encode_corpus`; shards under ``<path>/shards/``, removed once the index is complete unless ``keep_shards``.
     ``wrapper.last_index`` holds the shard counts."""
-    from ..dense.index import EmbeddingIndex
+    from .._corpus import CorpusDigest
+    from ..dense.index import EmbeddingIndex, corpus_fields
     model = wrapper.transformer
+    corpus_iter = CorpusDigest(corpus_iter, corpus_fields(model))
     stats: Dict[str, int] = {}
     wrapper.last_index = stats
     chunks = encode_corpus(wrapper, corpus_iter, None if path is None else os.path.join(path, "shards"),
                            shard_size=shard_size, wave_shards=wave_shards, stats=stats)
-    meta = {"count": 0, "dim": 0, "doc_key": model.doc_key(), "model": repr(model)}
+    meta = {"count": 0, "dim": 0, "doc_key": model.doc_key(), "model": repr(model), "revision": model.revision()}
     if path is None:
         docnos, vectors = [], []
         for d, v in chunks:
@@ -128,7 +131,7 @@ def build_index(wrapper, corpus_iter: Iterable[dict], path: Optional[str] = None
             sink.write(np.ascontiguousarray(v, dtype=np.float32).tobytes())
             docnos.extend(d)
             meta["dim"] = int(v.shape[1])
-    meta["count"] = len(docnos)
+    meta["count"], meta["corpus"] = len(docnos), corpus_iter.value
     with open(os.path.join(path, "docnos.txt"), "w", encoding="utf-8") as f:
         f.write("\n".join(docnos))
     with open(os.path.join(path, "meta.json"), "w") as f:

@@ -1,0 +1,54 @@
+"""The state of the ``pt.Experiment`` in progress, as the compatibility layer (``_pt_compat``) records it and the
+measures read it (which system is evaluated, whether runs may come back from ``save_dir``, what was warned): a module
+of its own, so that neither imports the other."""
+from __future__ import annotations
+
+import contextvars
+from dataclasses import dataclass, field
+from typing import FrozenSet, List, Optional, Sequence, Tuple
+
+@dataclass
+class _Paired:
+    """The experiment in progress: its measure names in the given order, the qids of its qrels, its systems and what
+    was evaluated and warned so far."""
+    names: List[str]
+    qrels_qids: FrozenSet[str]
+    #: ``save_dir`` with ``save_mode="reuse"``: runs may be read back from TREC files, which keep no topic columns
+    reuses_runs: bool = False
+    systems: Sequence[str] = ()        # the system names, in order
+    batch_size: Optional[int] = None
+    linear: bool = True                # plan="linear": systems are evaluated one after the other, in order
+    evaluations: int = 0               # PyTerrier evaluations so far (one per system when linear without batch_size)
+    warned: set = field(default_factory=set)
+
+
+def evaluated_system() -> Tuple[Optional[str], Optional[int]]:
+    """(the name of the system being evaluated, when it is known; ``batch_size``) for the experiment in progress,
+    (None, None) outside one."""
+    active = _ACTIVE.get()
+    if active is None:
+        return None, None
+    known = active.linear and active.batch_size is None and 0 < active.evaluations <= len(active.systems)
+    return (active.systems[active.evaluations - 1] if known else None), active.batch_size
+
+
+def first_time(message: str) -> bool:
+    """False when ``message`` was already warned in the experiment in progress (PyTerrier may evaluate a system's
+    queries in parts); always True outside one."""
+    active = _ACTIVE.get()
+    if active is None:
+        return True
+    if message in active.warned:
+        return False
+    active.warned.add(message)
+    return True
+
+
+def reusing_saved_runs() -> bool:
+    """An experiment in progress may evaluate runs read back from ``save_dir`` (``save_mode="reuse"``): such a run has
+    no ``instruction`` column whatever the system saw, so its absence proves nothing."""
+    active = _ACTIVE.get()
+    return bool(active and active.reuses_runs)
+
+
+_ACTIVE: contextvars.ContextVar[Optional[_Paired]] = contextvars.ContextVar("pyterrier_instruct_paired", default=None)
