@@ -259,6 +259,7 @@ def tiny_rank1(root: Path, seed: int = 0) -> str:
         gaps = torch.stack([model(input_ids=c).logits[0, -1, [true, false]] for c in contexts])
         model.lm_head.weight[false] += (gaps[:, 0] - gaps[:, 1]).median() * inverse[:, states.index(end)]
     model.save_pretrained(str(folder))
+    return str(folder)
 
 
 def tiny_lora(root: Path, base: str, base_id: str, seed: int = 1) -> str:
