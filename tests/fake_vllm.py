@@ -55,7 +55,7 @@ PROBS = (0.6, 0.2, 0.1, 0.05, 0.03, 0.01, 0.005, 0.003, 0.001, 0.001)
 class SamplingParams:
     def __init__(self, n: int = 1, temperature: float = 1.0, top_p: float = 1.0, max_tokens: Optional[int] = 16,
                  min_tokens: int = 0, seed: Optional[int] = None, stop=None, logprobs: Optional[int] = None,
-                 allowed_token_ids: Optional[List[int]] = None):
+                 allowed_token_ids: Optional[List[int]] = None, skip_special_tokens: bool = True):
         if min_tokens and max_tokens is not None and min_tokens > max_tokens:
             raise ValueError("min_tokens must be less than or equal to max_tokens")
         if logprobs is not None and logprobs < 0:
@@ -73,6 +73,7 @@ class SamplingParams:
         self.n, self.temperature, self.top_p, self.max_tokens, self.min_tokens, self.seed, self.stop = \
             n, temperature, top_p, max_tokens, min_tokens, seed, stop
         self.logprobs, self.allowed_token_ids = logprobs, allowed_token_ids
+        self.skip_special_tokens = skip_special_tokens  # detokenisation only; the stand-in's one-token answers ignore it
 
 
 @dataclass
