@@ -28,7 +28,9 @@ bench: install
 	$(PY) benchmarks/bench_pmrr.py
 	$(PY) benchmarks/bench_dense.py
 	$(PY) benchmarks/bench_listwise.py
+	$(PY) benchmarks/bench_rank1.py
 	$(PY) benchmarks/bench_ray.py
+	$(PY) benchmarks/bench_models_2025.py
 	$(PY) benchmarks/bench_doccache.py
 
 clean:

@@ -57,9 +57,10 @@ def check_text(df: pd.DataFrame, columns, who: str) -> None:
                          f"fill them first, e.g. df.fillna({{{col!r}: ''}}), or {hint}")
 
 
-def empty_result(out: pd.DataFrame) -> pd.DataFrame:
-    """A correctly shaped empty result: the input columns plus ``score`` and ``rank``."""
-    return out.assign(score=pd.Series(dtype="float64"), rank=pd.Series(dtype="int64"))
+def empty_result(out: pd.DataFrame, extra_outputs=()) -> pd.DataFrame:
+    """A correctly shaped empty result: the input columns, the model's ``extra_outputs`` (text), ``score`` and ``rank``."""
+    return out.assign(**{c: pd.Series(dtype=object) for c in extra_outputs},
+                      score=pd.Series(dtype="float64"), rank=pd.Series(dtype="int64"))
 
 
 #: Every public reranking family of this package, by class name: a subclass of :class:`InstructReranker` registers
@@ -76,8 +77,10 @@ class InstructReranker(Configured, pt.Transformer):
     :func:`~pyterrier_instruct.instructions.query_instructions` gives it: an ``instruction`` column filled with the
     default instruction where the input had none or NaN/None (the one place it is filled), a query that
     ``FoldInstruction`` folded read unfolded; its ``query`` and text columns free of NaN/None (:func:`check_text`). Subclasses store
-    ``text_field``, ``instruction`` (the default instruction) and ``verbose``.
+    ``text_field``, ``instruction`` (the default instruction) and ``verbose``. A model that writes more than the score
+    (rank1's reasoning text) names those columns in ``extra_outputs`` and returns ``(scores, {column: values})``.
     """
+    extra_outputs: tuple = ()
     text_field: str = "text"
     instruction: str = ""
     verbose: bool = True
@@ -95,12 +98,17 @@ class InstructReranker(Configured, pt.Transformer):
             v.result_frame(extra_columns=["query", self.text_field], mode="query")
         out = first_stage_columns(inp)
         if len(out) == 0:
-            return empty_result(out)
+            return empty_result(out, self.extra_outputs)
         check_text(inp, ["query", self.text_field], type(self).__name__)
         work = query_instructions(inp, self.instruction)
-        scores = np.asarray(self._score(work), dtype="float64")
+        scores, extra = self._score(work), {}
+        if self.extra_outputs:
+            scores, extra = scores
+        scores = np.asarray(scores, dtype="float64")
         if scores.shape != (len(out),):
             raise RuntimeError(f"{self!r} produced {scores.shape} scores for {len(out)} rows")
+        for column in self.extra_outputs:
+            out[column] = list(extra[column])
         out["score"] = scores
         return pt.model.add_ranks(out)
 

@@ -65,8 +65,28 @@ def compose_rank_llm(query: str, instruction: Optional[str] = "") -> str:
     return f"{query} {instruction}".strip() if instruction.strip() else str(query)
 
 
+def compose_mxbai_v2(query: str, instruction: Optional[str] = "") -> str:
+    """mxbai-rerank-v2's query part (AnswerDotAI rerankers 0.10.0, ``MxBaiV2Ranker._prepare_batch``): ``"query: {query}"``,
+    preceded by ``"instruction: {instruction}\\n"`` when the instruction is non-empty; nothing stripped."""
+    text = f"query: {query}"
+    return f"instruction: {instruction}\n{text}" if instruction else text
+
+
+def compose_verbatim(query: str, instruction: Optional[str] = "") -> str:
+    """The query exactly as given, nothing stripped: the ``{query}`` slot of a template that places ``{instruction}``
+    itself (Qwen3-Reranker, Qwen3-Embedding, whose reference code formats the raw query)."""
+    return str(query)
+
+
 def _format(composer: str) -> Callable[[str, Optional[str]], str]:
     return lambda query, instruction: composer.format(query=query, instruction=instruction or "").strip()
+
+
+def compose_rank1(query: str, instruction: Optional[str] = "") -> str:
+    """rank1's rule (orionw/rank1 ``rank1.py``, ``predict``): ``f"{query} {instruction}".strip()``, or ``query.strip()``
+    when the query and the instruction are the same text (stripped)."""
+    q, i = str(query), instruction or ""
+    return q.strip() if q.strip() == i.strip() else f"{q} {i}".strip()
 
 
 #: Joining rules that are functions rather than format strings, by name; ``composer=<name>`` uses them.
@@ -76,6 +96,9 @@ COMPOSERS: Dict[str, Callable[[str, Optional[str]], str]] = {
     "promptriever": compose_promptriever,
     "promptriever_mteb": compose_promptriever_mteb,
     "rank_llm": compose_rank_llm,
+    "mxbai_v2": compose_mxbai_v2,
+    "verbatim": compose_verbatim,
+    "rank1": compose_rank1,
 }
 
 

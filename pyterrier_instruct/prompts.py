@@ -63,6 +63,54 @@ PROMPTS: Dict[str, TrueFalse] = {
 }
 PROMPTS['mt5_mmarco'] = TrueFalse(PROMPTS['monot5'].template, 'yes', 'no')  # mT5 mMARCO checkpoints (§2)
 
+# -- Qwen3-Reranker (QwenLM/Qwen3-Embedding at f4ad0c4, README "Reranker Model / Transformers Usage") -----------------
+# The reference writes prefix + "<Instruct>: {instruction}\n<Query>: {query}\n<Document>: {doc}" + suffix: the template
+# names {instruction} in its own line, {query} is the query alone, as given (``QuerySlot("verbatim", empty=<the default>)``).
+# The prompt of the official vLLM example differs (\n\n between fields, <|im_end|>\n twice) and is not used.
+#: The default instruction of the Qwen3-Reranker/-Embedding README and model cards (their examples/ scripts and mteb use
+#: "Given the user query, retrieval the relevant passages" instead).
+QWEN3_DEFAULT_INSTRUCTION = "Given a web search query, retrieve relevant passages that answer the query"
+PROMPTS['qwen3_reranker'] = TrueFalse(
+    "<|im_start|>system\nJudge whether the Document meets the requirements based on the Query and the Instruct provided. Note that the answer can only be \"yes\" or \"no\".<|im_end|>\n<|im_start|>user\n<Instruct>: {instruction}\n<Query>: {query}\n<Document>: {text}<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n",
+    'yes', 'no', QuerySlot("verbatim", empty=QWEN3_DEFAULT_INSTRUCTION))
+#: Qwen3-Embedding's query string (README "Embedding Model / Transformers Usage", ``get_detailed_instruct``): no space after
+#: ``Query:``; documents carry no prefix. A dense query template naming ``{instruction}`` (``query_slot=QuerySlot("verbatim", empty=...)``).
+QWEN3_EMBEDDING_QUERY = "Instruct: {instruction}\nQuery:{query}"
+
+# -- mxbai-rerank-v2 (AnswerDotAI rerankers 0.10.0, rerankers/models/mxbai_v2.py; mixedbread-ai/mxbai-rerank) ------------
+# ids = prefix + [instruction + "\n"] query + "\n" + document + "\n" + task + suffix; score = logit("1") - logit("0").
+# The query part (``instruction: ...\nquery: ...``) is the query slot's rule ``instructions.COMPOSERS['mxbai_v2']``.
+MXBAI_V2 = {
+    "prefix": "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n<|im_start|>user\n",
+    "suffix": "<|im_end|>\n<|im_start|>assistant\n",
+    "task": "You are a search relevance expert who evaluates how well documents match search queries. For each query-document pair, carefully analyze the semantic relationship between them, then provide your binary relevance judgment (0 for not relevant, 1 for relevant).\nRelevance:",
+    "sep": "\n",
+    "document": "document: {text}",
+    "true_token": "1",
+    "false_token": "0",
+}
+
+
+class Reasoning(NamedTuple):
+    """A reasoning reranker's prompt (raw text, no chat template): ``template`` over ``{query}``/``{text}`` opens the
+    reasoning; generation ends at one of ``stop``; an unfinished reasoning is closed with ``forced`` (over ``{prompt}``
+    and the cleaned ``{reasoning}``) and one step restricted to the two answer tokens follows. ``true_token`` and
+    ``false_token`` are texts whose first token is the answer (a leading space: ``" true"``)."""
+    template: str
+    stop: Tuple[str, ...]
+    forced: str
+    true_token: str
+    false_token: str
+
+
+#: rank1 (Weller et al., 2025; orionw/rank1 at 30585c2f3166b3df03e3b8f2d496d6dc5db68a9b, ``rank1.py``: ``return_prompt``,
+#: the ``SamplingParams`` stop strings, ``_fix_incomplete_responses``' forced prompt, the ``" true"``/``" false"`` ids).
+RANK1 = Reasoning(
+    "Determine if the following passage is relevant to the query. Answer only with 'true' or 'false'.\nQuery: {query}\nPassage: {text}\n<think>",
+    ("</think> true", "</think> false"),
+    "{prompt}\n{reasoning}\n</think>",
+    " true", " false")
+
 
 @functools.lru_cache(maxsize=64)
 def _slots(names: Tuple[str, ...]):

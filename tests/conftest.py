@@ -44,6 +44,27 @@ def tiny(tmp_path_factory):
     return {"t5": tiny_models.tiny_t5(root), "mistral": tiny_models.tiny_mistral(root), "bert": tiny_models.tiny_bert(root)}
 
 
+class _Built(dict):
+    """Folders built on first access by ``build(key)``, then kept (a session fixture that builds only what a run uses)."""
+
+    def __init__(self, build):
+        super().__init__()
+        self._build = build
+
+    def __missing__(self, key):
+        self[key] = self._build(key)
+        return self[key]
+
+
+@pytest.fixture(scope="session")
+def qwen(tmp_path_factory):
+    """Tiny random Qwen models by kind (``tiny_models.QWEN_KINDS``: 'reranker', 'reranker-seq-cls', 'embedding', 'qwen2'),
+    each built on first use."""
+    import tiny_models
+    root = tmp_path_factory.mktemp("tiny-qwen")
+    return _Built(lambda kind: tiny_models.tiny_qwen(root, kind))
+
+
 #: Where ``make install`` puts rank-llm 0.26.0 (pure Python; it declares Python >= 3.12 but runs on 3.11):
 #: ``pip install --no-deps --ignore-requires-python --target $(VENV)/rank_llm_0.26 rank-llm==0.26.0 dacite``.
 RANK_LLM_026 = Path(os.environ.get("RANK_LLM_026", Path(sys.prefix) / "rank_llm_0.26"))

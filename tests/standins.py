@@ -28,6 +28,8 @@ MODELS: Dict[str, str] = {
     "castorini/rank_zephyr_7b_v1_full": "zephyr",
     "meta-llama/Llama-2-7b-hf": "llama",
     "samaya-ai/promptriever-llama2-7b-v1": "lora:meta-llama/Llama-2-7b-hf",
+    "jhu-clsp/rank1-7b": "rank1",
+    "jhu-clsp/rank1-14b-awq": "rank1",
 }
 
 
@@ -43,6 +45,7 @@ BUILDERS: Dict[str, Callable] = {
     "llama": lambda root, built: tiny_models.tiny_llama(root),
     "zephyr": lambda root, built: with_chat_template(built("mistral"), Path(root) / "zephyr", ZEPHYR_TEMPLATE),
     "lora:meta-llama/Llama-2-7b-hf": _lora("meta-llama/Llama-2-7b-hf"),
+    "rank1": lambda root, built: tiny_models.tiny_rank1(root),
 }
 
 

@@ -28,7 +28,7 @@ REMOTE = {"RankGPT"}  # served over HTTP: nothing is loaded locally
 
 
 @pytest.fixture(scope="module")
-def models(tiny, tmp_path_factory):
+def models(tiny, qwen, tmp_path_factory):
     import peft
     import torch
     import tiny_models
@@ -42,7 +42,8 @@ def models(tiny, tmp_path_factory):
     lora.save_pretrained(str(adapter))  # its config names the local base folder
     server = ChatServer(lambda body: (200, {"choices": [{"message": {"content": "[2] > [1] > [3]"}}]}))
     os.environ[KEY_ENV] = "sk-contract"
-    yield {**tiny, "llama": llama, "adapter": str(adapter), "chat": server.url,
+    yield {**tiny, "llama": llama, "adapter": str(adapter), "chat": server.url, "qwen3": qwen["reranker"],
+           "qwen3-embedding": qwen["embedding"], "qwen2": qwen["qwen2"], "rank1": tiny_models.tiny_rank1(root),
            "zephyr": with_chat_template(tiny["mistral"], root / "zephyr", ZEPHYR_TEMPLATE)}
     server.close()
 
@@ -55,6 +56,9 @@ FAMILIES = {
     "CrossEncoderReranker": lambda m: pti.CrossEncoderReranker(m["bert"]),
     "MonoBERT": lambda m: pti.MonoBERT(m["bert"]),
     "TART": lambda m: pti.TART(m["bert"], max_length=512),
+    "Qwen3Reranker": lambda m: pti.Qwen3Reranker(m["qwen3"]),
+    "MxbaiRerankV2": lambda m: pti.MxbaiRerankV2(m["qwen2"]),
+    "Rank1": lambda m: pti.Rank1(m["rank1"], max_output_tokens=8),
     "ListwiseReranker": lambda m: pti.ListwiseReranker(pti.HFBackend(m["zephyr"]), window_size=4, stride=2, depth=6),
     "RankZephyr": lambda m: pti.RankZephyr(m["zephyr"], window_size=4, stride=2, depth=6),
     "RankVicuna": lambda m: pti.RankVicuna(m["zephyr"], window_size=4, stride=2, depth=6),
@@ -65,6 +69,7 @@ FAMILIES = {
     "RepLLaMA": lambda m: pti.RepLLaMA(m["adapter"]),
     "E5Mistral": lambda m: pti.E5Mistral(m["mistral"]),
     "InFEmbed": lambda m: pti.InFEmbed(m["mistral"]),
+    "Qwen3Embedding": lambda m: pti.Qwen3Embedding(m["qwen3-embedding"]),
     "PoolBM25": lambda m: pti.PoolBM25(),
 }
 
@@ -112,7 +117,7 @@ def test_contract(name, models, mini, topics):
     # empty frame: correctly shaped, nothing loaded
     cols = ["qid", "query", "instruction", "docno", "text", "extra"]
     empty = r(pd.DataFrame(columns=cols))
-    assert list(empty.columns) == cols + ["score", "rank"] and len(empty) == 0
+    assert list(empty.columns) == cols + list(r.extra_outputs) + ["score", "rank"] and len(empty) == 0
     assert not loaded(r)
 
     # pt.inspect
@@ -230,6 +235,7 @@ WITH_BARS = {
     "MonoT5": lambda m, **kw: pti.MonoT5(m["t5"], **kw),
     "CausalLMReranker": lambda m, **kw: pti.CausalLMReranker.mistral_instruct(m["mistral"], **kw),
     "CrossEncoderReranker": lambda m, **kw: pti.CrossEncoderReranker(m["bert"], **kw),
+    "Rank1": lambda m, **kw: pti.Rank1(m["rank1"], max_output_tokens=4, **kw),
     "RankZephyr": lambda m, **kw: pti.RankZephyr(m["zephyr"], window_size=4, stride=2, depth=6, **kw),
     "BiEncoder": lambda m, **kw: pti.BiEncoder(m["bert"], **kw),
     "Promptriever": lambda m, **kw: pti.Promptriever(m["adapter"], **kw),

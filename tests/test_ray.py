@@ -127,6 +127,27 @@ def test_dense_scoring(ray_cluster, tiny, frames):
     assert remote.last_run["mode"] == "rerank"
 
 
+def test_2025_families_on_ray(ray_cluster, qwen, frames):
+    """Qwen3Reranker, MxbaiRerankV2 and Qwen3Embedding travel to an actor without their weights and score as here."""
+    _, cands = frames
+    cands = cands[cands["qid"].isin(cands["qid"].unique()[:2])]
+    for model in (pti.Qwen3Reranker(qwen["reranker"], verbose=False), pti.MxbaiRerankV2(qwen["qwen2"], verbose=False),
+                  pti.Qwen3Embedding(qwen["embedding"], verbose=False)):
+        same_run(pti.on_ray(model, workers=1)(cands), model(cands))
+
+
+def test_rank1_on_ray(ray_cluster, frames, tmp_path):
+    """Rank1 travels to an actor without its weights (its backend's model and tokenizer dropped) and gives the same
+    scores and reasoning."""
+    import tiny_models
+    _, cands = frames
+    cands = cands[cands["qid"].isin(cands["qid"].unique()[:2])]
+    model = pti.Rank1(tiny_models.tiny_rank1(tmp_path), max_output_tokens=6, verbose=False)
+    out, ref = pti.on_ray(model, workers=1)(cands), model(cands)
+    same_run(out, ref)
+    assert out["reasoning"].tolist() == ref["reasoning"].tolist()
+
+
 def test_corpus_encoding_resumes_and_feeds_flexindex(ray_cluster, tiny, mini, tmp_path):
     """The driver fails while reading the corpus (after the first wave of 2 shards): those shards are on disk with their
     done-markers; the re-run encodes only the rest, and the index equals the in-process one. A FlexIndex is then fed from
@@ -168,17 +189,30 @@ def test_corpus_encoding_resumes_and_feeds_flexindex(ray_cluster, tiny, mini, tm
     assert got["docno"].tolist() == want["docno"].tolist()
 
 
+def with_vllm_stand_in(tmp_path, make, frame, shim_code: str = "from fake_vllm import LLM, SamplingParams  # noqa: F401\n"):
+    """``make()(frame)`` in this process with the stand-in of tests/fake_vllm.py as ``vllm``, and the Ray worker
+    environment (``PYTHONPATH``) in which ``import vllm`` gives the module ``shim_code``."""
+    import sys
+    import fake_vllm
+    shim = tmp_path / "shim" / "vllm"
+    shim.mkdir(parents=True)
+    (shim / "__init__.py").write_text(shim_code)
+    sys.modules["vllm"] = fake_vllm
+    try:
+        ref = make()(frame)
+    finally:
+        del sys.modules["vllm"]
+    path = [str(shim.parent), os.path.dirname(__file__), os.environ.get("PYTHONPATH", "")]
+    return ref, {"PYTHONPATH": os.pathsep.join(p for p in path if p)}
+
+
 def test_vllm_parallel_sizes_reach_each_actor(ray_cluster, tiny, frames, tmp_path):
     """vLLM's ``tensor_parallel_size``/``pipeline_parallel_size`` pass through to the engine inside each actor (the
     stand-in of tests/fake_vllm.py records its arguments), data parallel across actors, output as in one process."""
     import json
-    import sys
     from stubs import ZEPHYR_TEMPLATE, with_chat_template
-    import fake_vllm
     zephyr = with_chat_template(tiny["mistral"], tmp_path / "zephyr", ZEPHYR_TEMPLATE)
-    shim = tmp_path / "shim" / "vllm"
-    shim.mkdir(parents=True)
-    (shim / "__init__.py").write_text(  # the stand-in, recording each engine's arguments in $PTI_VLLM_LOG
+    shim = (  # the stand-in, recording each engine's arguments in $PTI_VLLM_LOG
         "import json, os, uuid\n"
         "import fake_vllm\n"
         "from fake_vllm import SamplingParams\n"
@@ -191,13 +225,8 @@ def test_vllm_parallel_sizes_reach_each_actor(ray_cluster, tiny, frames, tmp_pat
     log.mkdir()
     make = lambda: pti.RankZephyr(zephyr, backend="vllm", window_size=4, stride=2, depth=6,  # noqa: E731
                                   backend_options={"tensor_parallel_size": 2, "pipeline_parallel_size": 2})
-    sys.modules["vllm"] = fake_vllm
-    try:
-        ref = make()(frames[1])
-    finally:
-        del sys.modules["vllm"]
-    path = [str(shim.parent), os.path.dirname(__file__), os.environ.get("PYTHONPATH", "")]
-    env = {"PYTHONPATH": os.pathsep.join(p for p in path if p), "PTI_VLLM_LOG": str(log)}
+    ref, env = with_vllm_stand_in(tmp_path, make, frames[1], shim)
+    env["PTI_VLLM_LOG"] = str(log)
     remote = pti.on_ray(make(), workers=2, block_rows=4 * 28, runtime_env={"env_vars": env})
     same_run(remote(frames[1]), ref, atol=0)
     engines = [json.loads(p.read_text()) for p in log.glob("*.json")]
@@ -205,6 +234,19 @@ def test_vllm_parallel_sizes_reach_each_actor(ray_cluster, tiny, frames, tmp_pat
     # one engine per actor that took a block (one actor may take both)
     assert len(engines) == len(remote.last_run["blocks_per_worker"]) >= 1
     assert all(e["tensor_parallel_size"] == 2 and e["pipeline_parallel_size"] == 2 for e in engines)
+
+
+def test_pointwise_vllm_on_ray_equals_one_process(ray_cluster, tiny, frames, tmp_path):
+    """FollowIR7B(backend='vllm') on 2 actors, each with its own engine (the stand-in of tests/fake_vllm.py, which runs
+    the tiny model): the same run as in one process."""
+    make = lambda: pti.FollowIR7B(tiny["mistral"], backend="vllm", verbose=False)  # noqa: E731
+    ref, env = with_vllm_stand_in(tmp_path, make, frames[1])
+    remote = pti.on_ray(make(), workers=2, block_rows=2 * 28, runtime_env={"env_vars": env})
+    same_run(remote(frames[1]), ref, atol=1e-6)
+    assert remote.last_run["workers"] == 2 and remote.last_run["blocks"] >= 2
+    # the actors' engine counts come back to the driver's backend: every row one request, the prefix cache used
+    stats = remote.transformer.backend.stats
+    assert stats["requests"] == len(frames[1]) and 0 < stats["cached_tokens"] < stats["prompt_tokens"]
 
 
 def test_openai_backend_keeps_one_global_concurrency_limit(ray_cluster, frames):

@@ -177,6 +177,16 @@ def test_cost_model():
     assert (table[table["model"].str.startswith("MonoT5")]["tokens"] <= 512).all()
     assert cost.estimate(utilisation=0.25)["gpu_hours"].sum() == pytest.approx(2 * table["gpu_hours"].sum())
     assert cost.wall_hours(32, 8, 2, startup_hours=0) == 2 and cost.wall_hours(32, 8, 2) > 2
+    # prefix reuse: only the causal pointwise rerank rows; a candidate keeps its own tokens + the unfilled cache block
+    reuse = cost.prefix_reuse()
+    assert set(reuse["model"]) == set(cost.CAUSAL) and set(reuse["benchmark"]) == {"FollowIR", "InfoSearch", "InstructIR"}
+    robust = reuse[(reuse["dataset"] == "robust04") & (reuse["model"] == "FollowIR-7B")].iloc[0]
+    assert robust["shared"] == cost.PREFIX_TEMPLATE_TOKENS + cost.tokens(15 + 75.2, False)
+    assert robust["tokens_with_reuse"] == pytest.approx(robust["tokens"] - (robust["shared"] - 8) * 999 / 1000, abs=0.1)
+    assert ((reuse["saving"] > 0.1) & (reuse["saving"] < 0.5)).all()
+    exact = cost.prefix_reuse(block=0)  # share_prefix: no block rounding
+    assert (exact["gpu_hours_with_reuse"] < reuse["gpu_hours_with_reuse"]).all()
+    assert (table[table["model"].str.startswith("MonoT5")]["shared"] == 0).all()
     with pytest.raises(ValueError):
         cost.estimate(utilisation=0)
     with pytest.raises(ValueError):

@@ -98,6 +98,170 @@ def tiny_llama(root: Path, seed: int = 0, vocab_size: int = 700) -> str:
     return str(folder)
 
 
+# -- Qwen ------------------------------------------------------------------------------------------
+# Qwen2/Qwen3's pre-tokeniser (the regex of their tokenizer.json) over byte-level BPE.
+QWEN_SPLIT = r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
+QWEN_SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+QWEN_WORDS = (["yes no true false Judge whether the Document meets the Query and the Instruct relevant Relevance: query: document: "
+               "instruction: Passage: Determine if the following passage is relevant"] * 200 + ["yes", "no", "no\n", "Relevance:"] * 100)
+QWEN_KINDS = ("reranker", "reranker-seq-cls", "embedding", "qwen2")
+QWEN3_EMBEDDING_QUERY_PROMPT = "Instruct: Given a web search query, retrieve relevant passages that answer the query\nQuery:"
+
+
+def qwen_tokenizer(folder: Path, vocab_size: int = 800, append_eos: bool = False) -> None:
+    """A Qwen-style byte-level BPE tokenizer trained here and saved as ``tokenizer.json`` + ``tokenizer_config.json``
+    (``Qwen2Tokenizer``): Qwen's pre-tokeniser regex, ``<|endoftext|>`` (pad), ``<|im_start|>``, ``<|im_end|>`` (eos) as
+    special tokens, ``<think>``/``</think>`` as added (non-special) tokens, and ``yes``, ``no``, `` true``, `` false``,
+    ``1``, ``0`` single tokens. ``append_eos`` adds Qwen3-Embedding's post-processor, which appends ``<|endoftext|>``."""
+    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+    folder.mkdir(parents=True, exist_ok=True)
+    tok = Tokenizer(models.BPE(unk_token=None, fuse_unk=False, byte_fallback=False))
+    tok.normalizer = normalizers.NFC()
+    tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Split(Regex(QWEN_SPLIT), behavior="isolated", invert=False),
+                                                 pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                  special_tokens=QWEN_SPECIAL, show_progress=False)
+    tok.train_from_iterator(_texts() + QWEN_WORDS, trainer)
+    tok.add_tokens([AddedToken(t, special=False, normalized=False) for t in ("<think>", "</think>")])
+    if append_eos:
+        tok.post_processor = processors.TemplateProcessing(single="$A <|endoftext|>", pair="$A <|endoftext|> $B <|endoftext|>",
+                                                           special_tokens=[("<|endoftext|>", tok.token_to_id("<|endoftext|>"))])
+    tok.save(str(folder / "tokenizer.json"))
+    (folder / "tokenizer_config.json").write_text(json.dumps({
+        "tokenizer_class": "Qwen2Tokenizer", "eos_token": "<|im_end|>", "pad_token": "<|endoftext|>", "bos_token": None,
+        "unk_token": None, "model_max_length": 8192, "errors": "replace", "clean_up_tokenization_spaces": False}))
+    for word in ("yes", "no", " true", " false", "1", "0"):
+        assert len(tok.encode(word, add_special_tokens=False).ids) == 1, f"tiny Qwen tokenizer: {word!r} is not a single token"
+
+
+def tiny_qwen(root: Path, kind: str = "reranker", seed: int = 0, hidden_size: int = 64, layers: int = 2,
+              max_position_embeddings: int = 4096) -> str:
+    """A tiny random Qwen model + tokenizer in ``root/qwen-{kind}``, loadable with ``from_pretrained``:
+
+    - ``'reranker'``: ``Qwen3ForCausalLM`` (Qwen3-Reranker's architecture; also rank1-style generation);
+    - ``'reranker-seq-cls'``: the sequence-classification conversion of the ``'reranker'`` built with the same seed
+      (``Qwen3ForSequenceClassification``, one label, head = ``lm_head[yes] - lm_head[no]``, so sigmoid(logit) = p(yes));
+    - ``'embedding'``: ``Qwen3Model`` with a tokenizer that appends ``<|endoftext|>`` and the sentence-transformers files of
+      Qwen3-Embedding (modules.json, last-token pooling, Normalize, the query prompt);
+    - ``'qwen2'``: ``Qwen2ForCausalLM`` (mxbai-rerank-v2's architecture)."""
+    import torch
+    import transformers
+    if kind not in QWEN_KINDS:
+        raise ValueError(f"kind must be one of {QWEN_KINDS}, got {kind!r}")
+    folder = Path(root) / f"qwen-{kind}"
+    qwen_tokenizer(folder, append_eos=kind == "embedding")
+    tok = transformers.AutoTokenizer.from_pretrained(str(folder))
+    ids = dict(vocab_size=len(tok), bos_token_id=None, eos_token_id=tok.convert_tokens_to_ids("<|im_end|>"),
+               pad_token_id=tok.convert_tokens_to_ids("<|endoftext|>"))
+    size = dict(hidden_size=hidden_size, intermediate_size=2 * hidden_size, num_hidden_layers=layers, num_attention_heads=4,
+                num_key_value_heads=2, max_position_embeddings=max_position_embeddings, tie_word_embeddings=True)
+    torch.manual_seed(seed)
+    if kind == "qwen2":
+        transformers.Qwen2ForCausalLM(transformers.Qwen2Config(**size, **ids)).save_pretrained(str(folder))
+        return str(folder)
+    config = transformers.Qwen3Config(head_dim=hidden_size // 4, **size, **ids)
+    if kind == "embedding":
+        transformers.Qwen3Model(config).save_pretrained(str(folder))
+        _sentence_transformers_files(folder, hidden_size)
+        return str(folder)
+    lm = transformers.Qwen3ForCausalLM(config)
+    if kind == "reranker":
+        lm.save_pretrained(str(folder))
+        return str(folder)
+    yes, no = tok.convert_tokens_to_ids("yes"), tok.convert_tokens_to_ids("no")
+    head = lm.get_output_embeddings().weight.detach()
+    config.num_labels, config.architectures = 1, ["Qwen3ForSequenceClassification"]
+    cls = transformers.Qwen3ForSequenceClassification(config)
+    cls.model.load_state_dict(lm.model.state_dict())
+    with torch.no_grad():
+        cls.score.weight.copy_((head[yes] - head[no])[None])
+    cls.save_pretrained(str(folder))
+    return str(folder)
+
+
+def _sentence_transformers_files(folder: Path, dim: int) -> None:
+    """Qwen3-Embedding's sentence-transformers configuration: Transformer → last-token Pooling → Normalize, query prompt."""
+    (folder / "modules.json").write_text(json.dumps([
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+        {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}]))
+    (folder / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": 8192, "do_lower_case": False}))
+    (folder / "config_sentence_transformers.json").write_text(json.dumps({
+        "prompts": {"query": QWEN3_EMBEDDING_QUERY_PROMPT, "document": ""}, "default_prompt_name": None, "similarity_fn_name": "cosine"}))
+    (folder / "1_Pooling").mkdir(exist_ok=True)
+    (folder / "1_Pooling" / "config.json").write_text(json.dumps({
+        "word_embedding_dimension": dim, "pooling_mode_cls_token": False, "pooling_mode_mean_tokens": False,
+        "pooling_mode_max_tokens": False, "pooling_mode_mean_sqrt_len_tokens": False, "pooling_mode_weightedmean_tokens": False,
+        "pooling_mode_lasttoken": True, "include_prompt": True}))
+    (folder / "2_Normalize").mkdir(exist_ok=True)
+    config = json.loads((folder / "tokenizer_config.json").read_text())
+    (folder / "tokenizer_config.json").write_text(json.dumps({**config, "padding_side": "left"}))
+
+
+#: The words a :func:`tiny_rank1` model reasons with (each one token of the tiny Qwen tokenizer).
+RANK1_WORDS = (" the", " query", " passage", " is")
+
+
+def tiny_rank1(root: Path, seed: int = 0) -> str:
+    """A rank1-style reasoning model: a ``Qwen2ForCausalLM`` (rank1-7b's architecture, one layer) with the tiny Qwen
+    tokenizer (:func:`qwen_tokenizer`: `` true``/`` false`` single tokens, ``<think>``/``</think>`` added tokens; rank1
+    matches its stop strings on text either way). Its weights are random except for a planted greedy path: ``<think>`` →
+    one of :data:`RANK1_WORDS` → more words or ``.`` (the last word may end the text: EOS) → ``.`` → ``</think>`` (with
+    `` true`` and `` false`` ranked 2nd/3rd) → `` true`` or `` false``. Ties on the path are broken by the random,
+    context-dependent attention layer (the true/false tie centred on this corpus), so rows of different passages stop
+    on ``</think> true``, ``</think> false`` or EOS after different numbers of steps, and a small budget leaves them
+    unfinished."""
+    import torch
+    import transformers
+    folder = Path(root) / "rank1"
+    qwen_tokenizer(folder)
+    tok = transformers.AutoTokenizer.from_pretrained(str(folder))
+
+    def one(text: str) -> int:
+        ids = tok(text, add_special_tokens=False)["input_ids"]
+        assert len(ids) == 1, f"tiny_rank1: {text!r} is not one token: {ids}"
+        return ids[0]
+    think, end, dot, true, false = map(one, ("<think>", "</think>", ".", " true", " false"))
+    words, eos, a = [one(w) for w in RANK1_WORDS], tok.eos_token_id, 12.0
+    path = {think: {w: a for w in words}, end: {true: a, false: a}, dot: {end: a, true: a - 1.0, false: a - 1.5}}
+    for n, w in enumerate(words):
+        path[w] = {dot: a, words[(n + 1) % len(words)]: a, **({eos: a} if n == len(words) - 1 else {})}
+    for targets in path.values():
+        targets.setdefault(true, -a)
+        targets.setdefault(false, -a)
+    torch.manual_seed(seed)
+    config = transformers.Qwen2Config(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=1,
+                                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=32768,
+                                      eos_token_id=eos, bos_token_id=None, pad_token_id=tok.pad_token_id, tie_word_embeddings=False)
+    model = transformers.Qwen2ForCausalLM(config)
+    with torch.no_grad():
+        emb = model.model.embed_tokens.weight
+        emb.normal_(0.0, 1.0)
+        layer = model.model.layers[0]
+        for proj, scale in ((layer.self_attn.q_proj, 6.0), (layer.self_attn.k_proj, 6.0), (layer.self_attn.o_proj, 30.0)):
+            proj.weight.mul_(scale)  # peaked attention: a context-dependent perturbation of the final state
+        layer.mlp.down_proj.weight.zero_()
+        states = list(path)
+        normed = emb[states] / emb[states].pow(2).mean(-1, keepdim=True).sqrt()
+        target = torch.zeros(len(states), len(tok))
+        for row, s in enumerate(states):
+            for t, logit in path[s].items():
+                target[row, t] = logit
+        inverse = torch.linalg.pinv(normed)
+        head = (inverse @ target).T
+        tilt = torch.randn(normed.shape[1]) @ (torch.eye(normed.shape[1]) - inverse @ normed) * 0.5  # off the planted path
+        head[true] += tilt  # the true/false tie follows the context ...
+        head[false] -= tilt
+        model.lm_head.weight.copy_(head)
+        # ... centred on this corpus: about half of its passages end in true
+        contexts = [tok(f"Passage: {t[:200]}\n<think> the.</think>", return_tensors="pt")["input_ids"] for t in _texts()[:40]]
+        gaps = torch.stack([model(input_ids=c).logits[0, -1, [true, false]] for c in contexts])
+        model.lm_head.weight[false] += (gaps[:, 0] - gaps[:, 1]).median() * inverse[:, states.index(end)]
+    model.save_pretrained(str(folder))
+    return str(folder)
+
+
 def tiny_lora(root: Path, base: str, base_id: str, seed: int = 1) -> str:
     """A LoRA adapter (random, non-zero B) over the local model folder ``base``, whose ``adapter_config.json`` names the
     hub id ``base_id`` as its base (as a published adapter does)."""

@@ -3,7 +3,7 @@ vLLM, OpenAI-compatible HTTP servers and plain callables. Each imports its libra
 ``generate_logprobs`` (per-token top log-probabilities, :class:`Generation`)."""
 from __future__ import annotations
 
-from .base import Backend, BackendUnavailable, Generation, Prompt, RequestError, TokenizerBackend
+from .base import Backend, BackendUnavailable, Continuation, Generation, Prompt, RequestError, TokenizerBackend
 from .function import FunctionBackend
 from .hf import HFBackend
 from .openai import OpenAIBackend
@@ -26,4 +26,4 @@ def make_backend(backend, model: str) -> Backend:
 
 
 __all__ = ["Backend", "BackendUnavailable", "RequestError", "Generation", "Prompt", "TokenizerBackend", "FunctionBackend", "HFBackend",
-           "OpenAIBackend", "VLLMBackend", "make_backend"]
+           "OpenAIBackend", "VLLMBackend", "make_backend", "Continuation"]

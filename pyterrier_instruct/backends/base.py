@@ -13,6 +13,16 @@ A prompt is a list of chat messages (``{"role": ..., "content": ...}``). A backe
   JSON answer, not the first token, so the whole answer's per-token candidates are returned (OpenAI ``logprobs`` +
   ``top_logprobs``; vLLM ``SamplingParams(logprobs=k)``; HF: log-softmax of the logits at each step).
 
+Reasoning rerankers (rank1) use two token-id level calls of :class:`TokenizerBackend`, shaped after vLLM's
+``SamplingParams`` so that a vLLM backend implements them directly:
+
+- ``generate_until(token_ids, max_new_tokens=, stop=, top_logprobs=) -> list[Continuation]``: greedy generation that ends
+  at an end-of-sequence token, when the decoded text (special tokens kept) contains one of the ``stop`` strings, or at
+  the budget (vLLM ``SamplingParams(temperature=0, max_tokens=, stop=, logprobs=, skip_special_tokens=False)``), with
+  the top log-probabilities of the **last** step by token id;
+- ``next_token_logprobs(token_ids, allowed=) -> list[dict]``: one step restricted to ``allowed`` token ids (vLLM
+  ``SamplingParams(max_tokens=1, allowed_token_ids=)``), their log-probabilities renormalised over ``allowed``.
+
 All prompts given to one ``generate`` call are one batch: callers put as much independent work as they have into
 one call (the listwise reranker sends every query's window at the same position together).
 """
@@ -74,6 +84,22 @@ class Generation:
             pairs = pos.items() if isinstance(pos, Mapping) else pos
             tops.append(tuple((str(t), float(lp)) for t, lp in pairs))
         return cls(str(text), tuple(str(t) for t in tokens), tuple(tops), model)
+
+
+@dataclass(frozen=True)
+class Continuation:
+    """A greedy continuation (:meth:`TokenizerBackend.generate_until`), as vLLM's ``CompletionOutput`` reports it.
+
+    ``text``: the decoded output with special tokens kept, without the stop string (and what followed it in the same
+    token) or the end-of-sequence token; ``token_ids``: every generated id (the one completing a stop string and the
+    end-of-sequence one included); ``last_logprobs``: ``{token id: log-probability}`` of the last generated step's
+    ``top_logprobs`` most likely tokens plus the generated one; ``finish_reason``: ``'stop'`` (a stop string or the
+    end-of-sequence token) or ``'length'`` (the budget ran out).
+    """
+    text: str
+    token_ids: Tuple[int, ...]
+    last_logprobs: Mapping[int, float]
+    finish_reason: str
 
 
 def as_messages(messages: Messages) -> tuple:
@@ -178,6 +204,20 @@ class TokenizerBackend(Backend):
 
     def count(self, text: str) -> int:
         return len(self._tokenizer().encode(text))
+
+    def tokenizer(self):
+        """The backend's tokenizer (loaded on first use): callers that build raw prompts tokenise with it."""
+        return self._tokenizer()
+
+    def generate_until(self, token_ids: Sequence[Sequence[int]], *, max_new_tokens: int, stop: Sequence[str] = (),
+                       top_logprobs: int = 20, bar=None) -> List[Continuation]:
+        """One :class:`Continuation` per prompt (token ids), in order; see the module docstring. ``bar``: a progress bar
+        updated per finished prompt."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement generate_until (reasoning rerankers)")
+
+    def next_token_logprobs(self, token_ids: Sequence[Sequence[int]], *, allowed: Sequence[int]) -> List[Dict[int, float]]:
+        """``{token id: log-probability}`` over ``allowed`` for the next token of each prompt (token ids), in order."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement next_token_logprobs (reasoning rerankers)")
 
     def _ids(self, prompt: Prompt) -> List[int]:
         """The prompt's token ids (rendering it here if another backend prepared it)."""

@@ -1,6 +1,7 @@
 """Greedy generation with Hugging Face transformers (CPU or GPU), batched with left padding; per-token
 log-probabilities (``generate_logprobs``) and the probability of given score tokens (``score_distribution``) for
-LLM judges, both from the model's full next-token distribution."""
+LLM judges, both from the model's full next-token distribution; generation until a stop string with the last step's
+top log-probabilities (``generate_until``) and one restricted step (``next_token_logprobs``) for reasoning rerankers."""
 from __future__ import annotations
 
 import logging
@@ -12,7 +13,7 @@ from .._optional import require
 from .._hub import from_pretrained
 from .._torch import by_length, hf_setup
 from .._tokens import common_prefix_length, encode_rendered
-from .base import Generation, Prompt, TokenizerBackend, check_logprob_args
+from .base import Continuation, Generation, Prompt, TokenizerBackend, check_logprob_args
 
 log = logging.getLogger(__name__)
 
@@ -152,6 +153,104 @@ class HFBackend(TokenizerBackend):
                 out[i] = {str(c): float(probs[row][t]) for c, t in zip(candidates, cand_ids[i])}
 
         lengths = np.array([len(c) for c in contexts], dtype=np.int64)
+        by_length(lengths, self.batch_size, run, name=self.model_name_or_path)
+        return out
+
+    # -- reasoning rerankers ----------------------------------------------------------------------------------------
+    def generate_until(self, token_ids: Sequence[Sequence[int]], *, max_new_tokens: int, stop: Sequence[str] = (),
+                       top_logprobs: int = 20, bar=None) -> List[Continuation]:
+        """Greedy ``generate`` (a fresh ``GenerationConfig``: the checkpoint's sampling defaults do not apply, as with
+        an explicit vLLM ``SamplingParams``) batched by length. A row ends at an end-of-sequence id (the tokenizer's and
+        the generation config's), when the decoded text of its last tokens (special tokens kept) contains a stop
+        string (checked after every step, so the first occurrence ends it), or at ``max_new_tokens``. At every step
+        the ``top_logprobs`` most likely ids of the log-softmax of the raw logits are kept; a row reports its last
+        step's."""
+        check_logprob_args(max_new_tokens, top_logprobs, 0.0, 1.0)
+        model, tok = self._load()
+        ids_of = [list(map(int, ids)) for ids in token_ids]
+        out: List[Continuation] = [None] * len(ids_of)  # type: ignore[list-item]
+        eos, stop = self._eos_ids(model, tok), tuple(stop)
+        window = 1 + max((len(tok(s, add_special_tokens=False)["input_ids"]) for s in stop), default=0)
+
+        def run(idx: np.ndarray) -> None:
+            import torch
+            transformers = require("transformers", "hf")
+            batch = tok.pad([{"input_ids": ids_of[i]} for i in idx], padding=True, padding_side="left", return_tensors="pt").to(self._device)
+            width = batch["input_ids"].shape[1]
+            tops, stopped = [], {}
+
+            class Record(transformers.LogitsProcessor):
+                def __call__(self, input_ids, scores):
+                    top = torch.log_softmax(scores.float(), dim=-1).topk(min(int(top_logprobs), scores.shape[-1]), dim=-1)
+                    tops.append((top.values.cpu(), top.indices.cpu()))
+                    return scores
+
+            class Stop(transformers.StoppingCriteria):
+                def __call__(self, input_ids, scores, **kwargs):
+                    done = torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
+                    step = input_ids.shape[1] - width - 1
+                    for row in range(input_ids.shape[0]):
+                        if row in stopped:
+                            done[row] = True
+                            continue
+                        gen = input_ids[row, width:].tolist()
+                        if any(t in eos for t in gen):
+                            continue
+                        tail = tok.decode(gen[-window * 4:], skip_special_tokens=False)
+                        if stop and any(s in tail for s in stop):
+                            stopped[row], done[row] = step, True
+                    return done
+
+            config = transformers.GenerationConfig(do_sample=False, max_new_tokens=int(max_new_tokens), eos_token_id=sorted(eos),
+                                                   pad_token_id=tok.pad_token_id)
+            with torch.inference_mode():
+                seqs = model.generate(**batch, generation_config=config, logits_processor=transformers.LogitsProcessorList([Record()]),
+                                      stopping_criteria=transformers.StoppingCriteriaList([Stop()])).cpu()
+            for row, i in enumerate(idx):
+                gen = seqs[row, width:].tolist()
+                last = next((t for t, x in enumerate(gen) if x in eos), None)
+                if row in stopped and (last is None or stopped[row] < last):
+                    last, reason = stopped[row], "stop"
+                    text = tok.decode(gen[:last + 1], skip_special_tokens=False)
+                    hits = [text.find(s) for s in stop if s in text]
+                    text = text[:min(hits)] if hits else text
+                elif last is not None:
+                    reason, text = "stop", tok.decode(gen[:last], skip_special_tokens=False)
+                else:
+                    last, reason = len(gen) - 1, "length"
+                    text = tok.decode(gen, skip_special_tokens=False)
+                values, indices = tops[last][0][row].tolist(), tops[last][1][row].tolist()
+                out[i] = Continuation(text, tuple(gen[:last + 1]), dict(zip(indices, values)), reason)
+            if bar is not None:
+                bar.update(len(idx))
+
+        lengths = np.array([len(x) for x in ids_of], dtype=np.int64)
+        by_length(lengths, self.batch_size, run, name=self.model_name_or_path)
+        return out
+
+    def next_token_logprobs(self, token_ids: Sequence[Sequence[int]], *, allowed: Sequence[int]) -> List[Dict[int, float]]:
+        """One forward pass per batch (left padding, positions from the attention mask): the log-softmax of the last
+        position's logits over ``allowed`` only (what masking every other token, as vLLM's ``allowed_token_ids`` does,
+        leaves)."""
+        allowed = [int(a) for a in allowed]
+        if not allowed:
+            raise ValueError("next_token_logprobs needs at least one allowed token id")
+        model, tok = self._load()
+        ids_of = [list(map(int, ids)) for ids in token_ids]
+        out: List[Dict[int, float]] = [{} for _ in ids_of]
+
+        def run(idx: np.ndarray) -> None:
+            import torch
+            batch = tok.pad([{"input_ids": ids_of[i]} for i in idx], padding=True, padding_side="left", return_tensors="pt").to(self._device)
+            mask = batch["attention_mask"]
+            positions = (mask.long().cumsum(-1) - 1).clamp(min=0)
+            with torch.inference_mode():
+                logits = model(input_ids=batch["input_ids"], attention_mask=mask, position_ids=positions, logits_to_keep=1).logits
+            logp = torch.log_softmax(logits[:, -1, allowed].float(), dim=-1).tolist()
+            for row, i in enumerate(idx):
+                out[i] = dict(zip(allowed, logp[row]))
+
+        lengths = np.array([len(x) for x in ids_of], dtype=np.int64)
         by_length(lengths, self.batch_size, run, name=self.model_name_or_path)
         return out
 

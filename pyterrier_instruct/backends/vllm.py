@@ -1,11 +1,28 @@
-"""Greedy generation with vLLM's offline engine (``pip install 'pyterrier-instruct[vllm]'``, imported lazily)."""
+"""Greedy generation and exact answer-token scores with vLLM's offline engine (``pip install 'pyterrier-instruct[vllm]'``,
+imported lazily).
+
+Supported vLLM: 0.10.2 to 0.22 (the ``[vllm]`` extra), the V1 engine, whose documentation this module follows:
+``logprobs_mode`` (engine arguments, https://docs.vllm.ai/en/v0.10.2/configuration/engine_args.html),
+``SamplingParams(allowed_token_ids=, logprobs=)`` (https://docs.vllm.ai/en/v0.10.2/api/vllm/sampling_params.html), the
+order of the sampler's steps (https://docs.vllm.ai/en/v0.10.2/api/vllm/v1/sample/sampler.html, unchanged in the
+v0.11.0, v0.19.0 and v0.22.1 pages) and ``RequestOutput.num_cached_tokens``
+(https://docs.vllm.ai/en/v0.10.2/api/vllm/outputs.html).
+"""
 from __future__ import annotations
 
-from typing import List, Optional, Sequence, Union
+from collections import Counter
+from typing import Dict, List, Optional, Sequence, Union
+
+import numpy as np
 
 from .._optional import require
 from .._hub import model_path
-from .base import Generation, Prompt, TokenizerBackend, check_logprob_args
+from .base import Continuation, Generation, Prompt, TokenizerBackend, check_logprob_args
+
+
+#: vLLM's ``logprobs_mode`` values; the processed ones are taken after ``allowed_token_ids`` masks the other tokens
+LOGPROBS_MODES = ("raw_logprobs", "raw_logits", "processed_logprobs", "processed_logits")
+EXACT_MODES = ("processed_logprobs", "processed_logits")
 
 
 class VLLMBackend(TokenizerBackend):
@@ -21,25 +38,34 @@ class VLLMBackend(TokenizerBackend):
         dtype: vLLM's ``dtype`` (``'auto'``, ``'bfloat16'``, ``'float16'``).
         enable_prefix_caching: reuse the KV cache of shared prompt prefixes (the system message and instructions).
         chat_template: replaces the checkpoint's chat template.
+        logprobs_mode: vLLM's ``logprobs_mode`` (``None``: vLLM's default, ``'raw_logprobs'``). Pointwise rerankers
+            (:meth:`answer_logits`) need ``'processed_logprobs'`` or ``'processed_logits'`` and build their backend with
+            ``'processed_logprobs'``.
         seed, verbose: the engine seed; vLLM's own progress bar.
         **llm_kwargs: passed to ``vllm.LLM`` as they are (e.g. ``enforce_eager``, ``quantization``).
     """
 
-    _identity = ("model", "dtype", "chat_template", "seed", "llm_kwargs")
+    _identity = ("model", "dtype", "chat_template", "seed", "logprobs_mode", "llm_kwargs")
     _weights = ("model",)
 
     def __init__(self, model: str, *, tensor_parallel_size: int = 1, gpu_memory_utilization: float = 0.9,
                  max_model_len: Optional[int] = None, dtype: str = "auto", enable_prefix_caching: bool = True,
-                 chat_template: Optional[str] = None, seed: int = 0, verbose: bool = False, **llm_kwargs):
+                 chat_template: Optional[str] = None, logprobs_mode: Optional[str] = None, seed: int = 0, verbose: bool = False,
+                 **llm_kwargs):
         if not 0 < float(gpu_memory_utilization) <= 1:
             raise ValueError(f"gpu_memory_utilization must be in (0, 1], got {gpu_memory_utilization!r}")
         if int(tensor_parallel_size) < 1:
             raise ValueError(f"tensor_parallel_size must be at least 1, got {tensor_parallel_size!r}")
+        if logprobs_mode is not None and logprobs_mode not in LOGPROBS_MODES:
+            raise ValueError(f"logprobs_mode must be None or one of {LOGPROBS_MODES}, got {logprobs_mode!r}")
         self.model, self.tensor_parallel_size = str(model), int(tensor_parallel_size)
         self.gpu_memory_utilization, self.max_model_len, self.dtype = float(gpu_memory_utilization), max_model_len, dtype
         self.enable_prefix_caching, self.chat_template, self.seed, self.verbose = enable_prefix_caching, chat_template, seed, verbose
+        self.logprobs_mode = logprobs_mode
         self.llm_kwargs = dict(llm_kwargs)
         self._llm = None
+        #: answer-token scoring: requests, prompt tokens and prompt tokens served from the prefix cache
+        self.stats: Counter = Counter()
 
     _lazy = ("_llm",)
 
@@ -49,10 +75,11 @@ class VLLMBackend(TokenizerBackend):
     def _engine(self):
         if self._llm is None:
             vllm = require("vllm", "vllm")
+            mode = {} if self.logprobs_mode is None else {"logprobs_mode": self.logprobs_mode}
             self._llm = vllm.LLM(model=model_path(self.model), tensor_parallel_size=self.tensor_parallel_size,
                                  gpu_memory_utilization=self.gpu_memory_utilization, max_model_len=self.max_model_len,
                                  dtype=self.dtype, enable_prefix_caching=self.enable_prefix_caching, seed=self.seed,
-                                 **self.llm_kwargs)
+                                 **mode, **self.llm_kwargs)
         return self._llm
 
     def _tokenizer(self):
@@ -75,6 +102,9 @@ class VLLMBackend(TokenizerBackend):
         the sampled token when it is outside them, as vLLM returns). Requests do not fail one by one here, so
         ``return_exceptions`` changes nothing."""
         check_logprob_args(max_new_tokens, top_logprobs, temperature, top_p)
+        if self.logprobs_mode in ("raw_logits", "processed_logits"):
+            raise ValueError(f"{self!r}: generate_logprobs needs log-probabilities; this engine returns logits "
+                             f"(logprobs_mode={self.logprobs_mode!r}): use another VLLMBackend for judges")
         vllm = require("vllm", "vllm")
         llm = self._engine()
         params = vllm.SamplingParams(n=1, temperature=float(temperature), top_p=float(top_p), max_tokens=int(max_new_tokens),
@@ -99,3 +129,91 @@ class VLLMBackend(TokenizerBackend):
                 tops.append(tuple((texts[i], float(lp.logprob)) for i, lp in ranked))
             result.append(Generation(c.text, tuple(tokens), tuple(tops)))
         return result
+
+    # -- pointwise scoring ----------------------------------------------------------------------------------------------
+    def answer_logits(self, prompts: Sequence[Sequence[int]], answer_ids: Sequence[int]) -> np.ndarray:
+        """For each token-id prompt, the next-token values of ``answer_ids`` after vLLM masked every other token:
+        an ``(n, len(answer_ids))`` float64 array whose softmax over a row is exactly the softmax of the model's logits
+        restricted to those tokens (the transformers path's 2-way softmax; shift-invariant, so logits and
+        log-probabilities serve alike).
+
+        One ``generate`` call, ``SamplingParams(temperature=0, max_tokens=1, allowed_token_ids=answer_ids,
+        logprobs=len(answer_ids))`` on an engine with ``logprobs_mode`` ``'processed_logprobs'``/``'processed_logits'``:
+        vLLM's V1 sampler (docs of ``vllm.v1.sample.sampler``, v0.10.2) applies the ``allowed_token_ids`` whitelist
+        (step 3) before the processed values are taken, and with greedy sampling returns them before temperature
+        (step 7a); the top ``len(answer_ids)`` of those are exactly the answer tokens, the rest being ``-inf``. vLLM's
+        default, ``raw_logprobs``, is taken before the whitelist (step 1) over the whole vocabulary, so the answer
+        tokens may fall outside the top k: that engine is refused. Prompts are submitted in the order given, so
+        requests that share a prefix (a query's candidates) hit the prefix cache; ``stats`` counts the requests,
+        prompt tokens and prompt tokens served from the cache (``RequestOutput.num_cached_tokens``)."""
+        if self.logprobs_mode not in EXACT_MODES:
+            raise ValueError(f"{self!r}: exact answer-token scores need logprobs_mode='processed_logprobs' (or "
+                             f"'processed_logits'), got {self.logprobs_mode!r}; vLLM's default returns raw log-probabilities "
+                             "of the top k tokens only")
+        answer_ids = [int(i) for i in answer_ids]
+        if len(set(answer_ids)) != len(answer_ids) or len(answer_ids) < 2:
+            raise ValueError(f"answer_ids must be at least two distinct token ids, got {answer_ids!r}")
+        if not prompts:
+            return np.empty((0, len(answer_ids)), dtype="float64")
+        vllm = require("vllm", "vllm")
+        params = vllm.SamplingParams(n=1, temperature=0.0, max_tokens=1, allowed_token_ids=answer_ids, logprobs=len(answer_ids))
+        outputs = self._generate_ids(prompts, params)
+        values = np.empty((len(prompts), len(answer_ids)), dtype="float64")
+        for n, o in enumerate(outputs):
+            lps = o.outputs[0].logprobs
+            missing = [] if lps else answer_ids
+            if lps:
+                missing = [i for i in answer_ids if i not in lps[0]]
+            if missing:
+                raise RuntimeError(f"{self!r}: vLLM returned no value for answer token(s) {missing} of request {o.request_id!r}: "
+                                   "allowed_token_ids and logprobs_mode='processed_logprobs' need vLLM >= 0.10.2")
+            values[n] = [lps[0][i].logprob for i in answer_ids]
+            cached = getattr(o, "num_cached_tokens", None)
+            self.stats["prompt_tokens"] += len(prompts[n])
+            self.stats["cached_tokens"] += int(cached or 0)
+        self.stats["requests"] += len(prompts)
+        return values
+
+    # -- reasoning rerankers ----------------------------------------------------------------------------------------
+    def generate_until(self, token_ids: Sequence[Sequence[int]], *, max_new_tokens: int, stop: Sequence[str] = (),
+                       top_logprobs: int = 20, bar=None) -> List[Continuation]:
+        """``SamplingParams(temperature=0, max_tokens=max_new_tokens, stop=stop, logprobs=top_logprobs,
+        skip_special_tokens=False)`` (rank1's, orionw/rank1 ``rank1.py``): vLLM ends a request at a stop string found in
+        its detokenised text (removed from ``text``, ``include_stop_str_in_output=False``), at an end-of-sequence id, or
+        at the budget; ``CompletionOutput.logprobs[-1]`` is the last step's ``{token_id: Logprob}`` (the top k plus the
+        sampled token). One ``generate`` call for all prompts (vLLM schedules them); ``bar`` is updated once at the end."""
+        check_logprob_args(max_new_tokens, top_logprobs, 0.0, 1.0)
+        vllm = require("vllm", "vllm")
+        params = vllm.SamplingParams(n=1, temperature=0.0, max_tokens=int(max_new_tokens), stop=list(stop) or None,
+                                     logprobs=int(top_logprobs), skip_special_tokens=False)
+        out = []
+        for o in self._generate_ids(token_ids, params):
+            c = o.outputs[0]
+            if not c.logprobs or len(c.logprobs) != len(c.token_ids):
+                raise RuntimeError(f"{self!r}: vLLM returned no per-token logprobs for request {o.request_id!r}")
+            out.append(Continuation(c.text, tuple(int(t) for t in c.token_ids), {int(i): float(lp.logprob) for i, lp in c.logprobs[-1].items()},
+                                    "length" if c.finish_reason == "length" else "stop"))
+        if bar is not None:
+            bar.update(len(out))
+        return out
+
+    def next_token_logprobs(self, token_ids: Sequence[Sequence[int]], *, allowed: Sequence[int]) -> List[Dict[int, float]]:
+        """rank1's forced step (orionw/rank1 ``rank1.py``: ``allowed_token_ids`` = the two answer tokens): the next-token
+        log-probabilities renormalised over ``allowed`` (a log-softmax of :meth:`answer_logits`, the one exact
+        answer-token request: the same values whether the engine's processed values are logits or log-probabilities)."""
+        allowed = [int(a) for a in allowed]
+        if not allowed:
+            raise ValueError("next_token_logprobs needs at least one allowed token id")
+        if len(allowed) == 1:  # one allowed token: probability one, nothing to ask the engine
+            return [{allowed[0]: 0.0} for _ in token_ids]
+        values = self.answer_logits(token_ids, allowed)
+        values = values - values.max(axis=1, keepdims=True)
+        values -= np.log(np.exp(values).sum(axis=1, keepdims=True))
+        return [dict(zip(allowed, row.tolist())) for row in values]
+
+    def _generate_ids(self, token_ids: Sequence[Sequence[int]], params) -> list:
+        inputs = [{"prompt_token_ids": [int(i) for i in ids]} for ids in token_ids]
+        outputs = self._engine().generate(inputs, sampling_params=params, use_tqdm=self.verbose) if inputs else []
+        if len(outputs) != len(inputs):
+            raise RuntimeError(f"{self!r}: vLLM returned {len(outputs)} outputs for {len(inputs)} prompts")
+        return outputs

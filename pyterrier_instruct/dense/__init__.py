@@ -5,8 +5,9 @@ the model families, the numpy index, and Promptriever's prompt selection. torch 
 from .biencoder import BiEncoder
 from .families import E5Mistral, InFEmbed, Promptriever, RepLLaMA, SBertBiEncoder
 from .index import EmbeddingIndex, EmbeddingIndexer
+from .qwen3 import Qwen3Embedding
 from .selection import PromptSelection, select_prompt
 from ..prompts import BEIR_PROMPTS
 
-__all__ = ["BiEncoder", "Promptriever", "RepLLaMA", "E5Mistral", "InFEmbed", "SBertBiEncoder",
+__all__ = ["BiEncoder", "Promptriever", "RepLLaMA", "E5Mistral", "InFEmbed", "SBertBiEncoder", "Qwen3Embedding",
            "EmbeddingIndex", "EmbeddingIndexer", "select_prompt", "PromptSelection", "BEIR_PROMPTS"]

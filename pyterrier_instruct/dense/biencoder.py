@@ -49,7 +49,8 @@ class BiEncoder(InstructReranker):
     Args:
         model_name_or_path: hub id or local folder; a LoRA adapter (``adapter_config.json``) is merged into its base.
         base_model: the adapter's base model (default: the adapter's ``base_model_name_or_path``), e.g. a local copy.
-        query_template, passage_template: see :mod:`pyterrier_instruct.prompts` (``{query}``; ``{title}``/``{text}``/``{doc}``).
+        query_template, passage_template: see :mod:`pyterrier_instruct.prompts` (``{query}``, and ``{instruction}`` where the
+            template places the instruction itself; ``{title}``/``{text}``/``{doc}``).
         query_slot: how the instruction joins the query in ``query_template``'s ``{query}`` and what replaces an empty
             one (:class:`~pyterrier_instruct.instructions.QuerySlot`, or a composer: a rule name of
             ``instructions.COMPOSERS`` or a format string with ``{query}`` and ``{instruction}``); default appended.
@@ -88,7 +89,9 @@ class BiEncoder(InstructReranker):
         if int(batch_size) < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size!r}")
         self.model_name_or_path, self.base_model = str(model_name_or_path), base_model
-        self.query_template = T.check(query_template, ("query",), "query_template")
+        self.query_template = T.check(query_template, ("query", "instruction"), "query_template")
+        if "{query}" not in self.query_template:
+            raise ValueError(f"query_template must use {{query}}; got {query_template!r}")
         self.passage_template = T.check(passage_template, ("title", "text", "doc"), "passage_template")
         self.query_slot, self.instruction = query_slot, instruction
         self.pooling, self.normalize, self.padding_side = pooling, bool(normalize), padding_side
@@ -161,7 +164,11 @@ class BiEncoder(InstructReranker):
     def query_strings(self, df: pd.DataFrame) -> np.ndarray:
         """The exact string encoded for each row (``query`` + optional ``instruction`` columns)."""
         check_text(df, ["query"], type(self).__name__)
-        composed = self.query_slot.frame(query_instructions(df, self.instruction))
+        df = query_instructions(df, self.instruction)
+        composed = self.query_slot.frame(df)
+        if "{instruction}" in self.query_template:  # the template places the instruction itself (Qwen3-Embedding)
+            return np.array([self._finish(T.fill(self.query_template, query=q, instruction=i))
+                             for q, i in zip(composed, self.query_slot.instructions(df))], dtype=object)
         return np.array([self._finish(T.fill(self.query_template, query=q)) for q in composed], dtype=object)
 
     def passage_strings(self, df: pd.DataFrame) -> np.ndarray:

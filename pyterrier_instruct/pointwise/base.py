@@ -133,13 +133,17 @@ class PointwiseReranker(InstructReranker, family=False):
         return [{"input_ids": i} for i in ids]
 
     def _fit(self, query: str, text: str, length: int, instruction: Optional[str] = None) -> List[int]:
-        """The longest document prefix (in words) whose prompt fits; then, if needed, the longest query prefix.
+        """The longest document prefix (in words) whose prompt fits; then, if needed, the longest query prefix; then the
+        longest prefix of the instruction of a template's own ``{instruction}`` slot.
         The search starts from an estimate (``length`` = the untruncated prompt's tokens), so a few tokenisations
         suffice."""
         tok, limit = self._tokenizer, self._max_length
 
         def ids(q, n_doc, words):
             return tok(render(self.template, q, " ".join(words[:n_doc]), instruction), verbose=False)["input_ids"]
+
+        def ids_with(q, cut_instruction):
+            return tok(render(self.template, q, "", cut_instruction), verbose=False)["input_ids"]
 
         words = text.split()
         per_word = length / max(1, len(words) + len(query.split()))
@@ -149,9 +153,13 @@ class PointwiseReranker(InstructReranker, family=False):
             return ids(query, best, words)
         qwords = query.split()
         bestq = self._longest(lambda n: len(ids(" ".join(qwords[:n]), 0, words)) <= limit, len(qwords), 0)
-        if bestq is None:
+        if bestq is not None:
+            return ids(" ".join(qwords[:bestq]), 0, words)
+        iwords = (instruction or "").split()  # a template's own {instruction} slot is cut last
+        besti = self._longest(lambda n: len(ids_with("", " ".join(iwords[:n]))) <= limit, len(iwords), 0) if iwords else None
+        if besti is None:
             raise ValueError(f"{self!r}: the template alone is longer than max_length={limit} tokens")
-        return ids(" ".join(qwords[:bestq]), 0, words)
+        return ids_with("", " ".join(iwords[:besti]))
 
     @staticmethod
     def _longest(fits, n: int, guess: int) -> Optional[int]:
@@ -179,18 +187,24 @@ class PointwiseReranker(InstructReranker, family=False):
 
     # -- scoring ---------------------------------------------------------------------------------
     def _score(self, df: pd.DataFrame) -> np.ndarray:
-        queries = self.query_slot.frame(df).tolist()
-        texts = document_texts(df, self.text_field, self.title_field)
-        self._load()
-        if "{instruction}" in self.template:  # the template places the instruction itself
-            feats = self._encode(queries, texts, instructions=self.query_slot.instructions(df).tolist())
-        else:
-            feats = self._encode(queries, texts)
+        feats, queries = self._features(df)
         bar = self._tqdm(None, total=len(feats), unit="doc")
         try:
             return self._score_features(feats, queries, bar)
         finally:
             bar.close()
+
+    def _features(self, df: pd.DataFrame):
+        """The token ids of every row (loads the tokenizer) and each row's query key: the ``{query}`` slot's text, with the
+        instruction in front when the template places ``{instruction}`` itself (rows with one key share a prompt prefix:
+        ``share_prefix`` and the vLLM path's query-contiguous order group by it)."""
+        queries = self.query_slot.frame(df).tolist()
+        texts = document_texts(df, self.text_field, self.title_field)
+        self._load()
+        if "{instruction}" not in self.template:
+            return self._encode(queries, texts), queries
+        instructions = self.query_slot.instructions(df).tolist()  # the template places the instruction itself
+        return self._encode(queries, texts, instructions=instructions), [f"{i}\n{q}" for q, i in zip(queries, instructions)]
 
     def _score_features(self, feats: List[Dict[str, List[int]]], queries: List[str], bar) -> np.ndarray:
         """All rows in batches by token length (longest first), across queries."""

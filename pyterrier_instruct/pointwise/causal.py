@@ -1,16 +1,19 @@
 """Causal-LM true/false rerankers (FollowIR's ``rerank.py``, InfoSearch's rerankers): FollowIR-7B, Mistral-7B-Instruct, Llama-2-chat, Llama, GritLM,
 or any model + template + token pair. Left padding, pad = eos, the default BOS prepended (so templates with a
 literal ``<s>`` start with two BOS tokens, as in the reference), logits of ``vocab[true]``/``vocab[false]`` at
-the last position, 2-way softmax."""
+the last position, 2-way softmax. ``backend='vllm'`` scores the same prompts on vLLM (:mod:`._vllm`)."""
 from __future__ import annotations
+
+from typing import Optional
 
 import numpy as np
 import pandas as pd
 
 from .._tokens import common_prefix_length
 from .._config import preset
-from .._hub import from_pretrained, model_path
+from .._hub import from_pretrained, loading, model_path
 from ..prompts import PROMPTS
+from ._vllm import engine_backend, engine_scores
 from .base import TrueFalseReranker, two_way
 
 
@@ -45,9 +48,10 @@ class CausalLMReranker(TrueFalseReranker):
     STYLES = {"followir": "mistral_followir", "infosearch": "mistral_infosearch"}
 
     def __init__(self, model_name_or_path: str, *, template: str, true_token: str = "true", false_token: str = "false",
-                 share_prefix: bool = False, **kwargs):
+                 share_prefix: bool = False, backend="hf", backend_options: Optional[dict] = None, **kwargs):
         super().__init__(model_name_or_path, template=template, true_token=true_token, false_token=false_token, **kwargs)
         self.share_prefix = bool(share_prefix)
+        self.backend, self.backend_options = engine_backend(self, backend, backend_options), backend_options
 
     @classmethod
     def _from_prompt(cls, model, prompt: str, **kwargs) -> "CausalLMReranker":
@@ -82,6 +86,35 @@ class CausalLMReranker(TrueFalseReranker):
         limit = getattr(tokenizer, "model_max_length", None) or self.default_max_length
         return int(min(self.default_max_length, limit))
 
+    def _load(self):
+        if self.backend == "hf":
+            return super()._load()
+        if self._tokenizer is None:  # the engine's tokenizer (the same ids); the model runs inside the engine
+            with loading(self.model_name_or_path):
+                architectures = self._model_config().architectures or ()
+            if any(a.endswith("ForSequenceClassification") for a in architectures):
+                raise ValueError(f"{self!r}: {self.model_name_or_path} is a sequence-classification checkpoint; backend='vllm' "
+                                 "scores a causal LM's answer tokens: use its causal-LM checkpoint, or backend='hf'")
+            tok = self.backend._tokenizer()
+            self._ids = self._answer_ids(tok, self.backend.model)
+            self._tokenizer, self._max_length = tok, self.max_length or self._reference_max_length(tok)
+        return None, self._tokenizer
+
+    def _model_config(self):
+        """The checkpoint's ``transformers`` config: the loaded model's, or read from the folder on the vLLM path."""
+        if self._model is not None:
+            return self._model.config
+        import transformers
+        return from_pretrained(transformers.AutoConfig, model_path(self.model_name_or_path))
+
+    def _answer_ids(self, tok, path: str):
+        """``[vocab[false_token], vocab[true_token]]``: the token ids whose logits are compared."""
+        vocab = tok.get_vocab()
+        missing = [w for w in (self.false_token, self.true_token) if w not in vocab]
+        if missing:
+            raise ValueError(f"{path}: answer token(s) {missing} are not in the tokenizer's vocabulary")
+        return [vocab[self.false_token], vocab[self.true_token]]
+
     def _load_model(self):
         import os
 
@@ -94,11 +127,7 @@ class CausalLMReranker(TrueFalseReranker):
             model = from_pretrained(peft.AutoPeftModelForCausalLM, path, dtype=self._torch_dtype).merge_and_unload()
         else:
             model = from_pretrained(transformers.AutoModelForCausalLM, path, dtype=self._torch_dtype)
-        vocab = tok.get_vocab()
-        missing = [w for w in (self.false_token, self.true_token) if w not in vocab]
-        if missing:
-            raise ValueError(f"{path}: answer token(s) {missing} are not in the tokenizer's vocabulary")
-        self._ids = [vocab[self.false_token], vocab[self.true_token]]
+        self._ids = self._answer_ids(tok, path)
         tok.pad_token = tok.eos_token
         return model, tok
 
@@ -110,6 +139,8 @@ class CausalLMReranker(TrueFalseReranker):
 
     # -- shared-prefix scoring ---------------------------------------------------------------------
     def _score_features(self, feats, queries, bar):
+        if self.backend != "hf":
+            return engine_scores(self.backend, feats, queries, self._ids, self.score, bar)
         if not self.share_prefix:
             return super()._score_features(feats, queries, bar)
         scores = np.empty(len(feats), dtype="float64")
@@ -143,11 +174,15 @@ class CausalLMReranker(TrueFalseReranker):
             hidden = self._model.model(input_ids=ids, attention_mask=full_mask, position_ids=positions,
                                        past_key_values=cache, use_cache=True).last_hidden_state
             last = hidden[torch.arange(n, device=ids.device), mask.sum(-1) - 1]
-            head = self._model.get_output_embeddings()
-            logits = last @ head.weight[self._ids].T
-            if getattr(head, "bias", None) is not None:
-                logits = logits + head.bias[self._ids]
-            return two_way(logits, self.score).float().cpu().numpy()
+            return two_way(self._answer_logits(last), self.score).float().cpu().numpy()
+
+    def _answer_logits(self, last):
+        """``[false, true]`` logits of the LM head's two answer rows from last-position hidden states."""
+        head = self._model.get_output_embeddings()
+        logits = last @ head.weight[self._ids].T
+        if getattr(head, "bias", None) is not None:
+            logits = logits + head.bias[self._ids]
+        return logits
 
 
 class FollowIR7B(CausalLMReranker):

@@ -13,8 +13,9 @@ runnable as ``python -m pyterrier_instruct.reproduce.<module>``.
 Importing this package imports no model library; the pipelines import theirs when a row is built.
 """
 from .baselines import followir_baselines
-from .common import (FIRST_STAGES, Row, check_models, dataset_label, finish, first_stage_bm25, full_retrieval, model_options, on_cluster,
-                     open_dataset, open_datasets, parse, parser, saved, selected)
+from .common import (FIRST_STAGES, ROWS_2025, Row, check_models, dataset_label, finish, first_stage_bm25, full_retrieval, model_options, on_cluster,
+                     open_dataset, open_datasets, parse, parser, rank1, rerankers_2025, saved, selected)
 
 __all__ = ["Row", "parser", "parse", "dataset_label", "open_dataset", "open_datasets", "model_options", "check_models",
-           "saved", "finish", "selected", "on_cluster", "first_stage_bm25", "FIRST_STAGES", "full_retrieval", "followir_baselines"]
+           "saved", "finish", "selected", "on_cluster", "first_stage_bm25", "FIRST_STAGES", "full_retrieval", "followir_baselines",
+           "ROWS_2025", "rerankers_2025", "rank1"]

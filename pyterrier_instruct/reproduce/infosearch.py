@@ -18,8 +18,8 @@ from __future__ import annotations
 import sys
 
 import pyterrier_instruct as pti
-from pyterrier_instruct.reproduce.common import (Row, check_models, finish, model_options, on_cluster, open_datasets, parse, parser,
-                                                 saved, selected)
+from pyterrier_instruct.reproduce.common import (ROWS_2025, Row, check_models, finish, model_options, on_cluster, open_datasets, parse, parser,
+                                                 rank1, rerankers_2025, saved, selected)
 
 #: the CLI command (``pyterrier-instruct infosearch``) and its line in the overview; the CLI finds it here
 COMMAND = ('infosearch', 'InfoSearch Tables 2-3: nDCG@10, p-MRR, WISE, SICR over the six dimensions')
@@ -31,8 +31,11 @@ ROWS = {
                    "InfoSearch's prompt (indented lines)"),
     "llama": Row("Llama-3.1-8B-Instruct", "Llama-3.1", "meta-llama/Meta-Llama-3.1-8B-Instruct"),
     "e5-mistral": Row("E5-Mistral", "E5-Mistral-ins", "intfloat/e5-mistral-7b-instruct"),
+    "rank1": Row("rank1-7b", None, "jhu-clsp/rank1-7b", "reasoning reranker, up to 8192 generated tokens per passage "
+                 "(run on request: --systems ...,rank1)", default=False),
     "rank-zephyr": Row("RankZephyr", "RankZephyr-v1", "castorini/rank_zephyr_7b_v1_full"),
     "rank-vicuna": Row("RankVicuna", "RankVicuna-v1", "castorini/rank_vicuna_7b_v1"),
+    **ROWS_2025,
     "zephyr": Row("Zephyr-beta (listwise)", "Zephyr-beta", "HuggingFaceH4/zephyr-7b-beta", "RankZephyr's prompt"),
     "gpt-4o": Row("GPT-4o (RankGPT)", "GPT-4o", "gpt-4o", "an OpenAI-compatible model name; see --openai-base-url",
                   default=False, hub=False),
@@ -42,7 +45,7 @@ DATASETS = [f"infosearch/{d}" for d in ("audience", "keyword", "format", "langua
 
 def main(argv=None) -> int:
     p = parser("infosearch", __doc__, ROWS, DATASETS)
-    p.add_argument("--listwise-backend", choices=["hf", "vllm"], default="hf", help="generation backend of the listwise rows")
+    p.add_argument("--listwise-backend", choices=["hf", "vllm"], default="hf", help="generation backend of the listwise rows and rank1")
     p.add_argument("--openai-base-url", default="https://api.openai.com/v1", help="server of the GPT-4o row")
     p.add_argument("--openai-key-env", default="OPENAI_API_KEY", metavar="VAR",
                    help="the environment variable holding that server's key; 'none' for a server without a key (a local vllm serve)")
@@ -61,6 +64,8 @@ def main(argv=None) -> int:
         "mistral": lambda: pti.CausalLMReranker.mistral_instruct(m["mistral"], style="infosearch", **kw),
         "llama": lambda: pti.CausalLMReranker.llama(m["llama"], **kw),
         "e5-mistral": lambda: pti.E5Mistral(m["e5-mistral"], **kw).scorer(),
+        **rerankers_2025(m, kw),
+        "rank1": lambda: rank1(m["rank1"], args.listwise_backend, kw),
         "rank-zephyr": lambda: listwise(pti.RankZephyr, "rank-zephyr"),
         "rank-vicuna": lambda: listwise(pti.RankVicuna, "rank-vicuna"),
         "zephyr": lambda: listwise(pti.RankZephyr, "zephyr"),

@@ -11,6 +11,14 @@ instance and mode; IFIR Table 1; InstructIR as Promptriever and FollowIR use it;
 for corpus and passage sizes) and the package's dataset registry. Where a paper gives no document length the
 assumption is stated in the row's ``note``. Words become tokens at 1.3 tokens per word (Llama/Mistral
 sentencepiece on English); prompts add a 25-token template.
+
+**Prefix reuse** (:func:`prefix_reuse`): a causal pointwise reranker's prompts for one query share their head — the
+template up to the query (:data:`PREFIX_TEMPLATE_TOKENS` of the 25) and the query + instruction — and differ from the
+document on. vLLM's prefix cache (``backend='vllm'``, requests query-contiguous) or ``share_prefix=True`` computes that
+head once per query, so each candidate costs only its own tokens. A rerank row's ``shared`` is that head in tokens and
+``group`` the candidates per query (the first one computes the head); vLLM reuses whole 16-token blocks only, so on
+average ~8 tokens of the head are recomputed per candidate (:data:`BLOCK_TOKENS`). monoT5 (an encoder reads the whole
+input at once) and the cross-encoders have no reuse.
 """
 from __future__ import annotations
 
@@ -22,6 +30,8 @@ import pandas as pd
 H100_BF16_PEAK = 989e12     # FLOP/s, dense (no sparsity)
 TOKENS_PER_WORD = 1.3
 TEMPLATE_TOKENS = 25
+PREFIX_TEMPLATE_TOKENS = 20   # the template's part before the query (e.g. "[INST] You are an expert ... Query: ")
+BLOCK_TOKENS = 16             # vLLM's KV-cache block: prefix-cache hits are whole blocks
 
 #: parameters of the checkpoints the reproduction rows run
 PARAMS: Dict[str, float] = {
@@ -41,6 +51,8 @@ class Stage(NamedTuple):
     items: int
     tokens: int
     note: str = ""
+    shared: int = 0     # tokens of each item's head shared with the other items of its query (causal pointwise rerank)
+    group: int = 1      # items per query sharing that head
 
 
 def tokens(words: float, template: bool = True) -> int:
@@ -49,6 +61,15 @@ def tokens(words: float, template: bool = True) -> int:
 
 def _pairs(model: str, words: float) -> int:
     return min(tokens(words), MAX_TOKENS.get(model, 10 ** 9))
+
+
+#: causal pointwise rerankers, whose prompts for one query share a prefix (monoT5 is an encoder-decoder: none)
+CAUSAL = ("FollowIR-7B", "Mistral-7B-instruct")
+
+
+def _head(model: str, query_words: float) -> int:
+    """The prompt head a query's candidates share: template up to the query + the query and instruction."""
+    return PREFIX_TEMPLATE_TOKENS + tokens(query_words, False) if model in CAUSAL else 0
 
 
 #: listwise windows per query: 100 candidates, window 20, stride 10 (rank_llm); each window fills a 4,096-token context
@@ -72,7 +93,7 @@ def workloads() -> List[Stage]:
         prompt = 15 + instr + 400
         for model in ("MonoT5-base", "MonoT5-3B", "FollowIR-7B", "Mistral-7B-instruct"):
             rows.append(Stage("FollowIR", name, model, "rerank", qrows * 1000, _pairs(model, prompt),
-                              f"{qrows} query rows × 1,000 candidates"))
+                              f"{qrows} query rows × 1,000 candidates", _head(model, 15 + instr), 1000))
         rows.append(Stage("FollowIR", name, "RankZephyr-7B", "listwise", qrows * WINDOWS_PER_QUERY, WINDOW_TOKENS,
                           f"{qrows} query rows × {WINDOWS_PER_QUERY} windows of the top 100"))
         for model in ("Promptriever-7B", "E5-mistral-7B"):
@@ -80,7 +101,8 @@ def workloads() -> List[Stage]:
     instances = 1_598 * 3  # InfoSearch Table 1: instructed instances, reranked in the ori/ins/rev modes
     for model in ("FollowIR-7B", "Mistral-7B-instruct"):
         rows.append(Stage("InfoSearch", "6 dimensions", model, "rerank", instances * 100, _pairs(model, 15 + 18 + 300),
-                          "top 100 per instance and mode; ~300-word documents assumed (the paper gives no length)"))
+                          "top 100 per instance and mode; ~300-word documents assumed (the paper gives no length)",
+                          _head(model, 15 + 18), 100))
     rows.append(Stage("InfoSearch", "6 dimensions", "RankZephyr-7B", "listwise", instances * WINDOWS_PER_QUERY, WINDOW_TOKENS,
                       "top 100 per instance and mode"))
     rows.append(Stage("InfoSearch", "6 dimensions", "E5-mistral-7B", "encode corpus", 6_392, tokens(300, False),
@@ -94,7 +116,7 @@ def workloads() -> List[Stage]:
         rows.append(Stage("InstructIR", "instructir", model, "encode corpus", 16_072, tokens(80, False), "16,072 revised passages"))
     for model in ("FollowIR-7B", "Mistral-7B-instruct"):
         rows.append(Stage("InstructIR", "instructir", model, "rerank", 9_906 * 100, _pairs(model, 15 + 40 + 80),
-                          "9,906 instances × BM25 top 100"))
+                          "9,906 instances × BM25 top 100", _head(model, 15 + 40), 100))
     for model in ("Promptriever-7B", "RepLLaMA-7B"):
         for name, (docs, words) in _BEIR.items():
             rows.append(Stage("BEIR", name, model, "encode corpus", docs, min(tokens(words, False), 512), f"{docs:,} passages"))
@@ -129,3 +151,18 @@ def issue_example(utilisation: float = 0.5) -> Dict[str, float]:
     row = estimate([stage], utilisation).iloc[0]
     return {"flops": float(row["flops"]), "gpu_hours": float(row["gpu_hours"]),
             "log10_flops": math.log10(float(row["flops"]))}
+
+
+def prefix_reuse(utilisation: float = 0.5, peak: float = H100_BF16_PEAK, block: int = BLOCK_TOKENS) -> pd.DataFrame:
+    """The causal pointwise rerank rows with and without prefix reuse: tokens computed per candidate, GPU-hours both
+    ways and the saving. With reuse a candidate computes ``tokens - shared`` plus, on vLLM, the part of the head that
+    does not fill a whole cache block (``block / 2`` on average; ``block=0`` for ``share_prefix``); the first candidate
+    of a query computes the whole prompt."""
+    table = estimate(utilisation=utilisation, peak=peak)
+    rows = table[table["shared"] > 0].copy()
+    reused = (rows["shared"] - block / 2).clip(lower=0) * (rows["group"] - 1) / rows["group"]
+    rows["tokens_with_reuse"] = (rows["tokens"] - reused).round(1)
+    rows["gpu_hours_with_reuse"] = rows["gpu_hours"] * rows["tokens_with_reuse"] / rows["tokens"]
+    rows["saving"] = 1 - rows["gpu_hours_with_reuse"] / rows["gpu_hours"]
+    return rows[["benchmark", "dataset", "model", "items", "tokens", "shared", "tokens_with_reuse", "gpu_hours",
+                 "gpu_hours_with_reuse", "saving"]].reset_index(drop=True)

@@ -145,7 +145,7 @@ class OnRay(Configured, pt.Transformer):
 
     # -- the three kinds of work ---------------------------------------------------------------------------------------------
     def _scores(self, reranker, work: pd.DataFrame) -> np.ndarray:
-        """``reranker._score(work)``, one block of whole queries per task."""
+        """``reranker._score(work)``, one block of whole queries per task (with its ``extra_outputs`` columns, if any)."""
         from ..pointwise.base import PointwiseReranker
         rows = B.target_rows(len(work), self._planned_workers(reranker), self.block_rows)
         if isinstance(reranker, PointwiseReranker):
@@ -154,16 +154,21 @@ class OnRay(Configured, pt.Transformer):
         else:
             parts = B.query_blocks(work["qid"], rows)
         scores = np.full(len(work), np.nan)
+        extra = {c: np.empty(len(work), dtype=object) for c in reranker.extra_outputs}
         done = np.zeros(len(work), dtype=bool)
         payloads = ((i, work.iloc[idx]) for i, idx in enumerate(parts))
         for block, result in self.run_blocks(reranker, "rerank", payloads, len(parts)):
             idx = parts[block]
+            if extra:  # (scores, {column: values})
+                result, values = result
+                for c in extra:
+                    extra[c][idx] = values[c]
             if result.shape != (len(idx),):
                 raise RuntimeError(f"{reranker!r} gave {result.shape} scores for block {block} of {len(idx)} rows")
             scores[idx] = result
             done[idx] = True
         _check_complete(done, "rows")
-        return scores
+        return (scores, extra) if extra else scores
 
     def _strings(self, model, strings: Sequence[str], mode: str) -> np.ndarray:
         """Vectors of query (``mode='queries'``) or passage strings: each distinct string once, length-sorted blocks."""

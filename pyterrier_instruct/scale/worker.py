@@ -70,10 +70,16 @@ def vllm_gpus(backend) -> int:
 
 
 # -- counters: what the workers counted is added to the driver's transformer --------------------------------------------
+def _owners(transformer) -> list:
+    """Where a transformer keeps its ``stats``: itself, its dense ``model``, or its ``backend`` (a pointwise reranker on
+    vLLM: requests, prompt and cached tokens)."""
+    return [transformer, getattr(transformer, "model", None), getattr(transformer, "backend", None)]
+
+
 def counted(transformer) -> Dict[str, object]:
     """The counters of ``transformer`` (``stats`` as a Counter, a dataclass or a dict of numbers; ``truncated``)."""
     out = {}
-    for owner in (transformer, getattr(transformer, "model", None)):
+    for owner in _owners(transformer):
         stats = getattr(owner, "stats", None)
         if isinstance(stats, Counter):
             out["stats"] = dict(stats)
@@ -105,9 +111,7 @@ def add_counts(transformer, delta: Dict[str, object]) -> None:
         transformer.truncated += delta["truncated"]
     if not delta.get("stats"):
         return
-    stats = getattr(transformer, "stats", None)
-    if stats is None and getattr(transformer, "model", None) is not None:
-        stats = getattr(transformer.model, "stats", None)
+    stats = next((getattr(o, "stats") for o in _owners(transformer) if getattr(o, "stats", None) is not None), None)
     for key, value in delta["stats"].items():
         if isinstance(stats, dict):
             stats[key] = stats.get(key, 0) + value
@@ -167,6 +171,9 @@ class BlockWorker:
     def _run(self, frame):
         t = self.transformer
         if self.mode == "rerank":
+            if t.extra_outputs:  # (scores, {column: values}): rank1's reasoning travels back with the scores
+                scores, extra = t._score(frame)
+                return np.asarray(scores, dtype="float64"), {c: list(extra[c]) for c in t.extra_outputs}
             return np.asarray(t._score(frame), dtype="float64")
         if self.mode == "queries":  # a dense model and its final query strings
             return np.asarray(t.encode_queries(frame), dtype=np.float32)

@@ -1,0 +1,189 @@
+"""Causal pointwise rerankers on vLLM (``backend='vllm'``) against the stand-in of tests/fake_vllm.py, which runs the same
+tiny model and reproduces vLLM's documented sampler (``allowed_token_ids``, ``logprobs``, ``logprobs_mode``) and prefix
+cache: the scores equal the transformers path's, an approximate top-k formulation does not, requests arrive
+query-contiguous with the shared prefix first. With vLLM importable and a GPU, the last test checks the same equality
+against the real engine."""
+import pickle
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import pyterrier_instruct as pti
+from pyterrier_instruct._optional import is_available
+from pyterrier_instruct._tokens import common_prefix_length
+from pyterrier_instruct.backends import VLLMBackend
+
+#: every causal pointwise family and preset: (constructor, tiny model kind)
+PRESETS = {
+    "followir_7b": (pti.FollowIR7B, "mistral"),
+    "mistral_instruct": (pti.CausalLMReranker.mistral_instruct, "mistral"),
+    "mistral_infosearch": (lambda m, **kw: pti.CausalLMReranker.mistral_instruct(m, style="infosearch", **kw), "mistral"),
+    "llama_chat": (pti.CausalLMReranker.llama_chat, "mistral"),
+    "llama": (pti.CausalLMReranker.llama, "mistral"),
+    "gritlm": (pti.CausalLMReranker.gritlm, "mistral"),
+    "qwen3_reranker": (pti.Qwen3Reranker, "reranker"),
+    "qwen3_reranker_reference_truncation": (lambda m, **kw: pti.Qwen3Reranker(m, truncation="reference", **kw), "reranker"),
+    "mxbai_rerank_v2": (pti.MxbaiRerankV2, "qwen2"),
+}
+
+
+def model_of(kind, tiny, qwen):
+    return tiny[kind] if kind == "mistral" else qwen[kind]
+
+
+@pytest.fixture
+def stand_in(monkeypatch):
+    import fake_vllm
+    monkeypatch.setitem(sys.modules, "vllm", fake_vllm)
+    fake_vllm.instances.clear()
+    return fake_vllm
+
+
+@pytest.fixture(scope="module")
+def frame():
+    """Three queries interleaved (one without instruction), documents of 3 to 120 words."""
+    words = "salmon river dam fish ladder water quality report from the upper basin with many new findings".split()
+    rows = []
+    for d in range(5):
+        for q, (query, instruction) in enumerate([("salmon dams", "Relevant documents discuss fish ladders."),
+                                                  ("river water quality", ""),
+                                                  ("basin report", "Only reports from the upper basin are relevant.")]):
+            n = [3, 120, 17, 60, 40][(d + q) % 5]
+            rows.append({"qid": f"q{q}", "query": query, "instruction": instruction, "docno": f"d{q}-{d}",
+                         "text": " ".join(words[(i * 7 + d + q) % len(words)] for i in range(n))})
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("name", list(PRESETS))
+def test_vllm_scores_equal_the_transformers_path(tiny, qwen, frame, stand_in, name):
+    make, kind = PRESETS[name]
+    model = model_of(kind, tiny, qwen)
+    want = make(model, batch_size=4)(frame)
+    got = make(model, backend="vllm")(frame)
+    assert got.docno.tolist() == want.docno.tolist() and got["rank"].tolist() == want["rank"].tolist()
+    np.testing.assert_allclose(got["score"], want["score"], rtol=0, atol=1e-4)
+    assert len(set(np.round(want["score"], 4))) > 5  # the tiny model discriminates
+
+
+@pytest.mark.parametrize("score", ["logprob", "logit_diff"])
+def test_every_score_mode_and_truncation_match(tiny, frame, stand_in, score):
+    kw = dict(score=score, max_length=260)  # long prompts truncated: the same ids reach both paths
+    want = pti.FollowIR7B(tiny["mistral"], **kw)(frame)
+    vllm = pti.FollowIR7B(tiny["mistral"], backend="vllm", **kw)
+    np.testing.assert_allclose(vllm(frame)["score"], want["score"], rtol=0, atol=1e-4)
+    assert vllm.truncated > 0
+
+
+def test_requests_are_query_contiguous_with_the_shared_prefix_first(tiny, frame, stand_in):
+    r = pti.FollowIR7B(tiny["mistral"], backend="vllm", backend_options={"max_model_len": 2048})
+    r(frame)  # queries interleaved row by row in the input
+    (llm,) = stand_in.instances
+    assert llm.init_args["logprobs_mode"] == "processed_logprobs" and llm.init_args["enable_prefix_caching"] is True
+    assert llm.init_args["max_model_len"] == 2048
+    (call,) = llm.calls  # every query in one generate call
+    params = call["params"]
+    assert (params.temperature, params.max_tokens, params.logprobs) == (0.0, 1, 2)
+    assert params.allowed_token_ids == r._ids
+    sent = [p["prompt_token_ids"] for p in call["prompts"]]
+    tok = r._tokenizer
+    heads = {}
+    for q, i in zip(frame["query"], frame["instruction"]):  # the template's head + the query: what a query's prompts share
+        head = r.template.split("{text}")[0].format(query=f"{q} {i}".strip())
+        heads[f"{q} {i}".strip()] = tok(head)["input_ids"]
+    order = []
+    for ids in sent:
+        owner = [k for k, h in heads.items() if ids[:len(h) - 1] == h[:-1]]
+        assert len(owner) == 1
+        order.append(owner[0])
+    assert order == sorted(order, key=order.index)  # contiguous: each query's prompts one after another
+    assert list(dict.fromkeys(order)) == list(dict.fromkeys(f"{q} {i}".strip() for q, i in zip(frame["query"], frame["instruction"])))
+    for key in heads:
+        group = [ids for ids, o in zip(sent, order) if o == key]
+        assert len(group) == 5 and common_prefix_length(group) >= len(heads[key]) - 1
+    # all but the first prompt of a query find its whole blocks in the prefix cache
+    stats = r.backend.stats
+    assert stats["requests"] == 15 and stats["prompt_tokens"] == sum(map(len, sent))
+    expect = sum(min(len(h) - 1, len(ids) - 1) // stand_in.BLOCK_SIZE * stand_in.BLOCK_SIZE
+                 for key, h in heads.items() for ids in [g for g, o in zip(sent, order) if o == key][1:])
+    assert stats["cached_tokens"] >= expect > 0
+
+
+def test_an_approximate_top_k_formulation_fails(tiny, frame, stand_in):
+    """vLLM's default engine (raw_logprobs) with ``logprobs=k``: the top k tokens of the whole vocabulary, taken before
+    any whitelist. Reading P(true) from them misses answer tokens outside the top k; the exact path refuses that engine."""
+    want = pti.FollowIR7B(tiny["mistral"])(frame)["score"].to_numpy()
+    r = pti.FollowIR7B(tiny["mistral"], backend="vllm")
+    r(frame.iloc[:1])
+    queries = [f"{q} {i}".strip() for q, i in zip(frame["query"], frame["instruction"])]
+    feats = r._encode(queries, frame["text"].tolist())
+    raw = stand_in.LLM(tiny["mistral"])
+    for k in (2, 20):
+        outs = raw.generate([{"prompt_token_ids": f["input_ids"]} for f in feats],
+                            stand_in.SamplingParams(temperature=0.0, max_tokens=1, logprobs=k))
+        approx = []
+        for o in outs:
+            top = o.outputs[0].logprobs[0]
+            f, t = (top[i].logprob if i in top else -np.inf for i in r._ids)  # a missing token counts as impossible
+            approx.append(np.exp(t - np.logaddexp(f, t)) if np.isfinite(np.logaddexp(f, t)) else 0.5)
+        assert np.abs(np.array(approx) - want).max() > 1e-4, k
+    # the exact path on an engine that returns raw top-k values: refused up front, or failing loudly
+    with pytest.raises(ValueError, match="processed_logprobs"):
+        VLLMBackend(tiny["mistral"]).answer_logits([feats[0]["input_ids"]], r._ids)
+    lying = VLLMBackend(tiny["mistral"], logprobs_mode="processed_logprobs")
+    lying._llm = raw  # an engine that ignores logprobs_mode (older than 0.10.2)
+    with pytest.raises(RuntimeError, match="no value for answer token"):
+        lying.answer_logits([f["input_ids"] for f in feats[:5]], r._ids)
+
+
+def test_backend_arguments_are_checked_early(tiny, qwen, stand_in):
+    m = tiny["mistral"]
+    with pytest.raises(ValueError, match="backend must be 'hf', 'vllm'"):
+        pti.FollowIR7B(m, backend="openai")
+    with pytest.raises(ValueError, match="logprobs_mode='processed_logprobs'"):
+        pti.FollowIR7B(m, backend=VLLMBackend(m))
+    with pytest.raises(ValueError, match="pass the same model"):
+        pti.FollowIR7B(m, backend=VLLMBackend("other", logprobs_mode="processed_logprobs"))
+    with pytest.raises(ValueError, match="backend_options configure backend='vllm'"):
+        pti.FollowIR7B(m, backend_options={"tensor_parallel_size": 2})
+    with pytest.raises(ValueError, match="backend_options logprobs_mode"):
+        pti.FollowIR7B(m, backend="vllm", backend_options={"logprobs_mode": "raw_logprobs"})
+    with pytest.raises(ValueError, match="prefix cache"):
+        pti.FollowIR7B(m, backend="vllm", share_prefix=True)
+    with pytest.raises(ValueError, match="logprobs_mode must be None or one of"):
+        VLLMBackend(m, logprobs_mode="logits")
+    with pytest.raises(ValueError, match="sequence-classification checkpoint"):
+        pti.Qwen3Reranker(qwen["reranker-seq-cls"], backend="vllm")(pd.DataFrame([{"qid": "1", "query": "q", "docno": "d", "text": "t"}]))
+    with pytest.raises(ValueError, match="needs log-probabilities"):
+        VLLMBackend(m, logprobs_mode="processed_logits").generate_logprobs([], max_new_tokens=1, top_logprobs=1)
+
+
+def test_repr_eq_pickle_empty_frame_and_a_ready_backend(tiny, frame, stand_in):
+    m = tiny["mistral"]
+    r = pti.FollowIR7B(m, backend="vllm", backend_options={"tensor_parallel_size": 2})
+    assert repr(r) == f"FollowIR7B('{m}', backend='vllm', backend_options={{'tensor_parallel_size': 2}})"
+    assert r != pti.FollowIR7B(m) and r == pti.FollowIR7B(m, backend="vllm", backend_options={"tensor_parallel_size": 2})
+    out = r(frame.iloc[:0])
+    assert list(out.columns) == list(frame.columns) + ["score", "rank"] and not stand_in.instances  # nothing loaded
+    ready = VLLMBackend(m, logprobs_mode="processed_logits", enable_prefix_caching=False)
+    got = pti.FollowIR7B(m, backend=ready)(frame)["score"]
+    np.testing.assert_allclose(got, pti.FollowIR7B(m)(frame)["score"], rtol=0, atol=1e-4)
+    assert ready.stats["cached_tokens"] == 0 and ready.stats["requests"] == len(frame)
+    again = pickle.loads(pickle.dumps(r))
+    assert again == r and again.backend._llm is None
+    np.testing.assert_allclose(again(frame)["score"], got, rtol=0, atol=1e-4)
+
+
+@pytest.mark.skipif(not is_available("vllm"), reason="vLLM is not installed (it cannot be, on these machines)")
+def test_real_vllm_equals_the_transformers_path(tiny, qwen, frame):  # pragma: no cover - needs vLLM and a GPU
+    import torch
+    if not torch.cuda.is_available():
+        pytest.skip("vLLM needs a GPU")
+    if "fake_vllm" in repr(sys.modules.get("vllm")):
+        pytest.skip("the stand-in is installed in place of vLLM")
+    opts = {"dtype": "float32", "enforce_eager": True, "gpu_memory_utilization": 0.3, "max_model_len": 2048}
+    for name, (make, kind) in PRESETS.items():
+        want = make(model_of(kind, tiny, qwen))(frame)["score"]
+        got = make(model_of(kind, tiny, qwen), backend="vllm", backend_options=opts)(frame)["score"]
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-4, err_msg=name)
