@@ -13,6 +13,7 @@ from typing import Dict
 
 # The eager public names (listed in _EAGER below; ``__all__`` adds the lazy ones): noqa F401, they are re-exported.
 from . import _pt_compat, measures  # noqa: F401
+from ._progress import LIBRARY_BARS_ENV, library_progress  # noqa: F401
 from ._version import __version__  # noqa: F401
 from .datasets.irds import register as _register_datasets
 from .datasets.opening import load as load_dataset  # noqa: F401
@@ -33,7 +34,8 @@ PUBLIC_MODULES = ("rewrite", "base", "errors", "pointwise", "listwise", "dense",
 SUBPACKAGES = ("datasets", "evaluation")
 _EAGER = ["__version__", "measures", "pMRR", "OG", "Changed", "Reversed", "WISE", "IdealWISE", "SICR", "InfoSearch_pMRR",
           "GoldRank", "Robustness", "IFIR_nDCG", "PairedAccuracy", "pmrr", "changed_docs", "compose", "paired_topics", "paired_qrels",
-          "paired_qid", "split_qid", "DEFAULT_COMPOSER", "VARIANTS", "QuerySlot", "load_dataset"]
+          "paired_qid", "split_qid", "DEFAULT_COMPOSER", "VARIANTS", "QuerySlot", "load_dataset",
+          "library_progress", "LIBRARY_BARS_ENV"]
 
 
 def _declared(path: str):

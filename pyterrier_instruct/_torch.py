@@ -38,13 +38,17 @@ def resolve_dtype(dtype, device: str):
 
 
 
-def hf_setup(device: Optional[str], dtype, verbose: bool):
-    """Imports torch and transformers (or names the ``[hf]`` extra), silences transformers' progress bars unless
-    ``verbose``, and resolves the device and dtype: returns ``(transformers, device, torch_dtype)``."""
+def hf_setup(device: Optional[str], dtype):
+    """Imports torch and transformers (or names the ``[hf]`` extra), shows or hides transformers' progress bars as
+    :func:`~pyterrier_instruct._progress.library_progress` says, and resolves the device and dtype: returns
+    ``(transformers, device, torch_dtype)``."""
     from ._optional import require
+    from ._progress import library_progress
     require("torch", "hf")
     transformers = require("transformers", "hf")
-    if not verbose:
+    if library_progress():
+        transformers.utils.logging.enable_progress_bar()
+    else:
         transformers.utils.logging.disable_progress_bar()
     device = resolve_device(device)
     return transformers, device, resolve_dtype(dtype, device)

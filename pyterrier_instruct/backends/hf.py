@@ -27,18 +27,20 @@ class HFBackend(TokenizerBackend):
         device: ``None``/``'auto'`` (cuda, mps, cpu) or a torch device string.
         dtype: ``'auto'`` (bf16 on GPU, fp32 on CPU), ``'bf16'``, ``'fp16'``, ``'fp32'``.
         chat_template: replaces the checkpoint's chat template (a Jinja string).
-        verbose: transformers' download/loading progress bars.
+
+    transformers' loading bars follow :func:`~pyterrier_instruct.library_progress`; the stage driving the backend
+    shows the package's own bar (its ``verbose``).
     """
 
     _identity = ("model_name_or_path", "dtype", "chat_template")
     _weights = ("model_name_or_path",)
 
     def __init__(self, model_name_or_path: str, *, batch_size: int = 8, device: Optional[str] = None, dtype="auto",
-                 chat_template: Optional[str] = None, verbose: bool = False):
+                 chat_template: Optional[str] = None):
         if int(batch_size) < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size!r}")
         self.model_name_or_path, self.batch_size = str(model_name_or_path), int(batch_size)
-        self.device, self.dtype, self.chat_template, self.verbose = device, dtype, chat_template, verbose
+        self.device, self.dtype, self.chat_template = device, dtype, chat_template
         self._model = self._tok = None
 
     _lazy = ("_model", "_tok")
@@ -54,7 +56,7 @@ class HFBackend(TokenizerBackend):
 
     def _load(self):
         if self._model is None:
-            transformers, self._device, dtype = hf_setup(self.device, self.dtype, self.verbose)
+            transformers, self._device, dtype = hf_setup(self.device, self.dtype)
             model = from_pretrained(transformers.AutoModelForCausalLM, self.model_name_or_path, dtype=dtype)
             self._model = model.to(self._device).eval()
         return self._model, self._tokenizer()

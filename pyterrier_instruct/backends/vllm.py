@@ -16,6 +16,7 @@ from typing import Dict, List, Optional, Sequence, Union
 import numpy as np
 
 from .._optional import require
+from .._progress import library_progress
 from .._hub import model_path
 from .base import Continuation, Generation, Prompt, TokenizerBackend, check_logprob_args
 
@@ -41,7 +42,8 @@ class VLLMBackend(TokenizerBackend):
         logprobs_mode: vLLM's ``logprobs_mode`` (``None``: vLLM's default, ``'raw_logprobs'``). Pointwise rerankers
             (:meth:`answer_logits`) need ``'processed_logprobs'`` or ``'processed_logits'`` and build their backend with
             ``'processed_logprobs'``.
-        seed, verbose: the engine seed; vLLM's own progress bar.
+        seed: the engine seed. vLLM's own progress bar (``use_tqdm``) follows
+            :func:`~pyterrier_instruct.library_progress`.
         **llm_kwargs: passed to ``vllm.LLM`` as they are (e.g. ``enforce_eager``, ``quantization``).
     """
 
@@ -50,8 +52,11 @@ class VLLMBackend(TokenizerBackend):
 
     def __init__(self, model: str, *, tensor_parallel_size: int = 1, gpu_memory_utilization: float = 0.9,
                  max_model_len: Optional[int] = None, dtype: str = "auto", enable_prefix_caching: bool = True,
-                 chat_template: Optional[str] = None, logprobs_mode: Optional[str] = None, seed: int = 0, verbose: bool = False,
+                 chat_template: Optional[str] = None, logprobs_mode: Optional[str] = None, seed: int = 0,
                  **llm_kwargs):
+        if "verbose" in llm_kwargs:  # would otherwise reach vllm.LLM
+            raise TypeError("VLLMBackend: verbose= is gone; vLLM's progress bar follows "
+                            "pyterrier_instruct.library_progress(True) (or PYTERRIER_INSTRUCT_LIBRARY_BARS=1)")
         if not 0 < float(gpu_memory_utilization) <= 1:
             raise ValueError(f"gpu_memory_utilization must be in (0, 1], got {gpu_memory_utilization!r}")
         if int(tensor_parallel_size) < 1:
@@ -60,7 +65,7 @@ class VLLMBackend(TokenizerBackend):
             raise ValueError(f"logprobs_mode must be None or one of {LOGPROBS_MODES}, got {logprobs_mode!r}")
         self.model, self.tensor_parallel_size = str(model), int(tensor_parallel_size)
         self.gpu_memory_utilization, self.max_model_len, self.dtype = float(gpu_memory_utilization), max_model_len, dtype
-        self.enable_prefix_caching, self.chat_template, self.seed, self.verbose = enable_prefix_caching, chat_template, seed, verbose
+        self.enable_prefix_caching, self.chat_template, self.seed = enable_prefix_caching, chat_template, seed
         self.logprobs_mode = logprobs_mode
         self.llm_kwargs = dict(llm_kwargs)
         self._llm = None
@@ -90,7 +95,7 @@ class VLLMBackend(TokenizerBackend):
         llm = self._engine()
         params = vllm.SamplingParams(n=1, temperature=0.0, max_tokens=max_new_tokens, min_tokens=min_new_tokens)
         inputs = [{"prompt_token_ids": self._ids(p)} for p in prompts]
-        outputs = llm.generate(inputs, sampling_params=params, use_tqdm=self.verbose)
+        outputs = llm.generate(inputs, sampling_params=params, use_tqdm=library_progress())
         if len(outputs) != len(inputs):
             raise RuntimeError(f"{self!r}: vLLM returned {len(outputs)} outputs for {len(inputs)} prompts")
         return [o.outputs[0].text for o in outputs]
@@ -110,7 +115,7 @@ class VLLMBackend(TokenizerBackend):
         params = vllm.SamplingParams(n=1, temperature=float(temperature), top_p=float(top_p), max_tokens=int(max_new_tokens),
                                      logprobs=int(top_logprobs))
         inputs = [{"prompt_token_ids": self._ids(p)} for p in prompts]
-        outputs = llm.generate(inputs, sampling_params=params, use_tqdm=self.verbose)
+        outputs = llm.generate(inputs, sampling_params=params, use_tqdm=library_progress())
         if len(outputs) != len(inputs):
             raise RuntimeError(f"{self!r}: vLLM returned {len(outputs)} outputs for {len(inputs)} prompts")
         tok = None
@@ -213,7 +218,7 @@ class VLLMBackend(TokenizerBackend):
 
     def _generate_ids(self, token_ids: Sequence[Sequence[int]], params) -> list:
         inputs = [{"prompt_token_ids": [int(i) for i in ids]} for ids in token_ids]
-        outputs = self._engine().generate(inputs, sampling_params=params, use_tqdm=self.verbose) if inputs else []
+        outputs = self._engine().generate(inputs, sampling_params=params, use_tqdm=library_progress()) if inputs else []
         if len(outputs) != len(inputs):
             raise RuntimeError(f"{self!r}: vLLM returned {len(outputs)} outputs for {len(inputs)} prompts")
         return outputs

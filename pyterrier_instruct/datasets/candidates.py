@@ -35,10 +35,9 @@ def _attach(frame: pd.DataFrame, dataset, fields: List[str]) -> pd.DataFrame:
 class _DatasetStage(Configured, pt.Transformer):
     """A transformer bound to a dataset's corpus: identity is (class, dataset path, fields)."""
 
-    def __init__(self, dataset, fields: FieldSpec = "*", verbose: bool = False):
+    def __init__(self, dataset, fields: FieldSpec = "*"):
         self.dataset = dataset
         self.fields = _fields(dataset, fields)
-        self.verbose = verbose
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.dataset.name!r}, fields={self.fields!r})"

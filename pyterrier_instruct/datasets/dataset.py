@@ -129,8 +129,9 @@ class InstructDataset(pt.datasets.Dataset):
         run["score"] = 0.0 - run["rank"].astype("float64")
         return run[["qid", "docno", "score", "rank"]]
 
-    def get_corpus_iter(self, verbose: bool = False) -> Iterator[Dict[str, str]]:
-        """Streams ``{docno, title, text}`` from the corpus file (nothing is held in memory)."""
+    def get_corpus_iter(self, verbose: bool = True) -> Iterator[Dict[str, str]]:
+        """Streams ``{docno, title, text}`` from the corpus file (nothing is held in memory), with a progress bar
+        unless ``verbose=False``."""
         it = iter(self.bench.corpus)
         if verbose:
             it = progress_bar(it, desc=f"{self.name} corpus", unit="d")
@@ -143,11 +144,13 @@ class InstructDataset(pt.datasets.Dataset):
     def get_topics_lang(self) -> Optional[str]:
         return "en"
 
-    def text_loader(self, fields: Union[List[str], str, Literal["*"]] = "*", *, verbose: bool = False) -> pt.Transformer:
+    def text_loader(self, fields: Union[List[str], str, Literal["*"]] = "*", *, verbose: bool = True) -> pt.Transformer:
         """``R → R``: attaches the requested document fields (``title``, ``text``) by docno, reading only those
-        documents; usable as ``pt.text.get_text(ds, 'text')``."""
+        documents; usable as ``pt.text.get_text(ds, 'text')``. ``verbose`` is pyterrier's ``text_loader`` protocol
+        (``pt.text.get_text`` passes it): the lookup is one read of the requested documents, with no bar to show."""
         from .candidates import TextLoader
-        return TextLoader(self, fields, verbose=verbose)
+        del verbose
+        return TextLoader(self, fields)
 
     # -- benchmark extras --------------------------------------------------------------------------
     def candidates(self, fields: Union[List[str], str, Literal["*"]] = "*") -> pt.Transformer:

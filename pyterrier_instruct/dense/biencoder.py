@@ -191,7 +191,7 @@ class BiEncoder(InstructReranker):
             self._embedder = Embedder(self.model_name_or_path, base_model=self.base_model, pooling=self.pooling,
                                       normalize=self.normalize, padding_side=self.padding_side,
                                       add_special_tokens=self.add_special_tokens, batch_size=self.batch_size,
-                                      device=self.device, dtype=self.dtype, stats=self.stats, verbose=self.verbose)
+                                      device=self.device, dtype=self.dtype, stats=self.stats)
         return self._embedder
 
     @property

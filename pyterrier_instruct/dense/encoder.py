@@ -83,9 +83,8 @@ class Embedder:
     """A loaded model and tokenizer: strings → float32 vectors. Created by a BiEncoder on first non-empty use."""
 
     def __init__(self, model_name_or_path: str, *, base_model: Optional[str], pooling: str, normalize: bool,
-                 padding_side: str, add_special_tokens: bool, batch_size: int, device: Optional[str], dtype, stats,
-                 verbose: bool = False):
-        _, self._device, torch_dtype = hf_setup(device, dtype, verbose)
+                 padding_side: str, add_special_tokens: bool, batch_size: int, device: Optional[str], dtype, stats):
+        _, self._device, torch_dtype = hf_setup(device, dtype)
         self.model_name_or_path, self.pooling, self.normalize = model_name_or_path, pooling, normalize
         self.padding_side, self.add_special_tokens, self.batch_size, self.stats = padding_side, add_special_tokens, batch_size, stats
         self.model, self.tokenizer = load_encoder(model_name_or_path, base_model, self._device, torch_dtype)

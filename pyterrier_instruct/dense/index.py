@@ -92,9 +92,9 @@ class EmbeddingIndex:
         check(repr(self), self.meta.get("corpus"), corpus_iter, corpus_fields(model),
               "rebuild it (indexer(overwrite=True)) or use another path")
 
-    def search(self, queries: np.ndarray, k: int, block: int = 65536, verbose: bool = False) -> Tuple[np.ndarray, np.ndarray]:
+    def search(self, queries: np.ndarray, k: int, block: int = 65536, verbose: bool = True) -> Tuple[np.ndarray, np.ndarray]:
         """Top-``k`` (scores, row indices) per query row, exact inner product over blocks of ``block`` documents;
-        each row sorted by decreasing score, ties by index order."""
+        each row sorted by decreasing score, ties by index order; a progress bar over the blocks unless ``verbose=False``."""
         queries = np.ascontiguousarray(queries, dtype=np.float32)
         vectors, k = self.vectors, min(int(k), len(self))
         best_s = np.full((len(queries), 0), -np.inf, dtype=np.float32)

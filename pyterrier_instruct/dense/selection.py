@@ -70,9 +70,10 @@ def dev_sample(topics: pd.DataFrame, qrels: pd.DataFrame, sample: Optional[int] 
 def select_prompt(system: pt.Transformer, dev_topics: pd.DataFrame, dev_qrels: pd.DataFrame,
                   prompts: Sequence[str] = BEIR_PROMPTS, *, measure="nDCG@10", sample: Optional[int] = 10, seed: int = 0,
                   test_topics: Optional[pd.DataFrame] = None, test_qrels: Optional[pd.DataFrame] = None,
-                  no_prompt: bool = False, verbose: bool = False) -> PromptSelection:
+                  no_prompt: bool = False, verbose: bool = True) -> PromptSelection:
     """Runs ``system`` (``Q → R``, reading ``instruction``) once per prompt on a dev sample and, if given, on the test
-    topics; returns the per-prompt values, the selected (dev argmax, lowest index on ties) and the best (test argmax)."""
+    topics; returns the per-prompt values, the selected (dev argmax, lowest index on ties) and the best (test argmax).
+    A progress bar over the prompts unless ``verbose=False``."""
     prompts = list(prompts)
     if not prompts:
         raise ValueError("select_prompt needs at least one prompt")

@@ -16,7 +16,7 @@ from ._report import as_datasets, build_table, systems_per_dataset
 
 def prompt_study_report(systems, datasets, dev: Optional[Mapping[str, object]] = None, names: Optional[Sequence[str]] = None,
                         *, prompts: Sequence[str] = BEIR_PROMPTS, measure: str = "nDCG@10", sample: Optional[int] = 10,
-                        seed: int = 0, ignore_identical_ids: bool = True, verbose: bool = False) -> pd.DataFrame:
+                        seed: int = 0, ignore_identical_ids: bool = True, verbose: bool = True) -> pd.DataFrame:
     """``Model | <dataset> nDCG@10/none | …/selected | …/best | Avg …`` (×100, one decimal).
 
     Args:
@@ -30,6 +30,7 @@ def prompt_study_report(systems, datasets, dev: Optional[Mapping[str, object]] =
             prompt index.
         ignore_identical_ids: drop a retrieved document whose id is the query's id before evaluating, as BEIR's evaluator
             does by default (it matters on ArguAna and Quora, whose queries are also corpus documents).
+        verbose: the prompt-selection progress bar (on by default; ``False`` silences it).
 
     ``table.attrs["prompts"]``: every prompt's value per system and dataset (``model, dataset, prompt, text, test, dev``).
     """

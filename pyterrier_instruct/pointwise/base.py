@@ -91,7 +91,7 @@ class PointwiseReranker(InstructReranker, family=False):
     # -- loading ---------------------------------------------------------------------------------
     def _load(self):
         if self._model is None:
-            _, self._device, self._torch_dtype = hf_setup(self.device, self.dtype, self.verbose)
+            _, self._device, self._torch_dtype = hf_setup(self.device, self.dtype)
             with loading(self.model_name_or_path):  # weights not there: ModelNotFoundError with the fixes
                 model, tokenizer = self._load_model()
             tokenizer.padding_side = self.padding_side

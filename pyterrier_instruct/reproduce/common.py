@@ -177,12 +177,24 @@ def model_options(args: argparse.Namespace) -> Dict[str, object]:
     return out
 
 
+def backend_options(options: Mapping[str, object]) -> Dict[str, object]:
+    """:func:`model_options` for a transformers backend: ``device``/``batch_size``, not ``verbose`` (the stage that
+    drives the backend shows the bar)."""
+    return {k: v for k, v in options.items() if k != "verbose"}
+
+
+def listwise_backend(model: str, backend: str, options: Mapping[str, object]):
+    """A listwise row's backend: ``pti.HFBackend`` (with :func:`backend_options`) or ``pti.VLLMBackend``."""
+    import pyterrier_instruct as pti
+    return pti.HFBackend(model, **backend_options(options)) if backend == "hf" else pti.VLLMBackend(model)
+
+
 def rank1(model: str, backend: str, options: Mapping[str, object]):
     """The rank1 row: ``pti.Rank1`` on the ``'hf'`` backend (with ``device``/``batch_size`` from :func:`model_options`)
     or on ``'vllm'``."""
     import pyterrier_instruct as pti
-    backend_options = {k: v for k, v in options.items() if k != "verbose"} if backend == "hf" else None
-    return pti.Rank1(model, backend=backend, backend_options=backend_options, verbose=options["verbose"])
+    backend_options_ = backend_options(options) if backend == "hf" else None
+    return pti.Rank1(model, backend=backend, backend_options=backend_options_, verbose=options["verbose"])
 
 
 def check_models(args: argparse.Namespace, rows: Mapping[str, Row]) -> None:

@@ -21,8 +21,8 @@ from __future__ import annotations
 import sys
 
 import pyterrier_instruct as pti
-from pyterrier_instruct.reproduce.common import (ROWS_2025, Row, check_models, finish, model_options, on_cluster, open_datasets, parse, parser,
-                                                 rank1, rerankers_2025, saved, selected)
+from pyterrier_instruct.reproduce.common import (ROWS_2025, Row, check_models, finish, listwise_backend, model_options, on_cluster, open_datasets,
+                                                 parse, parser, rank1, rerankers_2025, saved, selected)
 
 #: the CLI command (``pyterrier-instruct followir``) and its line in the overview; the CLI finds it here
 COMMAND = ('followir', 'FollowIR Table 2: MAP@1000/nDCG@5 and p-MRR of the rerankers on Robust04, News21, Core17')
@@ -66,7 +66,7 @@ def main(argv=None) -> int:
         **rerankers_2025(m, kw),
         "rank1": lambda: rank1(m["rank1"], args.listwise_backend, kw),
         "rank-zephyr": lambda: pti.RankZephyr(
-            backend=pti.HFBackend(m["rank-zephyr"], **kw) if args.listwise_backend == "hf" else pti.VLLMBackend(m["rank-zephyr"]),
+            backend=listwise_backend(m["rank-zephyr"], args.listwise_backend, kw),
             depth=100, verbose=kw["verbose"]),
     }, args)
     rerankers = on_cluster(rerankers, args)  # --ray: each model on the cluster (the pool BM25 stays here)

@@ -18,8 +18,8 @@ from __future__ import annotations
 import sys
 
 import pyterrier_instruct as pti
-from pyterrier_instruct.reproduce.common import (ROWS_2025, Row, check_models, finish, model_options, on_cluster, open_datasets, parse, parser,
-                                                 rank1, rerankers_2025, saved, selected)
+from pyterrier_instruct.reproduce.common import (ROWS_2025, Row, check_models, finish, listwise_backend, model_options, on_cluster, open_datasets,
+                                                 parse, parser, rank1, rerankers_2025, saved, selected)
 
 #: the CLI command (``pyterrier-instruct infosearch``) and its line in the overview; the CLI finds it here
 COMMAND = ('infosearch', 'InfoSearch Tables 2-3: nDCG@10, p-MRR, WISE, SICR over the six dimensions')
@@ -55,8 +55,7 @@ def main(argv=None) -> int:
     kw, m = model_options(args), args.models
 
     def listwise(family, key):
-        backend = pti.HFBackend(m[key], **kw) if args.listwise_backend == "hf" else pti.VLLMBackend(m[key])
-        return family(backend=backend, verbose=kw["verbose"])
+        return family(backend=listwise_backend(m[key], args.listwise_backend, kw), verbose=kw["verbose"])
 
     rerankers = selected({
         "bm25": lambda: pti.PoolBM25(verbose=kw["verbose"]),

@@ -30,7 +30,8 @@ from .._config import Configured
 from .._optional import is_available, require
 from .. import _corpus
 from . import _java
-from .pisa import _docs, _native_stderr_silenced, temporary_folder
+from .._progress import library_progress
+from .pisa import _docs, _indexing_bar, _native_stderr_silenced, temporary_folder
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _MAX_CLAUSES = 2 ** 31 - 1  # Lucene's cap (1024 by default) on one query's distinct terms
@@ -53,9 +54,10 @@ def _start_java() -> None:
 
 
 def anserini_index(corpus: Iterable[Dict], path: Optional[str] = None, *, text_field: str = "text", overwrite: bool = False,
-                   verbose: bool = False) -> str:
+                   verbose: bool = True) -> str:
     """Builds (or reuses) a Lucene index of ``corpus`` at ``path`` (if None, a temporary folder removed at exit) with pyterrier-anserini's
-    indexer; returns the path."""
+    indexer, with a progress bar over the documents unless ``verbose=False`` (Anserini's and Lucene's own logs follow
+    :func:`~pyterrier_instruct.library_progress`); returns the path."""
     _check_installed()
     _java.find_java_home()  # fail before reading the corpus when there is no usable Java
     if path is None:
@@ -73,9 +75,11 @@ def anserini_index(corpus: Iterable[Dict], path: Optional[str] = None, *, text_f
             raise FileExistsError(f"PyseriniBM25: {path} exists and is not a Lucene index; choose another path")
     _start_java()
     from pyterrier_anserini import AnseriniIndex
-    with _native_stderr_silenced(not verbose):  # Anserini logs its settings, Lucene its JDK warnings
+    library = library_progress()
+    with _native_stderr_silenced(not library) as bars:  # Anserini logs its settings, Lucene its JDK warnings
         digest = _corpus.CorpusDigest(corpus, fields)
-        AnseriniIndex(path).indexer(fields=["text"], verbose=verbose).index(_docs(digest, text_field))
+        docs = _indexing_bar(_docs(digest, text_field), "Anserini", verbose, bars)
+        AnseriniIndex(path).indexer(fields=["text"], verbose=library).index(docs)
     _corpus.record(path, digest, inside=False)
     return path
 
@@ -90,7 +94,8 @@ class PyseriniBM25(Configured, pt.Transformer):
         k1, b: BM25 parameters (Anserini/PISA defaults 0.9, 0.4).
         num_results: depth of the ranking (``bm25 % k`` lowers it).
         text_field: the corpus field to index (the title, when present, is prepended).
-        verbose: show Anserini's logs and progress bars.
+        verbose: a progress bar over the documents indexed (on by default; ``False`` silences it). Anserini's and
+            Lucene's own logs and bars follow :func:`~pyterrier_instruct.library_progress`.
 
     The output keeps every input column, the input ``query`` unchanged. Java starts on the first indexing or
     non-empty search (an empty frame returns an empty ranking without it).
@@ -99,7 +104,7 @@ class PyseriniBM25(Configured, pt.Transformer):
     _lazy = ("_retriever",)  # the Java searcher; reopened on first use
 
     def __init__(self, corpus: Union[Iterable[Dict], str, os.PathLike, None] = None, path: Optional[str] = None, *,
-                 k1: float = 0.9, b: float = 0.4, num_results: int = 1000, text_field: str = "text", verbose: bool = False):
+                 k1: float = 0.9, b: float = 0.4, num_results: int = 1000, text_field: str = "text", verbose: bool = True):
         _check_installed()
         if isinstance(corpus, (str, os.PathLike)):
             if path is not None:
@@ -129,7 +134,7 @@ class PyseriniBM25(Configured, pt.Transformer):
         check_text(inp, ["query"], "PyseriniBM25")
         query = inp["query"].astype(str)
         clean = inp.assign(query=query.str.replace(_CONTROL, " ", regex=True))
-        with _native_stderr_silenced(not self.verbose):  # Lucene warns about the JDK on the first search
+        with _native_stderr_silenced(not library_progress()):  # Lucene warns about the JDK on the first search
             res = self._ranker()(clean)
         res["query"] = res["qid"].map(dict(zip(inp["qid"], inp["query"]))) if len(res) else res["query"]
         return res

@@ -22,26 +22,42 @@ import pyterrier as pt
 
 from ..base import check_text
 from .._config import Configured
+from .._progress import library_progress
+from .._progress import tqdm as progress_bar
 
 
 @contextlib.contextmanager
 def _native_stderr_silenced(silence: bool):
-    """PISA's C++ code logs progress straight to file descriptors 1 and 2; hide it unless verbose."""
+    """PISA's and Anserini's native code log straight to file descriptors 1 and 2: hidden while ``silence``. Yields
+    the stream for this package's progress bars, which stay visible (a copy of the terminal's descriptor 2 while it
+    is hidden)."""
     if not silence:
-        yield
+        yield sys.stderr
         return
     sys.stdout.flush()
     sys.stderr.flush()
     saved = [os.dup(1), os.dup(2)]
     try:
+        on_fd2 = sys.stderr.fileno() == 2
+    except (AttributeError, OSError, ValueError):  # replaced by a capture (pytest) or a notebook stream
+        on_fd2 = False
+    bars = os.fdopen(os.dup(saved[1]), "w") if on_fd2 else sys.stderr
+    try:
         with open(os.devnull, "w") as devnull:
             os.dup2(devnull.fileno(), 1)
             os.dup2(devnull.fileno(), 2)
-            yield
+            yield bars
     finally:
+        if bars is not sys.stderr:
+            bars.close()
         for fd, copy in zip((1, 2), saved):
             os.dup2(copy, fd)
             os.close(copy)
+
+
+def _indexing_bar(docs: Iterable[Dict[str, str]], engine: str, verbose: bool, file) -> Iterable[Dict[str, str]]:
+    """The package's bar over the documents an engine indexes."""
+    return progress_bar(docs, desc=f"{engine} indexing", unit="doc", disable=not verbose, file=file)
 
 
 def _docs(corpus: Iterable[Dict], text_field: str) -> Iterator[Dict[str, str]]:
@@ -71,8 +87,10 @@ def temporary_folder(prefix: str) -> str:
 
 def bm25_index(corpus: Iterable[Dict], path: Optional[str] = None, *, text_field: str = "text",
                stemmer: str = "porter2", stops: str = "terrier", overwrite: bool = False,
-               verbose: bool = False, threads: int = 1):
-    """Builds (or reuses) a PISA index of ``corpus`` at ``path`` (if None, a temporary folder removed at exit). A
+               verbose: bool = True, threads: int = 1):
+    """Builds (or reuses) a PISA index of ``corpus`` at ``path`` (if None, a temporary folder removed at exit), with a
+    progress bar over the documents unless ``verbose=False`` (PISA's own log follows
+    :func:`~pyterrier_instruct.library_progress`). A
     reused index is checked against ``corpus`` (:mod:`pyterrier_instruct._corpus`): built from another corpus, it is
     refused (:class:`~pyterrier_instruct._corpus.CorpusChanged`)."""
     from pyterrier_pisa import PisaIndex
@@ -85,8 +103,8 @@ def bm25_index(corpus: Iterable[Dict], path: Optional[str] = None, *, text_field
     fields = (text_field, "title")
     if not index.built() or overwrite:
         digest = _corpus.CorpusDigest(corpus, fields)
-        with _native_stderr_silenced(not verbose):
-            index.index(_docs(digest, text_field))
+        with _native_stderr_silenced(not library_progress()) as bars:
+            index.index(_indexing_bar(_docs(digest, text_field), "PISA", verbose, bars))
         _corpus.record(path, digest)
     else:
         _corpus.check(f"the PISA index at {path}", _corpus.recorded(path), corpus, fields,
@@ -106,7 +124,8 @@ class BM25(Configured, pt.Transformer):
         k1, b: BM25 parameters (PISA/Anserini defaults 0.9, 0.4).
         num_results: depth of the ranking (``bm25 % k`` lowers it).
         stemmer, stops: PISA analysis (``porter2``/``krovetz``/``none``; ``terrier``/``lucene``/``none``).
-        verbose: show PISA's own indexing log.
+        verbose: a progress bar over the documents indexed (on by default; ``False`` silences it). PISA's own log
+            follows :func:`~pyterrier_instruct.library_progress`.
 
     Control characters in the query (which PISA's parser rejects) are read as spaces; the output keeps
     the input ``query`` unchanged.
@@ -115,7 +134,7 @@ class BM25(Configured, pt.Transformer):
 
     def __init__(self, corpus: Optional[Iterable[Dict]] = None, path: Optional[str] = None, *, k1: float = 0.9,
                  b: float = 0.4, num_results: int = 1000, text_field: str = "text", stemmer: str = "porter2",
-                 stops: str = "terrier", verbose: bool = False, threads: int = 1):
+                 stops: str = "terrier", verbose: bool = True, threads: int = 1):
         if corpus is None:
             if path is None or not os.path.exists(path):
                 raise FileNotFoundError(f"BM25: no corpus given and no PISA index at path={path!r}")
@@ -125,14 +144,14 @@ class BM25(Configured, pt.Transformer):
             self.index = bm25_index(corpus, path, text_field=text_field, stemmer=stemmer, stops=stops,
                                     verbose=verbose, threads=threads)
         self.k1, self.b, self.num_results, self.verbose = k1, b, num_results, verbose
-        with _native_stderr_silenced(not verbose):
+        with _native_stderr_silenced(not library_progress()):
             self._retriever = self.index.bm25(k1=k1, b=b, num_results=num_results, verbose=False)
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
         pt.validate.query_frame(inp, extra_columns=["query"])
         check_text(inp, ["query"], "BM25")
         clean = inp.assign(query=inp["query"].astype(str).str.replace(_CONTROL, " ", regex=True))
-        with _native_stderr_silenced(not self.verbose):  # the first search compresses the index, loudly
+        with _native_stderr_silenced(not library_progress()):  # the first search compresses the index, loudly
             res = self._retriever(clean)
         if len(res) and (clean["query"].to_numpy() != inp["query"].to_numpy()).any():
             res["query"] = res["qid"].map(dict(zip(inp["qid"], inp["query"])))

@@ -36,6 +36,8 @@ import pandas as pd
 import pyterrier as pt
 
 from .._config import Configured
+from .._progress import library_progress
+from .._progress import tqdm as progress_bar
 from . import blocks as B
 from .worker import BlockWorker, add_counts, http_backends, model_paths, vllm_backends, vllm_gpus
 
@@ -47,7 +49,7 @@ class OnRay(Configured, pt.Transformer):
 
     def __init__(self, transformer: pt.Transformer, *, workers: Optional[int] = None, gpus_per_worker: Optional[float] = None,
                  cpus_per_worker: float = 1, address: Optional[str] = None, block_rows: Optional[int] = None,
-                 max_retries: int = 3, runtime_env: Optional[dict] = None, verbose: bool = False):
+                 max_retries: int = 3, runtime_env: Optional[dict] = None, verbose: bool = True):
         if isinstance(transformer, OnRay):
             raise TypeError("on_ray: the transformer already runs on Ray")
         if not isinstance(transformer, pt.Transformer):
@@ -243,7 +245,9 @@ class OnRay(Configured, pt.Transformer):
         args = (transformer, mode, model_paths(transformer), workers if http else None, span > 1)
         groups: List[object] = []
         started, per_worker = time.time(), Counter()
-        with _data_context(self.verbose):
+        bar = progress_bar(total=n_blocks, desc=f"on_ray {type(transformer).__name__}", unit="block",
+                           disable=not self.verbose or not n_blocks)
+        with _data_context(library_progress()), bar:
             ds = ray.data.from_items(items, override_num_blocks=len(items))
             with warnings.catch_warnings():  # Ray 2.60 marks per-actor remote arguments deprecated, with no replacement yet
                 from ray.util.annotations import RayDeprecationWarning
@@ -257,6 +261,7 @@ class OnRay(Configured, pt.Transformer):
                     for block, result, counts, where in zip(batch["block"], batch["result"], batch["counts"], batch["worker"]):
                         add_counts(transformer, pickle.loads(counts))
                         per_worker[str(where)] += 1
+                        bar.update(1)
                         yield int(block), pickle.loads(result)
             finally:
                 for group in groups:
@@ -305,7 +310,8 @@ def _actor_args(map_batches, retries: int, span: int, strategy: str, gpus: float
 
 @contextlib.contextmanager
 def _data_context(verbose: bool):
-    """Ray Data's progress bars and logs only when ``verbose`` (restored afterwards)."""
+    """Ray Data's progress bars and logs only when ``verbose`` (:func:`~pyterrier_instruct.library_progress`;
+    restored afterwards)."""
     import ray.data
     context = ray.data.DataContext.get_current()
     bars, logger = context.enable_progress_bars, logging.getLogger("ray.data")
@@ -337,7 +343,8 @@ def on_ray(transformer: pt.Transformer, workers: Optional[int] = None, gpus_per_
         block_rows: rows per block (default: about four blocks per worker, at most 8192 rows); a query is never split.
         max_retries: restarts of a failed actor and retries of its unfinished blocks (3).
         runtime_env: Ray's runtime environment for the actors (``env_vars``, ``pip``, …).
-        verbose: Ray Data's progress bars and logs.
+        verbose: a progress bar over the blocks as they finish (on by default; ``False`` silences it). Ray Data's
+            own bars and logs follow :func:`~pyterrier_instruct.library_progress` instead.
 
     ``repr`` reads as this call; saved runs (``SavedRun``) key on the wrapped transformer, whose output this equals.
     """
