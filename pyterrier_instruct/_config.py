@@ -34,14 +34,33 @@ def _record(init):
     return __init__
 
 
-def preset(method):
-    """Marks a classmethod building a configured instance: the instance's ``repr`` reads ``Class.method(...)``."""
-    @functools.wraps(method)
-    def build(cls, *args, **kwargs):
-        obj = method(cls, *args, **kwargs)
-        obj.__dict__["_call"] = (f"{cls.__name__}.{method.__name__}", args, kwargs)
-        return obj
-    return classmethod(build)
+class preset:
+    """Marks a classmethod building a configured instance: the instance's ``repr`` reads ``Class.method(...)``.
+
+    A preset belongs to the class that defines it: reached through a subclass (``Qwen3Reranker.gritlm()`` from
+    ``CausalLMReranker.gritlm``) it is an ``AttributeError`` naming the class to call, never an instance that mixes
+    one family's checkpoint with another's prompt."""
+
+    def __init__(self, method):
+        self.method, self.owner = method, None
+        functools.update_wrapper(self, method)
+
+    def __set_name__(self, owner, name):
+        self.owner = owner
+
+    def __get__(self, obj, cls=None):
+        cls = type(obj) if cls is None else cls
+        method = self.method
+        if self.owner is not None and cls is not self.owner:
+            raise AttributeError(f"{cls.__name__}.{method.__name__}() is a preset of {self.owner.__name__}, not of {cls.__name__}: "
+                                 f"call {self.owner.__name__}.{method.__name__}(...), or one of {cls.__name__}'s own presets")
+
+        @functools.wraps(method)
+        def build(*args, **kwargs):
+            built = method(cls, *args, **kwargs)
+            built.__dict__["_call"] = (f"{cls.__name__}.{method.__name__}", args, kwargs)
+            return built
+        return build
 
 
 @functools.lru_cache(maxsize=None)

@@ -282,3 +282,14 @@ def test_a_first_stage_without_text_names_the_text_loader(mini, mini_bm25):
     assert not isinstance(err.value, MissingTextError)
     out = (mini_bm25 % 3 >> pt.text.get_text(mini, "text") >> pti.PoolBM25(verbose=False))(topics)
     assert len(out) == 6 and out["score"].notna().all()
+
+
+def test_a_preset_belongs_to_the_class_that_defines_it():
+    """``Qwen3Reranker.gritlm()`` (CausalLMReranker's preset reached through a subclass) would mix one family's class with
+    another's checkpoint and prompt: it is refused, naming the class to call; the class's own presets still build."""
+    for cls in (pti.Qwen3Reranker, pti.FollowIR7B, pti.MxbaiRerankV2):
+        with pytest.raises(AttributeError, match=rf"{cls.__name__}\.gritlm\(\) is a preset of CausalLMReranker"):
+            cls.gritlm()
+        assert not hasattr(cls, "llama_chat")
+    assert repr(pti.CausalLMReranker.gritlm()) == "CausalLMReranker.gritlm()"
+    assert repr(pti.Qwen3Reranker.four_b(batch_size=4)) == "Qwen3Reranker.four_b(batch_size=4)"
