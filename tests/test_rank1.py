@@ -237,3 +237,15 @@ def test_reproduction_rows():
     hf = rank1("/models/rank1", "hf", {"device": "cpu", "batch_size": 2, "verbose": False})
     assert hf == pti.Rank1("/models/rank1", backend_options={"device": "cpu", "batch_size": 2}) and hf.backend.batch_size == 2
     assert type(rank1("/models/rank1", "vllm", {"device": None, "verbose": True}).backend).__name__ == "VLLMBackend"
+
+
+def test_a_backend_without_the_reasoning_calls_is_refused_when_built():
+    """A TokenizerBackend subclass that cannot generate until a stop string is refused at construction, naming the calls."""
+    from pyterrier_instruct.backends.base import TokenizerBackend
+
+    class Plain(TokenizerBackend):
+        def __init__(self):
+            self.model_name_or_path = "plain"
+
+    with pytest.raises(TypeError, match="generate_until and next_token_logprobs"):
+        pti.Rank1(backend=Plain())

@@ -13,8 +13,9 @@ A prompt is a list of chat messages (``{"role": ..., "content": ...}``). A backe
   JSON answer, not the first token, so the whole answer's per-token candidates are returned (OpenAI ``logprobs`` +
   ``top_logprobs``; vLLM ``SamplingParams(logprobs=k)``; HF: log-softmax of the logits at each step).
 
-Reasoning rerankers (rank1) use two token-id level calls of :class:`TokenizerBackend`, shaped after vLLM's
-``SamplingParams`` so that a vLLM backend implements them directly:
+Reasoning rerankers (rank1) use two token-id level calls, implemented by :class:`~.hf.HFBackend` and
+:class:`~.vllm.VLLMBackend` (``REASONING_CALLS``; a backend without them is refused when the reranker is built) and
+shaped after vLLM's ``SamplingParams`` so that a vLLM backend implements them directly:
 
 - ``generate_until(token_ids, max_new_tokens=, stop=, top_logprobs=) -> list[Continuation]``: greedy generation that ends
   at an end-of-sequence token, when the decoded text (special tokens kept) contains one of the ``stop`` strings, or at
@@ -39,6 +40,8 @@ from .._tokens import encode_rendered
 log = logging.getLogger(__name__)
 
 Messages = Sequence[Dict[str, str]]
+#: The token-id level calls a reasoning reranker (rank1) needs of its backend (see the module docstring).
+REASONING_CALLS = ("generate_until", "next_token_logprobs")
 
 
 @dataclass(frozen=True)
@@ -208,16 +211,6 @@ class TokenizerBackend(Backend):
     def tokenizer(self):
         """The backend's tokenizer (loaded on first use): callers that build raw prompts tokenise with it."""
         return self._tokenizer()
-
-    def generate_until(self, token_ids: Sequence[Sequence[int]], *, max_new_tokens: int, stop: Sequence[str] = (),
-                       top_logprobs: int = 20, bar=None) -> List[Continuation]:
-        """One :class:`Continuation` per prompt (token ids), in order; see the module docstring. ``bar``: a progress bar
-        updated per finished prompt."""
-        raise NotImplementedError(f"{type(self).__name__} does not implement generate_until (reasoning rerankers)")
-
-    def next_token_logprobs(self, token_ids: Sequence[Sequence[int]], *, allowed: Sequence[int]) -> List[Dict[int, float]]:
-        """``{token id: log-probability}`` over ``allowed`` for the next token of each prompt (token ids), in order."""
-        raise NotImplementedError(f"{type(self).__name__} does not implement next_token_logprobs (reasoning rerankers)")
 
     def _ids(self, prompt: Prompt) -> List[int]:
         """The prompt's token ids (rendering it here if another backend prepared it)."""

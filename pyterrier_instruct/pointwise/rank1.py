@@ -4,8 +4,8 @@ orionw/rank1 at 30585c2f3166b3df03e3b8f2d496d6dc5db68a9b, ``rank1.py``): the mod
 that is unfinished (the budget ran out, or the answer tokens are not in that top 20) is cut after its last sentence,
 closed with ``</think>`` and answered in one step restricted to the two answer tokens.
 
-Generation goes through two backend calls (:meth:`~pyterrier_instruct.backends.base.TokenizerBackend.generate_until`,
-:meth:`~pyterrier_instruct.backends.base.TokenizerBackend.next_token_logprobs`) shaped after the vLLM ``SamplingParams``
+Generation goes through two backend calls (:meth:`~pyterrier_instruct.backends.HFBackend.generate_until`,
+:meth:`~pyterrier_instruct.backends.HFBackend.next_token_logprobs`) shaped after the vLLM ``SamplingParams``
 rank1 uses, so any backend that implements them runs rank1.
 """
 from __future__ import annotations
@@ -21,6 +21,7 @@ import pandas as pd
 from ..base import InstructReranker
 from .._config import preset
 from ..backends import Backend, HFBackend, TokenizerBackend
+from ..backends.base import REASONING_CALLS
 from ..instructions import QuerySlot, query_instructions
 from ..listwise.reranker import BackendLike, _family_backend
 from ..prompts import RANK1, fill
@@ -92,9 +93,10 @@ class Rank1(InstructReranker):
         if backend == "vllm":  # exact answer-step values: log-probabilities taken after allowed_token_ids (VLLMBackend.answer_logits)
             options = {"logprobs_mode": "processed_logprobs", **(backend_options or {})}
         built = _family_backend(type(self), backend, model_name_or_path, CHECKPOINTS["7b"], options)
-        if not isinstance(built, TokenizerBackend):
-            raise TypeError(f"Rank1 needs a backend with a tokenizer and log-probabilities ('hf', 'vllm', HFBackend, "
-                            f"VLLMBackend), got {type(built).__name__}")
+        missing = [m for m in REASONING_CALLS if not callable(getattr(built, m, None))]
+        if not isinstance(built, TokenizerBackend) or missing:
+            raise TypeError(f"Rank1 needs a backend with a tokenizer, log-probabilities and {' and '.join(REASONING_CALLS)} "
+                            f"('hf', 'vllm', HFBackend, VLLMBackend), got {type(built).__name__}")
         self.model_name_or_path, self.backend, self.backend_options = model_name_or_path, built, backend_options
         self.max_output_tokens = int(max_output_tokens)
         self.text_field, self.title_field, self.instruction, self.verbose = text_field, title_field, instruction, verbose
