@@ -32,6 +32,7 @@ bench: install
 	$(PY) benchmarks/bench_ray.py
 	$(PY) benchmarks/bench_models_2025.py
 	$(PY) benchmarks/bench_doccache.py
+	$(PY) benchmarks/bench_throughput.py
 
 clean:
 	rm -rf $(VENV) results

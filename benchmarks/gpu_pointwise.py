@@ -185,7 +185,7 @@ def run_model(name: str, args, root: Path, device: str, peak: Optional[float]) -
                        "max_model_len": args.max_length, "seed": 0}
             runs = {"vllm": dict(backend="vllm", backend_options=options, max_length=args.max_length, verbose=False)}
         else:
-            runs = {"transformers": hf_kwargs, "transformers share_prefix": dict(hf_kwargs, share_prefix=True)}
+            runs = {"transformers": dict(hf_kwargs, share_prefix=False), "transformers share_prefix": dict(hf_kwargs, share_prefix=True)}
         for label, kwargs in runs.items():
             reranker = make(path, **kwargs)  # one model in memory at a time
             row = measure(label, reranker, frame, warm, tokens, n_params, peak)

@@ -66,19 +66,55 @@ def empty_cache() -> None:
         torch.cuda.empty_cache()
 
 
-def by_length(lengths: np.ndarray, batch_size: int, run: Callable[[np.ndarray], None], *, bar=None, name: str = "") -> None:
+#: ``batch_size=None`` on an accelerator: rows per batch.
+ACCELERATOR_BATCH_SIZE = 32
+#: ``batch_size=None`` on CPU: padded tokens per batch (rows × the batch's longest row), at most ``CPU_MAX_ROWS`` rows.
+#: On CPU a large batch is slower per document than a small one (its activations leave the cache) while length-sorted
+#: batches already remove most padding: monoT5, FollowIR-7B's prompt and all-MiniLM-L6-v2 were each fastest at
+#: 1,000–2,500 padded tokens per batch (``benchmarks/bench_throughput.py --sweep``; docs/performance.md).
+CPU_BATCH_TOKENS = 2048
+CPU_MAX_ROWS = 64
+
+
+def check_batch_size(batch_size) -> Optional[int]:
+    """``None`` (the device's default, :func:`batch_limits`) or a positive row count."""
+    if batch_size is None:
+        return None
+    if isinstance(batch_size, bool) or int(batch_size) < 1:
+        raise ValueError(f"batch_size must be a row count of at least 1, or None for the device's default "
+                         f"(a token budget on CPU, {ACCELERATOR_BATCH_SIZE} rows on GPU), got {batch_size!r}")
+    return int(batch_size)
+
+
+def batch_limits(batch_size: Optional[int], device: str):
+    """``(rows, tokens)`` per batch: a given ``batch_size`` is a plain row count (``tokens`` None); ``None`` is
+    ``CPU_BATCH_TOKENS`` padded tokens (at most ``CPU_MAX_ROWS`` rows) on CPU and ``ACCELERATOR_BATCH_SIZE`` rows
+    elsewhere."""
+    if batch_size is not None:
+        return int(batch_size), None
+    if str(device).startswith("cpu"):
+        return CPU_MAX_ROWS, CPU_BATCH_TOKENS
+    return ACCELERATOR_BATCH_SIZE, None
+
+
+def by_length(lengths: np.ndarray, batch_size: int, run: Callable[[np.ndarray], None], *, max_tokens: Optional[int] = None,
+              bar=None, name: str = "") -> None:
     """Calls ``run(idx)`` on batches of positions into ``lengths``, longest first (so an out-of-memory error shows
-    up in the first batch), halving the batch and retrying on out-of-memory; ``bar.update`` per finished batch."""
-    order = np.argsort(-np.asarray(lengths), kind="stable")
+    up in the first batch): at most ``batch_size`` rows and, when ``max_tokens`` is given, at most ``max_tokens``
+    padded tokens (rows × the batch's longest row; at least one row). Halves the batch and retries on
+    out-of-memory; ``bar.update`` per finished batch."""
+    lengths = np.asarray(lengths)
+    order = np.argsort(-lengths, kind="stable")
     start, size = 0, int(batch_size)
     while start < len(order):
-        idx = order[start:start + size]
+        rows = size if max_tokens is None else max(1, min(size, int(max_tokens) // max(1, int(lengths[order[start]]))))
+        idx = order[start:start + rows]
         try:
             run(idx)
         except Exception as err:  # noqa: BLE001 - only out-of-memory is retried
-            if not is_oom(err) or size == 1:
+            if not is_oom(err) or len(idx) == 1:
                 raise
-            size = max(1, size // 2)
+            size = max(1, len(idx) // 2)
             log.warning("%s: out of memory, retrying with batch_size=%d", name, size)
             empty_cache()
             continue

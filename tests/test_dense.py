@@ -51,6 +51,10 @@ def test_batch_size_and_order_invariance(minilm, frame):
     b = pti.SBertBiEncoder.all_minilm_l6_v2(batch_size=64)(frame.iloc[::-1])
     merged = a.merge(b, on=["qid", "docno"])
     np.testing.assert_allclose(merged.score_x, merged.score_y, atol=1e-5)
+    default = pti.SBertBiEncoder.all_minilm_l6_v2()  # a CPU token budget per batch
+    assert default.batch_size is None
+    one = pti.SBertBiEncoder.all_minilm_l6_v2(batch_size=1)(frame)
+    np.testing.assert_allclose(default(frame).score, one.score, atol=1e-5)
 
 
 def test_instruction_changes_scores_and_default_instruction(minilm, frame):

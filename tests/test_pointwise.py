@@ -240,11 +240,13 @@ def test_local_rerankers_join_the_demo_baselines(tiny, mini, monkeypatch, tmp_pa
                                   pti.CausalLMReranker.gritlm], ids=["followir_7b", "mistral_instruct", "llama_chat", "gritlm"])
 def test_shared_prefix_cache_gives_the_same_scores(tiny, frame, make):
     """share_prefix is implemented once (CausalLMReranker) and equals the plain path for templates of different shapes."""
-    plain = make(tiny["mistral"], batch_size=4)(frame)["score"]
+    plain = make(tiny["mistral"], batch_size=4, share_prefix=False)(frame)["score"]
     shared = make(tiny["mistral"], batch_size=4, share_prefix=True)
     got = shared(frame)["score"]
     np.testing.assert_allclose(got, plain, atol=1e-5)
+    np.testing.assert_allclose(make(tiny["mistral"])(frame)["score"], plain, atol=1e-5)  # the defaults share too
     assert "share_prefix=True" in repr(shared) and shared != make(tiny["mistral"], batch_size=4)
+    assert "share_prefix" not in repr(make(tiny["mistral"]))
     from pyterrier_instruct._tokens import common_prefix_length
     assert common_prefix_length([[1, 2, 3], [1, 2, 4, 5]]) == 2 and common_prefix_length([[1, 2], [1, 2, 3]]) == 2
     assert common_prefix_length([[7], [1, 2]]) == 0
@@ -300,3 +302,90 @@ def test_models_folder_serves_hub_ids(tiny, frame, monkeypatch, tmp_path):
     for make, key, hub in ((pti.MonoT5, "t5", "org/tiny-t5"), (pti.BiEncoder, "bert", "org/tiny-bert"),
                            (pti.MonoBERT, "bert", "org/tiny-bert")):
         np.testing.assert_allclose(make(hub, verbose=False)(rows)["score"], make(tiny[key], verbose=False)(rows)["score"], atol=1e-6)
+
+
+# -- defaults: batches and prefix sharing -------------------------------------------------------------
+def test_cpu_default_is_a_token_budget_and_a_row_count_is_rows():
+    from pyterrier_instruct._torch import ACCELERATOR_BATCH_SIZE, CPU_BATCH_TOKENS, CPU_MAX_ROWS, batch_limits, by_length
+    assert batch_limits(None, "cpu") == (CPU_MAX_ROWS, CPU_BATCH_TOKENS)
+    assert batch_limits(None, "cuda:0") == batch_limits(None, "mps") == (ACCELERATOR_BATCH_SIZE, None)
+    assert batch_limits(5, "cpu") == batch_limits(5, "cuda") == (5, None)
+    lengths = np.random.default_rng(0).integers(1, 300, 200)
+    batches = []
+    by_length(lengths, 16, lambda idx: batches.append(idx), max_tokens=500)
+    assert sorted(np.concatenate(batches).tolist()) == list(range(200))  # every row once
+    assert [lengths[b].max() for b in batches] == sorted((lengths[b].max() for b in batches), reverse=True)  # longest first
+    for b in batches:
+        assert len(b) <= 16 and (len(b) == 1 or len(b) * lengths[b].max() <= 500)
+        assert len(b) == 16 or b is batches[-1] or (len(b) + 1) * lengths[b].max() > 500  # as many rows as the budget takes
+    with pytest.raises(ValueError, match=r"batch_size must be a row count of at least 1, or None for the device's default"):
+        pti.MonoT5("x", batch_size=0)
+    with pytest.raises(ValueError, match="batch_size must be a row count"):
+        pti.SBertBiEncoder.all_minilm_l6_v2(batch_size=True)
+
+
+@pytest.mark.parametrize("kind", ["t5", "mistral", "bert"])
+def test_default_batches_give_the_row_at_a_time_scores(tiny, frame, kind, monkeypatch):
+    import pyterrier_instruct._torch as pti_torch
+    make = {"t5": pti.MonoT5, "mistral": pti.FollowIR7B, "bert": pti.CrossEncoderReranker}[kind]
+    one = make(tiny[kind], batch_size=1, **({"share_prefix": False} if kind == "mistral" else {}))(frame)["score"]
+    monkeypatch.setattr(pti_torch, "CPU_BATCH_TOKENS", 1000)  # a few rows per batch on the tiny prompts
+    default = make(tiny[kind])
+    assert default.batch_size is None and "batch_size" not in repr(default)
+    sizes = []
+    real = default._run_suffix if kind == "mistral" else default._run
+
+    def spy(feats, *args):
+        sizes.append(len(feats))
+        return real(feats, *args)
+    monkeypatch.setattr(default, "_run_suffix" if kind == "mistral" else "_run", spy)
+    np.testing.assert_allclose(default(frame)["score"], one, atol=1e-5)
+    assert max(sizes) > 1 and len(sizes) > 1 + (kind == "mistral") * frame.qid.nunique()
+
+
+def test_share_prefix_default_shares_queries_with_several_candidates(tiny, frame, monkeypatch):
+    """share_prefix=None: a query with one candidate runs whole (batched with others), one with several shares its prefix."""
+    mixed = pd.concat([frame[frame.qid == q].head(n) for q, n in zip(frame.qid.unique(), (1, 3, 2, 1))], ignore_index=True)
+    assert sorted(mixed.groupby("qid").size()) == [1, 1, 2, 3]
+    plain = pti.FollowIR7B(tiny["mistral"], share_prefix=False)(mixed)["score"]
+    auto = pti.FollowIR7B(tiny["mistral"])
+    prefixes, whole = [], []
+    real_prefix, real_run = auto._prefix_cache, auto._run
+    monkeypatch.setattr(auto, "_prefix_cache", lambda ids: prefixes.append(len(ids)) or real_prefix(ids))
+    monkeypatch.setattr(auto, "_run", lambda feats: whole.append(len(feats)) or real_run(feats))
+    np.testing.assert_allclose(auto(mixed)["score"], plain, atol=1e-5)
+    assert len(prefixes) == 2 and min(prefixes) >= auto.SHARE_MIN_TOKENS and whole == [2]
+    prefixes.clear()
+    always = pti.FollowIR7B(tiny["mistral"], share_prefix=True)
+    monkeypatch.setattr(always, "_prefix_cache", lambda ids: prefixes.append(len(ids)) or real_prefix(ids))
+    np.testing.assert_allclose(always(mixed)["score"], plain, atol=1e-5)
+    assert len(prefixes) == 4
+
+
+@pytest.mark.parametrize("variant", ["t5", "flan-t5", "mt5"])
+def test_monot5_folded_first_decoder_step_equals_transformers(tiny, frame, variant, tmp_path, monkeypatch):
+    """MonoT5's first decoder step with the cross-attention projections folded gives transformers' scores, for T5 v1.0
+    (ReLU, tied head), FLAN-T5 (gated-GELU, untied head) and mT5 blocks; it is checked once per load and left when it
+    would differ."""
+    import shutil
+    path = tiny["t5"]
+    if variant != "t5":
+        path = str(tmp_path / variant)
+        shutil.copytree(tiny["t5"], path)
+        config = transformers.AutoConfig.from_pretrained(path)
+        config.update({"feed_forward_proj": "gated-gelu", "tie_word_embeddings": False, "layer_norm_epsilon": 1e-5})
+        cls = transformers.MT5ForConditionalGeneration if variant == "mt5" else transformers.T5ForConditionalGeneration
+        if variant == "mt5":
+            config = transformers.MT5Config(**config.to_dict())
+        torch.manual_seed(1)
+        cls(config).save_pretrained(path)
+    want = pti.MonoT5(path, batch_size=5)
+    monkeypatch.setattr(want, "_folded_step_scale", lambda ids, mask: False)
+    want = want(frame)["score"]
+    folded = pti.MonoT5(path, batch_size=5)
+    np.testing.assert_allclose(folded(frame)["score"], want, atol=1e-5)
+    assert folded._folded in (1.0, 32 ** -0.5)
+    wrong = pti.MonoT5(path, batch_size=5)
+    monkeypatch.setattr(wrong, "_first_step_logits", lambda encoded, mask, scale: torch.zeros((len(encoded), 2)))
+    np.testing.assert_allclose(wrong(frame)["score"], want, atol=1e-5)  # the check saw the difference: transformers' path
+    assert wrong._folded is False

@@ -26,6 +26,7 @@ from ..instructions import COMPOSERS, QuerySlot, query_instructions
 from ..instructions import query_slot as query_slot_arg
 from .. import prompts as T
 from ..base import InstructReranker, check_text
+from .._torch import check_batch_size
 from .._validation import text_hint
 from .._progress import tqdm as progress_bar
 from .cache import DocCache, EncodeStats
@@ -60,8 +61,11 @@ class BiEncoder(InstructReranker):
         max_length, query_max_length, passage_max_length: token limits (``None``: the tokenizer's, else 512).
         padding_side: ``'right'`` or ``'left'`` (pooling finds the real tokens from the mask; see :mod:`.encoder`).
         add_special_tokens: let the tokenizer add BOS/CLS etc.; strip: strip the filled strings.
-        batch_size, device, dtype (``'auto'``: bf16 on GPU, fp32 on CPU): the usual; verbose: progress bars while encoding
-            (on by default; ``False`` silences them).
+        batch_size: rows per forward pass; ``None`` (default): the device's measured best, batches of at most
+            :data:`~pyterrier_instruct._torch.CPU_BATCH_TOKENS` padded tokens on CPU and 32 rows on GPU.
+        device, dtype (``'auto'``: bf16 on GPU, fp32 on CPU; ``'bf16'`` on a CPU with bf16 support is faster, with the
+            error measured in docs/performance.md): the usual; verbose: progress bars while encoding (on by default;
+            ``False`` silences them).
         text_field, title_field: document columns (the title is used when its column is present).
         doc_cache: keep passage vectors in memory; cache_dir: also keep them on disk in this folder (a subfolder per
             passage configuration and weights revision, :mod:`.cache`; processes may share it).
@@ -71,7 +75,7 @@ class BiEncoder(InstructReranker):
                  passage_template: str = "{doc}", query_slot: QuerySlot = QuerySlot(), instruction: str = "",
                  pooling: str = "mean", normalize: bool = True, max_length: Optional[int] = 512,
                  query_max_length: Optional[int] = None, passage_max_length: Optional[int] = None, padding_side: str = "right",
-                 add_special_tokens: bool = True, strip: bool = True, batch_size: int = 32, device: Optional[str] = None,
+                 add_special_tokens: bool = True, strip: bool = True, batch_size: Optional[int] = None, device: Optional[str] = None,
                  dtype="auto", text_field: str = "text", title_field: Optional[str] = "title", doc_cache: bool = True,
                  cache_dir: Optional[str] = None, verbose: bool = True, composer: Optional[str] = None,
                  empty_instruction: Optional[str] = None):
@@ -86,8 +90,7 @@ class BiEncoder(InstructReranker):
         for n in (max_length, query_max_length, passage_max_length):
             if n is not None and int(n) < 2:
                 raise ValueError(f"token limits must be at least 2, got {n!r}")
-        if int(batch_size) < 1:
-            raise ValueError(f"batch_size must be at least 1, got {batch_size!r}")
+        batch_size = check_batch_size(batch_size)
         self.model_name_or_path, self.base_model = str(model_name_or_path), base_model
         self.query_template = T.check(query_template, ("query", "instruction"), "query_template")
         if "{query}" not in self.query_template:
@@ -96,7 +99,7 @@ class BiEncoder(InstructReranker):
         self.query_slot, self.instruction = query_slot, instruction
         self.pooling, self.normalize, self.padding_side = pooling, bool(normalize), padding_side
         self.max_length, self.query_max_length, self.passage_max_length = max_length, query_max_length, passage_max_length
-        self.add_special_tokens, self.strip, self.batch_size = bool(add_special_tokens), bool(strip), int(batch_size)
+        self.add_special_tokens, self.strip, self.batch_size = bool(add_special_tokens), bool(strip), batch_size
         self.device, self.dtype, self.text_field, self.title_field = device, dtype, text_field, title_field
         self.doc_cache, self.cache_dir, self.verbose = bool(doc_cache), cache_dir, verbose
         self.stats = EncodeStats()

@@ -22,7 +22,7 @@ import numpy as np
 
 from .._hub import from_pretrained, loading, model_path
 from .._optional import require
-from .._torch import by_length, hf_setup
+from .._torch import batch_limits, by_length, hf_setup
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +83,7 @@ class Embedder:
     """A loaded model and tokenizer: strings → float32 vectors. Created by a BiEncoder on first non-empty use."""
 
     def __init__(self, model_name_or_path: str, *, base_model: Optional[str], pooling: str, normalize: bool,
-                 padding_side: str, add_special_tokens: bool, batch_size: int, device: Optional[str], dtype, stats):
+                 padding_side: str, add_special_tokens: bool, batch_size: Optional[int], device: Optional[str], dtype, stats):
         _, self._device, torch_dtype = hf_setup(device, dtype)
         self.model_name_or_path, self.pooling, self.normalize = model_name_or_path, pooling, normalize
         self.padding_side, self.add_special_tokens, self.batch_size, self.stats = padding_side, add_special_tokens, batch_size, stats
@@ -116,7 +116,8 @@ class Embedder:
                 out[idx] = self._run([feats[i] for i in idx])
 
             lengths = np.fromiter((len(f["input_ids"]) for f in feats), dtype=np.int64, count=len(feats))
-            by_length(lengths, self.batch_size, run, bar=bar, name=self.model_name_or_path)
+            rows, tokens = batch_limits(self.batch_size, self._device)
+            by_length(lengths, rows, run, max_tokens=tokens, bar=bar, name=self.model_name_or_path)
         return out
 
     def _run(self, feats: List[Dict[str, List[int]]]) -> np.ndarray:

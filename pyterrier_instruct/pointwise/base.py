@@ -17,7 +17,7 @@ from .._hub import loading
 from ..instructions import QuerySlot
 from ..instructions import query_slot as _query_slot
 from ..prompts import render
-from .._torch import by_length, hf_setup
+from .._torch import batch_limits, by_length, check_batch_size, hf_setup
 
 log = logging.getLogger(__name__)
 
@@ -48,8 +48,10 @@ class PointwiseReranker(InstructReranker, family=False):
 
     Common arguments:
         model_name_or_path: a hub id or a local folder (loaded lazily, on the first non-empty call).
-        batch_size: rows per forward pass; batches span queries and are formed by token length (longest first),
-            scores are returned in input order. On GPU out-of-memory the batch is halved and retried.
+        batch_size: rows per forward pass; ``None`` (default): the device's measured best, batches of at most
+            :data:`~pyterrier_instruct._torch.CPU_BATCH_TOKENS` padded tokens on CPU and 32 rows on GPU. Batches span
+            queries and are formed by token length (longest first); scores are returned in input order and do not
+            depend on the batching (beyond float rounding). On GPU out-of-memory the batch is halved and retried.
         max_length: token limit (``None``: the reference's limit, resolved at load and logged).
         truncation: ``'safe'`` (default) keeps the template's fixed parts and the query intact and truncates only
             the document (then, if still needed, the query); ``'reference'`` right-truncates the whole prompt as
@@ -69,18 +71,17 @@ class PointwiseReranker(InstructReranker, family=False):
     #: where the instruction goes in ``template``'s ``{query}`` slot, and how an empty one renders
     query_slot: QuerySlot = QuerySlot()
 
-    def __init__(self, model_name_or_path: str, *, batch_size: int = 32, max_length: Optional[int] = None,
+    def __init__(self, model_name_or_path: str, *, batch_size: Optional[int] = None, max_length: Optional[int] = None,
                  truncation: str = "safe", device: Optional[str] = None, dtype="auto", text_field: str = "text",
                  title_field: Optional[str] = "title", instruction: str = "", query_slot: Optional[QuerySlot] = None,
                  verbose: bool = True):
         if truncation not in TRUNCATIONS:
             raise ValueError(f"truncation must be one of {TRUNCATIONS}, got {truncation!r}")
-        if int(batch_size) < 1:
-            raise ValueError(f"batch_size must be at least 1, got {batch_size!r}")
+        batch_size = check_batch_size(batch_size)
         if max_length is not None and int(max_length) < 8:
             raise ValueError(f"max_length must be at least 8 tokens, got {max_length!r}")
         self.model_name_or_path = str(model_name_or_path)
-        self.batch_size, self.max_length, self.truncation = int(batch_size), max_length, truncation
+        self.batch_size, self.max_length, self.truncation = batch_size, max_length, truncation
         self.device, self.dtype = device, dtype
         self.text_field, self.title_field, self.instruction, self.verbose = text_field, title_field, instruction, verbose
         self.query_slot = type(self).query_slot if query_slot is None else _query_slot(query_slot, type(self).__name__)
@@ -212,14 +213,16 @@ class PointwiseReranker(InstructReranker, family=False):
         self._in_batches(feats, np.arange(len(feats)), scores, self._run, bar)
         return scores
 
-    def _in_batches(self, feats, rows: np.ndarray, scores: np.ndarray, run, bar) -> None:
-        """Scores ``rows`` of ``feats`` into ``scores`` with ``run(list of features)``, longest first."""
+    def _in_batches(self, feats, rows: np.ndarray, scores: np.ndarray, run, bar, *, context: int = 0) -> None:
+        """Scores ``rows`` of ``feats`` into ``scores`` with ``run(list of features)``, longest first; ``context``:
+        tokens every row also attends to (a shared prefix's cache), counted in the CPU token budget."""
         rows = np.asarray(rows)
-        lengths = np.fromiter((len(feats[i]["input_ids"]) for i in rows), dtype=np.int64, count=len(rows))
+        lengths = np.fromiter((len(feats[i]["input_ids"]) + context for i in rows), dtype=np.int64, count=len(rows))
 
         def run_rows(idx):
             scores[rows[idx]] = run([feats[i] for i in rows[idx]])
-        by_length(lengths, self.batch_size, run_rows, bar=bar, name=self.model_name_or_path)
+        limit, tokens = batch_limits(self.batch_size, self._device)
+        by_length(lengths, limit, run_rows, max_tokens=tokens, bar=bar, name=self.model_name_or_path)
 
     def _run(self, feats: List[Dict[str, List[int]]]) -> np.ndarray:
         import torch

