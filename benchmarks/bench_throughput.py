@@ -18,6 +18,7 @@ best of its runs (3 matmuls each) is the GEMM rate the family's "GEMM %" is meas
   | FollowIR-7B prompt | FollowIR's ``rerank.py`` loop: fixed batches in input order (no default; best shown) | random small Mistral |
   | Qwen3-Reranker | mteb 2.x ``Qwen3RerankerWrapper.predict``'s loop, the README's code (32) | random small Qwen3 |
   | mxbai-rerank-v2 | AnswerDotAI ``rerankers`` ``MxBaiV2Ranker.rank`` per query (16) | random small Qwen2 |
+  | Qwen3-Embedding | ``SentenceTransformer`` from the checkpoint's files (32), each distinct text once | random small Qwen3 |
 
 "GEMM %" is the encoder's useful FLOPs (projections, feed-forward and attention over the real, unpadded tokens; monoT5's
 encoder only) per second over the GEMM rate; "–" for the decoders, whose shared prefixes change the work done.
@@ -28,7 +29,7 @@ Inputs: ``--rows`` candidates of the bundled instruct-mini (query + FollowIR-len
 budgets instead (how ``_torch.CPU_BATCH_TOKENS`` was chosen).
 
 Usage: ``python benchmarks/bench_throughput.py [--threads 2] [--repeat 3] [--rows 64] [--docs 256]
-[--peer-batch-sizes 1,4,8,16,32] [--only dense,cross,monot5,causal,qwen3,mxbai] [--sweep 512,1024,2048,4096]``
+[--peer-batch-sizes 1,4,8,16,32] [--only dense,cross,monot5,causal,qwen3,mxbai,qwen3emb] [--sweep 512,1024,2048,4096]``
 """
 from __future__ import annotations
 
@@ -232,7 +233,31 @@ def mxbai(ctx):
     return {**r, "delta": max_delta(got, peer(min(rankers))), "bf16_delta": max_delta(got, scores["bf16"]())}
 
 
-FAMILIES = {"dense": dense, "cross": cross, "monot5": monot5, "causal": causal, "qwen3": qwen3, "mxbai": mxbai}
+def qwen3_embedding(ctx):
+    from sentence_transformers import SentenceTransformer
+    path, frame = tiny_models.tiny_qwen(ctx["root"] / "qwen3-embedding", "embedding", hidden_size=256, layers=4), ctx["frame"]
+    st = SentenceTransformer(path, device="cpu")
+    instructions = [i or QWEN3_DEFAULT_INSTRUCTION for i in frame["instruction"]]
+    keys = list(dict.fromkeys(zip(instructions, frame["query"])))
+    docs = list(dict.fromkeys(frame["text"]))
+
+    def peer(b):  # each distinct query (with its instruction prompt) and document encoded once, as ours does
+        qv = {(i, q): st.encode([q], prompt=f"Instruct: {i}\nQuery:", batch_size=b)[0] for i, q in keys}
+        dv = dict(zip(docs, st.encode(docs, batch_size=b)))
+        return np.array([qv[(i, q)] @ dv[t] for i, q, t in zip(instructions, frame["query"], frame["text"])])
+    models = {k: pti.Qwen3Embedding(path, verbose=False, doc_cache=False, **kw)
+              for k, kw in (("ours", {}), ("before", {"batch_size": 32}), ("bf16", {"dtype": "bf16"}))}
+    for m in models.values():
+        m.embedder()
+    scores = {k: lambda m=m: m(frame)["score"].to_numpy() for k, m in models.items()}
+    r = measure("Qwen3-Embedding: small Qwen3", len(frame), scores["ours"], scores["before"], scores["bf16"],
+                {b: (lambda b=b: peer(b)) for b in ctx["sizes"] | {32}}, 32, ctx["repeat"])
+    got = scores["ours"]()
+    return {**r, "delta": max_delta(got, peer(1)), "bf16_delta": max_delta(got, scores["bf16"]())}
+
+
+FAMILIES = {"dense": dense, "cross": cross, "monot5": monot5, "causal": causal, "qwen3": qwen3, "mxbai": mxbai,
+            "qwen3emb": qwen3_embedding}
 
 
 def row(r: dict) -> str:

@@ -3,6 +3,7 @@ aggregation level against hand-computed values, the AILA prompt bug switch, the 
 second system, interrupted run), and INSTFOL in the IFIR report — all with a scripted judge (FunctionBackend)."""
 import json
 import math
+import os
 import re
 from pathlib import Path
 
@@ -299,6 +300,9 @@ def test_a_killed_run_resumes_without_rejudging(tmp_path):
     with pytest.raises(RuntimeError, match="judge killed"):
         evaluate(IFIRJudge(FunctionBackend(logprobs=killed), cache=path, batch_size=4), subset_fiqa, "fiqa")
     assert killed.prompts == 8 and len(path.read_text().splitlines()) == 8  # two finished batches are on disk
+    claims = {k: expiry for k, _, expiry in map(json.loads, (tmp_path / "judge.jsonl.claims").read_text().splitlines())}
+    done = {json.loads(line)["key"] for line in path.read_text().splitlines()}
+    assert len(claims) == 12 and {k for k, expiry in claims.items() if expiry > 0} == done  # the raising batch was released
     with open(path, "a") as f:
         f.write('{"key": "0123", "score": 1.')  # and a line torn by the kill
     resumed = Script(subset_fiqa()[2])
@@ -459,3 +463,21 @@ def test_top_logprobs_defaults_to_the_ifir_code_and_five_changes_the_score():
         return j.score
     assert judged() == pytest.approx((2 * .60 + 3 * .03 + 1 * .02 + 0) / (.60 + .03 + .02 + .015))
     assert judged(top_logprobs=5) == 2.0  # "3", "1", "0" are ranked 6th-8th
+
+
+def test_reservations_of_a_killed_process_lapse_at_once(tmp_path):
+    """A judge process killed mid-batch leaves its reservations behind; on its host they are not waited for."""
+    import subprocess
+    import sys
+
+    from pyterrier_instruct.evaluation.judge import _owner
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=True)
+    host = _owner().split(":")[0]
+    path = tmp_path / "judge.jsonl"
+    path.write_text("")
+    far = 4102444800.0  # 2100-01-01: a lease that would not lapse
+    (tmp_path / "judge.jsonl.claims").write_text(json.dumps(["k1", f"{host}:{dead.stdout.strip()}:dead0000", far]) + "\n"
+                                                 + json.dumps(["k2", f"{host}:{os.getpid()}:alive000", far]) + "\n"
+                                                 + json.dumps(["k3", f"elsewhere:{dead.stdout.strip()}:remote00", far]) + "\n")
+    mine, theirs = JudgeCache(path).reserve(["k1", "k2", "k3"])
+    assert mine == ["k1"] and theirs == ["k2", "k3"]  # a running process here, or any process on another host, is waited for

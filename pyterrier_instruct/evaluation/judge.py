@@ -156,6 +156,22 @@ def _owner() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
+def _gone(owner: str) -> bool:
+    """Whether ``owner`` (:func:`_owner`) was a process on this host that no longer runs (killed: its reservations
+    lapse at once rather than after the lease). An owner on another host is never known to be gone."""
+    host, _, rest = owner.partition(":")
+    pid = rest.partition(":")[0]
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # exists, owned by another user (or signals unsupported): treat as running
+        return False
+    return False
+
+
 class JudgeCache:
     """Judgements on disk: one JSON object per line, appended (and fsync'ed) after every backend batch, so an
     interrupted evaluation resumes where it stopped. ``path=None`` keeps them in memory only.
@@ -170,8 +186,9 @@ class JudgeCache:
     held only for that (never while judging), so no line is interleaved with another process's; a record whose key
     another process appended meanwhile is not appended again (the first one stands). A judge reserves (:meth:`reserve`) the pairs
     it is about to judge (``<path>.claims``: key, owner, expiry), so the others judge the rest and wait for those; a
-    reservation not fulfilled within ``lease`` seconds (a stalled or killed judge) lapses and another process takes
-    the pairs over. A lock not obtained within ``lock_timeout`` seconds is an error naming the lock file.
+    reservation not fulfilled within ``lease`` seconds (a stalled judge) lapses and another process takes the pairs
+    over; a judge whose backend raised releases its reservations, and those of a process on this host that no longer
+    runs (killed) lapse at once. A lock not obtained within ``lock_timeout`` seconds is an error naming the lock file.
     """
 
     def __init__(self, path: Union[str, os.PathLike, None] = None, lock_timeout: float = 60.0, lease: float = 600.0):
@@ -257,7 +274,8 @@ class JudgeCache:
             if self.path is None:
                 return missing, []
             now = time.time()
-            theirs = [k for k in missing if k in self._claims and self._claims[k][0] != self.owner and self._claims[k][1] > now]
+            theirs = [k for k in missing if k in self._claims and self._claims[k][0] != self.owner and self._claims[k][1] > now
+                      and not _gone(self._claims[k][0])]
             mine = [k for k in missing if k not in set(theirs)]
             if mine:
                 self._write_claims(mine, now + self.lease)
@@ -515,7 +533,11 @@ class IFIRJudge:
                 state["usable"] += 1
         if not todo:
             return theirs
-        judged = self._run([items[pending[k][0]] for k in todo])
+        try:
+            judged = self._run([items[pending[k][0]] for k in todo])
+        except BaseException:  # the backend raised (or the run was interrupted): the next run judges these at once
+            self.cache.release(todo)
+            raise
         last["backend_calls"] += 1
         last["judged"] += len(todo)
         records, failed = [], []
