@@ -219,7 +219,7 @@ class FollowIR7B(CausalLMReranker):
     |---|---|
     | ``FollowIR7B()`` | ``jhu-clsp/FollowIR-7B`` |
 
-    Arguments: see :class:`CausalLMReranker` (``share_prefix=True`` reuses each query's prompt prefix)."""
+    Arguments: see :class:`CausalLMReranker` (``share_prefix``: each query's prompt prefix is computed once, by default)."""
     schematic = {"label": "FollowIR-7B"}
 
     def __init__(self, model_name_or_path: str = "jhu-clsp/FollowIR-7B", **kwargs):

@@ -28,7 +28,8 @@ class MxbaiRerankV2(CausalLMReranker):
     Args:
         model_name_or_path: a hub id or local folder (``AutoModelForCausalLM``).
         max_length: the reference's ``max_length`` (default 8192).
-        share_prefix: run the prefix a query's documents share once per query.
+        share_prefix: run the prefix a query's documents share once per query (default ``None``: for every query with
+            two or more candidates; see :class:`~pyterrier_instruct.pointwise.causal.CausalLMReranker`).
         score, batch_size, device, dtype, text_field, title_field, instruction, verbose: see :class:`CausalLMReranker`.
 
     | preset | checkpoint |

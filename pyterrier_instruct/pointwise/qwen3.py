@@ -36,7 +36,8 @@ class Qwen3Reranker(CausalLMReranker):
         truncation: ``'safe'`` (default) cuts whole words off the document's end, then the query's, keeping the fixed parts;
             ``'reference'`` cuts the body (instruction, query, document) at its last tokens to ``max_length`` minus the
             fixed parts, as the README does. Both equal the README when nothing is cut.
-        share_prefix: run the prompt prefix a query's documents share (system prompt, instruction, query) once per query.
+        share_prefix: run the prompt prefix a query's documents share (system prompt, instruction, query) once per query
+            (default ``None``: for every query with two or more candidates; see :class:`CausalLMReranker`).
         score: ``'prob'`` (p(yes), the README's), ``'logprob'`` or ``'logit_diff'``; all rank identically.
         batch_size, device, dtype, text_field, title_field, verbose: see :class:`CausalLMReranker`.
 
