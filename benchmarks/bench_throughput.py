@@ -92,97 +92,96 @@ def max_delta(a, b) -> float:
     return float(np.abs(np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)).max())
 
 
-def measure(name: str, n: int, ours, before, bf16, peers: dict, peer_default, repeat: int, flops=None):
-    """Times the sides interleaved with the GEMM; returns the table row's figures."""
-    sides = {"ours": ours, "before": before, "bf16": bf16, **{f"peer{b}": fn for b, fn in peers.items()}, "gemm": gemm}
-    best = interleaved(sides, repeat)
+def measure(name: str, n: int, sides: dict, peers: dict, peer_default, repeat: int, reference, flops=None) -> dict:
+    """Times our ``sides`` (:func:`ours`) and the ``peers`` (batch size → callable) interleaved with the GEMM; returns
+    the table row's figures: scores/vectors against ``reference()`` (the peer's), bf16 against ours, and, with
+    ``flops`` (a callable, run once the models are loaded), the fraction of the GEMM rate reached."""
+    best = interleaved({**sides, **{f"peer{b}": fn for b, fn in peers.items()}, "gemm": gemm}, repeat)
     rate = GEMM_RUNS * 2 * GEMM_N ** 3 / best["gemm"]  # fp32 FLOP/s of the 2048² matmul, timed among the sides
     peer = {b: best[f"peer{b}"] for b in peers}
     at = min(peer, key=peer.get)
+    got = sides["ours"]()
     return {"family": name, "n": n, "ours": best["ours"], "before": best["before"], "bf16": best["bf16"],
             "peer_default": peer.get(peer_default), "peer_default_at": peer_default, "peer_best": peer[at],
-            "peer_best_at": at, "gemm_rate": rate, "gemm": None if flops is None else flops / best["ours"] / rate}
+            "peer_best_at": at, "gemm_rate": rate, "gemm": None if flops is None else flops() / best["ours"] / rate,
+            "delta": max_delta(got, reference()), "bf16_delta": max_delta(got, sides["bf16"]())}
+
+
+#: what ``before`` was: the previous defaults (``share_prefix`` only for the causal rerankers)
+PREVIOUS = {"batch_size": 32}
+PREVIOUS_CAUSAL = {**PREVIOUS, "share_prefix": False}
+
+
+def ours(make, call, previous: dict = PREVIOUS):
+    """Our three sides: ``make()`` at its defaults, at the ``previous`` defaults and with ``dtype="bf16"``, each a
+    callable returning ``call(model)`` (scores or vectors); and the default model (loaded by the untimed round)."""
+    models = {k: make(**kw) for k, kw in (("ours", {}), ("before", previous), ("bf16", {"dtype": "bf16"}))}
+    return {k: (lambda m=m: np.asarray(call(m))) for k, m in models.items()}, models["ours"]
+
+
+def scores_of(frame):
+    return lambda model: model(frame)["score"].to_numpy()
 
 
 # -- families -------------------------------------------------------------------------------------------------
 def dense(ctx):
     import sentence_transformers
     corpus = ctx["corpus"]
-    ours = SBertBiEncoder.all_minilm_l6_v2(doc_cache=False, verbose=False)
-    before = SBertBiEncoder.all_minilm_l6_v2(doc_cache=False, verbose=False, batch_size=32)
-    bf16 = SBertBiEncoder.all_minilm_l6_v2(doc_cache=False, verbose=False, dtype="bf16")
-    strings = ours.passage_strings(pd.DataFrame(corpus)).tolist()
+    sides, model = ours(lambda **kw: SBertBiEncoder.all_minilm_l6_v2(doc_cache=False, verbose=False, **kw),
+                        lambda m: m.index(iter(corpus)).vectors)
+    strings = model.passage_strings(pd.DataFrame(corpus)).tolist()
     ref = sentence_transformers.SentenceTransformer(_installed_minilm(), device="cpu")
-    emb = ours.embedder()
-    lengths = [len(f["input_ids"]) for f in emb.tokenize(strings, emb.model_max_length)]
-    c = emb.model.config
-    flops = encoder_flops(lengths, c.num_hidden_layers, c.hidden_size, c.hidden_size, c.intermediate_size)
-    vectors = {k: lambda m=m: np.asarray(m.index(iter(corpus)).vectors) for k, m in (("ours", ours), ("before", before), ("bf16", bf16))}
-    r = measure("dense: all-MiniLM-L6-v2", len(corpus), vectors["ours"], vectors["before"], vectors["bf16"],
-                {b: (lambda b=b: ref.encode(strings, batch_size=b)) for b in ctx["sizes"] | {32}}, 32, ctx["repeat"], flops)
-    got = vectors["ours"]()
-    return {**r, "delta": max_delta(got, ref.encode(strings)), "bf16_delta": max_delta(got, vectors["bf16"]())}
+
+    def flops():
+        emb = model.embedder()
+        c = emb.model.config
+        lengths = [len(f["input_ids"]) for f in emb.tokenize(strings, emb.model_max_length)]
+        return encoder_flops(lengths, c.num_hidden_layers, c.hidden_size, c.hidden_size, c.intermediate_size)
+    return measure("dense: all-MiniLM-L6-v2", len(corpus), sides,
+                   {b: (lambda b=b: ref.encode(strings, batch_size=b)) for b in ctx["sizes"] | {32}}, 32, ctx["repeat"],
+                   lambda: ref.encode(strings), flops)
 
 
 def cross(ctx):
     from sentence_transformers import CrossEncoder
-    path = str(ctx["root"] / "minilm-ce")
+    path, frame = str(ctx["root"] / "minilm-ce"), ctx["frame"]
     if not os.path.isdir(path):
         torch.manual_seed(0)
-        model = transformers.AutoModelForSequenceClassification.from_pretrained(_installed_minilm(), num_labels=1)
-        model.save_pretrained(path)
+        transformers.AutoModelForSequenceClassification.from_pretrained(_installed_minilm(), num_labels=1).save_pretrained(path)
         transformers.AutoTokenizer.from_pretrained(_installed_minilm()).save_pretrained(path)
-    frame = ctx["frame"]
-    ours = pti.CrossEncoderReranker(path, verbose=False)
-    before = pti.CrossEncoderReranker(path, verbose=False, batch_size=32)
-    bf16 = pti.CrossEncoderReranker(path, verbose=False, dtype="bf16")
+    sides, model = ours(lambda **kw: pti.CrossEncoderReranker(path, verbose=False, **kw), scores_of(frame))
     pairs = [(f"{q} {i}".strip(), t) for q, i, t in zip(frame["query"], frame["instruction"], frame["text"])]
     ref = CrossEncoder(path, device="cpu", max_length=512)
-    scores = {k: lambda m=m: m(frame)["score"].to_numpy() for k, m in (("ours", ours), ("before", before), ("bf16", bf16))}
-    ours(frame.head(1)), before(frame.head(1)), bf16(frame.head(1))
-    lengths = [len(ours._tokenizer(q, t, truncation="only_second", max_length=512)["input_ids"]) for q, t in pairs]
-    c = ours._model.config
-    flops = encoder_flops(lengths, c.num_hidden_layers, c.hidden_size, c.hidden_size, c.intermediate_size)
-    r = measure("cross-encoder: MiniLM-L6 body", len(frame), scores["ours"], scores["before"], scores["bf16"],
-                {b: (lambda b=b: ref.predict(pairs, batch_size=b, show_progress_bar=False)) for b in ctx["sizes"] | {32}},
-                32, ctx["repeat"], flops)
-    got = scores["ours"]()
-    return {**r, "delta": max_delta(got, ref.predict(pairs, batch_size=1)), "bf16_delta": max_delta(got, scores["bf16"]())}
+
+    def flops():
+        c = model._model.config
+        lengths = [len(model._tokenizer(q, t, truncation="only_second", max_length=512)["input_ids"]) for q, t in pairs]
+        return encoder_flops(lengths, c.num_hidden_layers, c.hidden_size, c.hidden_size, c.intermediate_size)
+    return measure("cross-encoder: MiniLM-L6 body", len(frame), sides,
+                   {b: (lambda b=b: ref.predict(pairs, batch_size=b, show_progress_bar=False)) for b in ctx["sizes"] | {32}},
+                   32, ctx["repeat"], lambda: ref.predict(pairs, batch_size=1), flops)
 
 
 def monot5(ctx):
     from pyterrier_t5 import MonoT5ReRanker
     path, frame = bp.t5_small(ctx["root"] / "t5"), ctx["frame"]
     inp = frame.assign(query=[f"{q} {i}".strip() for q, i in zip(frame["query"], frame["instruction"])], instruction="")
-    models = {k: pti.MonoT5(path, score="logprob", verbose=False, **kw)
-              for k, kw in (("ours", {}), ("before", {"batch_size": 32}), ("bf16", {"dtype": "bf16"}))}
-    for m in models.values():
-        m(frame.head(1))
-    scores = {k: lambda m=m: m(frame)["score"].to_numpy() for k, m in models.items()}
-    peers = {b: MonoT5ReRanker(tok_model=path, model=path, batch_size=b, verbose=False) for b in ctx["sizes"] | {4}}
-    m = models["ours"]
-    lengths = [len(f["input_ids"]) for f in m._features(frame)[0]]
-    c = m._model.config
-    flops = encoder_flops(lengths, c.num_layers, c.d_model, c.num_heads * c.d_kv, c.d_ff, 3 if c.is_gated_act else 2)
-    r = measure("monoT5: t5-small dims", len(frame), scores["ours"], scores["before"], scores["bf16"],
-                {b: (lambda b=b: peers[b](inp)) for b in peers}, 4, ctx["repeat"], flops)
-    got = scores["ours"]()
-    one = peers[1] if 1 in peers else MonoT5ReRanker(tok_model=path, model=path, batch_size=1, verbose=False)
-    return {**r, "delta": max_delta(got, one(inp)["score"]), "bf16_delta": max_delta(got, scores["bf16"]())}
+    sides, model = ours(lambda **kw: pti.MonoT5(path, score="logprob", verbose=False, **kw), scores_of(frame))
+    peers = {b: MonoT5ReRanker(tok_model=path, model=path, batch_size=b, verbose=False) for b in ctx["sizes"] | {1, 4}}
+
+    def flops():
+        c = model._model.config
+        lengths = [len(f["input_ids"]) for f in model._features(frame)[0]]
+        return encoder_flops(lengths, c.num_layers, c.d_model, c.num_heads * c.d_kv, c.d_ff, 3 if c.is_gated_act else 2)
+    return measure("monoT5: t5-small dims", len(frame), sides, {b: (lambda b=b: peers[b](inp)) for b in peers}, 4,
+                   ctx["repeat"], lambda: peers[1](inp)["score"], flops)
 
 
 def causal(ctx):
     path, frame = bp.small_mistral(ctx["root"] / "mistral"), ctx["frame"]
-    models = {k: pti.FollowIR7B(path, verbose=False, **kw)
-              for k, kw in (("ours", {}), ("before", {"batch_size": 32, "share_prefix": False}), ("bf16", {"dtype": "bf16"}))}
-    for m in models.values():
-        m(frame.head(1))
-    scores = {k: lambda m=m: m(frame)["score"].to_numpy() for k, m in models.items()}
+    sides, _ = ours(lambda **kw: pti.FollowIR7B(path, verbose=False, **kw), scores_of(frame), PREVIOUS_CAUSAL)
     refs = {b: bp.reference_causal_loop(path, frame, b) for b in ctx["sizes"]}
-    r = measure("FollowIR-7B prompt: small Mistral", len(frame), scores["ours"], scores["before"], scores["bf16"], refs,
-                None, ctx["repeat"])
-    got = scores["ours"]()
-    return {**r, "delta": max_delta(got, refs[min(refs)]()), "bf16_delta": max_delta(got, scores["bf16"]())}
+    return measure("FollowIR-7B prompt: small Mistral", len(frame), sides, refs, None, ctx["repeat"], refs[min(refs)])
 
 
 def qwen3(ctx):
@@ -195,15 +194,9 @@ def qwen3(ctx):
     def peer(bs):  # mteb's predict loop: fixed batches of the input order
         with torch.inference_mode():
             return np.array([s for k in range(0, len(pairs), bs) for s in wrapper.compute_logits(wrapper.process_inputs(pairs[k:k + bs]))])
-    models = {k: pti.Qwen3Reranker(path, verbose=False, **kw)
-              for k, kw in (("ours", {}), ("before", {"batch_size": 32, "share_prefix": False}), ("bf16", {"dtype": "bf16"}))}
-    for m in models.values():
-        m(frame.head(1))
-    scores = {k: lambda m=m: m(frame)["score"].to_numpy() for k, m in models.items()}
-    r = measure("Qwen3-Reranker: small Qwen3", len(frame), scores["ours"], scores["before"], scores["bf16"],
-                {b: (lambda b=b: peer(b)) for b in ctx["sizes"] | {32}}, 32, ctx["repeat"])
-    got = scores["ours"]()
-    return {**r, "delta": max_delta(got, peer(1)), "bf16_delta": max_delta(got, scores["bf16"]())}
+    sides, _ = ours(lambda **kw: pti.Qwen3Reranker(path, verbose=False, **kw), scores_of(frame), PREVIOUS_CAUSAL)
+    return measure("Qwen3-Reranker: small Qwen3", len(frame), sides, {b: (lambda b=b: peer(b)) for b in ctx["sizes"] | {32}},
+                   32, ctx["repeat"], lambda: peer(1))
 
 
 def mxbai(ctx):
@@ -222,15 +215,9 @@ def mxbai(ctx):
             for x in res.results:
                 scores[x.document.doc_id] = x.score
         return scores
-    models = {k: pti.MxbaiRerankV2(path, verbose=False, **kw)
-              for k, kw in (("ours", {}), ("before", {"batch_size": 32, "share_prefix": False}), ("bf16", {"dtype": "bf16"}))}
-    for m in models.values():
-        m(frame.head(1))
-    scores = {k: lambda m=m: m(frame)["score"].to_numpy() for k, m in models.items()}
-    r = measure("mxbai-rerank-v2: small Qwen2", len(frame), scores["ours"], scores["before"], scores["bf16"],
-                {b: (lambda b=b: peer(b)) for b in rankers}, 16, ctx["repeat"])
-    got = scores["ours"]()
-    return {**r, "delta": max_delta(got, peer(min(rankers))), "bf16_delta": max_delta(got, scores["bf16"]())}
+    sides, _ = ours(lambda **kw: pti.MxbaiRerankV2(path, verbose=False, **kw), scores_of(frame), PREVIOUS_CAUSAL)
+    return measure("mxbai-rerank-v2: small Qwen2", len(frame), sides, {b: (lambda b=b: peer(b)) for b in rankers}, 16,
+                   ctx["repeat"], lambda: peer(min(rankers)))
 
 
 def qwen3_embedding(ctx):
@@ -245,15 +232,9 @@ def qwen3_embedding(ctx):
         qv = {(i, q): st.encode([q], prompt=f"Instruct: {i}\nQuery:", batch_size=b)[0] for i, q in keys}
         dv = dict(zip(docs, st.encode(docs, batch_size=b)))
         return np.array([qv[(i, q)] @ dv[t] for i, q, t in zip(instructions, frame["query"], frame["text"])])
-    models = {k: pti.Qwen3Embedding(path, verbose=False, doc_cache=False, **kw)
-              for k, kw in (("ours", {}), ("before", {"batch_size": 32}), ("bf16", {"dtype": "bf16"}))}
-    for m in models.values():
-        m.embedder()
-    scores = {k: lambda m=m: m(frame)["score"].to_numpy() for k, m in models.items()}
-    r = measure("Qwen3-Embedding: small Qwen3", len(frame), scores["ours"], scores["before"], scores["bf16"],
-                {b: (lambda b=b: peer(b)) for b in ctx["sizes"] | {32}}, 32, ctx["repeat"])
-    got = scores["ours"]()
-    return {**r, "delta": max_delta(got, peer(1)), "bf16_delta": max_delta(got, scores["bf16"]())}
+    sides, _ = ours(lambda **kw: pti.Qwen3Embedding(path, verbose=False, doc_cache=False, **kw), scores_of(frame))
+    return measure("Qwen3-Embedding: small Qwen3", len(frame), sides, {b: (lambda b=b: peer(b)) for b in ctx["sizes"] | {32}},
+                   32, ctx["repeat"], lambda: peer(1))
 
 
 FAMILIES = {"dense": dense, "cross": cross, "monot5": monot5, "causal": causal, "qwen3": qwen3, "mxbai": mxbai,
