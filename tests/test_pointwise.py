@@ -384,8 +384,8 @@ def test_monot5_folded_first_decoder_step_equals_transformers(tiny, frame, varia
     want = want(frame)["score"]
     folded = pti.MonoT5(path, batch_size=5)
     np.testing.assert_allclose(folded(frame)["score"], want, atol=1e-5)
-    assert folded._folded in (1.0, 32 ** -0.5)
+    assert folded._fold_scale in (1.0, 32 ** -0.5)
     wrong = pti.MonoT5(path, batch_size=5)
     monkeypatch.setattr(wrong, "_first_step_logits", lambda encoded, mask, scale: torch.zeros((len(encoded), 2)))
     np.testing.assert_allclose(wrong(frame)["score"], want, atol=1e-5)  # the check saw the difference: transformers' path
-    assert wrong._folded is False
+    assert wrong._fold_scale is False

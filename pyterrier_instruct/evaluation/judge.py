@@ -164,11 +164,11 @@ def _gone(owner: str) -> bool:
     if host != socket.gethostname() or not pid.isdigit():
         return False
     try:
-        os.kill(int(pid), 0)
+        os.kill(int(pid), 0)  # signal 0: only asks whether the process exists
     except ProcessLookupError:
         return True
     except OSError:  # exists, owned by another user (or signals unsupported): treat as running
-        return False
+        pass
     return False
 
 

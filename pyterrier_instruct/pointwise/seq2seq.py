@@ -31,13 +31,14 @@ class MonoT5(TrueFalseReranker):
     """
     schematic = {"label": "MonoT5"}
     padding_side = "right"
-    _lazy = ("_model", "_tokenizer", "_folded")
+    #: ``_fold_scale``: None until checked on the loaded model, then the LM-head scale of the folded step or False
+    _lazy = ("_model", "_tokenizer", "_fold_scale")
 
     def __init__(self, model_name_or_path: str = "castorini/monot5-base-msmarco-10k", *,
                  template: str = PROMPTS["monot5"].template, true_token: str = "true", false_token: str = "false",
                  **kwargs):
         super().__init__(model_name_or_path, template=template, true_token=true_token, false_token=false_token, **kwargs)
-        self._folded = None
+        self._fold_scale = None
 
     @preset
     def three_b(cls, **kwargs) -> "MonoT5":
@@ -63,20 +64,23 @@ class MonoT5(TrueFalseReranker):
         tok = from_pretrained(transformers.AutoTokenizer, self.model_name_or_path)
         model = from_pretrained(transformers.AutoModelForSeq2SeqLM, self.model_name_or_path, dtype=self._torch_dtype)
         self._ids = [tok.encode(w)[0] for w in (self.false_token, self.true_token)]
-        self._start, self._folded = model.config.decoder_start_token_id, None
+        self._start = model.config.decoder_start_token_id
         return model, tok
 
     def _forward(self, batch):
-        import torch
         ids, mask = batch["input_ids"], batch["attention_mask"]
-        if self._folded is None:  # decided once per load: the folded step on the first row against transformers' forward
-            self._folded = self._folded_step_scale(ids[:1], mask[:1])
-        if self._folded:
-            encoded = self._model.encoder(input_ids=ids, attention_mask=mask).last_hidden_state
-            return two_way(self._first_step_logits(encoded, mask, self._folded), self.score)
+        if self._fold_scale is None:  # decided once per load: the folded step on the first row against transformers' forward
+            self._fold_scale = self._folded_step_scale(ids[:1], mask[:1])
+        if self._fold_scale is False:
+            return two_way(self._transformers_logits(ids, mask), self.score)
+        encoded = self._model.encoder(input_ids=ids, attention_mask=mask).last_hidden_state
+        return two_way(self._first_step_logits(encoded, mask, self._fold_scale), self.score)
+
+    def _transformers_logits(self, ids, mask):
+        """``[false, true]`` logits of transformers' forward: the encoder and one decoder step from the start token."""
+        import torch
         decoder = torch.full((ids.shape[0], 1), self._start, dtype=torch.long, device=ids.device)
-        logits = self._model(input_ids=ids, attention_mask=mask, decoder_input_ids=decoder).logits
-        return two_way(logits[:, 0, self._ids], self.score)
+        return self._model(input_ids=ids, attention_mask=mask, decoder_input_ids=decoder).logits[:, 0, self._ids]
 
     # -- the first decoder step with the cross-attention projections folded ------------------------------------------
     #: checkpoints whose first decoder step :meth:`_first_step_logits` computes (T5 v1.0/v1.1, FLAN-T5, mT5 blocks)
@@ -117,8 +121,7 @@ class MonoT5(TrueFalseReranker):
             return False
         try:
             with torch.inference_mode():
-                decoder = torch.full((1, 1), self._start, dtype=torch.long, device=ids.device)
-                want = self._model(input_ids=ids, attention_mask=mask, decoder_input_ids=decoder).logits[:, 0, self._ids].float()
+                want = self._transformers_logits(ids, mask).float()
                 encoded = self._model.encoder(input_ids=ids, attention_mask=mask).last_hidden_state
                 tolerance = 1e-4 if self._model.dtype == torch.float32 else 5e-2
                 for scale in (self._model.config.d_model ** -0.5, 1.0):
