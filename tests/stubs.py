@@ -45,6 +45,65 @@ class ChatServer:
         self.httpd.server_close()  # the listening socket too (else a ResourceWarning lands in a later test)
 
 
+#: OpenAI's reasoning models as the chat-completions API serves them: the ``reasoning_effort`` values each accepts, the
+#: first being its default (the API reference's ``reasoning_effort``: models before gpt-5.1 default to ``medium`` and do
+#: not take ``none``; gpt-5.1 defaults to ``none``; o-series take low/medium/high)
+REASONING_EFFORTS = {"gpt-5": ("medium", "minimal", "low", "high"), "gpt-5-mini": ("medium", "minimal", "low", "high"),
+                     "gpt-5.1": ("none", "low", "medium", "high"), "o3-mini": ("medium", "low", "high"),
+                     "o4-mini": ("medium", "low", "high")}
+
+
+def _refused(param: str, message: str, code: str):
+    return 400, {"error": {"message": message, "type": "invalid_request_error", "param": param, "code": code}}
+
+
+def openai_api(answer, reasoning_cost: int = 64):
+    """``answer`` behind the request checks OpenAI's chat-completions API makes (its error bodies verbatim): on a reasoning
+    model (:data:`REASONING_EFFORTS`) ``max_tokens`` is refused (``max_completion_tokens`` instead), an effort the model
+    does not take is refused, and, unless the effort is ``none``, a ``temperature``/``top_p`` other than 1 and
+    ``logprobs``/``top_logprobs`` are refused; such a model spends ``reasoning_cost`` completion tokens reasoning
+    (``usage.completion_tokens_details.reasoning_tokens``) and answers nothing, ``finish_reason: length``, when
+    ``max_completion_tokens`` leaves no room for the answer after them (the answer is cut at the limit). Other models refuse ``reasoning_effort``."""
+    def serve(body):
+        efforts = REASONING_EFFORTS.get(body["model"])
+        if efforts is None:
+            if "reasoning_effort" in body:
+                return _refused("reasoning_effort", "Unsupported parameter: 'reasoning_effort' is not supported with this model.",
+                                "unsupported_parameter")
+            return answer(body)
+        if "max_tokens" in body:
+            return _refused("max_tokens", "Unsupported parameter: 'max_tokens' is not supported with this model. Use "
+                                          "'max_completion_tokens' instead.", "unsupported_parameter")
+        effort = body.get("reasoning_effort", efforts[0])
+        if effort not in efforts:
+            return _refused("reasoning_effort", f"Unsupported value: 'reasoning_effort' does not support '{effort}' with this "
+                                                f"model. Supported values are: {', '.join(repr(e) for e in efforts[1:] + efforts[:1])}.",
+                            "unsupported_value")
+        if effort != "none":
+            for name in ("temperature", "top_p"):
+                if name in body and body[name] != 1:
+                    return _refused(name, f"Unsupported value: '{name}' does not support {body[name]:g} with this model. Only "
+                                          "the default (1) value is supported.", "unsupported_value")
+            for name in ("logprobs", "top_logprobs"):
+                if name in body:
+                    return _refused(name, f"Unsupported parameter: '{name}' is not supported with this model.", "unsupported_parameter")
+        status, payload = answer(body)
+        thinking = 0 if effort == "none" else reasoning_cost
+        if status == 200:
+            payload = json.loads(json.dumps(payload))
+            choice = payload["choices"][0]
+            written = len(choice["message"]["content"] or "")  # a token per character, enough for the budget check
+            limit = body.get("max_completion_tokens")
+            if limit is not None and limit < thinking + written:  # cut at the limit, reasoning first
+                thinking, written = min(thinking, limit), max(0, limit - thinking)
+                choice["message"]["content"], choice["finish_reason"] = choice["message"]["content"][:written], "length"
+                if not written:
+                    choice["logprobs"] = None
+            payload["usage"] = {"completion_tokens": thinking + written, "completion_tokens_details": {"reasoning_tokens": thinking}}
+        return status, payload
+    return serve
+
+
 def with_chat_template(model: str, folder: Path, template: str) -> str:
     """A copy of the local model folder ``model`` whose tokenizer has ``template`` as its chat template."""
     import transformers

@@ -7,9 +7,9 @@ import sys
 
 import pandas as pd
 import pytest
-from stubs import ChatServer, with_chat_template
+from stubs import ChatServer, openai_api, with_chat_template
 
-from pyterrier_instruct.backends import FunctionBackend, Generation, HFBackend, OpenAIBackend, VLLMBackend
+from pyterrier_instruct.backends import BackendUnavailable, FunctionBackend, Generation, HFBackend, OpenAIBackend, VLLMBackend
 from pyterrier_instruct.evaluation import IFIRJudge, instfol
 from pyterrier_instruct.evaluation.judge import SCORE_VALUES, weighted_candidates
 from pyterrier_instruct.prompts import render_ifir_judge
@@ -101,6 +101,34 @@ def test_instfol_against_the_http_judge_with_cache(server, tmp_path):
     again = instfol(run[is0], run[~is0], topics, docs, IFIRJudge("openai", model="gpt-4o-mini", backend_options=opts,
                                                                    cache=tmp_path / "judge.jsonl"), dataset="scifact_open")
     assert len(server.requests) == 10 and again.judge["hits"] == 9 and again.per_query.equals(res.per_query)
+
+
+def test_a_judge_on_a_reasoning_model_refuses_before_any_request_or_turns_reasoning_off():
+    server = ChatServer(openai_api(judge_answer))
+    try:
+        opts = {"base_url": server.url, "api_key_env": None}
+        with pytest.raises(ValueError, match=r"IFIRJudge\(mode='answer'\) reads the score token's top logprobs, which "
+                                             r"OpenAIBackend\('gpt-5'.*cannot give: 'gpt-5' is a reasoning model \(by its name, "
+                                             r"is_reasoning_model\): OpenAI's API refuses logprobs.*reasoning_effort='none'"):
+            IFIRJudge("openai", model="gpt-5", backend_options=opts)
+        backend = OpenAIBackend("o3-mini", **opts)
+        with pytest.raises(BackendUnavailable, match="'o3-mini' is a reasoning model.*nothing was sent to"):
+            backend.generate_logprobs([backend.prepare([{"role": "user", "content": "x"}])], max_new_tokens=8, top_logprobs=2,
+                                      return_exceptions=True)
+        assert server.requests == []
+        # gpt-5.1 with reasoning off takes temperature, top_p and logprobs: the IFIR settings, max_completion_tokens
+        judge = IFIRJudge("openai", model="gpt-5.1", backend_options={**opts, "reasoning_effort": "none"}, verbose=False)
+        (j,) = judge.judge([("scifact_open1", "find support", "d1", "alpha text")])
+        body = server.requests[-1]["body"]
+        assert j.score == pytest.approx(2.8) and "max_tokens" not in body
+        assert (body["max_completion_tokens"], body["temperature"], body["top_p"], body["top_logprobs"], body["reasoning_effort"]) == \
+            (512, 0.0, 0.7, 10, "none")
+        assert "reasoning_effort='none'" in judge.judge_id
+        # a chat-model judge's cache key is what it was before reasoning models were known
+        assert IFIRJudge("openai", model="gpt-4o-mini", backend_options=opts).judge_id.startswith(
+            f"gpt-4o-mini|OpenAIBackend(model='gpt-4o-mini', base_url='{server.url}', extra_body={{}})|answer|")
+    finally:
+        server.close()
 
 
 # -- HF transformers ------------------------------------------------------------------------------------------------------

@@ -3,9 +3,11 @@ import re
 
 import pandas as pd
 import pytest
-from stubs import ChatServer
+from stubs import ChatServer, openai_api
 
+from pyterrier_instruct._fingerprint import fingerprint
 from pyterrier_instruct.backends import BackendUnavailable, OpenAIBackend
+from pyterrier_instruct.backends.openai import is_reasoning_model
 from pyterrier_instruct.listwise import ListwiseReranker, RankGPT
 from pyterrier_instruct.prompts import LISTWISE
 
@@ -116,3 +118,64 @@ def test_vllm_server_options_and_token_counting(server):
     assert body["min_tokens"] == body["max_tokens"] == r.output_budget(20) == 38
     prompt = backend.prepare(body["messages"])
     assert prompt.n_tokens == sum(3 + len(m["content"].split()) for m in body["messages"]) + 3
+
+
+# -- reasoning models (o-series, gpt-5): what OpenAI's chat-completions API accepts from them ------------------------------
+@pytest.fixture
+def api():
+    s = ChatServer(openai_api(reverse_ranking))
+    yield s
+    s.close()
+
+
+def test_rank_gpt_on_a_reasoning_model_sends_what_the_api_accepts(api):
+    r = RankGPT("gpt-5", base_url=api.url, api_key_env=None)
+    out = r(frame(1, 20))
+    body = api.requests[0]["body"]
+    budget = r.output_budget(20)
+    assert body["max_completion_tokens"] == budget + 25_000 and not {"max_tokens", "temperature", "reasoning_effort"} & set(body)
+    assert out.sort_values("rank").docno.tolist() == [f"q0d{j}" for j in range(19, -1, -1)] and r.stats["clean"] == 1
+    low = RankGPT("gpt-5", base_url=api.url, api_key_env=None, backend_options={"reasoning_effort": "low"})
+    low(frame(1, 20))
+    assert api.requests[-1]["body"]["reasoning_effort"] == "low" and "temperature" not in api.requests[-1]["body"]
+    chat = RankGPT("gpt-4o", base_url=api.url, api_key_env=None)  # a chat model: as before
+    chat(frame(1, 20))
+    assert (api.requests[-1]["body"]["max_tokens"], api.requests[-1]["body"]["temperature"]) == (budget, 0.0)
+    # gpt-5.1 at reasoning_effort='none' reasons not at all: temperature 0 again, no reasoning allowance
+    none = RankGPT("gpt-5.1", base_url=api.url, api_key_env=None, backend_options={"reasoning_effort": "none"})
+    none(frame(1, 20))
+    body = api.requests[-1]["body"]
+    assert (body["max_completion_tokens"], body["temperature"], body["reasoning_effort"]) == (budget, 0.0, "none")
+
+
+def test_a_reasoning_budget_spent_on_reasoning_is_a_clear_error(api):
+    backend = OpenAIBackend("o4-mini", base_url=api.url, api_key_env=None, reasoning_tokens=10)
+    prompt = backend.prepare([{"role": "user", "content": "[1] a"}])
+    with pytest.raises(RuntimeError, match=r"o4-mini answered nothing within max_completion_tokens=15 \(10 for reasoning \+ 5 "
+                                           r"for the answer\): it spent 15 on reasoning; raise reasoning_tokens \(now 10\) or "
+                                           r"lower reasoning_effort"):
+        backend.generate([prompt], max_new_tokens=5)
+    assert OpenAIBackend("o4-mini", base_url=api.url, api_key_env=None, reasoning_tokens=64).generate([prompt], max_new_tokens=5) == ["[1]"]
+
+
+def test_which_models_are_reasoning_models_and_the_override(api):
+    names = {"o1": True, "o1-mini": True, "o3": True, "o3-pro": True, "o4-mini-2025-04-16": True, "gpt-5": True,
+             "gpt-5-mini": True, "gpt-5.1": True, "gpt-5.2-pro": True, "openai/gpt-5-nano": True,
+             "gpt-5-chat-latest": False, "gpt-5.1-chat-latest": False, "gpt-4o": False, "gpt-4.1-mini": False,
+             "omni-moderation-latest": False, "Qwen/Qwen3-8B": False, "castorini/rank_zephyr_7b_v1_full": False}
+    assert {n: is_reasoning_model(n) for n in names} == names
+    assert OpenAIBackend("gpt-5").reasons and not OpenAIBackend("gpt-5", reasoning=False).reasons
+    assert OpenAIBackend("my-deployment", reasoning=True).reasons  # an Azure deployment name says nothing: say it
+    local = OpenAIBackend("o1-tuned", base_url=api.url, api_key_env=None, reasoning=False)  # a served name the rule gets wrong
+    assert local.generate([local.prepare([{"role": "user", "content": "[1] a"}])], max_new_tokens=5) == ["[1]"]
+    assert (api.requests[-1]["body"]["max_tokens"], api.requests[-1]["body"]["temperature"]) == (5, 0.0)
+    with pytest.raises(ValueError, match=r"reasoning_effort='low' applies to reasoning models; 'gpt-4o' is not one by its name "
+                                         r"\(pyterrier_instruct.backends.openai.is_reasoning_model\): pass reasoning=True"):
+        OpenAIBackend("gpt-4o", reasoning_effort="low")
+    with pytest.raises(ValueError, match="reasoning_effort must be one of"):
+        OpenAIBackend("gpt-5", reasoning_effort="max")
+    # the fingerprint and the judge identity of a chat model are what they were; a reasoning model's name its effort
+    assert "reasoning" not in OpenAIBackend("gpt-4o").identity() and "reasoning" not in fingerprint(OpenAIBackend("gpt-4o"))
+    assert fingerprint(OpenAIBackend("gpt-4o")) == fingerprint(OpenAIBackend("gpt-4o", reasoning=False))
+    assert "reasoning_effort='low'" in OpenAIBackend("gpt-5", reasoning_effort="low").identity()
+    assert fingerprint(OpenAIBackend("gpt-5", reasoning_effort="low")) != fingerprint(OpenAIBackend("gpt-5"))

@@ -166,6 +166,11 @@ class Backend(Configured):
     def generate(self, prompts: Sequence[Prompt], *, max_new_tokens: int, min_new_tokens: int = 0) -> List[str]:
         raise NotImplementedError  # abstract
 
+    def logprobs_refusal(self) -> Optional[str]:
+        """Why this backend's model cannot give :meth:`generate_logprobs` (e.g. an OpenAI reasoning model), or None:
+        an LLM judge checks it when it is built, before any request."""
+        return None
+
     def generate_logprobs(self, prompts: Sequence[Prompt], *, max_new_tokens: int, top_logprobs: int, temperature: float = 0.0,
                           top_p: float = 1.0, return_exceptions: bool = False) -> List[Union[Generation, Exception]]:
         """One :class:`Generation` per prompt, in order. ``return_exceptions``: a prompt whose request failed (after the

@@ -10,6 +10,7 @@ import json
 import logging
 import math
 import os
+import re
 import threading
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from typing import Callable, Dict, List, Optional, Sequence, Union
@@ -22,6 +23,22 @@ log = logging.getLogger(__name__)
 #: waits (seconds) between attempts to reach a server that refuses connections: 4 attempts over 3.5 s, then an error
 CONNECT_WAITS = (0.5, 1.0, 2.0)
 _COUNT = threading.Lock()
+#: the ``reasoning_effort`` values of OpenAI's chat-completions API reference (which model takes which: the reference)
+REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
+#: completion tokens a reasoning model may spend reasoning, beyond the caller's output budget: OpenAI's reasoning guide
+#: ("Allocating space for reasoning") advises reserving at least 25,000 tokens for reasoning and outputs
+REASONING_TOKENS = 25_000
+#: OpenAI's reasoning models by name: the o-series (o1, o3, o4-mini, dated snapshots) and the gpt-5 family, but not
+#: its ``-chat`` models (``gpt-5-chat-latest`` is a chat model); an ``openai/`` prefix (routers) is ignored
+_REASONING_NAME = re.compile(r"^(?:openai/)?(?:o\d+(?:-.*)?|gpt-5(?:\.\d+)?(?!(?:-[a-z]+)*-chat)(?:-.*)?)$")
+
+
+def is_reasoning_model(model: str) -> bool:
+    """Whether OpenAI's API serves ``model`` as a reasoning model, by its name: the o-series (``o1``, ``o3-mini``,
+    ``o4-mini-2025-04-16``) and the gpt-5 family (``gpt-5``, ``gpt-5-mini``, ``gpt-5.1``), not ``gpt-5-chat-latest``
+    (OpenAI's models page and reasoning guide, platform.openai.com/docs/guides/reasoning). Only the default of
+    :class:`OpenAIBackend`'s ``reasoning=``: a deployment or served name says nothing, so pass ``reasoning=`` there."""
+    return bool(_REASONING_NAME.match(str(model)))
 
 
 class _Aborted(Exception):
@@ -32,6 +49,15 @@ class OpenAIBackend(Backend):
     """``POST {base_url}/chat/completions`` per prompt, ``temperature=0``, ``max_tokens`` = the output budget.
     ``generate_logprobs`` (LLM judges) adds ``top_p``, ``logprobs: true`` and ``top_logprobs`` and reads
     ``choices[0].logprobs.content`` (one entry per generated token, each with its ``top_logprobs``).
+
+    Reasoning models (the o-series, gpt-5; ``reasoning=``) get what OpenAI's API accepts from them: no ``max_tokens``
+    but ``max_completion_tokens`` = the output budget + ``reasoning_tokens`` (reasoning counts against it), no
+    ``temperature`` or ``top_p`` (only their default 1 is accepted: the answers are sampled), ``reasoning_effort`` when
+    given. Their logprobs are refused, so ``generate_logprobs`` (an LLM judge) raises before any request, and
+    :class:`~pyterrier_instruct.evaluation.IFIRJudge` when it is built. ``reasoning_effort='none'`` (gpt-5.1 and
+    later) turns reasoning off: ``temperature``, ``top_p`` and logprobs are accepted again, and nothing is added to the
+    budget. An answer that is empty because reasoning spent the whole ``max_completion_tokens`` is a failed request
+    naming ``reasoning_tokens``.
 
     Failures: a request that fails for good raises :class:`~pyterrier_instruct.backends.base.RequestError` (with
     ``return_exceptions``, it stands in place of that prompt's Generation). Raised at once, before any request or
@@ -59,6 +85,16 @@ class OpenAIBackend(Backend):
             tokenizer id/path; used to count prompt tokens for the caller's context budget. Without it token counts
             are unknown and callers skip the budget.
         extra_body: more JSON fields for every request (e.g. ``{"seed": 0}``).
+        reasoning: whether the model is a reasoning model; ``None`` (default): by its name, :func:`is_reasoning_model`
+            (the o-series and gpt-5 family of OpenAI's API). Pass it for names the rule cannot know (an Azure
+            deployment, a router's alias, a local server serving a model named like one).
+        reasoning_effort: sent as ``reasoning_effort`` (a reasoning model only): ``'none'``, ``'minimal'``, ``'low'``,
+            ``'medium'``, ``'high'``, ``'xhigh'`` as the model takes them (OpenAI's API reference); ``None``: not sent,
+            the model's default (``medium`` before gpt-5.1, ``none`` from gpt-5.1 on, but only an explicit ``'none'``
+            sends the sampling parameters and logprobs).
+        reasoning_tokens: completion tokens a reasoning model may spend reasoning, added to the output budget in
+            ``max_completion_tokens`` (25,000, the allowance OpenAI's reasoning guide advises; a cap, not a cost: only
+            the tokens generated are billed); not added at ``reasoning_effort='none'``.
         check_model: refuse (:class:`~pyterrier_instruct.backends.base.BackendUnavailable`) an answer whose ``model`` is
             another model than ``model`` (a dated snapshot of it, ``gpt-4o-mini-2024-07-18`` for ``gpt-4o-mini``, is the
             same); ``False`` for a provider that answers with its own names (a deployment's). The ids that answered are
@@ -76,7 +112,8 @@ class OpenAIBackend(Backend):
                  concurrency: int = 8, max_retries: int = 5, backoff: float = 1.0, max_wait: float = 60.0, max_retry_time: float = 120.0,
                  timeout: float = 120.0,
                  max_response_bytes: int = 16 * 2 ** 20, min_tokens: bool = False, tokenizer=None, extra_body: Optional[dict] = None,
-                 check_model: bool = True, sleep: Optional[Callable[[float], None]] = None):
+                 check_model: bool = True, reasoning: Optional[bool] = None, reasoning_effort: Optional[str] = None,
+                 reasoning_tokens: int = REASONING_TOKENS, sleep: Optional[Callable[[float], None]] = None):
         if int(concurrency) < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency!r}")
         if int(max_retries) < 0:
@@ -90,6 +127,15 @@ class OpenAIBackend(Backend):
             raise ValueError(f"max_response_bytes must be at least 1, got {max_response_bytes!r}")
         if api_key_env is not None and (not isinstance(api_key_env, str) or not api_key_env):
             raise ValueError(f"api_key_env must name an environment variable, or be None for a server that takes no key; got {api_key_env!r}")
+        if reasoning_effort is not None and reasoning_effort not in REASONING_EFFORTS:
+            raise ValueError(f"reasoning_effort must be one of {REASONING_EFFORTS} or None (the model's default), got {reasoning_effort!r}")
+        if int(reasoning_tokens) < 0:
+            raise ValueError(f"reasoning_tokens must be >= 0, got {reasoning_tokens!r}")
+        if reasoning_effort is not None and not (is_reasoning_model(model) if reasoning is None else reasoning):
+            how = "by its name (pyterrier_instruct.backends.openai.is_reasoning_model)" if reasoning is None else "(reasoning=False)"
+            raise ValueError(f"reasoning_effort={reasoning_effort!r} applies to reasoning models; {str(model)!r} is not one {how}: "
+                             "pass reasoning=True if it is one, or leave reasoning_effort out")
+        self.reasoning, self.reasoning_effort, self.reasoning_tokens = reasoning, reasoning_effort, int(reasoning_tokens)
         self.model, self.base_url, self.api_key_env = str(model), str(base_url).rstrip("/"), api_key_env
         self.concurrency, self.max_retries, self.backoff, self.max_wait = int(concurrency), int(max_retries), float(backoff), float(max_wait)
         self.max_retry_time, self.timeout, self.max_response_bytes = float(max_retry_time), float(timeout), int(max_response_bytes)
@@ -105,6 +151,54 @@ class OpenAIBackend(Backend):
     @property
     def url(self) -> str:
         return f"{self.base_url}/chat/completions"
+
+    @property
+    def reasons(self) -> bool:
+        """Whether the model is a reasoning model: ``reasoning``, else :func:`is_reasoning_model` of its name."""
+        return is_reasoning_model(self.model) if self.reasoning is None else bool(self.reasoning)
+
+    @property
+    def _sampling(self) -> bool:
+        """Whether the model takes ``temperature``, ``top_p`` and logprobs: a chat model, or reasoning turned off."""
+        return not self.reasons or self.reasoning_effort == "none"
+
+    def logprobs_refusal(self) -> Optional[str]:
+        if self._sampling:
+            return None
+        return (f"{self.model!r} is a reasoning model ({'reasoning=True' if self.reasoning else 'by its name, is_reasoning_model'}): "
+                "OpenAI's API refuses logprobs, temperature and top_p from it unless reasoning_effort='none' (gpt-5.1 and "
+                "later). Pass reasoning_effort='none' to a model that takes it, use a chat model (e.g. gpt-4o-mini), or "
+                "reasoning=False if this server is not OpenAI's and returns logprobs")
+
+    def _limits(self, max_new_tokens: int, temperature: Optional[float] = None, top_p: Optional[float] = None) -> dict:
+        """The budget and sampling fields of a request: ``max_tokens`` and ``temperature`` for a chat model;
+        ``max_completion_tokens`` (+ ``reasoning_tokens`` while it reasons), ``reasoning_effort`` and no sampling
+        fields for a reasoning model."""
+        if not self.reasons:
+            fields = {"temperature": temperature, "top_p": top_p, "max_tokens": int(max_new_tokens)}
+        elif self._sampling:
+            fields = {"temperature": temperature, "top_p": top_p, "max_completion_tokens": int(max_new_tokens)}
+        else:
+            fields = {"max_completion_tokens": int(max_new_tokens) + self.reasoning_tokens}
+        if self.reasons and self.reasoning_effort is not None:
+            fields["reasoning_effort"] = self.reasoning_effort
+        return {k: v for k, v in fields.items() if v is not None}
+
+    def identity(self) -> str:
+        """:meth:`Backend.identity`, plus the reasoning settings of a reasoning model (a chat model's is as it was)."""
+        base = super().identity()
+        if not self.reasons:
+            return base
+        return f"{base[:-1]}, reasoning_effort={self.reasoning_effort!r}, reasoning_tokens={self.reasoning_tokens!r})"
+
+    def _fingerprint_parts(self) -> Dict[str, object]:
+        """The arguments, the reasoning ones only for a reasoning model (a chat model's requests do not change with them)."""
+        parts = super()._fingerprint_parts()
+        for name in ("reasoning", "reasoning_effort", "reasoning_tokens"):
+            parts.pop(name, None)
+        if self.reasons:
+            parts.update(reasoning=True, reasoning_effort=self.reasoning_effort, reasoning_tokens=self.reasoning_tokens)
+        return parts
 
     # -- token counting (optional) -----------------------------------------------------------------
     def _encoder(self):
@@ -136,11 +230,10 @@ class OpenAIBackend(Backend):
         key = self._key()
 
         def one(p: Prompt, abort: threading.Event) -> str:
-            body = {"model": self.model, "messages": list(p.messages), "temperature": 0.0, "max_tokens": int(max_new_tokens),
-                    **self.extra_body}
+            body = {"model": self.model, "messages": list(p.messages), **self._limits(max_new_tokens, 0.0), **self.extra_body}
             if self.min_tokens and min_new_tokens:
                 body["min_tokens"] = int(min_new_tokens)
-            return self._answer(self._post(body, key, abort), key)
+            return self._answer(self._post(body, key, abort), key, max_new_tokens)
 
         return self._map(one, prompts, return_exceptions=False)
 
@@ -151,14 +244,17 @@ class OpenAIBackend(Backend):
         for good (after the retries, refused with e.g. HTTP 400 for a too-long prompt, or answered without usable
         logprobs) gives its :class:`~pyterrier_instruct.backends.base.RequestError` in place."""
         check_logprob_args(max_new_tokens, top_logprobs, temperature, top_p)
+        refusal = self.logprobs_refusal()
+        if refusal is not None:
+            raise BackendUnavailable(f"{refusal}; nothing was sent to {self.base_url}")
         if not prompts:
             return []
         key = self._key()
 
         def one(p: Prompt, abort: threading.Event) -> Generation:
-            body = {"model": self.model, "messages": list(p.messages), "temperature": float(temperature), "top_p": float(top_p),
-                    "max_tokens": int(max_new_tokens), "logprobs": True, "top_logprobs": int(top_logprobs), **self.extra_body}
-            return self._generation(self._post(body, key, abort), key)
+            body = {"model": self.model, "messages": list(p.messages), **self._limits(max_new_tokens, float(temperature), float(top_p)),
+                    "logprobs": True, "top_logprobs": int(top_logprobs), **self.extra_body}
+            return self._generation(self._post(body, key, abort), key, max_new_tokens)
 
         return self._map(one, prompts, return_exceptions=return_exceptions)
 
@@ -287,7 +383,7 @@ class OpenAIBackend(Backend):
                                      "provider that answers with its own model names)")
         return served
 
-    def _answer(self, payload: dict, key: Optional[str]) -> str:
+    def _answer(self, payload: dict, key: Optional[str], budget: int) -> str:
         self._served(payload)
         try:
             content = payload["choices"][0]["message"]["content"]
@@ -296,10 +392,21 @@ class OpenAIBackend(Backend):
         except (KeyError, IndexError, TypeError):
             raise RequestError(f"{self.url} returned no choices[0].message.content: {self._quote(json.dumps(payload), key)}",
                                status=200) from None
+        if not content and self.reasons and payload["choices"][0].get("finish_reason") == "length":
+            self._spent_on_reasoning(payload, budget)
         return _http.redact(content, key, bearer=False) if content else ""  # a key echoed in an answer never reaches a cache
 
-    def _generation(self, payload: dict, key: Optional[str]) -> Generation:
-        text = self._answer(payload, key)
+    def _spent_on_reasoning(self, payload: dict, budget: int) -> None:
+        """A reasoning model's empty answer cut at the limit: its reasoning took the whole ``max_completion_tokens``."""
+        usage = payload.get("usage") if isinstance(payload.get("usage"), dict) else {}
+        details = usage.get("completion_tokens_details") if isinstance(usage.get("completion_tokens_details"), dict) else {}
+        extra = 0 if self._sampling else self.reasoning_tokens
+        raise RequestError(f"{self.model} answered nothing within max_completion_tokens={budget + extra} ({extra} for reasoning + "
+                           f"{budget} for the answer): it spent {details.get('reasoning_tokens', 'them all')} on reasoning; raise "
+                           f"reasoning_tokens (now {self.reasoning_tokens}) or lower reasoning_effort", status=200)
+
+    def _generation(self, payload: dict, key: Optional[str], budget: int) -> Generation:
+        text = self._answer(payload, key, budget)
         try:
             content = payload["choices"][0]["logprobs"]["content"]
             tokens = [_token(c["token"]) for c in content]

@@ -394,6 +394,9 @@ class IFIRJudge:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         if mode == "direct" and not hasattr(self.backend, "score_distribution"):
             raise ValueError(f"mode='direct' needs a backend with score_distribution (HFBackend); {self.backend!r} has none")
+        refusal = self.backend.logprobs_refusal() if mode == "answer" else None
+        if refusal is not None:
+            raise ValueError(f"IFIRJudge(mode='answer') reads the score token's top logprobs, which {self.backend!r} cannot give: {refusal}")
         check_logprob_args(max_new_tokens, top_logprobs, temperature, top_p)
         if int(batch_size) < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size!r}")
