@@ -21,12 +21,15 @@ Usage (one H100: ~6 minutes for both models with the defaults; never run in CI):
     python benchmarks/gpu_pointwise.py                     # both models, 20 queries × 250 candidates
     python benchmarks/gpu_pointwise.py --models followir-7b --queries 20 --docs 1000
     python benchmarks/gpu_pointwise.py --tiny              # CPU smoke run: tiny configurations, seconds
+    python benchmarks/gpu_pointwise.py --report a.json b.json   # the table of rows written with --out
+    bash benchmarks/gpu_run.sh                             # a machine without network: wheels, both models, the table
 """
 from __future__ import annotations
 
 import argparse
 import gc
 import json
+import shutil
 import sys
 import tempfile
 import time
@@ -166,7 +169,16 @@ def measure(label: str, reranker, frame: pd.DataFrame, warm: pd.DataFrame, token
             "fraction_of_peak": None if peak is None else round(flops / peak, 3)}
 
 
-def run_model(name: str, args, root: Path, device: str, peak: Optional[float]) -> List[Dict[str, object]]:
+def run_model(name: str, args, root: Path, device: str, peak: Optional[float], done: List[Dict[str, object]]) -> List[Dict[str, object]]:
+    """The rows of one model; each row is also added to ``done`` and written to ``--out`` as soon as it is measured
+    (a run stopped by a time limit keeps them). The model's folder (~16 GB at the real sizes) is removed after."""
+    try:
+        return _run_model(name, args, root, device, peak, done)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _run_model(name: str, args, root: Path, device: str, peak: Optional[float], done: List[Dict[str, object]]) -> List[Dict[str, object]]:
     import torch
     path = build_model(name, root, args.tiny)
     n_params = parameters(path)
@@ -192,6 +204,9 @@ def run_model(name: str, args, root: Path, device: str, peak: Optional[float]) -
             rows.append({"model": name, "params_b": round(n_params / 1e9, 2), "device": device,
                          "prompt_tokens": tokens["prompt_tokens"], **row})
             print(json.dumps(rows[-1]), flush=True)
+            done.append(rows[-1])
+            if args.out:
+                Path(args.out).write_text(json.dumps(done, indent=1))
             del reranker
             gc.collect()
             if torch.cuda.is_available():
@@ -211,25 +226,39 @@ def main(argv=None) -> pd.DataFrame:
     parser.add_argument("--gpu-memory-utilization", type=float, default=0.85)
     parser.add_argument("--peak-tflops", type=float, default=None, help="the GPU's dense bf16 peak, when its name is not in PEAKS")
     parser.add_argument("--tiny", action="store_true", help="tiny configurations, 2 queries × 6 candidates: a CPU smoke run")
-    parser.add_argument("--out", default=None, help="write the rows as JSON here")
+    parser.add_argument("--out", default=None, help="write the rows as JSON here (after each row)")
+    parser.add_argument("--report", nargs="*", default=None, metavar="JSON", help="print the table of rows written with --out; no run")
     args = parser.parse_args(argv)
+    if args.report is not None:
+        rows = [row for f in args.report for row in json.loads(Path(f).read_text())]
+        return report(pd.DataFrame(rows))
     args.backends = [b for b in args.backends.split(",") if b]
     if args.tiny:
         args.queries, args.docs, args.doc_words = min(args.queries, 2), min(args.docs, 6), min(args.doc_words, 40)
         args.max_length = min(args.max_length, 512)
     device, peak = device_and_peak(args.peak_tflops)
-    rows = []
+    rows: List[Dict[str, object]] = []
+    names = [m for m in args.models.split(",") if m]
+    for name in names:
+        if name not in CONFIGS:
+            parser.error(f"unknown model {name!r}; one of {sorted(CONFIGS)}")
     with tempfile.TemporaryDirectory() as tmp:
-        for name in [m for m in args.models.split(",") if m]:
-            if name not in CONFIGS:
-                parser.error(f"unknown model {name!r}; one of {sorted(CONFIGS)}")
-            rows += run_model(name, args, Path(tmp) / name, device, peak)
+        for name in names:
+            run_model(name, args, Path(tmp) / name, device, peak, rows)
     table = pd.DataFrame(rows)
     if args.out:
         Path(args.out).write_text(json.dumps(rows, indent=1))
+    return report(table, device, peak)
+
+
+def report(table: pd.DataFrame, device: Optional[str] = None, peak: Optional[float] = None) -> pd.DataFrame:
+    """Prints the device line and the markdown table of ``table``'s rows; returns ``table``."""
     cols = ["model", "run", "docs", "prompt_tokens", "seconds", "docs_per_s", "prompt_tokens_per_s", "prefix_hit_rate",
-            "fraction_of_peak"]
-    print(f"\ndevice: {device}" + (f", dense bf16 peak {peak / 1e12:.0f} TFLOP/s" if peak else ", peak unknown"))
+            "tflops", "fraction_of_peak"]
+    if device is None:  # rows read back: the devices they name; their fraction_of_peak says whether the peak was known
+        print("\ndevice: " + (", ".join(table["device"].unique()) if len(table) else "none"))
+    else:
+        print(f"\ndevice: {device}" + (f", dense bf16 peak {peak / 1e12:.0f} TFLOP/s" if peak else ", peak unknown"))
     print(markdown(table[[c for c in cols if c in table]]) if len(table) else "no rows")
     return table
 

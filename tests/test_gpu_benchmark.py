@@ -1,7 +1,13 @@
 """benchmarks/gpu_pointwise.py runs end to end in its ``--tiny`` CPU mode, on both paths (vLLM: the stand-in of
-tests/fake_vllm.py), and its vLLM row counts prefix-cache hits; benchmarks/bench_throughput.py runs a family end to end."""
+tests/fake_vllm.py), and its vLLM row counts prefix-cache hits; benchmarks/gpu_run.sh (the one command for a GPU
+machine without network) runs it with its wheels step and writes the table; benchmarks/bench_throughput.py runs a
+family end to end."""
 import importlib.util
+import json
+import os
+import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -43,3 +49,44 @@ def test_throughput_benchmark_runs_a_family(capsys):
     assert "| FollowIR-7B prompt: small Mistral |" in out and "| family | ours at defaults (docs/s) |" in out
     with pytest.raises(SystemExit):
         module.main(["--only", "nope"])
+
+
+def _load(name):
+    spec = importlib.util.spec_from_file_location(name, BENCH.parent / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_gpu_run_script_installs_nothing_here_and_writes_the_table(tmp_path):
+    env = dict(os.environ, PYTHON=sys.executable, OUT=str(tmp_path / "out"), WHEELS=str(tmp_path / "no-wheels"))
+    done = subprocess.run(["bash", str(BENCH.parent / "gpu_run.sh"), "--tiny", "--docs", "2"], env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "nothing to install: every package the benchmark needs is here" in done.stderr
+    table = (tmp_path / "out" / "gpu_pointwise.md").read_text().strip().splitlines()
+    assert table[0] == "device: cpu" and table[1].startswith("| model | run | docs | prompt_tokens | seconds | docs_per_s | prompt_tokens_per_s")
+    assert [tuple(c.strip() for c in line.split("|")[1:3]) for line in table[3:]] == [
+        ("followir-7b", "transformers"), ("followir-7b", "transformers share_prefix"),
+        ("qwen3-reranker-8b", "transformers"), ("qwen3-reranker-8b", "transformers share_prefix")]
+    rows = json.loads((tmp_path / "out" / "followir-7b.json").read_text())
+    assert [r["docs"] for r in rows] == [4, 4] and all(r["prompt_tokens_per_s"] > 0 for r in rows)
+
+
+def test_gpu_wheels_installs_only_what_is_missing(tmp_path):
+    wheels = _load("gpu_wheels")
+    assert wheels.missing() == []  # the test environment has every package the benchmark needs
+    assert wheels.missing(("pyterrier==0.0.1", "pti-probe==1.0")) == ["pti-probe==1.0"]  # any installed version counts
+    folder = tmp_path / "wheels"
+    folder.mkdir()
+    with pytest.raises(FileNotFoundError, match=r"no wheel of pti-probe==1.0 in .*wheels: run `python benchmarks/gpu_wheels.py "
+                                                r"download` where there is network"):
+        wheels.install(folder, tmp_path / "site", ("pti-probe==1.0",))
+    with zipfile.ZipFile(folder / "pti_probe-1.0-py3-none-any.whl", "w") as w:
+        w.writestr("pti_probe/__init__.py", "VALUE = 41 + 1\n")
+        w.writestr("pti_probe-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: pti-probe\nVersion: 1.0\n")
+    assert wheels.install(folder, tmp_path / "site", ("pyterrier==1.1.2", "pti-probe==1.0")) == ["pti-probe==1.0"]
+    probe = "import importlib.metadata as m, pti_probe; print(pti_probe.VALUE, m.version('pti-probe'))"
+    out = subprocess.run([sys.executable, "-c", probe], env=dict(os.environ, PYTHONPATH=str(tmp_path / "site")), capture_output=True,
+                         text=True, check=True)
+    assert out.stdout.split() == ["42", "1.0"]
