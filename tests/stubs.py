@@ -119,3 +119,52 @@ ZEPHYR_TEMPLATE = ("{% for message in messages %}\n{% if message['role'] == 'use
                    "{% elif message['role'] == 'system' %}\n{{ '<|system|>\n' + message['content'] + eos_token }}\n"
                    "{% elif message['role'] == 'assistant' %}\n{{ '<|assistant|>\n'  + message['content'] + eos_token }}\n{% endif %}\n"
                    "{% if loop.last and add_generation_prompt %}\n{{ '<|assistant|>' }}\n{% endif %}\n{% endfor %}")
+
+
+class TaggedEncoder:
+    """A stand-in passage encoder whose vector holds its own document's tag and number (``'A17'`` → ``[65, 17, 0, …]``,
+    ``dim`` float32s: 1024 = 4 KiB a row), so any docno/vector mismatch in an index shows. ``delay`` seconds per chunk
+    widen the window a kill can land in. What :class:`~pyterrier_instruct.dense.index.EmbeddingIndexer` and
+    ``scale.dense.build_index`` call, nothing more."""
+    text_field, title_field, verbose = "text", "title", False
+
+    def __init__(self, dim: int = 1024, delay: float = 0.0):
+        self.dim, self.delay = dim, delay
+
+    def __repr__(self) -> str:
+        return f"TaggedEncoder(dim={self.dim})"
+
+    def passage_strings(self, frame):
+        return frame["text"].astype(str).to_numpy()
+
+    def encode_passages(self, strings, fill_cache=False, progress=False):
+        import time
+
+        import numpy as np
+        time.sleep(self.delay)
+        out = np.zeros((len(strings), self.dim), dtype=np.float32)
+        out[:, 0] = [ord(s[0]) for s in strings]
+        out[:, 1] = [int(s[1:]) for s in strings]
+        return out
+
+    def doc_key(self) -> str:
+        return f"tagged-{self.dim}"
+
+    def revision(self) -> str:
+        return "tagged"
+
+    def index(self, corpus_iter, path=None, **kwargs):
+        from pyterrier_instruct.dense.index import EmbeddingIndexer
+        return EmbeddingIndexer(self, path, **kwargs).index(corpus_iter)
+
+
+def tagged_corpus(tag: str, n: int, start: int = 0):
+    """``n`` documents ``{docno: f"{tag}{i}", text: f"{tag}{i}"}``."""
+    return [{"docno": f"{tag}{i}", "text": f"{tag}{i}"} for i in range(start, start + n)]
+
+
+def tagged_rows(index) -> list:
+    """The docnos of an index whose rows disagree with their vector (empty: every row consistent)."""
+    import numpy as np
+    vectors = np.asarray(index.vectors)
+    return [d for d, v in zip(index.docnos, vectors) if d != f"{chr(int(v[0]))}{int(v[1])}"]

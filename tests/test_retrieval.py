@@ -134,4 +134,4 @@ def test_temporary_index_folder_is_removed_at_exit(tmp_path):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     folder = done.stdout.strip().splitlines()[-1]
     assert os.path.basename(folder).startswith("pti-pisa-") and os.path.dirname(folder) == str(tmp_path)
-    assert not os.path.exists(folder) and sorted(p.name for p in tmp_path.iterdir()) == ["kept"]
+    assert not os.path.exists(folder) and sorted(p.name for p in tmp_path.iterdir()) == ["kept", "kept.lock"]  # the builders' lock stays

@@ -1,20 +1,40 @@
 """Retrieval mode: a corpus encoded once into float32 vectors, searched by exact inner product.
 
-On disk an ``EmbeddingIndex`` is a folder with ``vectors.f32`` (N × dim, read as a numpy memmap), ``docnos.txt`` (one
-per line) and ``meta.json`` (count, dim, and the model's ``doc_key()``: a query model whose passage side differs is
-refused). Without a path it lives in memory. It needs nothing beyond numpy; with pyterrier-dr installed a model composes
-with its FlexIndex directly (``model >> FlexIndex(path).indexer()``, ``model >> FlexIndex(path).np_retriever()``).
+On disk an ``EmbeddingIndex`` is a folder whose ``meta.json`` (count, dim, the model's ``doc_key()``: a query model
+whose passage side differs is refused; the weights' revision; the corpus digest) names the version folder holding the
+rows: ``<version>/vectors.f32`` (N × dim, read as a numpy memmap) and ``<version>/docnos.txt`` (one per line). Without
+a path it lives in memory. It needs nothing beyond numpy; with pyterrier-dr installed a model composes with its
+FlexIndex directly (``model >> FlexIndex(path).indexer()``, ``model >> FlexIndex(path).np_retriever()``).
+
+Written whole or not at all (:class:`IndexWriter`): a build takes the lock ``<path>/.lock`` (a second builder waits,
+or after ``lock_timeout`` seconds gets a TimeoutError naming the path), writes a new version folder under a
+``.partial`` name, flushes it to disk, renames it into place and commits by replacing ``meta.json`` atomically; only
+then are older versions removed. A killed build leaves the previous index (and a ``.partial`` folder the next build
+removes). Files are never rewritten in place: a reader opens ``meta.json``, ``docnos.txt`` and ``vectors.f32`` of one
+version together and keeps reading them after an overwrite (:meth:`EmbeddingIndex.changed` tells it a newer one was
+committed). An index written before versions (the three files side by side) is read as it is.
 """
 from __future__ import annotations
 
 import json
+import logging
 import os
-from typing import Iterable, Optional, Tuple
+import shutil
+import time
+import uuid
+from typing import Iterable, List, Optional, Tuple
 
 import numpy as np
 import pandas as pd
 import pyterrier as pt
+from .._atomic import fsync_dir, lock, write_json
 from .._progress import tqdm as progress_bar
+
+log = logging.getLogger(__name__)
+#: version folders are named ``v-<time>-<random>``
+VERSION_PREFIX = "v-"
+#: attempts to open the version ``meta.json`` names when a newer build removes it between the two reads
+OPEN_ATTEMPTS = 5
 
 
 class EmbeddingIndex:
@@ -47,30 +67,71 @@ class EmbeddingIndex:
         return self._meta is not None or (self.path is not None and os.path.isfile(os.path.join(self.path, "meta.json")))
 
     @property
+    def version(self) -> Optional[str]:
+        """The version folder this object reads (None: in memory, or an index written before versions)."""
+        return self.meta.get("version")
+
+    @property
     def meta(self) -> dict:
         if self._meta is None:
             if not self.built():
                 raise FileNotFoundError(f"{self!r} has not been built; use model.index(corpus_iter, path)")
-            with open(os.path.join(self.path, "meta.json")) as f:
-                self._meta = json.load(f)
+            self._open()
         return self._meta
 
     @property
     def vectors(self) -> np.ndarray:
         if self._vectors is None:
-            meta = self.meta
-            if not int(meta["count"]):
-                return np.zeros((0, int(meta["dim"])), dtype=np.float32)
-            self._vectors = np.memmap(os.path.join(self.path, "vectors.f32"), dtype=np.float32, mode="r",
-                                      shape=(int(meta["count"]), int(meta["dim"])))
+            self.meta
         return self._vectors
 
     @property
     def docnos(self) -> np.ndarray:
         if self._docnos is None:
-            with open(os.path.join(self.path, "docnos.txt"), encoding="utf-8") as f:
-                self._docnos = np.array(f.read().split("\n")[:len(self)], dtype=object)
+            self.meta
         return self._docnos
+
+    def _open(self) -> None:
+        """Reads ``meta.json`` and opens the docnos and vectors of the version it names, together: from then on this
+        object reads that version, whatever is committed later (its files are never rewritten, and removing them
+        leaves an open memory map readable). A version removed between the two reads (a newer build committed) is
+        followed to the newer one."""
+        for attempt in range(OPEN_ATTEMPTS):
+            with open(os.path.join(self.path, "meta.json"), encoding="utf-8") as f:
+                meta = json.load(f)
+            folder = os.path.join(self.path, meta["version"]) if meta.get("version") else self.path
+            try:
+                docnos, vectors = self._rows(meta, folder)
+                break
+            except FileNotFoundError:
+                if not meta.get("version") or attempt == OPEN_ATTEMPTS - 1:
+                    raise
+        self._meta, self._docnos, self._vectors = meta, docnos, vectors
+
+    def _rows(self, meta: dict, folder: str) -> Tuple[np.ndarray, np.ndarray]:
+        count, dim = int(meta["count"]), int(meta["dim"])
+        with open(os.path.join(folder, "docnos.txt"), encoding="utf-8") as f:
+            docnos = np.array(f.read().split("\n")[:count] if count else [], dtype=object)
+        vectors_path = os.path.join(folder, "vectors.f32")
+        size = os.path.getsize(vectors_path)
+        if len(docnos) != count or size != count * dim * 4:
+            raise ValueError(f"{self!r}: {folder} holds {len(docnos)} docnos and {size} bytes of vectors, meta.json says "
+                             f"{count} rows of {dim} float32: the index is damaged; rebuild it (indexer(overwrite=True))")
+        if not count:
+            return docnos, np.zeros((0, dim), dtype=np.float32)
+        return docnos, np.memmap(vectors_path, dtype=np.float32, mode="r", shape=(count, dim))
+
+    def changed(self) -> bool:
+        """Whether another version was committed at ``path`` since this object opened its index (it keeps reading the
+        one it opened; ``EmbeddingIndex(path)`` reads the new one)."""
+        if self.path is None or self._meta is None:
+            return False
+        try:
+            with open(os.path.join(self.path, "meta.json"), encoding="utf-8") as f:
+                now = json.load(f)
+        except FileNotFoundError:
+            return True
+        return now.get("version") != self._meta.get("version") or (not now.get("version") and now != self._meta)
 
     def check(self, model) -> None:
         """Refuses a model whose passage side differs from the one that built the index."""
@@ -121,13 +182,115 @@ def _top(scores: np.ndarray, rows: np.ndarray, k: int) -> Tuple[np.ndarray, np.n
     return top_s, top_i
 
 
+class IndexWriter:
+    """Writes one version of the :class:`EmbeddingIndex` at ``path`` whole or not at all (see the module docstring)::
+
+        with IndexWriter(path, overwrite=False) as w:   # the lock, then the overwrite check
+            w.add(docnos, vectors)                       # rows streamed into <path>/<version>.partial/
+            index = w.commit(meta)                       # renamed into place, meta.json replaced: the new index
+
+    Leaving the block without :meth:`commit` (an error, an interrupt) removes the partial version and keeps the
+    previous index; the lock is released either way (the system releases a killed process's)."""
+
+    def __init__(self, path: str, *, overwrite: bool = False, lock_timeout: Optional[float] = None):
+        self.path, self.overwrite, self.lock_timeout = str(path), bool(overwrite), lock_timeout
+        self.docnos: List[str] = []
+        self.dim: Optional[int] = None
+        self._lock = self._sink = None
+        self._committed = False
+
+    def __enter__(self) -> "IndexWriter":
+        os.makedirs(self.path, exist_ok=True)
+        lock_file = os.path.join(self.path, ".lock")
+        t = time.monotonic()
+        self._lock = lock(lock_file, self.lock_timeout, f"the index at {self.path}")
+        if time.monotonic() - t > 1:
+            log.info("%s: waited %.0f s for another builder of this index", self.path, time.monotonic() - t)
+        try:
+            if EmbeddingIndex(self.path).built() and not self.overwrite:
+                raise FileExistsError(f"{self.path} already holds an index; pass overwrite=True to replace it")
+            self._sweep(keep=self._current())
+            self.version = f"{VERSION_PREFIX}{time.time_ns():x}-{uuid.uuid4().hex[:8]}"
+            self._tmp = os.path.join(self.path, self.version + ".partial")
+            os.mkdir(self._tmp)
+            self._sink = open(os.path.join(self._tmp, "vectors.f32"), "wb")
+        except BaseException:
+            self._lock.release()
+            raise
+        return self
+
+    def add(self, docnos, vectors: np.ndarray) -> None:
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        if vectors.ndim != 2 or len(vectors) != len(docnos):
+            raise ValueError(f"need one vector row per docno, got {vectors.shape} for {len(docnos)} docnos")
+        if self.dim is not None and vectors.shape[1] != self.dim:
+            raise ValueError(f"vectors of dimension {vectors.shape[1]} after {self.dim}")
+        self.dim = int(vectors.shape[1])
+        self._sink.write(vectors.tobytes())
+        self.docnos.extend(str(d) for d in docnos)
+
+    def commit(self, meta: dict) -> EmbeddingIndex:
+        """Flushes the rows to disk, renames the version into place and replaces ``meta.json`` (``count``, ``dim`` and
+        ``version`` filled in): the new index from here on; then removes the versions no reader can open any more."""
+        self._sink.flush()
+        os.fsync(self._sink.fileno())
+        self._sink.close()
+        docnos_path = os.path.join(self._tmp, "docnos.txt")
+        with open(docnos_path, "w", encoding="utf-8") as f:
+            f.write("\n".join(self.docnos))
+            f.flush()
+            os.fsync(f.fileno())
+        fsync_dir(self._tmp)
+        os.rename(self._tmp, os.path.join(self.path, self.version))
+        fsync_dir(self.path)
+        meta = {**meta, "count": len(self.docnos), "dim": self.dim or 0, "version": self.version}
+        write_json(os.path.join(self.path, "meta.json"), meta)
+        fsync_dir(self.path)
+        self._committed = True
+        self._sweep(keep=self.version)
+        return EmbeddingIndex(self.path)
+
+    def __exit__(self, *exc) -> None:
+        try:
+            if not self._committed:
+                if self._sink is not None:
+                    self._sink.close()
+                shutil.rmtree(self._tmp, ignore_errors=True)
+        finally:
+            self._lock.release()
+
+    def _current(self) -> Optional[str]:
+        try:
+            with open(os.path.join(self.path, "meta.json"), encoding="utf-8") as f:
+                return json.load(f).get("version") or ""
+        except (OSError, ValueError):
+            return None
+
+    def _sweep(self, keep: Optional[str]) -> None:
+        """Under the lock: partial versions of killed builds and versions other than ``keep`` are removed (a reader
+        holding one open keeps its memory map); so are the files of an index written before versions, once a
+        versioned one is committed (``keep`` a version name)."""
+        for name in os.listdir(self.path):
+            full = os.path.join(self.path, name)
+            if name.startswith(VERSION_PREFIX) and name != keep and os.path.isdir(full):
+                shutil.rmtree(full, ignore_errors=True)
+        if keep:
+            for name in ("vectors.f32", "docnos.txt"):
+                if os.path.isfile(os.path.join(self.path, name)):
+                    os.remove(os.path.join(self.path, name))
+
+
 class EmbeddingIndexer(pt.Indexer):
     """Encodes ``{docno, text[, title]}`` dicts with the model's passage side into an :class:`EmbeddingIndex`, in chunks of
     ``chunk_size`` documents (length-sorted batches within a chunk). Vectors already in the model's document cache are
-    reused; new ones are not added to it (a corpus can be far larger than memory)."""
+    reused; new ones are not added to it (a corpus can be far larger than memory). On disk the index is written whole
+    or not at all by an :class:`IndexWriter`: ``lock_timeout`` is how long a second builder of the same path waits
+    (None: until the first is done; then, without ``overwrite``, it finds the index built and raises FileExistsError)."""
 
-    def __init__(self, model, path: Optional[str] = None, overwrite: bool = False, chunk_size: int = 16384):
+    def __init__(self, model, path: Optional[str] = None, overwrite: bool = False, chunk_size: int = 16384,
+                 lock_timeout: Optional[float] = None):
         self.model, self.path, self.overwrite, self.chunk_size = model, path, overwrite, int(chunk_size)
+        self.lock_timeout = lock_timeout
 
     def __repr__(self) -> str:
         return f"{self.model!r}.indexer({self.path!r})"
@@ -135,40 +298,29 @@ class EmbeddingIndexer(pt.Indexer):
     def index(self, corpus_iter: Iterable[dict]) -> EmbeddingIndex:
         from .._corpus import CorpusDigest
         corpus_iter = CorpusDigest(corpus_iter, corpus_fields(self.model))
-        index = EmbeddingIndex(self.path)
-        if self.path is not None:
-            if index.built() and not self.overwrite:
-                raise FileExistsError(f"{self.path} already holds an index; pass overwrite=True to replace it")
-            os.makedirs(self.path, exist_ok=True)
-            if index.built():  # overwriting: the index is not valid again until meta.json is rewritten at the end
-                os.remove(os.path.join(self.path, "meta.json"))
-        chunks, docnos, count, dim = [], [], 0, None
-        sink = open(os.path.join(self.path, "vectors.f32"), "wb") if self.path is not None else None
+        if self.path is None:
+            docnos, chunks = [], []
+            for d, vectors in self._encoded(corpus_iter):
+                docnos.extend(d)
+                chunks.append(vectors)
+            return EmbeddingIndex.from_vectors(docnos, np.concatenate(chunks) if chunks else np.zeros((0, 0)),
+                                               self.model.doc_key(), repr(self.model))
+        with IndexWriter(self.path, overwrite=self.overwrite, lock_timeout=self.lock_timeout) as writer:
+            for d, vectors in self._encoded(corpus_iter):
+                writer.add(d, vectors)
+            return writer.commit({"doc_key": self.model.doc_key(), "model": repr(self.model), "revision": self.model.revision(),
+                                  "corpus": corpus_iter.value})
+
+    def _encoded(self, corpus_iter: Iterable[dict]):
+        """``(docnos, vectors)`` per chunk of the corpus, with a progress bar over the documents."""
         bar = progress_bar(desc=f"{type(self.model).__name__} indexing", unit="doc", disable=not self.model.verbose)
         try:
             for frame in _frames(corpus_iter, self.chunk_size, self.model.text_field):
                 vectors = self.model.encode_passages(self.model.passage_strings(frame), fill_cache=False, progress=False)
-                dim = vectors.shape[1]
-                docnos.extend(frame["docno"].astype(str))
-                count += len(frame)
-                if sink is not None:
-                    sink.write(vectors.tobytes())
-                else:
-                    chunks.append(vectors)
+                yield frame["docno"].astype(str).tolist(), vectors
                 bar.update(len(frame))
         finally:
             bar.close()
-            if sink is not None:
-                sink.close()
-        meta = {"count": count, "dim": dim or 0, "doc_key": self.model.doc_key(), "model": repr(self.model),
-                "revision": self.model.revision(), "corpus": corpus_iter.value}
-        if self.path is None:
-            return EmbeddingIndex.from_vectors(docnos, np.concatenate(chunks) if chunks else np.zeros((0, 0)), meta["doc_key"], meta["model"])
-        with open(os.path.join(self.path, "docnos.txt"), "w", encoding="utf-8") as f:
-            f.write("\n".join(docnos))
-        with open(os.path.join(self.path, "meta.json"), "w") as f:
-            json.dump(meta, f, indent=1)
-        return index
 
 
 def corpus_fields(model) -> tuple:

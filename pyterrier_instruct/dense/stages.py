@@ -87,8 +87,11 @@ class DenseRetriever(_Stage):
         if len(queries) == 0:
             return queries.assign(docno=pd.Series(dtype=object), score=pd.Series(dtype="float64"), rank=pd.Series(dtype="int64"))
         if not self.index.built() and self.corpus is not None:
-            self.index = self.model.index(self.corpus(), self.index.path)
-            self._corpus_checked = True
+            try:
+                self.index = self.model.index(self.corpus(), self.index.path)
+                self._corpus_checked = True
+            except FileExistsError:  # another process built it while this one waited for the lock: checked below
+                self.index = type(self.index)(self.index.path)
         self.index.check(self.model)
         self._check_corpus()
         vectors = self.model.encode_queries(self.model.query_strings(queries))

@@ -13,6 +13,8 @@ from typing import Dict, Mapping, Optional, Sequence
 
 import pandas as pd
 
+from .._atomic import written
+
 #: Measures reported as printed by the papers without the ×100 (mean gold ranks, IFIR fractions).
 UNSCALED_PREFIXES = ("R_",)
 
@@ -208,5 +210,6 @@ def plot_report(table: pd.DataFrame, path: str, measures: Optional[Sequence[str]
         ax.set_title(measure)
     axes[0, 0].legend(fontsize="small", ncol=2)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    with written(path) as tmp:  # replaced whole
+        fig.savefig(tmp, dpi=120)
     plt.close(fig)

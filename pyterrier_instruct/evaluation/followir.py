@@ -15,6 +15,7 @@ import ir_measures
 import pandas as pd
 import pyterrier as pt
 
+from .._atomic import written
 from ..measures import OG, MissingVariantWarning, pMRR
 from ._report import as_datasets, build_table, systems_per_dataset
 
@@ -142,6 +143,7 @@ def plot_per_query_pmrr(perquery: pd.DataFrame, path: Optional[str] = None, titl
     ax.legend(fontsize="small")
     fig.tight_layout()
     if path is not None:
-        fig.savefig(path, dpi=120)
+        with written(path) as tmp:  # replaced whole
+            fig.savefig(tmp, dpi=120)
     plt.close(fig)
     return fig

@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 import pyterrier as pt
 
+from .._atomic import fsync_dir, fsync_file
 from .._fingerprint import NotFingerprintable, fingerprint
 
 RUN_COLUMNS = ["qid", "docno", "score", "rank"]
@@ -229,9 +230,12 @@ class SavedRun(pt.Transformer):
             with open(tmp["json"], "w", encoding="utf-8") as f:
                 json.dump(meta, f, indent=1)
             from filelock import FileLock
+            for p in tmp.values():
+                fsync_file(p)  # on disk before the renames publish them
             with FileLock(paths["parquet"] + ".lock"):
                 for ext in ("trec", "json", "parquet"):  # the parquet file last: it marks a complete run
                     os.replace(tmp[ext], paths[ext])
+            fsync_dir(self.directory)
         finally:
             for p in tmp.values():
                 if os.path.exists(p):

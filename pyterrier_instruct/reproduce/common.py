@@ -27,7 +27,7 @@ from typing import Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence
 
 import pandas as pd
 
-from .._atomic import write_json
+from .._atomic import write_json, write_text
 
 log = logging.getLogger(__name__)
 
@@ -324,11 +324,10 @@ def finish(table: pd.DataFrame, args: argparse.Namespace, rows: Mapping[str, Row
     both = with_paper(table, {row_name(rows, k, args): rows[k].paper for k in args.keys if rows[k].paper}, strict=False)
     paper = both.attrs["paper_rows"]
     os.makedirs(args.out, exist_ok=True)
-    table.to_csv(os.path.join(args.out, f"{name}.csv"), index=False)
-    both.to_csv(os.path.join(args.out, f"{name}.paper.csv"), index=False)
-    md = to_markdown(both)
-    with open(os.path.join(args.out, f"{name}.md"), "w", encoding="utf-8") as f:
-        f.write(f"{title}\n\n{md}\n")
+    md = to_markdown(both)  # each file replaced whole (a kill leaves the previous one), report.json last
+    write_text(os.path.join(args.out, f"{name}.csv"), table.to_csv(index=False))
+    write_text(os.path.join(args.out, f"{name}.paper.csv"), both.to_csv(index=False))
+    write_text(os.path.join(args.out, f"{name}.md"), f"{title}\n\n{md}\n")
     report_path = os.path.join(args.out, "report.json")
     report = read_report(report_path)
     report.update({"command": args.command, "pyterrier_instruct": __version__, "python": platform.python_version(),

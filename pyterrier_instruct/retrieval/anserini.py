@@ -19,13 +19,13 @@ from __future__ import annotations
 import glob
 import os
 import re
-import shutil
 from typing import Dict, Iterable, Optional, Union
 
 import pandas as pd
 import pyterrier as pt
 
 from ..base import check_text
+from .._atomic import replaced_folder
 from .._config import Configured
 from .._optional import is_available, require
 from .. import _corpus
@@ -68,18 +68,23 @@ def anserini_index(corpus: Iterable[Dict], path: Optional[str] = None, *, text_f
         _corpus.check(f"the Lucene index at {path}", _corpus.recorded(path, inside=False), corpus, fields,
                       f"remove {path} and {_corpus.record_path(path, inside=False)} (or pass another path) to index the corpus given")
         return path
-    if os.path.exists(path):
-        if overwrite or not os.listdir(path) or os.path.isfile(os.path.join(path, "pt_meta.json")):
-            shutil.rmtree(path)  # an empty folder, or an index that never committed (interrupted)
-        else:
-            raise FileExistsError(f"PyseriniBM25: {path} exists and is not a Lucene index; choose another path")
+    if os.path.exists(path) and not (overwrite or is_lucene_index(path) or not os.listdir(path)
+                                     or os.path.isfile(os.path.join(path, "pt_meta.json"))):
+        raise FileExistsError(f"PyseriniBM25: {path} exists and is not a Lucene index; choose another path")
     _start_java()
     from pyterrier_anserini import AnseriniIndex
     library = library_progress()
-    with _native_stderr_silenced(not library) as bars:  # Anserini logs its settings, Lucene its JDK warnings
-        digest = _corpus.CorpusDigest(corpus, fields)
-        docs = _indexing_bar(_docs(digest, text_field), "Anserini", verbose, bars)
-        AnseriniIndex(path).indexer(fields=["text"], verbose=library).index(docs)
+    record = _corpus.record_path(path, inside=False)
+    # built in a sibling folder that replaces path whole (a failed or killed build leaves the previous index); the
+    # old corpus record goes just before the swap, the new one is written after it
+    with replaced_folder(path, what=f"the Lucene index at {path}") as tmp:
+        os.rmdir(tmp)  # the indexer makes its folder
+        with _native_stderr_silenced(not library) as bars:  # Anserini logs its settings, Lucene its JDK warnings
+            digest = _corpus.CorpusDigest(corpus, fields)
+            docs = _indexing_bar(_docs(digest, text_field), "Anserini", verbose, bars)
+            AnseriniIndex(tmp).indexer(fields=["text"], verbose=library).index(docs)
+        if os.path.exists(record):
+            os.remove(record)
     _corpus.record(path, digest, inside=False)
     return path
 

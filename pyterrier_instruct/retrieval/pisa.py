@@ -21,6 +21,7 @@ import pandas as pd
 import pyterrier as pt
 
 from ..base import check_text
+from .._atomic import replaced_folder
 from .._config import Configured
 from .._progress import library_progress
 from .._progress import tqdm as progress_bar
@@ -76,6 +77,8 @@ def _docs(corpus: Iterable[Dict], text_field: str) -> Iterator[Dict[str, str]]:
 def _remove_folder(path: str, pid: int) -> None:
     if os.getpid() == pid:  # not from a forked child that inherited the exit hook
         shutil.rmtree(path, ignore_errors=True)
+        if os.path.isfile(path + ".lock"):  # the lock file replaced_folder leaves beside it
+            os.remove(path + ".lock")
 
 
 def temporary_folder(prefix: str) -> str:
@@ -90,7 +93,9 @@ def bm25_index(corpus: Iterable[Dict], path: Optional[str] = None, *, text_field
                verbose: bool = True, threads: int = 1):
     """Builds (or reuses) a PISA index of ``corpus`` at ``path`` (if None, a temporary folder removed at exit), with a
     progress bar over the documents unless ``verbose=False`` (PISA's own log follows
-    :func:`~pyterrier_instruct.library_progress`). A
+    :func:`~pyterrier_instruct.library_progress`). A build replaces ``path`` whole
+    (:func:`~pyterrier_instruct._atomic.replaced_folder`: a sibling folder swapped in, under ``<path>.lock``), so a
+    failed or killed build leaves the previous index. A
     reused index is checked against ``corpus`` (:mod:`pyterrier_instruct._corpus`): built from another corpus, it is
     refused (:class:`~pyterrier_instruct._corpus.CorpusChanged`)."""
     from pyterrier_pisa import PisaIndex
@@ -99,13 +104,19 @@ def bm25_index(corpus: Iterable[Dict], path: Optional[str] = None, *, text_field
     if path is None:
         path = temporary_folder("pti-pisa-")
         overwrite = True
-    index = PisaIndex(path, text_field="text", stemmer=stemmer, stops=stops, threads=threads, overwrite=overwrite)
+    settings = dict(text_field="text", stemmer=stemmer, stops=stops, threads=threads)
+    index = PisaIndex(path, **settings)
     fields = (text_field, "title")
-    if not index.built() or overwrite:
-        digest = _corpus.CorpusDigest(corpus, fields)
-        with _native_stderr_silenced(not library_progress()) as bars:
-            index.index(_indexing_bar(_docs(digest, text_field), "PISA", verbose, bars))
-        _corpus.record(path, digest)
+    if not index.built() or overwrite:  # built in a sibling folder that replaces path whole, its corpus record inside
+        with replaced_folder(path, what=f"the PISA index at {path}") as tmp:
+            digest = _corpus.CorpusDigest(corpus, fields)
+            with _native_stderr_silenced(not library_progress()) as bars:
+                PisaIndex(tmp, **settings, overwrite=True).index(_indexing_bar(_docs(digest, text_field), "PISA", verbose, bars))
+            if not digest.done:  # PISA reads the corpus in a thread whose error it only reports: no index from part of it
+                raise RuntimeError(f"PISA: reading the corpus stopped after {digest.count} documents (the error is in the warning "
+                                   f"above); {'the previous index at ' + path + ' is kept' if index.built() else 'no index was built'}")
+            _corpus.record(tmp, digest)
+        index = PisaIndex(path, **settings)
     else:
         _corpus.check(f"the PISA index at {path}", _corpus.recorded(path), corpus, fields,
                       f"remove {path} (or pass another path) to index the corpus given")

@@ -5,9 +5,10 @@ wave not done yet go to the actor pool (one shard per task) and each finished sh
 arrives: ``<key>.npy`` (float32 vectors), then ``<key>.done`` (its count and dimension), the marker a re-run trusts.
 ``key`` hashes the model's passage side (``doc_key``), its weights' revision, the shard's docnos and its exact passage
 strings, so a shard is reused only for the same documents encoded the same way by the same weights, wherever it falls in
-a re-run. The index is assembled from the
-shards in corpus order (:class:`~pyterrier_instruct.dense.index.EmbeddingIndex`: ``vectors.f32`` streamed shard by shard,
-``docnos.txt``, ``meta.json`` last).
+a re-run. Each shard file and its marker are flushed to disk and renamed into place, so a kill leaves a shard whole
+or absent. The index is assembled from the shards in corpus order by the same
+:class:`~pyterrier_instruct.dense.index.IndexWriter` as a local build: under the index's lock, into a new version
+folder, committed by replacing ``meta.json`` (a kill during the merge leaves the previous index and the shards).
 """
 from __future__ import annotations
 
@@ -50,14 +51,17 @@ class ShardStore:
         return vectors
 
     def save(self, key: str, vectors: np.ndarray) -> None:
-        """The vectors, then the done-marker (each written to a temporary name and renamed: a crash leaves no marker)."""
-        tmp = self._path(key, "npy.partial")
+        """The vectors, then the done-marker, each flushed to disk under a temporary name of this process and renamed
+        (a crash leaves no marker, or a marker after its whole shard)."""
+        from .._atomic import fsync_dir, write_json
+        tmp = self._path(key, f"npy.{os.getpid()}.partial")
         with open(tmp, "wb") as f:
             np.save(f, np.ascontiguousarray(vectors, dtype=np.float32))
+            f.flush()
+            os.fsync(f.fileno())
         os.replace(tmp, self._path(key, "npy"))
-        with open(self._path(key, "done.partial"), "w") as f:
-            json.dump({"count": int(vectors.shape[0]), "dim": int(vectors.shape[1])}, f)
-        os.replace(self._path(key, "done.partial"), self._path(key, "done"))
+        fsync_dir(self.folder)
+        write_json(self._path(key, "done"), {"count": int(vectors.shape[0]), "dim": int(vectors.shape[1])})
 
 
 def encode_corpus(wrapper, corpus_iter: Iterable[dict], shard_dir: Optional[str] = None, *, shard_size: int = 4096,
@@ -99,19 +103,20 @@ def encode_corpus(wrapper, corpus_iter: Iterable[dict], shard_dir: Optional[str]
 
 
 def build_index(wrapper, corpus_iter: Iterable[dict], path: Optional[str] = None, *, overwrite: bool = False,
-                shard_size: int = 4096, wave_shards: int = 256, keep_shards: bool = False):
+                shard_size: int = 4096, wave_shards: int = 256, keep_shards: bool = False, lock_timeout: Optional[float] = None):
     """An :class:`~pyterrier_instruct.dense.index.EmbeddingIndex` of ``corpus_iter`` (at ``path``, else in memory) from
-    :func:`encode_corpus`; shards under ``<path>/shards/``, removed once the index is complete unless ``keep_shards``.
+    :func:`encode_corpus`; shards under ``<path>/shards/``, removed once the index is committed unless ``keep_shards``.
+    On disk it is written whole or not at all (:class:`~pyterrier_instruct.dense.index.IndexWriter`, ``lock_timeout``).
     ``wrapper.last_index`` holds the shard counts."""
     from .._corpus import CorpusDigest
-    from ..dense.index import EmbeddingIndex, corpus_fields
+    from ..dense.index import EmbeddingIndex, IndexWriter, corpus_fields
     model = wrapper.transformer
     corpus_iter = CorpusDigest(corpus_iter, corpus_fields(model))
     stats: Dict[str, int] = {}
     wrapper.last_index = stats
     chunks = encode_corpus(wrapper, corpus_iter, None if path is None else os.path.join(path, "shards"),
                            shard_size=shard_size, wave_shards=wave_shards, stats=stats)
-    meta = {"count": 0, "dim": 0, "doc_key": model.doc_key(), "model": repr(model), "revision": model.revision()}
+    meta = {"doc_key": model.doc_key(), "model": repr(model), "revision": model.revision()}
     if path is None:
         docnos, vectors = [], []
         for d, v in chunks:
@@ -119,23 +124,10 @@ def build_index(wrapper, corpus_iter: Iterable[dict], path: Optional[str] = None
             vectors.append(np.asarray(v))
         matrix = np.concatenate(vectors) if vectors else np.zeros((0, 0), dtype=np.float32)
         return EmbeddingIndex.from_vectors(docnos, matrix, meta["doc_key"], meta["model"])
-    index = EmbeddingIndex(path)
-    if index.built() and not overwrite:
-        raise FileExistsError(f"{path} already holds an index; pass overwrite=True to replace it")
-    os.makedirs(path, exist_ok=True)
-    if index.built():
-        os.remove(os.path.join(path, "meta.json"))
-    docnos = []
-    with open(os.path.join(path, "vectors.f32"), "wb") as sink:
+    with IndexWriter(path, overwrite=overwrite, lock_timeout=lock_timeout) as writer:
         for d, v in chunks:
-            sink.write(np.ascontiguousarray(v, dtype=np.float32).tobytes())
-            docnos.extend(d)
-            meta["dim"] = int(v.shape[1])
-    meta["count"], meta["corpus"] = len(docnos), corpus_iter.value
-    with open(os.path.join(path, "docnos.txt"), "w", encoding="utf-8") as f:
-        f.write("\n".join(docnos))
-    with open(os.path.join(path, "meta.json"), "w") as f:
-        json.dump(meta, f, indent=1)
+            writer.add(d, v)
+        index = writer.commit({**meta, "corpus": corpus_iter.value})
     if not keep_shards:
         shutil.rmtree(os.path.join(path, "shards"), ignore_errors=True)
-    return EmbeddingIndex(path)
+    return index
