@@ -20,8 +20,7 @@ from .registry import DATASETS, FULL_RETRIEVAL, irds_id
 
 NAMESPACE = "instruct"
 _PATTERN = False  # the unknown-id pattern is registered once
-_QREL_DEFS = {0: "not relevant", 1: "relevant", 2: "highly relevant (graded benchmarks)",
-              -100: "excluded (BRIGHT excluded_ids: removed from the query's ranking before scoring)"}
+_QREL_DEFS = {0: "not relevant", 1: "relevant", 2: "highly relevant (graded benchmarks)"}
 
 
 class InstructDoc(NamedTuple):
