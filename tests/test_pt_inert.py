@@ -134,8 +134,8 @@ def test_experiments_without_package_measures_are_pyterriers_own(tmp_path):
     script.write_text(SCRIPT)
     plain, loaded = _run(script, "plain", tmp_path / "plain"), _run(script, "loaded", tmp_path / "loaded")
     assert len(plain) == len(loaded) >= 25
-    for p, l in zip(plain, loaded):
-        assert l == p, p["experiment"]
+    for without, with_package in zip(plain, loaded):
+        assert with_package == without, without["experiment"]
     by_name = {e["experiment"]: e for e in plain}
     # the cases that used to differ, and what PyTerrier gives
     assert "unkonwn measure nDCG@10" in by_name["string nDCG@10"]["result"]

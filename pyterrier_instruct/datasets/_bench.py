@@ -3,7 +3,8 @@
 A :class:`Benchmark` holds the evaluated query instances (``qid, query, instruction, base_qid, variant``),
 the qrels of each instance (``qid, docno, label, base_qid, variant``), the fixed candidate lists in file
 order (``qid, docno``; ``None`` for full-retrieval benchmarks), the FollowIR changed-document lists
-(``qid`` = base qid, ``docno``), the excluded documents of each query (BRIGHT; ``qid, docno``) and the corpus. No pyterrier import here: ir_datasets uses it too.
+(``qid`` = base qid, ``docno``), the excluded documents of each query (BRIGHT; ``qid, docno``) and the corpus.
+No pyterrier import here: ir_datasets uses it too.
 """
 from __future__ import annotations
 
