@@ -328,57 +328,57 @@ def _experiment(original):
     return functools.update_wrapper(experiment, original)
 
 
-def _validation(original):
+def _when_ours(original, then):
+    """``original`` itself unless its ``eval_metrics`` hold a measure of this package; then ``then(original, bound)``
+    with the arguments bound (defaults applied) and the names parsed (:func:`by_name`)."""
     signature = inspect.signature(original)
 
     @functools.wraps(original)
-    def _validate(*args, **kwargs):
-        bound = signature.bind(*args, **kwargs)
-        if not _split_measures(bound.arguments.get("eval_metrics"))[0]:
-            return original(*args, **kwargs)
-        bound.arguments["eval_metrics"] = by_name(bound.arguments["eval_metrics"])
-        return original(*bound.args, **bound.kwargs)
-
-    return _validate
-
-
-def _execution(original, plan: str):
-    """``linear_execution``/``tree_execution``: PyTerrier's own unless a package measure is in the list; then the names
-    parsed, batches and saved runs checked before any system runs, and the experiment's state set for the measures and
-    for ``RenderFromPerQuery.averages``."""
-    signature = inspect.signature(original)
-
-    @functools.wraps(original)
-    def execution(*args, **kwargs):
+    def hooked(*args, **kwargs):
         bound = signature.bind(*args, **kwargs)
         if not _split_measures(bound.arguments.get("eval_metrics"))[0]:
             return original(*args, **kwargs)
         bound.apply_defaults()
-        arguments = bound.arguments
-        arguments["eval_metrics"] = by_name(arguments["eval_metrics"])
-        measures, names = _paired_names(arguments["eval_metrics"])
-        topics, qrels, batch_size = arguments["topics"], arguments["qrels"], arguments.get("batch_size")
-        systems = list(arguments["retr_systems"])
-        transformers = [s for s in systems if not isinstance(s, pd.DataFrame)]  # a result frame is evaluated whole
-        if batch_size is not None and transformers and isinstance(topics, pd.DataFrame):
-            _check_batches(measures, topics, int(batch_size), plan)
-        saved = None
-        if arguments.get("save_dir") is not None and isinstance(topics, pd.DataFrame):
-            saved = _SavedRuns(arguments["save_dir"], arguments.get("save_mode"), arguments.get("save_format"),
-                               arguments["names"], systems, topics)
-        qids = frozenset(qrels["qid"].astype(str)) if isinstance(qrels, pd.DataFrame) else frozenset()
-        reuses = arguments.get("save_dir") is not None and arguments.get("save_mode") == "reuse"
-        paired = _Paired(names, qids, reuses, [str(n) for n in arguments["names"]], batch_size, plan != "tree")
-        arguments["renderer"]._pti_paired = paired  # read by RenderFromPerQuery.averages once the systems ran
-        token = _ACTIVE.set(paired)
-        try:
-            return original(*bound.args, **bound.kwargs)
-        finally:
-            _ACTIVE.reset(token)
-            if saved is not None:
-                saved.record()
+        bound.arguments["eval_metrics"] = by_name(bound.arguments["eval_metrics"])
+        return then(original, bound)
 
-    return execution
+    return hooked
+
+
+def _validation(original):
+    return _when_ours(original, lambda validate, bound: validate(*bound.args, **bound.kwargs))
+
+
+def _execution(original, plan: str):
+    """``linear_execution``/``tree_execution``: PyTerrier's own unless a package measure is in the list; then batches and
+    saved runs checked before any system runs, and the experiment's state set for the measures and for
+    ``RenderFromPerQuery.averages``."""
+    return _when_ours(original, functools.partial(_paired_execution, plan=plan))
+
+
+def _paired_execution(original, bound, plan: str):
+    arguments = bound.arguments
+    measures, names = _paired_names(arguments["eval_metrics"])
+    topics, qrels, batch_size = arguments["topics"], arguments["qrels"], arguments.get("batch_size")
+    systems = list(arguments["retr_systems"])
+    transformers = [s for s in systems if not isinstance(s, pd.DataFrame)]  # a result frame is evaluated whole
+    if batch_size is not None and transformers and isinstance(topics, pd.DataFrame):
+        _check_batches(measures, topics, int(batch_size), plan)
+    saved = None
+    if arguments.get("save_dir") is not None and isinstance(topics, pd.DataFrame):
+        saved = _SavedRuns(arguments["save_dir"], arguments.get("save_mode"), arguments.get("save_format"),
+                           arguments["names"], systems, topics)
+    qids = frozenset(qrels["qid"].astype(str)) if isinstance(qrels, pd.DataFrame) else frozenset()
+    reuses = arguments.get("save_dir") is not None and arguments.get("save_mode") == "reuse"
+    paired = _Paired(names, qids, reuses, [str(n) for n in arguments["names"]], batch_size, plan != "tree")
+    arguments["renderer"]._pti_paired = paired  # read by RenderFromPerQuery.averages once the systems ran
+    token = _ACTIVE.set(paired)
+    try:
+        return original(*bound.args, **bound.kwargs)
+    finally:
+        _ACTIVE.reset(token)
+        if saved is not None:
+            saved.record()
 
 
 #: what is written beside a saved run ``<save_dir>/<name>.<ext>``: its fingerprint
