@@ -20,13 +20,20 @@ the layer changes what PyTerrier would otherwise get wrong:
 - ``batch_size=`` that would put the variants of one query (or one Robustness group) in different batches is
   refused before any system runs: PyTerrier evaluates each batch on its own.
 
-Independently of the measures, an experiment whose qrels frame holds rows labelled
-:data:`~pyterrier_instruct.datasets.exclusion.EXCLUDED` (BRIGHT's ``excluded_ids``, as the BRIGHT datasets' qrels carry
-them) is run without those rows in the qrels and with those (query, document) pairs removed from every system's results,
-as BRIGHT's evaluation removes them (``datasets/exclusion.py``). Experiments with neither run PyTerrier's code untouched
-(the same output, byte for byte). The layer is
+- with ``save_dir=``, a run read back (``save_mode="reuse"``) is checked against the system that wrote it: a
+  fingerprint of the system and the topics is written beside each run (``<name>.res.gz.fingerprint.json``), and a run
+  written by another system under the same name is recomputed, with a warning naming it (PyTerrier keys saved runs by the
+  name alone); a run without a fingerprint is reused as PyTerrier does, with a warning that it cannot be checked.
+
+An experiment with none of the package's measures (as objects or as names) runs PyTerrier's code untouched: the same
+output and warnings, byte for byte (names such as ``"nDCG@10"`` are then PyTerrier's to refuse). The layer adds no call
+between the user and PyTerrier's ``Experiment``: ``pt.Experiment`` is PyTerrier's own code (the same code object, so
+its warnings name the user's line) whose calls to ``_validate``, ``linear_execution`` and ``tree_execution`` go through
+this module, which acts only when a package measure is in the list. The layer is
 installed at ``import pyterrier_instruct`` (when ``pyterrier._evaluation`` is imported, if it is not yet) and
-only on the PyTerrier versions it was tested on (:data:`TESTED`); :data:`STATUS` says whether it is active.
+only on the PyTerrier versions it was tested on (:data:`TESTED`); :data:`STATUS` says whether it is active. On another
+version ``pt.Experiment`` only refuses, before any system runs, a list that mixes the package's measures with standard
+ones (PyTerrier would fail after running every system), naming the version and what to do.
 ``docs/upstream/pyterrier-mean-of-measures.patch`` is the same change as a patch to PyTerrier 1.1.2.
 """
 from __future__ import annotations
@@ -35,16 +42,19 @@ import functools
 import importlib.abc
 import importlib.util
 import inspect
+import json
 import math
 import os
 import re
 import sys
+import types
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import pandas as pd
 
-from ._experiment_context import _ACTIVE, _Paired, evaluated_system, first_time, reusing_saved_runs  # noqa: F401
+from ._experiment_context import (_ACTIVE, _Paired, evaluated_system, first_time, reusing_saved_runs,  # noqa: F401
+                                  warn_user)
 
 #: The PyTerrier versions (inclusive range) whose evaluation code this layer was tested against.
 TESTED = ("1.1.0", "1.1.2")
@@ -124,6 +134,7 @@ def _patch() -> str:
     version = getattr(pyterrier, "__version__", "unknown")
     low, high = (_version_tuple(v) for v in TESTED)
     if not low <= _version_tuple(version) <= high:
+        _install_guard(version)
         STATUS = (f"inactive: pyterrier {version} is outside the tested range {TESTED[0]}–{TESTED[1]}; "
                   "pt.Experiment needs measures with different qid sets in separate calls")
         return STATUS
@@ -135,25 +146,69 @@ def _patch() -> str:
     patched = [(experiment, "Experiment"), (evaluation, "Experiment"), (execution, "_ir_measures_to_dict"),
                (tree, "_ir_measures_to_dict"), (rendering, "RenderFromPerQuery.averages")]
     used = [(rendering, "_mean_of_measures"), (rendering, "_convert_measures"), (rendering, "_color_cols"),
-            (rendering, "_bold_cols"), (sys.modules["pyterrier.model"], "split_df")]
+            (rendering, "_bold_cols"), (sys.modules["pyterrier.model"], "split_df"), (experiment, "_validate"),
+            (experiment, "linear_execution"), (experiment, "tree_execution")]
     missing = [f"{m.__name__}.{n}" for m, n in patched + used if not _has(m, n)]
     if missing:
         STATUS = f"inactive: pyterrier {version} lacks {missing}"
         return STATUS
     original_experiment = experiment.Experiment
     if getattr(pyterrier, "Experiment", original_experiment) is original_experiment:
-        patched.append((pyterrier, "Experiment"))  # absent while pyterrier imports: it then binds the wrapper
+        patched.append((pyterrier, "Experiment"))  # absent while pyterrier imports: it then binds the new one
     wrapped = {"Experiment": _experiment(original_experiment),
                "_ir_measures_to_dict": _to_dict(execution._ir_measures_to_dict),
                "RenderFromPerQuery.averages": _averages(rendering.RenderFromPerQuery.averages)}
+    _replace(patched, wrapped, original_experiment)
+    STATUS = "active"
+    return STATUS
+
+
+def _replace(patched, wrapped, original_experiment) -> None:
     for module, name in patched:
         current = getattr(module, name, original_experiment) if name == "Experiment" else _get(module, name)
         if name == "Experiment" and current is not original_experiment:
             continue  # rebound by someone else: leave it
         _ORIGINALS[(module.__name__, name)] = current
         _set(module, name, wrapped[name])
-    STATUS = "active"
-    return STATUS
+
+
+def _install_guard(version: str) -> None:
+    """On an untested PyTerrier: ``pt.Experiment`` refuses a list mixing this package's measures with standard ones."""
+    evaluation = sys.modules[_TARGET]
+    original = getattr(evaluation, "Experiment", None)
+    if original is None:
+        return
+    pyterrier = sys.modules["pyterrier"]
+    patched = [(evaluation, "Experiment")]
+    if getattr(pyterrier, "Experiment", original) is original:
+        patched.append((pyterrier, "Experiment"))
+    experiment = sys.modules.get(f"{_TARGET}._experiment")
+    if experiment is not None and getattr(experiment, "Experiment", None) is original:
+        patched.append((experiment, "Experiment"))
+    _replace(patched, {"Experiment": _guarded(original, version)}, original)
+
+
+def _guarded(original, version: str):
+    signature = inspect.signature(original)
+
+    @functools.wraps(original)
+    def Experiment(*args, **kwargs):
+        try:
+            metrics = signature.bind(*args, **kwargs).arguments.get("eval_metrics")
+        except TypeError:
+            metrics = None
+        ours, others = _split_measures(metrics)
+        if ours and others:
+            raise RuntimeError(
+                f"pt.Experiment with pyterrier_instruct's measures ({', '.join(ours)}) beside standard ones "
+                f"({', '.join(others)}) needs pyterrier_instruct's pt.Experiment layer, which was tested on PyTerrier "
+                f"{TESTED[0]}–{TESTED[1]} and is off on PyTerrier {version}: PyTerrier alone would run every system and "
+                "then fail (its means assume every query has every measure). Evaluate the package's measures and the "
+                "standard ones in separate pt.Experiment calls, or install a tested PyTerrier "
+                f"(pip install 'pyterrier>={TESTED[0]},<={TESTED[1]}').")
+        return original(*args, **kwargs)
+
+    return Experiment
 
 
 def _has(module, name) -> bool:
@@ -177,6 +232,40 @@ def _set(module, name, value) -> None:
         setattr(getattr(module, cls), attr, value)
     else:
         setattr(module, name, value)
+
+
+def _is_package_measure(m) -> bool:
+    """A measure of this package (a :class:`~pyterrier_instruct.measures.PairedMeasure`), as an object or a name that
+    PyTerrier's trec_eval-style parser does not read and ``ir_measures.parse_measure`` reads as one (``"pMRR"``,
+    ``"OG(AP@1000)"``)."""
+    from .measures import PairedMeasure
+    if isinstance(m, PairedMeasure):
+        return True
+    if not isinstance(m, str) or m == "mrt":
+        return False
+    import ir_measures
+    try:
+        ir_measures.parse_trec_measure(m)
+        return False
+    except ValueError:
+        pass
+    try:
+        return isinstance(_parse_name(m), PairedMeasure)
+    except Exception:  # noqa: BLE001 - not a name of ours: PyTerrier reports it
+        return False
+
+
+def _split_measures(eval_metrics) -> Tuple[List[str], List[str]]:
+    """(the package's measures, the others) in ``eval_metrics`` as text; both empty for anything but a list or tuple
+    (PyTerrier's to judge; a generator is not consumed)."""
+    ours: List[str] = []
+    others: List[str] = []
+    if not isinstance(eval_metrics, (list, tuple)):
+        return ours, others
+    for m in eval_metrics:
+        if not (isinstance(m, str) and m == "mrt"):
+            (ours if _is_package_measure(m) else others).append(str(m))
+    return ours, others
 
 
 def _paired_names(eval_metrics) -> Optional[tuple]:
@@ -227,67 +316,161 @@ def by_name(eval_metrics):
 
 
 def _experiment(original):
+    """PyTerrier's ``Experiment``, the same code object (so no call stands between the user and it, and its warnings name
+    the user's line), whose calls to ``_validate``, ``linear_execution`` and ``tree_execution`` go through this module."""
+    names = dict(original.__globals__)
+    names.update(_validate=_validation(names["_validate"]),
+                 linear_execution=_execution(names["linear_execution"], "linear"),
+                 tree_execution=_execution(names["tree_execution"], "tree"))
+    experiment = types.FunctionType(original.__code__, names, original.__name__, original.__defaults__,
+                                    original.__closure__)
+    experiment.__kwdefaults__ = original.__kwdefaults__
+    return functools.update_wrapper(experiment, original)
+
+
+def _when_ours(original, then):
+    """``original`` itself unless its ``eval_metrics`` hold a measure of this package; then ``then(original, bound)``
+    with the arguments bound (defaults applied) and the names parsed (:func:`by_name`)."""
     signature = inspect.signature(original)
 
     @functools.wraps(original)
-    def Experiment(*args, **kwargs):
-        try:
-            bound = signature.bind(*args, **kwargs)
-        except TypeError:
+    def hooked(*args, **kwargs):
+        bound = signature.bind(*args, **kwargs)
+        if not _split_measures(bound.arguments.get("eval_metrics"))[0]:
             return original(*args, **kwargs)
-        if "eval_metrics" in bound.arguments:
-            bound.arguments["eval_metrics"] = by_name(bound.arguments["eval_metrics"])
-        _apply_exclusions(bound.arguments)  # BRIGHT: qrels rows labelled EXCLUDED are removed from every run
-        found = _paired_names(bound.arguments.get("eval_metrics", ()))
-        if found is None:
-            return original(*bound.args, **bound.kwargs)
-        measures, names = found
-        topics, qrels = bound.arguments["topics"], bound.arguments["qrels"]
-        from pyterrier import io
-        if isinstance(topics, str) and os.path.isfile(topics):  # as pt.Experiment reads them
-            topics = bound.arguments["topics"] = io.read_topics(topics)
-        if isinstance(qrels, str) and os.path.isfile(qrels):
-            qrels = bound.arguments["qrels"] = io.read_qrels(qrels)
-        batch_size = bound.arguments.get("batch_size")
-        systems = bound.arguments["retr_systems"]
-        systems = list(systems.values()) if isinstance(systems, dict) else systems
-        transformers = [s for s in systems if not isinstance(s, pd.DataFrame)]  # a result frame is evaluated whole
-        if batch_size is not None and transformers and isinstance(topics, pd.DataFrame):
-            _check_batches(measures, topics, int(batch_size), bound.arguments.get("plan", "linear"))
-        qids = frozenset(qrels["qid"].astype(str)) if isinstance(qrels, pd.DataFrame) else frozenset()
-        reuses = bound.arguments.get("save_dir") is not None and bound.arguments.get("save_mode") == "reuse"
-        given = bound.arguments.get("names")
-        system_names = [str(n) for n in given] if given is not None else [str(x) for x in systems]
-        token = _ACTIVE.set(_Paired(names, qids, reuses, system_names, batch_size,
-                                    bound.arguments.get("plan", "linear") != "tree"))
-        try:
-            return original(*bound.args, **bound.kwargs)
-        finally:
-            _ACTIVE.reset(token)
+        bound.apply_defaults()
+        bound.arguments["eval_metrics"] = by_name(bound.arguments["eval_metrics"])
+        return then(original, bound)
 
-    return Experiment
+    return hooked
 
 
-def _apply_exclusions(arguments) -> None:
-    """When the qrels carry excluded (query, document) pairs (label ``EXCLUDED``; BRIGHT's ``excluded_ids``): the qrels
-    without them, and every system's results with those documents removed (a transformer gets the removal appended,
-    a result frame is filtered; the systems keep their names)."""
-    from .datasets.exclusion import has_excluded, remove, split_excluded
-    qrels = arguments.get("qrels")
-    if not has_excluded(qrels):
-        return
-    from .datasets.candidates import ExcludePairs
-    arguments["qrels"], pairs = split_excluded(qrels)
-    systems = arguments["retr_systems"]
+def _validation(original):
+    return _when_ours(original, lambda validate, bound: validate(*bound.args, **bound.kwargs))
 
-    def wrapped(system):
-        return remove(system, pairs) if isinstance(system, pd.DataFrame) else system >> ExcludePairs(pairs)
-    if isinstance(systems, dict):
-        arguments["retr_systems"] = {name: wrapped(s) for name, s in systems.items()}
-        return
-    if arguments.get("names") is None:
-        arguments["names"] = [str(s) for s in systems]
-    arguments["retr_systems"] = [wrapped(s) for s in systems]
+
+def _execution(original, plan: str):
+    """``linear_execution``/``tree_execution``: PyTerrier's own unless a package measure is in the list; then batches and
+    saved runs checked before any system runs, and the experiment's state set for the measures and for
+    ``RenderFromPerQuery.averages``."""
+    return _when_ours(original, functools.partial(_paired_execution, plan=plan))
+
+
+def _paired_execution(original, bound, plan: str):
+    arguments = bound.arguments
+    measures, names = _paired_names(arguments["eval_metrics"])
+    topics, qrels, batch_size = arguments["topics"], arguments["qrels"], arguments.get("batch_size")
+    systems = list(arguments["retr_systems"])
+    transformers = [s for s in systems if not isinstance(s, pd.DataFrame)]  # a result frame is evaluated whole
+    if batch_size is not None and transformers and isinstance(topics, pd.DataFrame):
+        _check_batches(measures, topics, int(batch_size), plan)
+    saved = None
+    if arguments.get("save_dir") is not None and isinstance(topics, pd.DataFrame):
+        saved = _SavedRuns(arguments["save_dir"], arguments.get("save_mode"), arguments.get("save_format"),
+                           arguments["names"], systems, topics)
+    qids = frozenset(qrels["qid"].astype(str)) if isinstance(qrels, pd.DataFrame) else frozenset()
+    reuses = arguments.get("save_dir") is not None and arguments.get("save_mode") == "reuse"
+    paired = _Paired(names, qids, reuses, [str(n) for n in arguments["names"]], batch_size, plan != "tree")
+    arguments["renderer"]._pti_paired = paired  # read by RenderFromPerQuery.averages once the systems ran
+    token = _ACTIVE.set(paired)
+    try:
+        return original(*bound.args, **bound.kwargs)
+    finally:
+        _ACTIVE.reset(token)
+        if saved is not None:
+            saved.record()
+
+
+#: what is written beside a saved run ``<save_dir>/<name>.<ext>``: its fingerprint
+FINGERPRINT_SUFFIX = ".fingerprint.json"
+
+
+class _SavedRuns:
+    """The runs of an experiment with ``save_dir=``: checked against the system before it runs, fingerprinted after.
+
+    PyTerrier keys a saved run by the system's name only. The fingerprint of a system and its topics
+    (:func:`pyterrier_instruct.evaluation.runs.run_key`: the content fingerprint of every stage, model and index
+    revisions, every topic column; the ``repr`` of a stage whose settings cannot be read) is written beside each run
+    this experiment writes. With ``save_mode="reuse"``, a run whose fingerprint differs is removed before the system
+    runs, so PyTerrier computes and saves it again (a warning names it); a run with no fingerprint is reused, with a
+    warning that it cannot be checked."""
+
+    def __init__(self, save_dir: str, save_mode, save_format, names, systems, topics: pd.DataFrame):
+        ext = _save_ext(save_format)
+        self.entries: List[tuple] = []
+        if ext is None:
+            return  # PyTerrier refuses it
+        for name, system in zip(names, systems):
+            if isinstance(system, pd.DataFrame):
+                continue
+            path = os.path.join(save_dir, f"{name}.{ext}")
+            key, described = _run_fingerprint(system, topics)
+            before = _stat(path)
+            if save_mode == "reuse" and before is not None:
+                stored = _read_fingerprint(path + FINGERPRINT_SUFFIX)
+                where = f"pt.Experiment(save_dir={save_dir!r}, save_mode='reuse'): the saved run {path!r}"
+                if stored is None:
+                    warn_user(f"{where} has no fingerprint beside it ({os.path.basename(path) + FINGERPRINT_SUFFIX}: it "
+                              "was written by an experiment without pyterrier_instruct's measures), so it cannot be "
+                              f"checked against the system now named {name!r}, {described}; it is reused as PyTerrier "
+                              "does, by name. Delete it to compute it again.")
+                    continue
+                if stored.get("key") == key:
+                    continue
+                warn_user(f"{where} was written by another system under the name {name!r} ({stored.get('system')}; "
+                          f"now {described}), or for other topics: it is computed again and replaced (PyTerrier keys "
+                          "saved runs by the system's name only)")
+                os.remove(path)
+                before = None
+            self.entries.append((path, key, described, before))
+
+    def record(self) -> None:
+        """Writes the fingerprint beside each run this experiment wrote."""
+        for path, key, described, before in self.entries:
+            now = _stat(path)
+            if now is not None and now != before:
+                with open(path + FINGERPRINT_SUFFIX, "w", encoding="utf-8") as f:
+                    json.dump({"key": key, "system": described}, f, indent=1)
+
+
+def _save_ext(save_format) -> Optional[str]:
+    """The extension PyTerrier gives a saved run (``linear_execution``)."""
+    if save_format == "trec":
+        return "res.gz"
+    if isinstance(save_format, types.ModuleType):
+        return "mod"
+    if isinstance(save_format, tuple):
+        return "custom"
+    return None
+
+
+def _stat(path: str) -> Optional[Tuple[int, int]]:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return st.st_size, st.st_mtime_ns
+
+
+def _read_fingerprint(path: str) -> Optional[dict]:
+    try:
+        with open(path, encoding="utf-8") as f:
+            stored = json.load(f)
+    except (FileNotFoundError, ValueError):
+        return None
+    return stored if isinstance(stored, dict) else None
+
+
+def _run_fingerprint(system, topics: pd.DataFrame) -> Tuple[str, str]:
+    """(the key of ``system``'s run on ``topics``, the system as the warnings name it)."""
+    from ._fingerprint import NotFingerprintable, _stable
+    from .evaluation.runs import run_key
+    text = _stable(repr(system))
+    described = text if len(text) <= 200 else text[:197] + "..."
+    try:
+        return run_key(system, topics), described
+    except NotFingerprintable:
+        return run_key(system, topics, key="repr:" + text), described
 
 
 def _to_dict(original):
@@ -306,7 +489,7 @@ def _to_dict(original):
 def _averages(original):
     @functools.wraps(original)
     def averages(self, dataframe=True, highlight=None, mrt_needed=False):
-        active = _ACTIVE.get()
+        active = getattr(self, "_pti_paired", None)
         if active is None:
             return original(self, dataframe=dataframe, highlight=highlight, mrt_needed=mrt_needed)
         return _paired_averages(self, active.names, dataframe, highlight, mrt_needed)
@@ -438,4 +621,4 @@ def _suggestion(measures, topics: pd.DataFrame, batch_size: int, plan: str) -> s
     return advice
 
 
-__all__ = ["install", "uninstall", "TESTED", "STATUS"]
+__all__ = ["install", "uninstall", "TESTED", "STATUS", "FINGERPRINT_SUFFIX"]

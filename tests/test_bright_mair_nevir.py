@@ -50,7 +50,8 @@ def test_bright_topics_qrels_and_exclusions():
     topics = ds.get_topics()
     assert (topics["instruction"] == "").all() and topics["query"].str.contains("\n").all()
     assert ds.excluded_ids().values.tolist() == [["0", "leetcode/doc_4.txt"]]  # query 0's real id; "N/A" dropped
-    gold = ds.get_qrels()[lambda q: q.label > 0]
+    assert (ds.get_qrels()["label"] == 1).all() and ds.info()["excluded_pairs"] == 1  # the released gold ids only
+    gold = ds.get_qrels()
     assert gold[["qid", "docno"]].values.tolist() == [["0", "leetcode/doc_0.txt"], ["1", "leetcode/doc_1.txt"],
                                                       ["2", "leetcode/doc_2.txt"]]
     long = pti.load_dataset("bright/biology-long")
@@ -61,29 +62,40 @@ def test_bright_topics_qrels_and_exclusions():
     assert pti.load_dataset("bright/biology").excluded_ids().empty
 
 
-def test_bright_excluded_document_ranked_first_scores_as_if_absent():
-    """Hand computation: query 0 ranks its excluded document first and its gold second. BRIGHT removes the excluded one,
-    so the gold is at rank 1: nDCG@10 = 1. Judged non-relevant instead (ir_datasets' −100 / a 0), nDCG@10 = 1/log2(3)."""
+def test_bright_excluded_document_ranked_first_scores_as_if_absent(tmp_path):
+    """Hand computation: query 0 ranks its excluded document first and its gold second. BRIGHT removes the excluded one
+    (``system >> ds.exclude()``), so the gold is at rank 1: nDCG@10 = 1, the same through pt.Experiment with the qrels as
+    a frame or a file, pt.Evaluate and ir_measures. Left in the run, it is an unjudged document at rank 1 (the qrels
+    hold the gold ids only): nDCG@10 = 1/log2(3) = 0.631 everywhere, as judging it 0 (ir_datasets' −100) gives."""
+    import ir_measures
     ds = pti.load_dataset("bright/leetcode")
     topics, qrels = ds.get_topics(), ds.get_qrels()
     run = pd.DataFrame({"qid": ["0", "0", "0", "1", "1"], "score": [3.0, 2.0, 1.0, 2.0, 1.0],
                         "docno": ["leetcode/doc_4.txt", "leetcode/doc_0.txt", "leetcode/doc_7.txt",
                                   "leetcode/doc_4.txt", "leetcode/doc_1.txt"]})
-    system = pt.Transformer.from_df(run)
-    res = pt.Experiment([system, run], topics[topics.qid.isin(["0", "1"])], qrels, [nDCG @ 10], names=["t", "frame"],
-                        perquery=True)
-    per_q = res.set_index(["name", "qid"])["value"]
-    assert per_q[("t", "0")] == pytest.approx(1.0) and per_q[("frame", "0")] == pytest.approx(1.0)
+    path = tmp_path / "qrels.txt"
+    path.write_text("".join(f"{q} 0 {d} {label}\n" for q, d, label in zip(qrels.qid, qrels.docno, qrels.label)))
+    q0 = topics[topics.qid == "0"]
+    low = 1 / 1.5849625007211562
+    for system, want in ((pt.Transformer.from_df(run) >> ds.exclude(), 1.0), (pt.Transformer.from_df(run), low)):
+        res = system(q0)
+        values = [pt.Experiment([system], q0, qrels, [nDCG @ 10]).iloc[0]["nDCG@10"],
+                  pt.Experiment([system], q0, str(path), [nDCG @ 10]).iloc[0]["nDCG@10"],
+                  pt.Experiment([res], q0, qrels, [nDCG @ 10]).iloc[0]["nDCG@10"],
+                  pt.Evaluate(res, qrels[qrels.qid == "0"], [nDCG @ 10])["nDCG@10"],
+                  ir_measures.calc_aggregate([nDCG @ 10], pt.model.to_ir_measures(qrels[qrels.qid == "0"]),
+                                             pt.model.to_ir_measures(res))[nDCG @ 10]]
+        assert values == pytest.approx([want] * 5, abs=1e-12)
     # query 1 is unaffected: leetcode/doc_4.txt is excluded for query 0 only, so it stays (unjudged) at rank 1
-    assert per_q[("t", "1")] == pytest.approx(1 / 1.5849625007211562)
-    import ir_measures
+    per_q = pt.Experiment([pt.Transformer.from_df(run) >> ds.exclude()], topics[topics.qid.isin(["0", "1"])], qrels,
+                          [nDCG @ 10], names=["t"], perquery=True).set_index("qid")["value"]
+    assert per_q["0"] == pytest.approx(1.0) and per_q["1"] == pytest.approx(low)
     judged_zero = pd.DataFrame({"query_id": ["0", "0"], "doc_id": ["leetcode/doc_0.txt", "leetcode/doc_4.txt"], "relevance": [1, 0]})
     as_run = run[run.qid == "0"].rename(columns={"qid": "query_id", "docno": "doc_id"})
-    assert ir_measures.calc_aggregate([nDCG @ 10], judged_zero, as_run)[nDCG @ 10] == pytest.approx(1 / 1.5849625007211562)
+    assert ir_measures.calc_aggregate([nDCG @ 10], judged_zero, as_run)[nDCG @ 10] == pytest.approx(low)
     removed = ds.exclude()(run)
     assert removed.docno.tolist() == ["leetcode/doc_0.txt", "leetcode/doc_7.txt", "leetcode/doc_4.txt", "leetcode/doc_1.txt"]
     assert ds.exclude()(removed).equals(removed) and repr(ds.exclude()) == "Exclude('bright/leetcode')"
-    assert pt.Experiment([system >> ds.exclude()], topics[topics.qid == "0"], qrels, [nDCG @ 10]).iloc[0]["nDCG@10"] == 1.0
 
 
 def test_mair_instructions_graded_labels_and_string_ids():

@@ -239,12 +239,27 @@ def test_plain_experiments_are_byte_identical_with_and_without_the_layer(mini, r
     assert any("1 topic(s) not found in qrels" in m for m in with_layer[-1])  # PyTerrier's back-fill kept
 
 
-def test_layer_is_off_outside_the_tested_pyterrier_versions(monkeypatch):
+def test_layer_is_off_outside_the_tested_pyterrier_versions(monkeypatch, mini, runs):
+    """On an untested PyTerrier only a guard is installed: a list mixing the package's measures with standard ones is
+    refused with one error naming the version and what to do, before any system runs (PyTerrier alone would run every
+    system, then raise KeyError: 'pMRR'); other lists go to PyTerrier untouched."""
+    calls = []
+    counting = pt.apply.generic(lambda r: calls.append(len(r)) or r) >> mini.candidates() >> pti.PoolBM25()
+    topics, qrels = mini.get_topics(), mini.get_qrels()
     _pt_compat.uninstall()
     try:
         monkeypatch.setattr(pt, "__version__", "1.2.0")
         assert _pt_compat.install().startswith("inactive: pyterrier 1.2.0 is outside the tested range 1.1.0–1.1.2")
-        assert not hasattr(pt.Experiment, "__wrapped__")
+        for measures in (MIXED, ["pMRR", AP @ 1000], [pti.OG(nDCG @ 5), "map"]):
+            with pytest.raises(RuntimeError, match=r"pt.Experiment with pyterrier_instruct's measures \(.+\) beside "
+                               r"standard ones \(.+\) .* tested on PyTerrier 1.1.0–1.1.2 and is off on PyTerrier 1.2.0.*"
+                               r"separate pt.Experiment calls, or install a tested PyTerrier \(pip install "
+                               r"'pyterrier>=1.1.0,<=1.1.2'\)"):
+                pt.Experiment([counting], topics, qrels, measures)
+        assert calls == []
+        alone = pt.Experiment([counting], topics, qrels, [pti.pMRR], names=["x"])
+        plain = pt.Experiment([counting], topics, qrels, [AP @ 1000], names=["x"])
+        assert list(alone.columns) == ["name", "pMRR"] and list(plain.columns) == ["name", "AP@1000"]
     finally:
         monkeypatch.undo()
         _pt_compat.uninstall()
@@ -263,7 +278,7 @@ def test_batch_size_that_splits_variants_is_refused_before_any_system_runs(mini)
                                              rf"queries in different batches{where}.*the measures pMRR compare.*"
                                              r"Drop batch_size=.*batch_size=2 keeps them together"):
             pt.Experiment([counting], mini.get_topics(), mini.get_qrels(), [pti.pMRR, AP @ 1000], batch_size=3, plan=plan)
-    assert calls == []
+    assert set(calls) == {0}  # no topic ran: only PyTerrier's inspection (validate='warn') called it on empty frames
     shuffled = mini.get_topics().sort_values("variant", kind="stable")  # all -changed after all -og
     with pytest.raises(ValueError, match=r"variants of 10 base queries.*order the topics so that each query's variants "
                                          r"are adjacent"):

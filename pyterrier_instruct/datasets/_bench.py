@@ -3,7 +3,8 @@
 A :class:`Benchmark` holds the evaluated query instances (``qid, query, instruction, base_qid, variant``),
 the qrels of each instance (``qid, docno, label, base_qid, variant``), the fixed candidate lists in file
 order (``qid, docno``; ``None`` for full-retrieval benchmarks), the FollowIR changed-document lists
-(``qid`` = base qid, ``docno``) and the corpus. No pyterrier import here: ir_datasets uses it too.
+(``qid`` = base qid, ``docno``), the excluded documents of each query (BRIGHT; ``qid, docno``) and the corpus.
+No pyterrier import here: ir_datasets uses it too.
 """
 from __future__ import annotations
 
@@ -43,6 +44,8 @@ class Benchmark:
     candidates: Optional[pd.DataFrame] = None
     changed: Optional[pd.DataFrame] = None
     base_topics: Optional[pd.DataFrame] = None
+    #: documents removed from a query's ranking before scoring (BRIGHT's ``excluded_ids``): ``qid, docno``
+    excluded: Optional[pd.DataFrame] = None
     notes: Dict[str, object] = field(default_factory=dict)
 
 

@@ -9,10 +9,10 @@ Parquet configs, one split per task::
 
 Topics: ``qid`` = ``id``, ``query``, an empty ``instruction`` (BRIGHT has none; models get a per-task template, set it
 with ``pti.SetInstruction``), ``base_qid`` = ``qid``, ``variant`` = ``''``. Qrels: label 1 for each ``gold_ids``
-(``gold_ids_long`` in the long setting) document, plus one row labelled :data:`EXCLUDED` (−100, ir_datasets' convention)
-per ``excluded_ids`` document (``"N/A"`` = none). BRIGHT's evaluation removes a query's excluded documents from that
-query's ranking before the cut-off (``retrievers.py`` ``get_scores``: ``cur_scores.pop(did)``); ``pt.Experiment`` does the
-same whenever the qrels carry such rows (:mod:`.exclusion`), so the official numbers need no extra step.
+(``gold_ids_long`` in the long setting) document, the released gold ids only. The ``excluded_ids`` (``"N/A"`` = none) are
+kept apart (``Benchmark.excluded``, ``ds.excluded_ids()``): BRIGHT's evaluation removes a query's excluded documents from
+that query's ranking before the cut-off (``retrievers.py`` ``get_scores``: ``cur_scores.pop(did)``), which ``ds.exclude()``
+does as the last stage of a system (:mod:`.exclusion`).
 """
 from __future__ import annotations
 
@@ -23,7 +23,6 @@ import pandas as pd
 from ._bench import Benchmark
 from ._files import DataError, check_unique
 from .docstore import DocStore
-from .exclusion import EXCLUDED
 
 NONE = "N/A"  # BRIGHT's excluded_ids placeholder
 
@@ -57,13 +56,14 @@ def read(path: Path, task: str, long: bool = False) -> Benchmark:
         raise DataError(f"{where}: missing column(s) {missing}; found {list(ex.columns)}")
     qids = ex["id"].astype(str)
     check_unique(qids, where, "query id")
-    rows = []
+    rows, removed = [], []
     for qid, gold, excluded in zip(qids, ex[gold_col], ex["excluded_ids"]):
         gold, excluded = _ids(gold, qid, gold_col, where), [e for e in _ids(excluded, qid, "excluded_ids", where) if e != NONE]
         clash = sorted(set(gold) & set(excluded))
         if clash:  # BRIGHT run.py asserts this
             raise DataError(f"{where}: query {qid!r} lists {clash[0]!r} both in {gold_col} and in excluded_ids")
-        rows += [(qid, d, 1) for d in dict.fromkeys(gold)] + [(qid, d, EXCLUDED) for d in dict.fromkeys(excluded)]
+        rows += [(qid, d, 1) for d in dict.fromkeys(gold)]
+        removed += [(qid, d) for d in dict.fromkeys(excluded)]
     qrels = pd.DataFrame(rows, columns=["qid", "docno", "label"]).astype({"qid": object, "docno": object, "label": "int64"})
     qrels = qrels.assign(base_qid=qrels["qid"], variant=pd.Series([""] * len(qrels), dtype=object))
     topics = pd.DataFrame({"qid": qids.astype(object), "query": ex["query"].astype(object)})
@@ -72,8 +72,9 @@ def read(path: Path, task: str, long: bool = False) -> Benchmark:
     dfolder = _config(path, "long_documents" if long else "documents", task)
     corpus = DocStore(dfolder, text_field="content", pattern=f"{task}-*.parquet")
     notes = {"layout": "bright", "task": task, "setting": "long" if long else "standard", "qrels_from": gold_col,
-             "excluded_pairs": int((qrels["label"] == EXCLUDED).sum())}
-    return Benchmark(topics=topics, qrels=qrels, corpus=corpus, variants=(), notes=notes)
+             "excluded_pairs": len(removed)}
+    excluded = pd.DataFrame(removed, columns=["qid", "docno"], dtype=object)
+    return Benchmark(topics=topics, qrels=qrels, corpus=corpus, variants=(), excluded=excluded, notes=notes)
 
 
-__all__ = ["read", "EXCLUDED", "NONE"]
+__all__ = ["read", "NONE"]

@@ -108,9 +108,9 @@ class Candidates(_DatasetStage):
 class Exclude(Configured, pt.Transformer):
     """``R → R``: removes each query's excluded documents (BRIGHT's ``excluded_ids``) from that query's ranking, ranks
     recomputed; other queries and every column are kept. Built by ``ds.exclude()``; idempotent, and a no-op for a dataset
-    without exclusions. ``pt.Experiment`` applies the same removal by itself when the qrels carry the exclusions
-    (:mod:`pyterrier_instruct.datasets.exclusion`), so this stage matters for runs used outside it (a reranker's input,
-    ``ir_measures`` called directly)."""
+    without exclusions. The last stage of a system evaluated on BRIGHT (``system >> ds.exclude()``): the qrels hold the
+    released gold ids only, so ``pt.Experiment``, ``pt.Evaluate`` and ``ir_measures`` then give BRIGHT's number
+    (:mod:`pyterrier_instruct.datasets.exclusion`)."""
     schematic = {"label": "Exclude"}
 
     def __init__(self, dataset):
@@ -128,20 +128,3 @@ class Exclude(Configured, pt.Transformer):
             return inp
         from .exclusion import remove
         return remove(inp, self.dataset.excluded_ids())
-
-
-class ExcludePairs(pt.Transformer):
-    """``R → R``: removes the given (qid, docno) pairs; what ``pt.Experiment`` appends to each system when the qrels carry
-    exclusions (:mod:`pyterrier_instruct.datasets.exclusion`)."""
-    schematic = {"label": "Exclude"}
-
-    def __init__(self, pairs: pd.DataFrame):
-        self.pairs = pairs[["qid", "docno"]].astype(str).reset_index(drop=True)
-
-    def __repr__(self) -> str:
-        return f"ExcludePairs(<{len(self.pairs)} pairs>)"
-
-    def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
-        pt.validate.columns(inp, includes=["qid", "docno"])
-        from .exclusion import remove
-        return remove(inp, self.pairs)

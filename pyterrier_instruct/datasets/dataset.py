@@ -168,13 +168,15 @@ class InstructDataset(pt.datasets.Dataset):
 
     def excluded_ids(self) -> pd.DataFrame:
         """Each query's excluded documents (BRIGHT's ``excluded_ids``, the ``"N/A"`` placeholder dropped) as ``qid, docno``;
-        empty for a dataset without exclusions. The qrels hold them as rows labelled ``-100``
-        (:data:`~pyterrier_instruct.datasets.exclusion.EXCLUDED`), which ``pt.Experiment`` removes from every run."""
-        from .exclusion import split_excluded
-        return split_excluded(self.bench.qrels)[1]
+        empty for a dataset without exclusions. They are not in the qrels: ``ds.exclude()`` removes them from a run."""
+        if self.bench.excluded is None:
+            return pd.DataFrame({"qid": [], "docno": []}, dtype=object)
+        return self.bench.excluded.copy()
 
     def exclude(self) -> pt.Transformer:
-        """``R → R``: removes each query's excluded documents from its ranking (BRIGHT's official rule; idempotent)."""
+        """``R → R``: removes each query's excluded documents from its ranking (BRIGHT's official rule; idempotent). Put it
+        at the end of each system evaluated on BRIGHT (``system >> ds.exclude()``), as BRIGHT's ``run.py`` removes them
+        before scoring; a no-op for a dataset without exclusions."""
         from .candidates import Exclude
         return Exclude(self)
 

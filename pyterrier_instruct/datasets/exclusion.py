@@ -3,30 +3,15 @@ before the cut-off and scoring (BRIGHT ``retrievers.py`` ``get_scores``/``retrie
 ``cur_scores.pop(did)``); other queries are unaffected. That is not the same as judging them non-relevant, which is what
 ir_datasets' ``bright/*`` qrels (label −100) give under trec_eval: a judged-0 document keeps its rank.
 
-A dataset's qrels carry the exclusions as rows labelled :data:`EXCLUDED`. ``pt.Experiment`` (through
-:mod:`pyterrier_instruct._pt_compat`) applies :func:`split_excluded` and :func:`remove` to every system's results whenever
-its qrels hold such rows, so ``pt.Experiment([system], ds.get_topics(), ds.get_qrels(), ["nDCG@10"])`` gives BRIGHT's
-number with no extra step; ``ds.exclude()`` is the same removal as a transformer (idempotent). No pyterrier import here.
+A BRIGHT dataset keeps the exclusions apart from its qrels (``ds.excluded_ids()``; ``ds.get_qrels()`` holds the released
+gold ids only), and ``ds.exclude()`` removes them as the last stage of a system, as BRIGHT's ``run.py`` does before it
+scores: ``pt.Experiment([system >> ds.exclude()], ds.get_topics(), ds.get_qrels(), [nDCG@10])`` then gives BRIGHT's number
+whether the qrels are a frame or a file, and so do ``pt.Evaluate`` and ``ir_measures`` on that system's run. No pyterrier
+import here.
 """
 from __future__ import annotations
 
-from typing import Tuple
-
 import pandas as pd
-
-#: The qrels label of an excluded (query, document) pair (ir_datasets' ``bright`` convention).
-EXCLUDED = -100
-
-
-def has_excluded(qrels) -> bool:
-    return isinstance(qrels, pd.DataFrame) and "label" in qrels.columns and bool((qrels["label"] == EXCLUDED).any())
-
-
-def split_excluded(qrels: pd.DataFrame) -> Tuple[pd.DataFrame, pd.DataFrame]:
-    """``(judgements, excluded pairs)``: the qrels without the :data:`EXCLUDED` rows, and those rows as ``qid, docno``."""
-    mask = qrels["label"] == EXCLUDED
-    pairs = qrels.loc[mask, ["qid", "docno"]].astype(str).reset_index(drop=True)
-    return qrels[~mask].reset_index(drop=True), pairs
 
 
 def remove(run: pd.DataFrame, pairs: pd.DataFrame) -> pd.DataFrame:
@@ -45,4 +30,4 @@ def remove(run: pd.DataFrame, pairs: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index(drop=True)
 
 
-__all__ = ["EXCLUDED", "has_excluded", "split_excluded", "remove"]
+__all__ = ["remove"]

@@ -5,7 +5,10 @@ The registered objects are light: the folder is located and the files are read o
 ``query, instruction, base_qid, variant``; with PyTerrier, prefer ``pt.get_dataset('instruct:<name>')``,
 whose topics keep these columns (the ``irds:`` wrapper keeps only ``qid, query`` for a variant).
 Scored documents are the benchmark's candidate lists with ``score = -rank`` so that any sort by score
-reproduces the file order. (No ``from __future__ import annotations`` here: PyTerrier's text loader reads the
+reproduces the file order. Each id carries ir_datasets metadata (``dataset.metadata()``, the counts ir_datasets' own
+metadata check asks of every registered id): the recorded counts of the bundled miniatures (:data:`RECORDED_COUNTS`),
+and for any other id the counts of its local copy when one is found (never downloaded for it), as ``docs_count()``
+gives them. (No ``from __future__ import annotations`` here: PyTerrier's text loader reads the
 document fields whose annotation *is* ``str``.)
 """
 
@@ -14,14 +17,14 @@ from typing import Dict, Iterator, NamedTuple, Optional
 import ir_datasets
 from ir_datasets.formats import BaseDocs, BaseQrels, BaseQueries, BaseScoredDocs, GenericScoredDoc, TrecQrel
 from ir_datasets.indices import Docstore
+from ir_datasets.util import MetadataComponent, MetadataProvider
 
 from .readers import UnknownDatasetError, unknown_dataset_message
 from .registry import DATASETS, FULL_RETRIEVAL, irds_id
 
 NAMESPACE = "instruct"
 _PATTERN = False  # the unknown-id pattern is registered once
-_QREL_DEFS = {0: "not relevant", 1: "relevant", 2: "highly relevant (graded benchmarks)",
-              -100: "excluded (BRIGHT excluded_ids: removed from the query's ranking before scoring)"}
+_QREL_DEFS = {0: "not relevant", 1: "relevant", 2: "highly relevant (graded benchmarks)"}
 
 
 class InstructDoc(NamedTuple):
@@ -75,6 +78,23 @@ class _Lazy:
             entry, folder, _ = resolve(self.name)
             self._bench = read_benchmark(entry, folder)
         return self._bench
+
+    def local(self) -> bool:
+        """Whether the files are here (bundled, ``$PYTERRIER_INSTRUCT_DATA``, the cache) and read, without a download."""
+        if self._bench is not None:
+            return True
+        from .readers import DataError, resolve
+        try:
+            resolve(self.name, download=False)
+            self.bench()
+        except DataError:  # absent, or a folder that lacks this id's files
+            return False
+        return True
+
+    def count(self, etype: str) -> Optional[int]:
+        b = self.bench()
+        frame = {"docs": b.corpus, "queries": b.topics, "qrels": b.qrels, "scoreddocs": b.candidates}.get(etype)
+        return None if frame is None else len(frame)
 
 
 class _Docstore(Docstore):
@@ -160,6 +180,37 @@ class _ScoredDocs(BaseScoredDocs):
             yield GenericScoredDoc(qid, docno, 0.0 - r)
 
 
+#: ``{name: {entity type: count}}`` of the releases whose content is fixed here: the bundled miniatures
+#: (``tests/test_irds_metadata.py`` checks them against the files)
+RECORDED_COUNTS: Dict[str, Dict[str, int]] = {
+    "instruct-mini": {"docs": 280, "queries": 20, "qrels": 560, "scoreddocs": 560},
+    "infosearch-mini": {"docs": 20, "queries": 36, "qrels": 108, "scoreddocs": 180},
+}
+
+
+class _Metadata(MetadataProvider):
+    """ir_datasets' metadata of the ``instruct/…`` ids: :data:`RECORDED_COUNTS`, else the counts of a local copy."""
+
+    def __init__(self):
+        super().__init__(dict)
+        self.lazy: Dict[str, _Lazy] = {}
+
+    def get_metadata(self, dsid: str, entity_type) -> Dict[str, int]:
+        etype = ir_datasets.EntityType(entity_type).value
+        name = dsid[len(NAMESPACE) + 1:]
+        recorded = RECORDED_COUNTS.get(name, {}).get(etype)
+        if recorded is not None:
+            return {"count": recorded}
+        lazy = self.lazy.get(name)
+        if lazy is None or not lazy.local():
+            return {}
+        count = lazy.count(etype)
+        return {} if count is None else {"count": count}
+
+
+METADATA = _Metadata()
+
+
 class UnknownIrdsDatasetError(UnknownDatasetError, KeyError):
     """``ir_datasets.load('instruct/<typo>')``: a ``KeyError`` as ir_datasets raises for unknown ids, with the closest ids."""
 
@@ -183,8 +234,9 @@ def register() -> None:
         rid = irds_id(name)
         if rid in ir_datasets.registry:
             continue
-        lazy = _Lazy(name)
+        lazy = METADATA.lazy[name] = _Lazy(name)
         parts = [_Docs(lazy, langs.get(entry.lang, "en")), _Queries(lazy), _Qrels(lazy)]
         if entry.family not in FULL_RETRIEVAL:
             parts.append(_ScoredDocs(lazy))
-        ir_datasets.registry.register(rid, ir_datasets.Dataset(*parts))
+        dataset = ir_datasets.Dataset(*parts)
+        ir_datasets.registry.register(rid, ir_datasets.Dataset(MetadataComponent(rid, dataset, METADATA), dataset))

@@ -3,8 +3,9 @@ TREC Dynamic Domain and Fair Ranking tasks (nDCG@10 each) and BRIGHT (nDCG@10 av
 documents), one row per system.
 
 Each part is scored as its benchmark's official code does: FollowIR through :func:`~.followir.followir_report`; MAIR and
-BRIGHT by ``pt.Experiment`` with nDCG@10 against the dataset's qrels, which for BRIGHT carry the ``excluded_ids`` that
-``pt.Experiment`` removes from each query's ranking (:mod:`pyterrier_instruct.datasets.exclusion`; BRIGHT ``run.py``).
+BRIGHT by ``pt.Experiment`` with nDCG@10 against the dataset's qrels; each BRIGHT system ends with ``ds.exclude()``, which
+removes each query's ``excluded_ids`` from its ranking before scoring, as BRIGHT's ``run.py`` does
+(:mod:`pyterrier_instruct.datasets.exclusion`).
 """
 from __future__ import annotations
 
@@ -53,7 +54,8 @@ def inf_ir_report(systems, datasets, names: Optional[Sequence[str]] = None, *, t
         provenance.update(followir.attrs["provenance"])
     for part in ("mair", "bright"):
         for key, ds in parts[part].items():
-            frames.append(experiment_means(systems[key], names, ds.get_topics(), ds.get_qrels(), [nDCG @ 10], key, {}))
+            evaluated = [_excluding(s, ds) for s in systems[key]] if part == "bright" else systems[key]
+            frames.append(experiment_means(evaluated, names, ds.get_topics(), ds.get_qrels(), [nDCG @ 10], key, {}))
             provenance[key] = dict(getattr(ds, "provenance", {}) or {})
     long = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["model", "dataset", "measure", "value"])
     shown = long[~long["dataset"].isin(list(parts["bright"]))]
@@ -66,6 +68,14 @@ def inf_ir_report(systems, datasets, names: Optional[Sequence[str]] = None, *, t
     table = build_table(shown, ["followir", "mair", "bright"], models=names, settings=settings, provenance=provenance)
     table.attrs["long"] = long
     return table
+
+
+def _excluding(system, ds):
+    """``system >> ds.exclude()`` (a result frame: filtered the same way); idempotent when the system already ends so."""
+    if isinstance(system, pd.DataFrame):
+        from ..datasets.exclusion import remove
+        return remove(system, ds.excluded_ids())
+    return system >> ds.exclude()
 
 
 def _per(systems, names, keys):

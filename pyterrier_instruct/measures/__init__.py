@@ -28,6 +28,7 @@ import ir_measures
 import pandas as pd
 from ir_measures import measures
 
+from .._experiment_context import user_stacklevel
 from ..instructions import VARIANTS, by_variant, paired_qid, split_qid
 from ._provider import MissingVariantWarning, PairedMeasure, install
 from .ifir import ifir_ndcg, ifir_ndcg_per_query
@@ -91,11 +92,11 @@ class _pMRR(PairedMeasure):
             if batch_size is not None:
                 message += f"; pt.Experiment(batch_size={batch_size}) must also keep the variants of a query in one batch"
             if first_time(message):
-                warnings.warn(message, MissingVariantWarning, stacklevel=2)
+                warnings.warn(message, MissingVariantWarning, stacklevel=user_stacklevel())
         without = sorted(set(q["og"]["qid"]) - with_docs)
         if without:
             warnings.warn(f"pMRR: {len(without)} queries have no changed documents and are excluded "
-                          f"({without[:5]}{'...' if len(without) > 5 else ''})", stacklevel=2)
+                          f"({without[:5]}{'...' if len(without) > 5 else ''})", stacklevel=user_stacklevel())
         docs = pmrr_per_doc(og_run, ch_run, diff, ties=self.params.get("ties", "docno"), warn=False)
         if len(docs) == 0:
             raise ValueError("pMRR is undefined: no query has a changed document with both its -og and -changed run")

@@ -27,7 +27,7 @@ import ir_measures
 import pandas as pd
 from ir_measures import Metric, providers
 
-from .._experiment_context import reusing_saved_runs
+from .._experiment_context import reusing_saved_runs, user_stacklevel
 from ..instructions import split_qid
 from ._runs import normalised, warn_unmatched
 
@@ -91,7 +91,7 @@ class _Evaluator(providers.Evaluator):
             warnings.warn(f"{', '.join(comparing)}: the run has no 'instruction' column, so the system most likely never "
                           "saw the instructions and its -og and -changed runs rank alike (p-MRR 0). Evaluate runs made "
                           "from topics that carry the instruction: pyterrier_instruct.paired_topics(...) or the "
-                          "dataset's get_topics(); keep that column through the pipeline", UserWarning, stacklevel=2)
+                          "dataset's get_topics(); keep that column through the pipeline", UserWarning, stacklevel=user_stacklevel())
         warn_unmatched(run, self.qrels, names)
         cache: dict = {}
         for measure in self.measures:

@@ -21,6 +21,7 @@ from typing import Mapping, Sequence, Set, Tuple, Union
 import numpy as np
 import pandas as pd
 
+from .._experiment_context import user_stacklevel
 from ..instructions import split_qids
 
 TIES = ("docno", "input")
@@ -72,7 +73,7 @@ def check_unique(frame: pd.DataFrame, name: str = "run") -> None:
                      f"{name}.drop_duplicates(['qid', 'docno']) (or sort by score first to keep the best one)")
 
 
-def warn_unmatched(run: pd.DataFrame, qrels: pd.DataFrame, what: str, stacklevel: int = 3) -> None:
+def warn_unmatched(run: pd.DataFrame, qrels: pd.DataFrame, what: str) -> None:
     """Warns, naming the queries, when a run shares no docno with its qrels (ids compared as strings).
 
     Checked per variant (the ``-og``, ``-changed``, ``-reversed`` queries, and the queries without a suffix), so a
@@ -95,7 +96,7 @@ def warn_unmatched(run: pd.DataFrame, qrels: pd.DataFrame, what: str, stacklevel
     warnings.warn(f"{what}: for {len(bad)} of {len(common)} queries the run shares no docno with the qrels, so they score "
                   f"as if nothing relevant was retrieved: {_listing(bad, len(bad))} (query {bad[0]!r}: run {example}, "
                   f"qrels {judged_example}); docnos are compared as strings: convert both to the same ids (e.g. no "
-                  "'10.0' for '10', no prefix)", UserWarning, stacklevel=stacklevel)
+                  "'10.0' for '10', no prefix)", UserWarning, stacklevel=user_stacklevel())
 
 
 def normalised(frame: pd.DataFrame, kind: str, name: str) -> pd.DataFrame:

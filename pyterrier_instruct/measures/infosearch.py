@@ -31,6 +31,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 import numpy as np
 import pandas as pd
 
+from .._experiment_context import user_stacklevel
 from ._runs import QrelsLike, RunLike, label_pairs, ranks_and_scores, run_frame, warn_unmatched
 from .pmrr import pmrr_values
 
@@ -190,7 +191,7 @@ def sicr_per_query(pos: pd.DataFrame, version: str = "code", warn: bool = True) 
         many = sizes[sizes > 1].index.tolist()
         warnings.warn(f"SICR(version='code'): {len(many)} instances have more than one gold document (e.g. "
                       f"{many[:3]}); as in the reference code only the last one counts, divided by the number of "
-                      "golds; SICR(version='mean') averages them", stacklevel=3)
+                      "golds; SICR(version='mean') averages them", stacklevel=user_stacklevel())
     return grouped.last() / sizes
 
 

@@ -17,6 +17,7 @@ from typing import Dict, Optional, Tuple, Union
 import numpy as np
 import pandas as pd
 
+from .._experiment_context import user_stacklevel
 from ._runs import QrelsLike, RunLike, label_pairs, qrels_frame, ranks_of, run_frame, warn_unmatched
 
 ChangedDocs = Union[pd.DataFrame, Dict[str, list]]
@@ -57,7 +58,7 @@ def pmrr_per_doc(og_run: RunLike, changed_run: RunLike, changed: ChangedDocs, ti
     if warn:
         for qid in listed:
             if qid not in og_present or qid not in ch_present:
-                warnings.warn(f"p-MRR: query {qid!r} not found in the runs (og and changed); it is skipped", stacklevel=3)
+                warnings.warn(f"p-MRR: query {qid!r} not found in the runs (og and changed); it is skipped", stacklevel=user_stacklevel())
     usable = docs["qid"].isin(og_present) & docs["qid"].isin(ch_present)
     docs = docs[usable].reset_index(drop=True)
     o = ranks_of(docs, og, ties, "og_run")

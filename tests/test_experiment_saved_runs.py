@@ -1,0 +1,76 @@
+"""``pt.Experiment(save_dir=..., save_mode="reuse")`` with the package's measures: a saved run is checked against the
+system that wrote it (a fingerprint beside it), so another system under the same name is computed again; without the
+package's measures PyTerrier's name-keyed reuse is unchanged."""
+from __future__ import annotations
+
+import json
+import warnings
+
+import pandas as pd
+import pyterrier as pt
+import pytest
+from ir_measures import nDCG
+from test_experiment import _tiny_paired
+
+import pyterrier_instruct as pti
+from pyterrier_instruct._pt_compat import FINGERPRINT_SUFFIX
+
+
+def _systems():
+    topics, qrels, run = _tiny_paired(6)
+    other = run.assign(score=run["score"][::-1].to_numpy())
+    return topics, qrels, pt.Transformer.from_df(pt.model.add_ranks(run)), pt.Transformer.from_df(pt.model.add_ranks(other))
+
+
+def _saved_run_warnings(record):
+    return [w for w in record if "saved run" in str(w.message)]
+
+
+def test_another_system_under_the_same_name_is_computed_again_not_read_back(tmp_path):
+    topics, qrels, a, b = _systems()
+    ms = [pti.pMRR, nDCG @ 5]
+    own_a = pt.Experiment([a], topics, qrels, ms, names=["model"])
+    own_b = pt.Experiment([b], topics, qrels, ms, names=["model"])
+    assert own_a.loc[0, "pMRR"] != pytest.approx(own_b.loc[0, "pMRR"], abs=1e-3)  # the two systems differ
+    saved = dict(save_dir=str(tmp_path), save_mode="reuse")
+    first = pt.Experiment([a], topics, qrels, ms, names=["model"], **saved)
+    pd.testing.assert_frame_equal(first, own_a)
+    stored = json.loads((tmp_path / ("model.res.gz" + FINGERPRINT_SUFFIX)).read_text())
+    assert set(stored) == {"key", "system"} and "SourceTransformer" in stored["system"]
+
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        second = pt.Experiment([b], topics, qrels, ms, names=["model"], **saved)
+    pd.testing.assert_frame_equal(second, own_b)  # B's own numbers, not A's run read back
+    [warned] = _saved_run_warnings(record)
+    assert str(warned.message).startswith(f"pt.Experiment(save_dir={str(tmp_path)!r}, save_mode='reuse'): the saved run "
+                                          f"{str(tmp_path / 'model.res.gz')!r} was written by another system under the "
+                                          "name 'model'")
+    assert warned.filename == __file__  # the user's line, not the package's
+
+    # the same system again: read back, unchanged, no warning
+    before = (tmp_path / "model.res.gz").stat().st_mtime_ns
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        third = pt.Experiment([b], topics, qrels, ms, names=["model"], **saved)
+    pd.testing.assert_frame_equal(third, own_b)
+    assert _saved_run_warnings(record) == [] and (tmp_path / "model.res.gz").stat().st_mtime_ns == before
+
+    # other topics under the same name: computed again
+    og = topics[topics["qid"].str.endswith("-og")]
+    with pytest.warns(UserWarning, match="was written by another system under the name 'model'.*or for other topics"):
+        pt.Experiment([b], og, qrels, [pti.OG(nDCG @ 5)], names=["model"], **saved)
+
+
+def test_without_the_package_measures_reuse_stays_pyterriers_and_an_unfingerprinted_run_is_named(tmp_path):
+    topics, qrels, a, b = _systems()
+    saved = dict(save_dir=str(tmp_path), save_mode="reuse")
+    own_a = pt.Experiment([a], topics, qrels, [nDCG @ 5], names=["model"])
+    pt.Experiment([a], topics, qrels, [nDCG @ 5], names=["model"], **saved)
+    assert not (tmp_path / ("model.res.gz" + FINGERPRINT_SUFFIX)).exists()  # nothing is written: PyTerrier's own
+    # PyTerrier keys the run by name: B under A's name gets A's run back
+    pd.testing.assert_frame_equal(pt.Experiment([b], topics, qrels, [nDCG @ 5], names=["model"], **saved), own_a)
+    # with a package measure, a run without a fingerprint cannot be checked: reused as PyTerrier does, and named
+    with pytest.warns(UserWarning, match=r"the saved run '.*model.res.gz' has no fingerprint beside it .* it is reused as "
+                                         r"PyTerrier does, by name. Delete it to compute it again"):
+        pt.Experiment([b], topics, qrels, [pti.pMRR, nDCG @ 5], names=["model"], **saved)
