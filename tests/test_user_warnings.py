@@ -1,7 +1,8 @@
 """Warnings meant for the user name the user's line, and ir_datasets' metadata of the ``instruct/…`` ids.
 
-ir_datasets' own test suite (``test/metadata.py``, ``test_all_metadata_available``) asks every registered id for
-``dataset.metadata()`` with a ``count`` per entity type; :func:`_metadata_complete` is that check."""
+ir_datasets' own test suite (github allenai/ir_datasets @ ae24b53, ``test/metadata.py:6-8,24-31``,
+``test_all_metadata_available``) asks every registered id for ``dataset.metadata()`` with a ``count`` key for every entity
+type the dataset has; :func:`_metadata_complete` is that check, against the installed ir_datasets."""
 from __future__ import annotations
 
 import warnings
@@ -58,6 +59,8 @@ def test_warnings_name_the_users_line(tmp_path):
 
 
 def _metadata_complete(dsid: str) -> bool:
+    """``TestMetadata._test_ds`` (``test/metadata.py:24-31``): load, ``metadata()``, and for each ``EntityType`` the
+    dataset ``has``, its value is a key with a ``count`` key."""
     dataset = ir_datasets.load(dsid)
     metadata = dataset.metadata()
     return all(e.value in metadata and "count" in metadata[e.value] for e in ir_datasets.EntityType if dataset.has(e))
@@ -65,22 +68,32 @@ def _metadata_complete(dsid: str) -> bool:
 
 def test_instruct_ids_carry_ir_datasets_metadata():
     ids = [d for d in ir_datasets.registry._registered if d.startswith("instruct/")]
-    assert len(ids) >= 200
-    local = [d for d in ids if METADATA.lazy[d.split("/", 1)[1]].local()]
-    # the bundled miniatures and every id whose files are here (tests/data/layouts) pass ir_datasets' check
-    assert {"instruct/instruct-mini", "instruct/infosearch-mini"} <= set(local) and len(local) >= 40
-    for dsid in ["instruct/instruct-mini", "instruct/infosearch-mini"] + local[::8]:
-        assert _metadata_complete(dsid), dsid
-    # the recorded counts are the files' counts
+    assert len(ids) == 202
+    # ir_datasets' check passes for every instruct/ id (it iterates registry._registered, test/metadata.py:7)
+    assert [d for d in ids if not _metadata_complete(d)] == []
+    local = {d for d in ids if METADATA.lazy[d.split("/", 1)[1]].local()}
+    assert {"instruct/instruct-mini", "instruct/infosearch-mini"} <= local and len(local) >= 40
+    # the recorded counts of a pinned release are numbers, for every entity type the id has
     for name, counts in RECORDED_COUNTS.items():
         dataset = ir_datasets.load(f"instruct/{name}")
+        assert dataset.metadata() == {k: {"count": v} for k, v in counts.items()}
+        assert all(isinstance(v, int) and v > 0 for v in counts.values())
+    # the miniatures' recorded counts are the files' counts
+    for name in ("instruct-mini", "infosearch-mini"):
+        dataset, counts = ir_datasets.load(f"instruct/{name}"), RECORDED_COUNTS[name]
         assert counts == {"docs": sum(1 for _ in dataset.docs_iter()), "queries": sum(1 for _ in dataset.queries_iter()),
                           "qrels": sum(1 for _ in dataset.qrels_iter()), "scoreddocs": sum(1 for _ in dataset.scoreddocs_iter())}
-        assert dataset.metadata() == {k: {"count": v} for k, v in counts.items()}
         assert dataset.queries_count() == counts["queries"]
-    # an id whose files are not here is never downloaded for its metadata; ir_datasets' own ids keep theirs
-    absent = next(d for d in ids if d not in local)
-    assert ir_datasets.load(absent).metadata()["docs"] == {}
+    # a local copy gives its own counts; an id neither recorded nor here says "unknown" (count None) and downloads nothing
+    here = next(d for d in sorted(local) if d.split("/", 1)[1] not in RECORDED_COUNTS)
+    dataset = ir_datasets.load(here)
+    assert dataset.metadata()["queries"] == {"count": sum(1 for _ in dataset.queries_iter())}
+    absent = sorted(d for d in ids if d not in local and d.split("/", 1)[1] not in RECORDED_COUNTS)
+    assert len(absent) > 100
+    for dsid in absent[::20]:
+        metadata = ir_datasets.load(dsid).metadata()
+        assert set(metadata) >= {"docs", "queries", "qrels"} and all(m == {"count": None} for m in metadata.values())
+        assert not METADATA.lazy[dsid.split("/", 1)[1]].local()
     assert ir_datasets.load("vaswani").metadata()["docs"]["count"] == 11429
 
 

@@ -6,9 +6,9 @@ The registered objects are light: the folder is located and the files are read o
 whose topics keep these columns (the ``irds:`` wrapper keeps only ``qid, query`` for a variant).
 Scored documents are the benchmark's candidate lists with ``score = -rank`` so that any sort by score
 reproduces the file order. Each id carries ir_datasets metadata (``dataset.metadata()``, the counts ir_datasets' own
-metadata check asks of every registered id): the recorded counts of the bundled miniatures (:data:`RECORDED_COUNTS`),
-and for any other id the counts of its local copy when one is found (never downloaded for it), as ``docs_count()``
-gives them. (No ``from __future__ import annotations`` here: PyTerrier's text loader reads the
+metadata check asks of every registered id): the counts recorded for a pinned release (:data:`RECORDED_COUNTS`: the
+bundled miniatures, ``nevir/mteb``), else the counts of its local copy when one is found (never downloaded for it), as
+``docs_count()`` gives them, else ``{"count": None}`` (unknown: the release is not pinned or its counts are not published). (No ``from __future__ import annotations`` here: PyTerrier's text loader reads the
 document fields whose annotation *is* ``str``.)
 """
 
@@ -180,22 +180,32 @@ class _ScoredDocs(BaseScoredDocs):
             yield GenericScoredDoc(qid, docno, 0.0 - r)
 
 
-#: ``{name: {entity type: count}}`` of the releases whose content is fixed here: the bundled miniatures
-#: (``tests/test_irds_metadata.py`` checks them against the files)
+#: ``{name: {entity type: count}}`` of the releases whose content is fixed and whose counts are stated for that release:
+#: the bundled miniatures (``tests/test_user_warnings.py`` checks them against the files) and
+#: ``nevir/mteb`` (``orionweller/NevIR-mteb`` at the revision mteb's ``NevIR`` task pins): mteb's descriptive statistics
+#: of that task (github embeddings-benchmark/mteb ``mteb/descriptive_stats/Reranking/NevIR.json``, test split:
+#: ``num_documents`` 5112, ``num_queries`` 2766, 1 relevant document and 2 top-ranked documents for every query).
+#: Every other id's release is either not pinned or has no published counts for the pinned files.
 RECORDED_COUNTS: Dict[str, Dict[str, int]] = {
     "instruct-mini": {"docs": 280, "queries": 20, "qrels": 560, "scoreddocs": 560},
     "infosearch-mini": {"docs": 20, "queries": 36, "qrels": 108, "scoreddocs": 180},
+    "nevir/mteb": {"docs": 5112, "queries": 2766, "qrels": 2766, "scoreddocs": 2 * 2766},
 }
+
+#: the metadata of an entity type whose count is not known here: ir_datasets' ``count`` key with no number, as
+#: ir_datasets' own ``_count`` returns when nothing is known (``ir_datasets/util/metadata.py:31-44``, "may also return None")
+UNKNOWN: Dict[str, None] = {"count": None}
 
 
 class _Metadata(MetadataProvider):
-    """ir_datasets' metadata of the ``instruct/…`` ids: :data:`RECORDED_COUNTS`, else the counts of a local copy."""
+    """ir_datasets' metadata of the ``instruct/…`` ids: :data:`RECORDED_COUNTS`, else the counts of a local copy, else
+    :data:`UNKNOWN` (a ``count`` of ``None``: never a guess, never a download)."""
 
     def __init__(self):
         super().__init__(dict)
         self.lazy: Dict[str, _Lazy] = {}
 
-    def get_metadata(self, dsid: str, entity_type) -> Dict[str, int]:
+    def get_metadata(self, dsid: str, entity_type) -> Dict[str, Optional[int]]:
         etype = ir_datasets.EntityType(entity_type).value
         name = dsid[len(NAMESPACE) + 1:]
         recorded = RECORDED_COUNTS.get(name, {}).get(etype)
@@ -203,9 +213,9 @@ class _Metadata(MetadataProvider):
             return {"count": recorded}
         lazy = self.lazy.get(name)
         if lazy is None or not lazy.local():
-            return {}
+            return dict(UNKNOWN)
         count = lazy.count(etype)
-        return {} if count is None else {"count": count}
+        return dict(UNKNOWN) if count is None else {"count": count}
 
 
 METADATA = _Metadata()
