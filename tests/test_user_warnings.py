@@ -15,6 +15,7 @@ from ir_measures import AP, RR, nDCG
 from test_experiment import _tiny_paired
 
 import pyterrier_instruct as pti
+from pyterrier_instruct.datasets.catalog import BRIGHT_TASKS
 from pyterrier_instruct.datasets.irds import METADATA, RECORDED_COUNTS
 
 
@@ -78,6 +79,11 @@ def test_instruct_ids_carry_ir_datasets_metadata():
         dataset = ir_datasets.load(f"instruct/{name}")
         assert dataset.metadata() == {k: {"count": v} for k, v in counts.items()}
         assert all(isinstance(v, int) and v > 0 for v in counts.values())
+    # BRIGHT's counts derived from mteb's statistics of the pinned revision agree with the sizes the registry shows
+    for task, (queries, docs, long_docs, gold) in BRIGHT_TASKS.items():
+        assert RECORDED_COUNTS[f"bright/{task}"] == {"docs": int(docs.replace(",", "")), "queries": queries, "qrels": gold}
+        if long_docs is not None:
+            assert RECORDED_COUNTS[f"bright/{task}-long"]["docs"] == int(long_docs.replace(",", ""))
     # the miniatures' recorded counts are the files' counts
     for name in ("instruct-mini", "infosearch-mini"):
         dataset, counts = ir_datasets.load(f"instruct/{name}"), RECORDED_COUNTS[name]
