@@ -115,11 +115,12 @@ def _lock(root: Path):
 
 def install_models(root: Union[str, Path], ids: Optional[Iterable[str]] = None) -> Dict[str, str]:
     """Installs the stand-in of each hub id in ``ids`` (default: all of :data:`MODELS`) at ``root/<hub id>/`` and returns
-    ``{hub id: folder}``; point ``$PYTERRIER_INSTRUCT_MODELS`` at ``root``. Each kind is built once (under
+    ``{hub id: folder}``; point ``$PYTERRIER_INSTRUCT_MODELS`` at ``root``. A LoRA adapter's base comes with it. Each kind is built once (under
     ``root/.build``); ids already installed are kept, so a second call costs nothing. Safe to call from several
     processes at once (a file lock). Needs the ``[hf]`` extra."""
     root = Path(root)
     ids = list(MODELS) if ids is None else list(ids)
+    ids += [MODELS[i].split(":", 1)[1] for i in ids if MODELS.get(i, "").startswith("lora:")]  # the base an adapter names
     unknown = [i for i in ids if i not in MODELS]
     if unknown:
         raise ValueError(f"no stand-in for {unknown}: pyterrier_instruct.testing.MODELS has {sorted(MODELS)}")
