@@ -61,8 +61,8 @@ def test_every_reproduction_row_has_a_standin():
     for info in pkgutil.iter_modules(reproduce.__path__):
         module = importlib.import_module(f"{reproduce.__name__}.{info.name}")
         for value in vars(module).values():
-            if isinstance(value, dict):
-                rows.update({r.model: f"{info.name}:{r.name}" for r in value.values() if isinstance(r, Row) and r.model and "/" in r.model})  # an API model name (gpt-4o) is served, not loaded
+            if isinstance(value, dict):  # an API model's name (gpt-4o) is served, not loaded: hub ids only
+                rows.update({r.model: f"{info.name}:{r.name}" for r in value.values() if isinstance(r, Row) and r.model and "/" in r.model})
     assert len(rows) > 10
     assert not {m: row for m, row in rows.items() if m not in testing.MODELS}
 
