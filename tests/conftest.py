@@ -44,6 +44,23 @@ def tiny(tmp_path_factory):
     return {"t5": tiny_models.tiny_t5(root), "mistral": tiny_models.tiny_mistral(root), "bert": tiny_models.tiny_bert(root)}
 
 
+@pytest.fixture(scope="session")
+def standin_root(tmp_path_factory):
+    """A :func:`pyterrier_instruct.testing.install` root with every stand-in built (``models/``) and the miniature
+    benchmarks (``data/``), once per session; the environment is left alone (pass the folders where they are needed)."""
+    from pyterrier_instruct import testing
+    root = tmp_path_factory.mktemp("standins")
+    testing.install_models(root / "models")
+    testing.install_datasets(root / "data")
+    return root
+
+
+@pytest.fixture(scope="session")
+def standin_models(standin_root):
+    """The folder holding a tiny stand-in at every hub id of ``pyterrier_instruct.testing.MODELS``."""
+    return standin_root / "models"
+
+
 class _Built(dict):
     """Folders built on first access by ``build(key)``, then kept (a session fixture that builds only what a run uses)."""
 

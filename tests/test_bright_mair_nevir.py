@@ -1,4 +1,4 @@
-"""BRIGHT, MAIR and NevIR over miniature snapshots in their released layouts (tests/data/layouts, make_layouts.py):
+"""BRIGHT, MAIR and NevIR over miniature snapshots in their released layouts (tests/data/layouts, pyterrier_instruct.testing.layouts):
 all three front ends, BRIGHT's excluded_ids rule against a hand computation, PairedAccuracy against NevIR's official rule
 (and mteb's on ties), and the inf-ir command end to end with all-MiniLM-L6-v2."""
 from __future__ import annotations

@@ -1,10 +1,12 @@
 """Every python block in README.md and docs/*.md runs as written, as a reader would run the page: top to bottom, blocks
 of one page sharing one namespace, in a scratch folder. None is skipped: what a block needs and a CI machine lacks
-(7B weights, vLLM and a GPU, an API server, the benchmark files) is provided by the stand-ins of tests/standins.py
-(tiny random models where the hub ids resolve, the vLLM stand-in, a chat server on loopback) and the miniature snapshots
-at ``$PYTERRIER_INSTRUCT_DATA`` (tests/conftest.py), built once per test session."""
+(7B weights, vLLM and a GPU, an API server, the benchmark files) is provided by the public stand-ins of
+:mod:`pyterrier_instruct.testing` (tiny random models where the hub ids resolve, a chat server on loopback), the vLLM
+stand-in (tests/fake_vllm.py) and the miniature snapshots at ``$PYTERRIER_INSTRUCT_DATA`` (tests/conftest.py), built once
+per test session."""
 from __future__ import annotations
 
+import os
 import re
 import sys
 from pathlib import Path
@@ -30,23 +32,16 @@ def scratch(tmp_path_factory):
     return tmp_path_factory.mktemp("docs")
 
 
-@pytest.fixture(scope="session")
-def standin_models(tmp_path_factory):
-    import standins
-    root = tmp_path_factory.mktemp("docs-models")
-    standins.install_models(root)
-    return root
-
-
 @pytest.fixture(scope="module", autouse=True)
 def standins(standin_models):
     """``$PYTERRIER_INSTRUCT_MODELS`` with the tiny stand-ins, ``vllm`` the stand-in, ``$OPENAI_BASE_URL`` and
     ``$VLLM_BASE_URL`` a chat server on 127.0.0.1 (an API key set), for this module only."""
     import fake_vllm
-    import standins
-    server = standins.chat_server()
+    from pyterrier_instruct import testing
+    server = testing.chat_server()
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("PYTERRIER_INSTRUCT_MODELS", str(standin_models))
+        mp.setenv("PYTERRIER_INSTRUCT_DATA", os.environ["PYTERRIER_INSTRUCT_DATA"])  # restored after a page's testing.install()
         mp.setenv("OPENAI_BASE_URL", server.url)
         mp.setenv("VLLM_BASE_URL", server.url)
         mp.setenv("OPENAI_API_KEY", "sk-docs-stand-in")

