@@ -310,7 +310,8 @@ def test_reasonrank_on_transformers_and_vllm(models, monkeypatch):
     df = queries().query("qid in ['q5', 'q8', 'q9']")
     r = pti.ReasonRank(models["qwen"], max_output_tokens=6, window_size=4, stride=2, verbose=False)
     out = r(df)
-    assert list(out.columns[-3:]) == ["reasoning", "score", "rank"] and out.reasoning.map(len).gt(0).all()
+    assert list(out.columns[-3:]) == ["reasoning", "score", "rank"] and out.reasoning.map(type).eq(str).all()
+    assert r.stats["windows"] == 6 and r.stats["backend_calls"] == 6  # one call per position and window length (4, 1, 2)
     assert r.output_budget(4) == len(r.backend.tokenizer().encode("[1] > [2] > [3] > [4]"))  # Qwen adds no BOS
     monkeypatch.setitem(sys.modules, "vllm", fake_vllm)
     fake_vllm.instances.clear()
@@ -328,14 +329,22 @@ def test_reasonrank_on_transformers_and_vllm(models, monkeypatch):
 
 # -- both: measures, errors, the package's conventions -------------------------------------------------------------------
 def test_pmrr_experiment_on_instruct_mini(models, mini):
+    """Both families in one pt.Experiment with p-MRR; the instruction reaches the prompt through the template's query slot
+    (``f"{query} {instruction}"`` in both of rank_llm's ``{query}`` places), so og and changed topics differ."""
     topics = mini.get_topics()
-    first = pti.FIRST(models["letters"], window_size=6, stride=3, verbose=False)
-    reason = pti.ReasonRank(models["qwen"], window_size=6, stride=3, max_output_tokens=2, verbose=False)
-    res = pt.Experiment([mini.candidates() % 6 >> first, mini.candidates() % 6 >> reason], topics, mini.get_qrels(), [pti.pMRR],
-                        names=["FIRST", "ReasonRank"])
-    assert res.pMRR.notna().all() and res.pMRR.between(-1, 1).all()
-    with_instruction = first.messages(first.listwise.query_slot.fill("q", "only rivers"), ["a"])[1]["content"]
-    assert "search query: q only rivers." in with_instruction
+    backend = Prepared(models["letters"])
+    first = pti.FIRST(backend=backend, window_size=6, stride=3, verbose=False)
+    reason = pti.ReasonRank(backend=Scripted(models["qwen"]), window_size=6, stride=3, max_output_tokens=2, verbose=False)
+    pipes = [mini.candidates() % 6 >> first, mini.candidates() % 6 >> reason]
+    res = pt.Experiment(pipes, topics, mini.get_qrels(), [pti.pMRR], names=["FIRST", "ReasonRank"])
+    for row, pipe in zip(res.itertuples(), pipes):
+        run = pipe(topics)
+        og, ch = (run[run.variant == v].assign(qid=lambda d: d.base_qid) for v in ("og", "changed"))
+        assert row.pMRR == pytest.approx(pti.pmrr(og, ch, mini.changed_docs()), abs=1e-12)
+    assert res.pMRR.ne(0).any()
+    topic = topics[topics.variant == "changed"].iloc[0]
+    composed = f"{topic.query} {topic.instruction}".strip().replace("[", "(").replace("]", ")")
+    assert any(f"search query: {composed}.\n" in p.text and f"Search Query: {composed}.\n" in p.text for p in backend.seen)
 
 
 def test_repr_eq_presets_and_errors():
