@@ -356,3 +356,15 @@ def test_repr_eq_presets_and_errors():
         pti.ReasonRank(max_output_tokens=-1)
     with pytest.raises(ValueError, match="backend must be one of"):
         pti.FIRST(backend="openai")
+
+
+def test_followir_cli_rows(models, tmp_path):
+    """The --systems rows first and reasonrank (not run by default) on the tiny weights."""
+    from pathlib import Path
+    from pyterrier_instruct.reproduce.cli import main
+    robust04 = str(Path(__file__).parent / "data" / "layouts" / "jhu-clsp" / "robust04-instructions")
+    assert main(["followir", "--dataset", "followir/robust04", "--path", robust04, "--out", str(tmp_path), "--quiet",
+                 "--systems", "first,reasonrank", "--first", models["letters"], "--reasonrank", models["qwen"],
+                 "--reasoning-budget", "4"]) == 0
+    table = pd.read_csv(tmp_path / "table2.csv")
+    assert table["Model"].tolist() == ["FIRST [letters]", "ReasonRank-7B [qwen]"] and table["robust04 p-MRR"].notna().all()
