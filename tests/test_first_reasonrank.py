@@ -19,9 +19,10 @@ import pyterrier as pt
 import pytest
 from stubs import ZEPHYR_TEMPLATE, with_chat_template
 from test_rank_llm_parity import compare, our_rankings, queries, rankings_of, requests_of, script
+from test_rank_llm_parity import fake_vllm as scripted_engine
 
 import pyterrier_instruct as pti
-from pyterrier_instruct.backends import FunctionBackend, HFBackend, VLLMBackend
+from pyterrier_instruct.backends import FunctionBackend, HFBackend
 from pyterrier_instruct.backends.hf import _pieces
 from pyterrier_instruct.listwise import parse_permutation, windows
 from pyterrier_instruct.prompts import LISTWISE
@@ -86,7 +87,8 @@ def top30_engine(seen, lock):
                      for r, (t, v, s) in enumerate(zip(order, top.values.tolist(), texts))}
             with lock:
                 seen.append((prompt, tuple(ids), params, entry))
-            yield SimpleNamespace(finished=True, prompt_token_ids=ids, outputs=[SimpleNamespace(text=texts[0], token_ids=[order[0]], logprobs=[entry])])
+            output = SimpleNamespace(text=texts[0], token_ids=[order[0]], logprobs=[entry])
+            yield SimpleNamespace(finished=True, prompt_token_ids=ids, outputs=[output])
 
     return SimpleNamespace(AsyncEngineArgs=lambda **kw: SimpleNamespace(kw=kw), SamplingParams=lambda **kw: SimpleNamespace(**kw),
                            AsyncLLMEngine=SimpleNamespace(from_engine_args=Engine))
@@ -236,27 +238,6 @@ def reasoned(text: str) -> str:
     return f"<think>first</think> [1] > [2] </think> {answer}"
 
 
-def scripted_engine(seen, lock):
-    import transformers
-
-    class Engine:
-        def __init__(self, args):
-            self.tok = transformers.AutoTokenizer.from_pretrained(args.kw["model"])
-
-        def get_tokenizer(self):
-            return self.tok
-
-        async def generate(self, prompt, params, request_id):
-            ids = self.tok.encode(prompt)
-            with lock:
-                seen.append((prompt, tuple(ids), params.max_tokens, params.min_tokens))
-            yield SimpleNamespace(finished=True, prompt_token_ids=ids,
-                                  outputs=[SimpleNamespace(text=reasoned(prompt), token_ids=[0], logprobs=None)])
-
-    return SimpleNamespace(AsyncEngineArgs=lambda **kw: SimpleNamespace(kw=kw), SamplingParams=lambda **kw: SimpleNamespace(**kw),
-                           AsyncLLMEngine=SimpleNamespace(from_engine_args=Engine))
-
-
 class Scripted(HFBackend):
     def __init__(self, model_name_or_path, **kwargs):
         super().__init__(model_name_or_path, **kwargs)
@@ -272,7 +253,7 @@ def test_reasonrank_matches_rank_llm_026_window_by_window(rank_llm_026, models, 
     seen, lock = [], threading.Lock()
     df = queries()
     template = rank_llm_026 / "rank_llm" / "rerank" / "prompt_templates" / "reasonrank_template.yaml"
-    _, results = run_rank_llm(monkeypatch, scripted_engine(seen, lock), df, model=path, context_size=2048, is_thinking=True,
+    _, results = run_rank_llm(monkeypatch, scripted_engine(seen, lock, reasoned), df, model=path, context_size=2048, is_thinking=True,
                               reasoning_token_budget=64, prompt_template_path=str(template))
     backend = Scripted(path)
     r = pti.ReasonRank(backend=backend, context_size=2048, max_output_tokens=64)

@@ -71,9 +71,9 @@ class Recorder(HFBackend):
         return [script(p.text) for p in prompts]
 
 
-def fake_vllm(seen, lock):
+def fake_vllm(seen, lock, answer=script):
     """The part of vllm that rank_llm 0.26's VllmHandler touches; ``generate`` tokenizes a text prompt as vLLM does
-    (``tokenizer.encode(prompt)``, special tokens added) and answers with :func:`script`."""
+    (``tokenizer.encode(prompt)``, special tokens added) and answers with ``answer`` (:func:`script`)."""
     import transformers
 
     class Engine:
@@ -89,7 +89,7 @@ def fake_vllm(seen, lock):
                 seen.append((prompt, tuple(ids), params.max_tokens, params.min_tokens))
             await asyncio.sleep(0)
             yield SimpleNamespace(finished=True, prompt_token_ids=ids,
-                                  outputs=[SimpleNamespace(text=script(prompt), token_ids=[0] * params.max_tokens, logprobs=None)])
+                                  outputs=[SimpleNamespace(text=answer(prompt), token_ids=[0] * params.max_tokens, logprobs=None)])
 
     return SimpleNamespace(AsyncEngineArgs=lambda **kw: SimpleNamespace(kw=kw), SamplingParams=lambda **kw: SimpleNamespace(**kw),
                            AsyncLLMEngine=SimpleNamespace(from_engine_args=Engine))

@@ -61,12 +61,12 @@ def parse_permutation(answer: str, size: int, alpha: bool = False) -> Tuple[List
     digits included, as a space (so ``[AB]`` is 12)."""
     problems = []
     answer = answer.rpartition("</think>")[2]  # a reasoning model's thoughts are not the ranking (rank_llm >= 2025)
-    well_formed = (_WELL_FORMED_ALPHA if alpha else _WELL_FORMED).fullmatch(answer)
-    if alpha:
-        answer = "".join(str(ord(c) - 64) if c.isalpha() else " " for c in answer.translate(_FAKE_DIGITS))
-    elif not answer.isascii():
+    if not answer.isascii():
         answer = answer.translate(_FAKE_DIGITS)
         answer = "".join(str(unicodedata.decimal(c)) if c.isdecimal() else c for c in answer)
+    well_formed = (_WELL_FORMED_ALPHA if alpha else _WELL_FORMED).fullmatch(answer)
+    if alpha:
+        answer = "".join(str(ord(c) - 64) if c.isalpha() else " " for c in answer)
     tokens = _NON_DIGIT.sub(" ", answer).split()
     if not tokens:
         problems.append("no_ranking")

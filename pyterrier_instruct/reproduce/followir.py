@@ -21,8 +21,8 @@ from __future__ import annotations
 import sys
 
 import pyterrier_instruct as pti
-from pyterrier_instruct.reproduce.common import (ROWS_2025, Row, backend_options, check_models, finish, listwise_backend, model_options, on_cluster, open_datasets,
-                                                 parse, parser, rank1, rerankers_2025, saved, selected)
+from pyterrier_instruct.reproduce.common import (ROWS_2025, Row, backend_options, check_models, finish, listwise_backend, model_options,
+                                                 on_cluster, open_datasets, parse, parser, rank1, rerankers_2025, saved, selected)
 
 #: the CLI command (``pyterrier-instruct followir``) and its line in the overview; the CLI finds it here
 COMMAND = ('followir', 'FollowIR Table 2: MAP@1000/nDCG@5 and p-MRR of the rerankers on Robust04, News21, Core17')
