@@ -18,7 +18,7 @@ import pandas as pd
 import pyterrier as pt
 import pytest
 from stubs import ZEPHYR_TEMPLATE, with_chat_template
-from test_rank_llm_parity import compare, our_rankings, queries, rankings_of, requests_of, script
+from test_rank_llm_parity import Recorder, compare, our_rankings, queries, rankings_of, requests_of, script
 from test_rank_llm_parity import fake_vllm as scripted_engine
 
 import pyterrier_instruct as pti
@@ -238,14 +238,9 @@ def reasoned(text: str) -> str:
     return f"<think>first</think> [1] > [2] </think> {answer}"
 
 
-class Scripted(HFBackend):
-    def __init__(self, model_name_or_path, **kwargs):
-        super().__init__(model_name_or_path, **kwargs)
-        self.seen = []
-
-    def generate(self, prompts, *, max_new_tokens, min_new_tokens=0):
-        self.seen += [(p.text, tuple(p.token_ids), max_new_tokens, min_new_tokens) for p in prompts]
-        return [reasoned(p.text) for p in prompts]
+class Scripted(Recorder):
+    """Our HF backend answering as :func:`reasoned` (and recording every prompt and budget)."""
+    answer = staticmethod(reasoned)
 
 
 def test_reasonrank_matches_rank_llm_026_window_by_window(rank_llm_026, models, monkeypatch):

@@ -60,7 +60,9 @@ def script(text: str) -> str:
 
 
 class Recorder(HFBackend):
-    """Our HF backend with the scripted model in place of ``generate``: records (text, token ids, budget)."""
+    """Our HF backend with the scripted model (``answer``, :func:`script`) in place of ``generate``: records (text, token
+    ids, budget)."""
+    answer = staticmethod(script)
 
     def __init__(self, model_name_or_path, **kwargs):
         super().__init__(model_name_or_path, **kwargs)
@@ -68,7 +70,7 @@ class Recorder(HFBackend):
 
     def generate(self, prompts, *, max_new_tokens, min_new_tokens=0):
         self.seen += [(p.text, tuple(p.token_ids), max_new_tokens, min_new_tokens) for p in prompts]
-        return [script(p.text) for p in prompts]
+        return [self.answer(p.text) for p in prompts]
 
 
 def fake_vllm(seen, lock, answer=script):
