@@ -161,7 +161,10 @@ def test_first_matches_rank_llm_026_where_its_top_30_holds_every_identifier(rank
     first = pti.FIRST(backend=backend, window_size=10, stride=5)
     out = first(df)
     assert first.stats["windows"] == first.stats["forward_passes"] == first.stats["clean"] == 16
-    assert first.stats["backend_calls"] == 5  # one batched forward pass per window position, all queries together
+    # one batched forward pass per window position and window length, all queries together
+    plans = [windows(len(g), 10, 5) for _, g in df.groupby("qid")]
+    lengths = [{p[s][1] - p[s][0] for p in plans if s < len(p)} for s in range(max(map(len, plans)))]
+    assert first.stats["backend_calls"] == sum(map(len, lengths)) == 14 and len(lengths) == 5
     ours = [(p.text + "[", tuple(HFBackend(path).tokenizer()(p.text + "[")["input_ids"])) for p in backend.seen]
     # every window rank_llm sends, ranked by our identifier log-probabilities on the same prompt
     tok = backend.tokenizer()

@@ -99,15 +99,15 @@ class FIRST(ListwiseReranker):
             groups.setdefault(tuple(self.identifier_ids(p.text, num)), []).append(i)
         for ids, rows in groups.items():
             values = self.backend.next_token_logprobs([encode_rendered(tok, prompts[i].text + "[") for i in rows], allowed=list(ids))
+            self.stats["backend_calls"] += 1
             for i, v in zip(rows, values):
                 out[i] = [v[t] for t in ids]
         return out
 
     def _run_step(self, jobs, lists, queries, qids, words, notes) -> None:
-        """One window position for every query that has one: one batched forward pass, no generation."""
+        """One window position for every query that has one: one batched forward pass per window length, no generation."""
         group = [(q, a, b, self._prompt(queries[q], [words[r] for r in lists[q][a:b]])) for q, (a, b) in jobs]
         values = self.window_logprobs([g[3] for g in group], [b - a for _, a, b, _ in group])
-        self.stats["backend_calls"] += 1
         self.stats["forward_passes"] += len(group)
         for (q, a, b, _), v in zip(group, values):
             order = sorted(range(b - a), key=lambda i: -v[i])  # stable: ties keep the current order
