@@ -144,7 +144,9 @@ class Listwise(NamedTuple):
     always). ``chat_template``: a Jinja template used only when the checkpoint's tokenizer has none.
     ``budget_window``: the passage word limit starts at ``300 × budget_window / window length`` (rank_llm <= 0.25: its
     open models use 20; RankGPT the reranker's window size, ``None``). ``fixed_words``: every window starts at 300
-    words whatever its length (rank_llm 0.26 ``create_prompt``: ``max_length = self._max_passage_words``)."""
+    words whatever its length (rank_llm 0.26 ``create_prompt``: ``max_length = self._max_passage_words``).
+    ``alpha``: passages are identified by letters ``[A]``, ``[B]``, … instead of numbers (rank_llm ``use_alpha``:
+    ``chr(64 + rank)``)."""
     system: str
     prefix: str
     body: str
@@ -158,6 +160,7 @@ class Listwise(NamedTuple):
     budget_window: Optional[int] = 20
     fixed_words: bool = False
     query_slot: QuerySlot = QuerySlot("rank_llm")
+    alpha: bool = False
 
 
 _RANKLLM_SYSTEM = "You are RankLLM, an intelligent assistant that can rank passages based on their relevancy to the query"
@@ -205,6 +208,18 @@ LISTWISE: Dict[str, Listwise] = {
         "Search Query: {query}.\nRank the {num} passages above based on their relevance to the search query. The passages should be listed in descending order using identifiers. The most relevant passages should be listed first. The output format should be [] > [], e.g., {example}. Only response the ranking results, do not say any word or explain.",
         example="[1] > [2]", multi_turn=True, opening="Okay, please provide the passages.", ack="Received passage [{rank}].",
         budget_window=None, fixed_words=True),
+    # FIRST (Reddy et al. 2024, castorini/first_mistral): rank_llm 0.26.0 ``rerank/prompt_templates/
+    # rank_zephyr_alpha_template.yaml`` (the template of its FIRST configurations, ``server/flask/api.py``): the 0.26
+    # RankZephyr prompt with letters for identifiers.
+    'first': Listwise(_RANKLLM_SYSTEM, _RANKLLM_PREFIX[:-1].replace("a numerical", "an alphabetical"), "[{rank}] {passage}\n",
+                      _RANKLLM_026_SUFFIX, example="[B] > [A]", fixed_words=True, alpha=True),
+    # ReasonRank (Liu et al. 2025, liuwenhan/reasonrank-7B/-32B): rank_llm 0.26.0 ``rerank/prompt_templates/
+    # reasonrank_template.yaml``: a <think>/<answer> system message, "The format of the answer should be".
+    'reasonrank': Listwise(
+        "You are RankLLM, an intelligent assistant that can rank passages based on their relevance to the query. Given a query and a passage list, you first thinks about the reasoning process in the mind and then provides the answer (i.e., the reranked passage list). The reasoning process and answer are enclosed within <think> </think> and <answer> </answer> tags, respectively, i.e., <think> reasoning process here </think> <answer> answer here </answer>.",
+        _RANKLLM_PREFIX[:-1], "[{rank}] {passage}\n",
+        "Search Query: {query}.\nRank the {num} passages above based on their relevance to the search query. All the passages should be included and listed using identifiers, in descending order of relevance. The format of the answer should be [] > [], e.g., {example}.",
+        fixed_words=True),
 }
 
 

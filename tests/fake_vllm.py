@@ -147,7 +147,7 @@ class LLM:
             text = self._tokenizer.decode(ids, skip_special_tokens=True)
             listwise = re.search(r"provide you with (\d+) passages", text)
             judge = re.search(r"Please give a score between 0 and (\d)", text)
-            if listwise or judge:
+            if (listwise or judge) and params.allowed_token_ids is None:  # a restricted step (FIRST's) runs the model
                 answer = (" > ".join(f"[{i}]" for i in range(int(listwise.group(1)), 0, -1)) if listwise
                           else f'{{"score": {min(2, int(judge.group(1)))}, "reason": "stand-in"}}')
                 out_ids = self._tokenizer(answer, add_special_tokens=False)["input_ids"][:params.max_tokens]

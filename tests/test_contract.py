@@ -63,6 +63,8 @@ FAMILIES = {
     "RankZephyr": lambda m: pti.RankZephyr(m["zephyr"], window_size=4, stride=2, depth=6),
     "RankVicuna": lambda m: pti.RankVicuna(m["zephyr"], window_size=4, stride=2, depth=6),
     "RankGPT": lambda m: pti.RankGPT("gpt-4o", base_url=m["chat"], api_key_env=KEY_ENV, window_size=4, stride=2, depth=6),
+    "FIRST": lambda m: pti.FIRST(m["zephyr"], window_size=4, stride=2, depth=6),
+    "ReasonRank": lambda m: pti.ReasonRank(m["zephyr"], window_size=4, stride=2, depth=6, max_output_tokens=4),
     "BiEncoder": lambda m: pti.BiEncoder(m["bert"]),
     "SBertBiEncoder": lambda m: pti.SBertBiEncoder(m["bert"]),
     "Promptriever": lambda m: pti.Promptriever(m["adapter"]),

@@ -251,8 +251,8 @@ def test_word_budget_loop_against_the_context_size():
     long = synthetic(1, 20).assign(text=lambda d: d.text + " " + " ".join(["word"] * 400))
     seen = []
     backend = FunctionBackend(lambda p, n: seen.append((p, n)) or grade_ranker(p, n), tokenizer=WordTokenizer())
-    budget = len(" > ".join(f"[{i}]" for i in range(1, 21)).split()) - 1
-    assert ListwiseReranker(backend).output_budget(20) == budget == 38
+    budget = len(" > ".join(f"[{i}]" for i in range(1, 21)).split())  # no special tokens: every token counts (rank_llm)
+    assert ListwiseReranker(backend).output_budget(20) == budget == 39
     ListwiseReranker(backend, context_size=None)(long)
     assert all(len(t.split()) == 300 for _, t in window_passages(seen[-1][0][0]))  # 300 × 20 / 20 words
     ListwiseReranker(backend, context_size=2000)(long)

@@ -115,7 +115,7 @@ def test_vllm_server_options_and_token_counting(server):
     r = ListwiseReranker(backend, context_size=4096)
     r(frame(1, 20))
     body = server.requests[0]["body"]
-    assert body["min_tokens"] == body["max_tokens"] == r.output_budget(20) == 38
+    assert body["min_tokens"] == body["max_tokens"] == r.output_budget(20) == 39  # every token of "[1] > … > [20]"
     prompt = backend.prepare(body["messages"])
     assert prompt.n_tokens == sum(3 + len(m["content"].split()) for m in body["messages"]) + 3
 

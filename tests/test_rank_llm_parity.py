@@ -60,7 +60,9 @@ def script(text: str) -> str:
 
 
 class Recorder(HFBackend):
-    """Our HF backend with the scripted model in place of ``generate``: records (text, token ids, budget)."""
+    """Our HF backend with the scripted model (``answer``, :func:`script`) in place of ``generate``: records (text, token
+    ids, budget)."""
+    answer = staticmethod(script)
 
     def __init__(self, model_name_or_path, **kwargs):
         super().__init__(model_name_or_path, **kwargs)
@@ -68,12 +70,12 @@ class Recorder(HFBackend):
 
     def generate(self, prompts, *, max_new_tokens, min_new_tokens=0):
         self.seen += [(p.text, tuple(p.token_ids), max_new_tokens, min_new_tokens) for p in prompts]
-        return [script(p.text) for p in prompts]
+        return [self.answer(p.text) for p in prompts]
 
 
-def fake_vllm(seen, lock):
+def fake_vllm(seen, lock, answer=script):
     """The part of vllm that rank_llm 0.26's VllmHandler touches; ``generate`` tokenizes a text prompt as vLLM does
-    (``tokenizer.encode(prompt)``, special tokens added) and answers with :func:`script`."""
+    (``tokenizer.encode(prompt)``, special tokens added) and answers with ``answer`` (:func:`script`)."""
     import transformers
 
     class Engine:
@@ -89,7 +91,7 @@ def fake_vllm(seen, lock):
                 seen.append((prompt, tuple(ids), params.max_tokens, params.min_tokens))
             await asyncio.sleep(0)
             yield SimpleNamespace(finished=True, prompt_token_ids=ids,
-                                  outputs=[SimpleNamespace(text=script(prompt), token_ids=[0] * params.max_tokens, logprobs=None)])
+                                  outputs=[SimpleNamespace(text=answer(prompt), token_ids=[0] * params.max_tokens, logprobs=None)])
 
     return SimpleNamespace(AsyncEngineArgs=lambda **kw: SimpleNamespace(kw=kw), SamplingParams=lambda **kw: SimpleNamespace(**kw),
                            AsyncLLMEngine=SimpleNamespace(from_engine_args=Engine))

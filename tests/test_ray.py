@@ -148,6 +148,21 @@ def test_rank1_on_ray(ray_cluster, frames, tmp_path):
     assert out["reasoning"].tolist() == ref["reasoning"].tolist()
 
 
+def test_first_and_reasonrank_on_ray(ray_cluster, tiny, frames, tmp_path):
+    """FIRST and ReasonRank (a listwise family reranks a query's rows together) travel to an actor without their
+    weights and give the same ranking (and reasoning) as here."""
+    from stubs import ZEPHYR_TEMPLATE, with_chat_template
+    _, cands = frames
+    cands = cands[cands["qid"].isin(cands["qid"].unique()[:2])]
+    path = with_chat_template(tiny["mistral"], tmp_path / "zephyr", ZEPHYR_TEMPLATE)
+    for model in (pti.FIRST(path, window_size=4, stride=2, depth=8, verbose=False),
+                  pti.ReasonRank(path, window_size=4, stride=2, depth=8, max_output_tokens=3, verbose=False)):
+        out, ref = pti.on_ray(model, workers=1)(cands), model(cands)
+        same_run(out, ref)
+        if "reasoning" in ref:
+            assert out["reasoning"].tolist() == ref["reasoning"].tolist()
+
+
 def test_corpus_encoding_resumes_and_feeds_flexindex(ray_cluster, tiny, mini, tmp_path):
     """The driver fails while reading the corpus (after the first wave of 2 shards): those shards are on disk with their
     done-markers; the re-run encodes only the rest, and the index equals the in-process one. A FlexIndex is then fed from

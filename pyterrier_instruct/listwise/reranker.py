@@ -96,7 +96,7 @@ class ListwiseReranker(InstructReranker):
         q = mask_numbers(query) if p.mask_query else query
         head = fill(p.prefix, num=num, query=q)
         tail = fill(p.suffix, num=num, query=q, example=p.example)
-        bodies = [fill(p.body, rank=r, passage=mask_numbers(t)) for r, t in enumerate(passages, 1)]
+        bodies = [fill(p.body, rank=identifier(r, p.alpha), passage=mask_numbers(t)) for r, t in enumerate(passages, 1)]
         system = {"role": "system", "content": self.system if self.system is not None else p.system}
         if not p.multi_turn:
             return [system, {"role": "user", "content": head + "\n" + "".join(bodies) + tail}]
@@ -106,11 +106,13 @@ class ListwiseReranker(InstructReranker):
         return turns + [{"role": "user", "content": tail}]
 
     def output_budget(self, num: int) -> int:
-        """``len(tokenizer.encode("[1] > … > [num]")) - 1`` (rank_llm), or the string length when tokens can't be counted."""
+        """The tokens of ``"[1] > … > [num]"`` (``"[A] > …"`` for letter identifiers) without special tokens (rank_llm
+        ``num_output_tokens``: ``encode(..., add_special_tokens=False)``; a BOS-less tokenizer such as Qwen's adds
+        none), or the string length when tokens can't be counted."""
         if num not in self._budgets:
-            target = " > ".join(f"[{i}]" for i in range(1, num + 1))
+            target = " > ".join(f"[{identifier(i, self.listwise.alpha)}]" for i in range(1, num + 1))
             n = self.backend.count(target)
-            self._budgets[num] = len(target) if n is None else n - 1
+            self._budgets[num] = len(target) if n is None else n - self.backend.count("")
         return self._budgets[num]
 
     def _start_words(self, num: int) -> float:
@@ -153,11 +155,11 @@ class ListwiseReranker(InstructReranker):
         words = dict(zip(top.tolist(), self._words(work.iloc[top])))
         plans = [windows(len(lst), self.window_size, self.stride, self.depth) for lst in lists]
         lists = [lst.tolist() for lst in lists]
-        repaired = self.stats["repaired"]
+        repaired, notes = self.stats["repaired"], {}
         with progress_bar(total=sum(map(len, plans)), desc=type(self).__name__, unit="window", disable=not self.verbose or not plans) as bar:
             for step in range(max(map(len, plans))):
                 jobs = [(q, plan[step]) for q, plan in enumerate(plans) if step < len(plan)]
-                self._run_step(jobs, lists, queries, qids, words)
+                self._run_step(jobs, lists, queries, qids, words, notes)
                 bar.update(len(jobs))
         if self.stats["repaired"] > repaired:
             log.warning("%r: %d of %d answers were not a clean permutation and were repaired (see .stats)", self,
@@ -165,7 +167,13 @@ class ListwiseReranker(InstructReranker):
         scores = np.empty(len(work), dtype="float64")
         for lst in lists:
             scores[lst] = len(lst) - np.arange(len(lst))
+        if self.extra_outputs:  # a reasoning family: each row's text from the last window it was in ("" below depth)
+            return scores, {"reasoning": [notes.get(i, "") for i in range(len(work))]}
         return scores
+
+    def _reasoning_budget(self) -> int:
+        """Tokens a window's answer may spend before its ranking (a reasoning family's budget; none here)."""
+        return 0
 
     def _first_stage(self, work: pd.DataFrame):
         """Row positions per query in first-stage order (``rank``, else ``score`` descending, else input order) and
@@ -186,21 +194,41 @@ class ListwiseReranker(InstructReranker):
             raise ValueError(f"qid {bad!r} has rows with different query/instruction text; a listwise prompt needs one per qid")
         return lists, [composed.iloc[lst[0]] for lst in lists], list(qids[codes[[lst[0] for lst in lists]]])
 
-    def _run_step(self, jobs, lists, queries, qids, words) -> None:
-        """One window position for every query that has one: one backend call per distinct window length."""
+    def _run_step(self, jobs, lists, queries, qids, words, notes) -> None:
+        """One window position for every query that has one: one backend call per distinct window length. The answer
+        may spend :meth:`_reasoning_budget` tokens more than the ranking's (rank_llm ``is_thinking``: max tokens =
+        reasoning budget + ranking tokens, min tokens = ranking tokens); a reasoning family keeps the text before the
+        last ``</think>`` in ``notes`` (row → text)."""
         prompts = {}
         for q, (a, b) in jobs:
             prompts.setdefault(b - a, []).append((q, a, b, self._prompt(queries[q], [words[r] for r in lists[q][a:b]])))
         for num, group in prompts.items():
             budget = self.output_budget(num)
-            answers = self.backend.generate([g[3] for g in group], max_new_tokens=budget, min_new_tokens=budget)
+            answers = self.backend.generate([g[3] for g in group], max_new_tokens=budget + self._reasoning_budget(),
+                                            min_new_tokens=budget)
             self.stats["backend_calls"] += 1
             for (q, a, b, _), answer in zip(group, answers):
-                order, problems = parse_permutation(answer, num)
+                order, problems = parse_permutation(answer, num, self.listwise.alpha)
+                if self.extra_outputs:
+                    notes.update(dict.fromkeys(lists[q][a:b], reasoning_of(answer)))
                 self.stats.record(problems)
                 if problems:
                     log.info("qid %s, window [%d, %d): repaired answer (%s): %.120r", qids[q], a, b, ", ".join(problems), answer)
                 lists[q][a:b] = reorder(lists[q][a:b], order)
+
+
+def reasoning_of(answer: str) -> str:
+    """A reasoning model's thoughts: the text before the last ``</think>`` without an opening ``<think>``, stripped;
+    the whole answer when it has no ``</think>`` (the budget ran out while reasoning)."""
+    head, sep, _ = answer.rpartition("</think>")
+    text = head if sep else answer
+    text = text.strip()
+    return text[len("<think>"):].strip() if text.startswith("<think>") else text
+
+
+def identifier(rank: int, alpha: bool = False) -> str:
+    """A passage's identifier in the prompt: ``rank`` (1-based), or its letter (rank_llm ``use_alpha``: ``chr(64 + rank)``)."""
+    return chr(64 + rank) if alpha else str(rank)
 
 
 def _family_backend(cls, backend: BackendLike, model: str, default: str, options: Optional[dict], kinds=("hf", "vllm")):

@@ -10,6 +10,7 @@ from typing import List, Sequence, Tuple
 _NON_DIGIT = re.compile(r"[^0-9]")
 _BRACKETED = re.compile(r"\[(\d+)\]")
 _WELL_FORMED = re.compile(r"\s*\[\d+\](\s*>\s*\[\d+\])*\s*")
+_WELL_FORMED_ALPHA = re.compile(r"\s*\[[A-Z]\](\s*>\s*\[[A-Z]\])*\s*")
 #: rank_llm 0.26 ``clean_ranking_response``'s ``fake_numbers_map``: superscript, subscript, circled, negative circled,
 #: full-width and digit-comma digits read as ASCII digits before parsing.
 _FAKE_DIGITS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹₀₁₂₃₄₅₆₇₈₉①②③④⑤⑥⑦⑧⑨❶❷❸❹❺❻❼❽❾０１２３４５６７８９🄀🄁🄂🄃🄄🄅🄆🄇🄈🄉",
@@ -49,22 +50,27 @@ def mask_numbers(text: str) -> str:
     return _BRACKETED.sub(r"(\1)", text)
 
 
-def parse_permutation(answer: str, size: int) -> Tuple[List[int], Tuple[str, ...]]:
+def parse_permutation(answer: str, size: int, alpha: bool = False) -> Tuple[List[int], Tuple[str, ...]]:
     """The window order (0-based) read from a model's answer, repaired as rank_llm 0.26 ``receive_permutation`` does:
     a ``</think>`` block is skipped; superscript, subscript, circled and full-width digits (``[²] > [¹]``) and other
     Unicode decimal digits are read as digits; non-digits → spaces; ints − 1 (``[0000000002]`` is 2); duplicates
     dropped (first kept); out-of-range dropped; missing indices appended in their original order. Returns the order
     and the problems found (empty for a clean ``[a] > [b] > …``):
-    ``'no_ranking'``, ``'format'``, ``'duplicate'``, ``'out_of_range'``, ``'missing'``."""
+    ``'no_ranking'``, ``'format'``, ``'duplicate'``, ``'out_of_range'``, ``'missing'``. ``alpha``: letter
+    identifiers (rank_llm ``use_alpha``): every letter ``c`` reads as the number ``ord(c) - 64`` and everything else,
+    digits included, as a space (so ``[AB]`` is 12)."""
     problems = []
     answer = answer.rpartition("</think>")[2]  # a reasoning model's thoughts are not the ranking (rank_llm >= 2025)
     if not answer.isascii():
         answer = answer.translate(_FAKE_DIGITS)
         answer = "".join(str(unicodedata.decimal(c)) if c.isdecimal() else c for c in answer)
+    well_formed = (_WELL_FORMED_ALPHA if alpha else _WELL_FORMED).fullmatch(answer)
+    if alpha:
+        answer = "".join(str(ord(c) - 64) if c.isalpha() else " " for c in answer)
     tokens = _NON_DIGIT.sub(" ", answer).split()
     if not tokens:
         problems.append("no_ranking")
-    elif not _WELL_FORMED.fullmatch(answer):
+    elif not well_formed:
         problems.append("format")
     # leading zeros do not count; an absurdly long number is out of range (int() of it would be slow)
     ids = [int(t) - 1 if len(t.lstrip("0")) <= 9 else size for t in tokens]

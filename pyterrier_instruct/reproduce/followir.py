@@ -21,8 +21,8 @@ from __future__ import annotations
 import sys
 
 import pyterrier_instruct as pti
-from pyterrier_instruct.reproduce.common import (ROWS_2025, Row, check_models, finish, listwise_backend, model_options, on_cluster, open_datasets,
-                                                 parse, parser, rank1, rerankers_2025, saved, selected)
+from pyterrier_instruct.reproduce.common import (ROWS_2025, Row, backend_options, check_models, finish, listwise_backend, model_options,
+                                                 on_cluster, open_datasets, parse, parser, rank1, rerankers_2025, saved, selected)
 
 #: the CLI command (``pyterrier-instruct followir``) and its line in the overview; the CLI finds it here
 COMMAND = ('followir', 'FollowIR Table 2: MAP@1000/nDCG@5 and p-MRR of the rerankers on Robust04, News21, Core17')
@@ -40,6 +40,10 @@ ROWS = {
     "rank1": Row("rank1-7b", None, "jhu-clsp/rank1-7b", "reasoning reranker, up to 8192 generated tokens per passage "
                  "(run on request: --systems ...,rank1)", default=False),
     "rank-zephyr": Row("RankZephyr", None, "castorini/rank_zephyr_7b_v1_full", "listwise, top 100 of the candidates"),
+    "first": Row("FIRST", None, "castorini/first_mistral", "single-token listwise, top 100 of the candidates, one forward "
+                 "pass per window (run on request: --systems ...,first)", default=False),
+    "reasonrank": Row("ReasonRank-7B", None, "liuwenhan/reasonrank-7B", "reasoning listwise, top 100 of the candidates, up "
+                      "to 3072 reasoning tokens per window (run on request: --systems ...,reasonrank)", default=False),
     **ROWS_2025,
 }
 DATASETS = ["followir/robust04", "followir/news21", "followir/core17"]
@@ -47,11 +51,14 @@ DATASETS = ["followir/robust04", "followir/news21", "followir/core17"]
 
 def main(argv=None) -> int:
     p = parser("followir", __doc__, ROWS, DATASETS)
-    p.add_argument("--listwise-backend", choices=["hf", "vllm"], default="hf", help="RankZephyr's and rank1's generation backend")
+    p.add_argument("--listwise-backend", choices=["hf", "vllm"], default="hf", help="the backend of RankZephyr, FIRST, ReasonRank and rank1")
+    p.add_argument("--reasoning-budget", type=int, default=3072, help="ReasonRank's reasoning tokens per window (default: 3072, "
+                   "rank_llm's ReasonRank demo)")
     p.add_argument("--ties", choices=["docno", "input"], default="docno", help="p-MRR tie-break (default: docno, as mteb)")
     args = parse(p, argv, ROWS, DATASETS)
     check_models(args, ROWS)
     kw, m = model_options(args), args.models
+    hf_options = backend_options(kw) if args.listwise_backend == "hf" else None
 
     # One instance per model, shared by the datasets (weights load once, on first use).
     rerankers = selected({
@@ -68,6 +75,10 @@ def main(argv=None) -> int:
         "rank-zephyr": lambda: pti.RankZephyr(
             backend=listwise_backend(m["rank-zephyr"], args.listwise_backend, kw),
             depth=100, verbose=kw["verbose"]),
+        "first": lambda: pti.FIRST(m["first"], backend=args.listwise_backend, backend_options=hf_options, depth=100,
+                                   verbose=kw["verbose"]),
+        "reasonrank": lambda: pti.ReasonRank(m["reasonrank"], backend=args.listwise_backend, backend_options=hf_options,
+                                             max_output_tokens=args.reasoning_budget, depth=100, verbose=kw["verbose"]),
     }, args)
     rerankers = on_cluster(rerankers, args)  # --ray: each model on the cluster (the pool BM25 stays here)
 

@@ -1,0 +1,115 @@
+"""FIRST, single-token listwise reranking (Reddy et al. 2024, "FIRST: Faster Improved Listwise Reranking with Single
+Token Decoding"; ``castorini/first_mistral``): the window's prompt is rank_llm's RankZephyr alpha prompt followed by
+``[``, and the window is ranked by the next-token log-probabilities of its identifiers ``A``, ``B``, … — one forward
+pass per window instead of a generated permutation.
+
+rank_llm 0.26 (``rerank/listwise/rank_listwise_os_llm.py`` ``run_llm_async`` with ``use_logits``, ``_evaluate_logits``)
+reads the top 30 raw log-probabilities vLLM returns: identifiers outside them drop out and are appended in their current
+order by the permutation repair. Here the values of **every** identifier are read (the logits on transformers; on vLLM
+``allowed_token_ids`` with processed log-probabilities), so every window is a full ranking; where all of a window's
+identifiers are in the top 30 the two orders are the same (``tests/test_first_reasonrank.py`` counts the rest)."""
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Tuple
+
+from .._tokens import encode_rendered
+from ..backends import Backend
+from ..backends.base import REASONING_CALLS
+from .reranker import BackendLike, ListwiseReranker, _family_backend, identifier
+
+__all__ = ["FIRST"]
+
+
+class FIRST(ListwiseReranker):
+    """FIRST: each window ranked by the first token's log-probabilities of its passage identifiers.
+
+    ==============================  ================================  ===============================================
+    constructor                     checkpoint                        notes
+    ==============================  ================================  ===============================================
+    ``FIRST()``                     ``castorini/first_mistral``       the paper checkpoint (Mistral-7B-Instruct-v0.3)
+    ==============================  ================================  ===============================================
+
+    The prompt is rank_llm 0.26.0's ``rank_zephyr_alpha_template.yaml`` (``style='first'``), the checkpoint's chat
+    template, then ``[``; the next token's values over the window's identifiers (each must be one token after ``[``)
+    give the window's order, highest first (ties keep the current order). rank_llm's configurations for this checkpoint
+    use window 20, stride 10 and context 4096 (``docs/onboarding-first.md``) or 8192 (its Flask server); letters limit a
+    window to 26 passages.
+
+    Args:
+        model_name_or_path: the checkpoint the ``'hf'``/``'vllm'`` backend loads.
+        backend: ``'hf'`` (transformers: the last position's logits), ``'vllm'`` (``SamplingParams(max_tokens=1,
+            allowed_token_ids=<the identifiers>)`` on an engine with ``logprobs_mode='processed_logprobs'``), or a backend
+            with ``next_token_logprobs`` and a tokenizer (``HFBackend``, ``VLLMBackend``).
+        backend_options: keyword arguments of the backend built from ``'hf'``/``'vllm'``.
+        style, template, window_size, stride, depth, context_size, max_words, system, text_field, title_field,
+        instruction, verbose: see :class:`ListwiseReranker`; the instruction joins the query in both of the prompt's
+        query slots (rank_llm's ``{query}``), as in every listwise family.
+
+    Output: as :class:`ListwiseReranker` (ordinal ``score``); ``stats['forward_passes']`` counts the windows scored.
+    """
+    schematic = {"label": "FIRST"}
+    default_model = "castorini/first_mistral"
+
+    def __init__(self, model_name_or_path: str = "castorini/first_mistral", *, backend: BackendLike = "hf",
+                 backend_options: Optional[dict] = None, style: str = "first", **kwargs):
+        if callable(backend) and not isinstance(backend, Backend):
+            raise TypeError("FIRST reads next-token log-probabilities: backend must be 'hf', 'vllm' or a TokenizerBackend, "
+                            f"not a callable ({backend!r})")
+        options = backend_options
+        if backend == "vllm":  # the identifiers' values taken after allowed_token_ids (VLLMBackend.answer_logits)
+            options = {"logprobs_mode": "processed_logprobs", **(backend_options or {})}
+        built = _family_backend(type(self), backend, model_name_or_path, self.default_model, options)
+        missing = [m for m in (REASONING_CALLS[1], "tokenizer") if not callable(getattr(built, m, None))]
+        if missing:
+            raise TypeError(f"FIRST needs a backend with {missing} (HFBackend, VLLMBackend), got {type(built).__name__}")
+        super().__init__(built, style=style, **kwargs)
+        self.model_name_or_path, self.backend_options = model_name_or_path, backend_options
+        if self.listwise.alpha and self.window_size > 26:
+            raise ValueError(f"window_size must be at most 26 with letter identifiers, got {self.window_size}")
+        self._identifiers: Dict[Tuple[str, int], List[int]] = {}
+
+    def identifier_ids(self, text: str, num: int) -> List[int]:
+        """The token id of each of ``num`` identifiers as the next token after the rendered prompt ``text`` + ``[``
+        (read from the prompt's last 200 characters; a ValueError names an identifier that is not one token there)."""
+        tail = text[-200:] + "["
+        key = (tail, num)
+        if key not in self._identifiers:
+            tok = self.backend.tokenizer()
+            base = tok(tail, add_special_tokens=False)["input_ids"]
+            ids, bad = [], []
+            for r in range(1, num + 1):
+                full = tok(tail + identifier(r, self.listwise.alpha), add_special_tokens=False)["input_ids"]
+                if len(full) != len(base) + 1 or full[:len(base)] != base:
+                    bad.append(identifier(r, self.listwise.alpha))
+                ids.append(full[-1])
+            if bad or len(set(ids)) != num:
+                raise ValueError(f"{self!r}: identifier(s) {bad or ids} are not one distinct token each after '[' for this "
+                                 "tokenizer; FIRST needs single-token identifiers (a smaller window_size, or letters)")
+            self._identifiers[key] = ids
+        return self._identifiers[key]
+
+    def window_logprobs(self, prompts, nums: List[int]) -> List[List[float]]:
+        """For each prepared window prompt of ``nums[i]`` passages, the log-probability of each identifier (in window
+        order) as the next token after the prompt + ``[``, renormalised over the window's identifiers (which keeps their
+        order); one batched forward pass per distinct identifier set."""
+        tok = self.backend.tokenizer()
+        out: List[List[float]] = [[] for _ in prompts]
+        groups: Dict[tuple, List[int]] = {}
+        for i, (p, num) in enumerate(zip(prompts, nums)):
+            groups.setdefault(tuple(self.identifier_ids(p.text, num)), []).append(i)
+        for ids, rows in groups.items():
+            values = self.backend.next_token_logprobs([encode_rendered(tok, prompts[i].text + "[") for i in rows], allowed=list(ids))
+            self.stats["backend_calls"] += 1
+            for i, v in zip(rows, values):
+                out[i] = [v[t] for t in ids]
+        return out
+
+    def _run_step(self, jobs, lists, queries, qids, words, notes) -> None:
+        """One window position for every query that has one: one batched forward pass per window length, no generation."""
+        group = [(q, a, b, self._prompt(queries[q], [words[r] for r in lists[q][a:b]])) for q, (a, b) in jobs]
+        values = self.window_logprobs([g[3] for g in group], [b - a for _, a, b, _ in group])
+        self.stats["forward_passes"] += len(group)
+        for (q, a, b, _), v in zip(group, values):
+            order = sorted(range(b - a), key=lambda i: -v[i])  # stable: ties keep the current order
+            self.stats.record(())
+            lists[q][a:b] = [lists[q][a:b][i] for i in order]

@@ -1,0 +1,349 @@
+"""FIRST and ReasonRank against rank_llm 0.26.0 itself (its code unchanged, installed outside site-packages; see
+``test_rank_llm_parity.py``), on tiny random weights built here.
+
+FIRST: rank_llm's ``RankListwiseOSLLM(use_logits=True, use_alpha=True)`` runs on a stand-in vLLM engine whose first-token
+top-30 log-probabilities come from the tiny model itself (transformers, float32); its prompts (``prompt + "["``) must be
+byte-identical to ours with an empty instruction, and each of its windows ranked by our full identifier log-probabilities
+must give its order wherever all the window's identifiers are in its top 30 (the rest are counted). ReasonRank: rank_llm's
+``reasonrank_template.yaml`` with ``is_thinking`` on a scripted engine: every window's prompt, token ids and budgets
+(min = ranking tokens, max = reasoning budget + ranking tokens), the repair of answers with and without ``</think>``,
+and the final rankings."""
+import re
+import sys
+import threading
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pyterrier as pt
+import pytest
+from stubs import ZEPHYR_TEMPLATE, with_chat_template
+from test_rank_llm_parity import Recorder, compare, our_rankings, queries, rankings_of, requests_of, script
+from test_rank_llm_parity import fake_vllm as scripted_engine
+
+import pyterrier_instruct as pti
+from pyterrier_instruct.backends import FunctionBackend, HFBackend
+from pyterrier_instruct.backends.hf import _pieces
+from pyterrier_instruct.listwise import parse_permutation, windows
+from pyterrier_instruct.prompts import LISTWISE
+
+CHATML = ("{% for m in messages %}{{ '<|im_start|>' + m['role'] + '\n' + m['content'] + '<|im_end|>\n' }}{% endfor %}"
+          "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}")
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def letter_model(base: str, folder) -> str:
+    """The tiny Mistral (Zephyr chat template) made to like letters: a large constant first coordinate in every token
+    embedding makes the last hidden state's first coordinate nearly constant and positive, and the output rows of
+    ``A``–``H`` lean on it, so those eight letters sit at the top of every next-token distribution (their order set by
+    the rest of the model) while ``I``–``Z`` fall among the other 700 tokens: short windows have all identifiers in the
+    top 30, long ones do not (and there ``J`` has a slightly higher logit than ``I``)."""
+    import torch
+    import transformers
+    path = with_chat_template(base, folder, ZEPHYR_TEMPLATE)
+    tok = transformers.AutoTokenizer.from_pretrained(path)
+    model = transformers.AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+    ids = [tok(f"[{c}", add_special_tokens=False)["input_ids"][-1] for c in LETTERS[:10]]
+    with torch.no_grad():
+        model.model.embed_tokens.weight[:, 0] += 4.0
+        model.lm_head.weight[ids[:8], 0] += 0.6
+        model.lm_head.weight[ids[9]] = model.lm_head.weight[ids[8]]  # J just above I: where rank_llm appends them unseen
+        model.lm_head.weight[ids[9], 0] += 0.01                       # in input order (I, J), the logits say J, I
+    model.save_pretrained(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def models(tiny, qwen, tmp_path_factory):
+    root = tmp_path_factory.mktemp("first-reasonrank")
+    return {"zephyr": with_chat_template(tiny["mistral"], root / "zephyr", ZEPHYR_TEMPLATE),
+            "letters": letter_model(tiny["mistral"], root / "letters"),
+            "qwen": with_chat_template(qwen["qwen2"], root / "qwen", CHATML)}
+
+
+def top30_engine(seen, lock):
+    """rank_llm 0.26's VllmHandler's vLLM: ``generate`` tokenizes the text prompt as vLLM does (``tokenizer.encode``)
+    and returns the first position's top ``logprobs`` of the tiny model's log-softmax as ``{id: Logprob}`` with
+    ``decoded_token`` as vLLM's incremental detokenizer gives it."""
+    import torch
+    import transformers
+
+    class Engine:
+        def __init__(self, args):
+            self.tok = transformers.AutoTokenizer.from_pretrained(args.kw["model"])
+            self.model = transformers.AutoModelForCausalLM.from_pretrained(args.kw["model"], dtype=torch.float32).eval()
+
+        def get_tokenizer(self):
+            return self.tok
+
+        async def generate(self, prompt, params, request_id):
+            ids = self.tok.encode(prompt)
+            with torch.inference_mode():
+                logp = torch.log_softmax(self.model(input_ids=torch.tensor([ids])).logits[0, -1].float(), -1)
+            top = torch.topk(logp, params.logprobs)
+            order = top.indices.tolist()
+            texts = _pieces(self.tok, ids[-5:], order)
+            entry = {t: SimpleNamespace(logprob=float(v), rank=r + 1, decoded_token=s)
+                     for r, (t, v, s) in enumerate(zip(order, top.values.tolist(), texts))}
+            with lock:
+                seen.append((prompt, tuple(ids), params, entry))
+            output = SimpleNamespace(text=texts[0], token_ids=[order[0]], logprobs=[entry])
+            yield SimpleNamespace(finished=True, prompt_token_ids=ids, outputs=[output])
+
+    return SimpleNamespace(AsyncEngineArgs=lambda **kw: SimpleNamespace(kw=kw), SamplingParams=lambda **kw: SimpleNamespace(**kw),
+                           AsyncLLMEngine=SimpleNamespace(from_engine_args=Engine))
+
+
+def run_rank_llm(monkeypatch, engine, df, **kwargs):
+    from rank_llm.rerank import vllm_handler
+    from rank_llm.rerank.listwise import rank_listwise_os_llm
+    monkeypatch.setattr(rank_listwise_os_llm, "vllm", engine)
+    monkeypatch.setattr(vllm_handler, "vllm", engine)
+    reranker = rank_listwise_os_llm.RankListwiseOSLLM(device="cpu", **kwargs)
+    return reranker, reranker.rerank_batch(requests_of(df), rank_start=0, rank_end=100)
+
+
+class Prepared(HFBackend):
+    """Our HF backend recording every prompt it prepares (text and token ids)."""
+
+    def __init__(self, model_name_or_path, **kwargs):
+        super().__init__(model_name_or_path, **kwargs)
+        self.seen = []
+
+    def prepare(self, messages, fallback_template=None):
+        prompt = super().prepare(messages, fallback_template)
+        self.seen.append(prompt)
+        return prompt
+
+
+# -- FIRST ---------------------------------------------------------------------------------------------------------------
+def test_first_prompt_is_rank_llm_026_alpha_template():
+    p = LISTWISE["first"]
+    msgs = pti.ListwiseReranker(FunctionBackend(lambda s: ""), style="first", window_size=3, stride=1).messages("what is [1]?", ["x [2]", "y", "z"])
+    assert msgs[0]["content"] == "You are RankLLM, an intelligent assistant that can rank passages based on their relevancy to the query"
+    assert msgs[1]["content"] == (
+        "I will provide you with 3 passages, each indicated by an alphabetical identifier []. Rank the passages based on their "
+        "relevance to the search query: what is (1)?.\n[A] x (2)\n[B] y\n[C] z\nSearch Query: what is (1)?.\nRank the 3 passages "
+        "above based on their relevance to the search query. All the passages should be included and listed using identifiers, "
+        "in descending order of relevance. The output format should be [] > [], e.g., [B] > [A], Answer concisely and directly "
+        "and only respond with the ranking results, do not say any word or explain.")
+    assert p.alpha and p.fixed_words and not LISTWISE["reasonrank"].alpha
+    with pytest.raises(ValueError, match="at most 26"):
+        pti.FIRST(window_size=27)
+    with pytest.raises(TypeError, match="next-token log-probabilities"):
+        pti.FIRST(backend=lambda s: "")
+    with pytest.raises(TypeError, match="next_token_logprobs"):
+        pti.FIRST(backend=FunctionBackend(lambda s: ""))
+
+
+def short_queries():
+    """11 queries of 1-30 short candidates (titles, bracketed numbers): with windows of 10 and stride 5, 16 windows, the
+    8 of at most 8 passages within the letters every top 30 holds, the others beyond them."""
+    df = queries()
+    rows = []
+    for q, n in enumerate([30, 12, 10, 8, 7, 6, 5, 4, 3, 2, 1]):
+        g = df[df.qid == f"q{q}"].head(1)
+        for j in range(n):
+            rows.append({**g.iloc[0].to_dict(), "qid": f"q{q}", "docno": f"q{q}d{j}", "title": ["", f"Study {j}"][j % 2],
+                         "text": f"passage {j} on [{j}] claim {(j * 7) % 11} trial", "score": float(n - j)})
+    return pd.DataFrame(rows)
+
+
+def test_first_matches_rank_llm_026_where_its_top_30_holds_every_identifier(rank_llm_026, models, monkeypatch):
+    path = models["letters"]
+    seen, lock = [], threading.Lock()
+    df = short_queries()
+    ref, results = run_rank_llm(monkeypatch, top30_engine(seen, lock), df, model=path, context_size=4096, use_logits=True,
+                                use_alpha=True, window_size=10, stride=5)
+    assert len(seen) == 16 and all((s[2].max_tokens, s[2].min_tokens, s[2].logprobs) == (1, 1, 30) for s in seen)
+
+    backend = Prepared(path)
+    first = pti.FIRST(backend=backend, window_size=10, stride=5)
+    out = first(df)
+    assert first.stats["windows"] == first.stats["forward_passes"] == first.stats["clean"] == 16
+    # one batched forward pass per window position and window length, all queries together
+    plans = [windows(len(g), 10, 5) for _, g in df.groupby("qid")]
+    lengths = [{p[s][1] - p[s][0] for p in plans if s < len(p)} for s in range(max(map(len, plans)))]
+    assert first.stats["backend_calls"] == sum(map(len, lengths)) == 14 and len(lengths) == 5
+    ours = [(p.text + "[", tuple(HFBackend(path).tokenizer()(p.text + "[")["input_ids"])) for p in backend.seen]
+    # every window rank_llm sends, ranked by our identifier log-probabilities on the same prompt
+    tok = backend.tokenizer()
+    covered = mismatched = 0
+    max_delta = 0.0
+    for text, ids, _, entry in seen:
+        num = int(re.search(r"provide you with (\d+) passages", text).group(1))
+        theirs_string, values = ref._evaluate_logits(entry, (1, num))
+        order, _ = parse_permutation(theirs_string, num, alpha=True)
+        prompt = SimpleNamespace(text=text[:-1])
+        mine = first.window_logprobs([prompt], [num])[0]
+        our_order = sorted(range(num), key=lambda i: -mine[i])
+        assert tuple(tok(text)["input_ids"]) == ids  # no second BOS: the Zephyr template writes none
+        if len(values) == num:  # every identifier in the top 30: the same order, the same values up to a constant
+            covered += 1
+            assert our_order == order
+            theirs = np.array([values[65 + i] for i in range(num)])
+            delta = (np.array(mine) - mine[0]) - (theirs - theirs[0])
+            max_delta = max(max_delta, float(np.abs(delta).max()))
+        else:
+            mismatched += our_order != order
+    assert covered >= 8 and mismatched >= 3 and max_delta < 1e-4  # both kinds of window occur here
+    # queries whose windows were all covered: byte-identical prompts and the same final ranking
+    full = {q for q, g in df.groupby("qid") if len(g) <= 8}
+    theirs_rank, ours_rank = rankings_of(results), our_rankings(out)
+    assert full and all(theirs_rank[q] == ours_rank[q] for q in full)
+    assert compare(ours, [s[:2] for s in seen])[0] >= 11  # at least every query's first window is identical
+    print(f"FIRST parity: {len(seen)} windows, {covered} with every identifier in rank_llm's top 30 (0 mismatches, "
+          f"max |Δ| {max_delta:.2e}), {len(seen) - covered} beyond it ({mismatched} ordered differently)")
+
+
+def test_first_one_forward_pass_per_window_and_batches_across_queries(models):
+    backend = HFBackend(models["letters"], batch_size=4)
+    first = pti.FIRST(backend=backend, window_size=4, stride=2, depth=8, verbose=False)
+    df = pd.DataFrame([{"qid": f"q{q}", "query": f"query {q}", "docno": f"q{q}d{j}", "text": f"passage {j} about {q}", "score": -j}
+                       for q in range(3) for j in range(8)])
+    calls = []
+    real = backend.next_token_logprobs
+    backend.next_token_logprobs = lambda ids, allowed: calls.append((len(ids), allowed)) or real(ids, allowed=allowed)
+    out = first(df)
+    assert [c[0] for c in calls] == [3, 3, 3] and len({tuple(c[1]) for c in calls}) == 1
+    assert first.stats["forward_passes"] == 9
+    # the same windows one query at a time give the same ranking (batching, left padding)
+    alone = pd.concat([pti.FIRST(backend=HFBackend(models["letters"], batch_size=1), window_size=4, stride=2, depth=8,
+                                 verbose=False)(g) for _, g in df.groupby("qid")])
+    assert our_rankings(out) == our_rankings(alone)
+
+
+def test_first_on_vllm_equals_transformers(models, monkeypatch):
+    import fake_vllm
+    monkeypatch.setitem(sys.modules, "vllm", fake_vllm)
+    fake_vllm.instances.clear()
+    df = queries().query("qid in ['q3', 'q7', 'q8', 'q9']")
+    first = pti.FIRST(models["letters"], backend="vllm", context_size=2048, verbose=False)
+    out = first(df)
+    (llm,) = fake_vllm.instances
+    assert llm.init_args["logprobs_mode"] == "processed_logprobs"
+    params = [c["params"] for c in llm.calls]
+    assert all(p.max_tokens == 1 and p.allowed_token_ids and p.logprobs == len(p.allowed_token_ids) for p in params)
+    assert our_rankings(out) == our_rankings(pti.FIRST(models["letters"], context_size=2048, verbose=False)(df))
+    assert repr(first) == f"FIRST({models['letters']!r}, backend='vllm', context_size=2048, verbose=False)"
+
+
+# -- ReasonRank ------------------------------------------------------------------------------------------------------------
+def reasoned(text: str) -> str:
+    """A scripted reasoning model: the ranking of :func:`script` after ``<think>…</think>``, or a truncated reasoning
+    (no ``</think>``: its own ids are parsed first), or two ``</think>`` (the last counts)."""
+    answer = script(text)
+    kind = len(text) % 3
+    if kind == 0:
+        return f"<think>passage [2] looks better than [1]; </think>\n<answer>{answer}</answer>"
+    if kind == 1:
+        return "<think>comparing [3] with [1] and [3] again"
+    return f"<think>first</think> [1] > [2] </think> {answer}"
+
+
+class Scripted(Recorder):
+    """Our HF backend answering as :func:`reasoned` (and recording every prompt and budget)."""
+    answer = staticmethod(reasoned)
+
+
+def test_reasonrank_matches_rank_llm_026_window_by_window(rank_llm_026, models, monkeypatch):
+    path = models["qwen"]
+    seen, lock = [], threading.Lock()
+    df = queries()
+    template = rank_llm_026 / "rank_llm" / "rerank" / "prompt_templates" / "reasonrank_template.yaml"
+    _, results = run_rank_llm(monkeypatch, scripted_engine(seen, lock, reasoned), df, model=path, context_size=2048, is_thinking=True,
+                              reasoning_token_budget=64, prompt_template_path=str(template))
+    backend = Scripted(path)
+    r = pti.ReasonRank(backend=backend, context_size=2048, max_output_tokens=64)
+    out = r(df)
+    assert len(seen) == len(backend.seen) == 37
+    assert compare([s[:2] for s in backend.seen], [s[:2] for s in seen]) == (37, 37)  # text and token ids
+    assert compare([s[2:] for s in backend.seen], [s[2:] for s in seen]) == (37, 37)  # max = 64 + ranking, min = ranking
+    assert all(mx == mn + 64 for _, _, mx, mn in seen) and seen[0][0].startswith("<|im_start|>system\nYou are RankLLM")
+    assert our_rankings(out) == rankings_of(results)
+    assert any(len(s[1]) > 1800 for s in seen) and r.stats["repaired"] > 0  # the word budget loop and the repair both ran
+    # each row carries the reasoning of the last window it was in
+    top = out[out.qid == "q0"].sort_values("rank")
+    assert top.reasoning.iloc[0] in ("passage [2] looks better than [1];", "comparing [3] with [1] and [3] again",
+                                     "first</think> [1] > [2]")
+    assert (out[out.qid == "q0"].reasoning != "").all()
+    print(f"ReasonRank parity: 37 windows, 37 identical prompts (text and ids), 37 identical budgets, "
+          f"{len(rankings_of(results))} identical final rankings, {r.stats['repaired']} answers repaired")
+
+
+@pytest.mark.parametrize("answer", ["<think>[1] > [2]</think>[3] > [1]", "<think>[2] > [9] > [2]", "</think></think>[B] [c]",
+                                    "<think>x</think>\n<answer>[2] > [2] > [0]</answer>", "<think>3 1</think>", ""])
+def test_repair_of_reasoning_answers_matches_rank_llm_026(rank_llm_026, answer):
+    from rank_llm.data import Candidate, Query, Result
+    from rank_llm.rerank.listwise.listwise_rankllm import ListwiseRankLLM
+    for alpha in (False, True):
+        result = Result(Query("q", "1"), [Candidate(str(i), 1.0, {}) for i in range(3)])
+        reranker = SimpleNamespace(_use_alpha=alpha, _remove_duplicate=lambda r: list(dict.fromkeys(r)))
+        theirs = [c.docid for c in ListwiseRankLLM.receive_permutation(reranker, result, answer, 0, 3).candidates]
+        order, _ = parse_permutation(answer, 3, alpha=alpha)
+        assert [str(i) for i in order] == theirs, alpha
+
+
+def test_reasonrank_on_transformers_and_vllm(models, monkeypatch):
+    import fake_vllm
+    df = queries().query("qid in ['q5', 'q8', 'q9']")
+    r = pti.ReasonRank(models["qwen"], max_output_tokens=6, window_size=4, stride=2, verbose=False)
+    out = r(df)
+    assert list(out.columns[-3:]) == ["reasoning", "score", "rank"] and out.reasoning.map(type).eq(str).all()
+    assert r.stats["windows"] == 6 and r.stats["backend_calls"] == 6  # one call per position and window length (4, 1, 2)
+    assert r.output_budget(4) == len(r.backend.tokenizer().encode("[1] > [2] > [3] > [4]"))  # Qwen adds no BOS
+    monkeypatch.setitem(sys.modules, "vllm", fake_vllm)
+    fake_vllm.instances.clear()
+    v = pti.ReasonRank(models["qwen"], backend="vllm", max_output_tokens=6, window_size=4, stride=2, verbose=False)
+    out = v(df)
+    (llm,) = fake_vllm.instances
+    params = llm.calls[0]["params"]
+    assert (params.max_tokens, params.min_tokens, params.temperature) == (6 + v.output_budget(4), v.output_budget(4), 0.0)
+    order = out[out.qid == "q5"].sort_values("rank").docno.tolist()
+    lst = [f"q5d{j}" for j in range(10)]
+    for a, b in windows(10, 4, 2):
+        lst[a:b] = lst[a:b][::-1]  # the stand-in answers every window in reverse, without reasoning
+    assert order == lst and out.reasoning.iloc[0].startswith("[")
+
+
+# -- both: measures, errors, the package's conventions -------------------------------------------------------------------
+def test_pmrr_experiment_on_instruct_mini(models, mini):
+    """Both families in one pt.Experiment with p-MRR; the instruction reaches the prompt through the template's query slot
+    (``f"{query} {instruction}"`` in both of rank_llm's ``{query}`` places), so og and changed topics differ."""
+    topics = mini.get_topics()
+    backend = Prepared(models["letters"])
+    first = pti.FIRST(backend=backend, window_size=6, stride=3, verbose=False)
+    reason = pti.ReasonRank(backend=Scripted(models["qwen"]), window_size=6, stride=3, max_output_tokens=2, verbose=False)
+    pipes = [mini.candidates() % 6 >> first, mini.candidates() % 6 >> reason]
+    res = pt.Experiment(pipes, topics, mini.get_qrels(), [pti.pMRR], names=["FIRST", "ReasonRank"])
+    for row, pipe in zip(res.itertuples(), pipes):
+        run = pipe(topics)
+        og, ch = (run[run.variant == v].assign(qid=lambda d: d.base_qid) for v in ("og", "changed"))
+        assert row.pMRR == pytest.approx(pti.pmrr(og, ch, mini.changed_docs()), abs=1e-12)
+    assert res.pMRR.ne(0).any()
+    topic = topics[topics.variant == "changed"].iloc[0]
+    composed = f"{topic.query} {topic.instruction}".strip().replace("[", "(").replace("]", ")")
+    assert any(f"search query: {composed}.\n" in p.text and f"Search Query: {composed}.\n" in p.text for p in backend.seen)
+
+
+def test_repr_eq_presets_and_errors():
+    assert repr(pti.ReasonRank.reasonrank_32b(backend="vllm")) == "ReasonRank.reasonrank_32b(backend='vllm')"
+    assert pti.ReasonRank.reasonrank_32b().model_name_or_path == "liuwenhan/reasonrank-32B"
+    assert pti.ReasonRank() == pti.ReasonRank(max_output_tokens=3072) != pti.ReasonRank(max_output_tokens=10)
+    assert pti.FIRST().model_name_or_path == "castorini/first_mistral" and pti.FIRST() != pti.RankZephyr()
+    with pytest.raises(ValueError, match="max_output_tokens must be a non-negative integer"):
+        pti.ReasonRank(max_output_tokens=-1)
+    with pytest.raises(ValueError, match="backend must be one of"):
+        pti.FIRST(backend="openai")
+
+
+def test_followir_cli_rows(models, tmp_path):
+    """The --systems rows first and reasonrank (not run by default) on the tiny weights."""
+    from pathlib import Path
+    from pyterrier_instruct.reproduce.cli import main
+    robust04 = str(Path(__file__).parent / "data" / "layouts" / "jhu-clsp" / "robust04-instructions")
+    assert main(["followir", "--dataset", "followir/robust04", "--path", robust04, "--out", str(tmp_path), "--quiet",
+                 "--systems", "first,reasonrank", "--first", models["letters"], "--reasonrank", models["qwen"],
+                 "--reasoning-budget", "4"]) == 0
+    table = pd.read_csv(tmp_path / "table2.csv")
+    assert table["Model"].tolist() == ["FIRST [letters]", "ReasonRank-7B [qwen]"] and table["robust04 p-MRR"].notna().all()
