@@ -216,7 +216,8 @@ def test_reproduction_cli_rows(qwen, tmp_path):
                  "--mxbai-rerank-v2", qwen["qwen2"], "--qwen3-embedding", qwen["embedding"]]) == 0
     table = pd.read_csv(out / "table2.csv")
     # rows are labelled by the checkpoint used (a local folder other than the row's model shows its name)
-    assert table["Model"].tolist() == ["BM25 (pool)", "Qwen3-Reranker-0.6B [qwen-reranker, unrevisioned]", "mxbai-rerank-base-v2 [qwen-qwen2, unrevisioned]",
+    assert table["Model"].tolist() == ["BM25 (pool)", "Qwen3-Reranker-0.6B [qwen-reranker, unrevisioned]",
+                                       "mxbai-rerank-base-v2 [qwen-qwen2, unrevisioned]",
                                        "Qwen3-Embedding-0.6B [qwen-embedding, unrevisioned]"]
     assert table["robust04 p-MRR"].notna().all()
 

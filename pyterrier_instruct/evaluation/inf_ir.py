@@ -40,7 +40,8 @@ def inf_ir_report(systems, datasets, names: Optional[Sequence[str]] = None, *, t
         datasets: ``{key: dataset}``, keys as the paper's columns (``robust04``, ``dd15``, BRIGHT task keys, …).
         ties: p-MRR tie-break (FollowIR).
 
-    ``BRIGHT avg nDCG@10`` (the paper's BRIGHT ``Avg nDCG``) is BRIGHT's nDCG@10 averaged over the BRIGHT datasets given (the paper: all 12 tasks); each task's value is
+    ``BRIGHT avg nDCG@10`` (the paper's BRIGHT ``Avg nDCG``) is BRIGHT's nDCG@10 averaged over the BRIGHT datasets given
+    (the paper: all 12 tasks); each task's value is
     in ``table.attrs["long"]`` (dataset = the task key, measure ``nDCG@10``).
     """
     datasets = as_datasets(datasets)
