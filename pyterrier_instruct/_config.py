@@ -88,7 +88,19 @@ def _hashable(value):
         return repr(value)
 
 
-class Configured:
+class _ConfiguredType(type):
+    """The metaclass of :class:`Configured`: ``dir(cls)`` leaves out the presets ``cls`` refuses (those of a base
+    class, which raise ``AttributeError`` through a subclass), so ``help(Qwen3Reranker)``, tab completion and Sphinx
+    list only the presets that work for the class."""
+
+    def __dir__(cls):
+        refused = {name for klass in cls.__mro__[1:] for name, value in vars(klass).items()
+                   if isinstance(value, preset) and value.owner is not cls}
+        own = {name for name, value in vars(cls).items() if isinstance(value, preset)}
+        return sorted(n for n in super().__dir__() if n not in refused or n in own)
+
+
+class Configured(metaclass=_ConfiguredType):
     """Mixin giving ``repr``/``==``/``hash``/pickling from the constructor (see the module docstring)."""
     _eq_exclude: Tuple[str, ...] = ("verbose",)
     #: constructor arguments that never change the output (besides ``verbose``), left out of the fingerprint

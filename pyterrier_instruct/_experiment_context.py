@@ -23,6 +23,7 @@ class _Paired:
     linear: bool = True                # plan="linear": systems are evaluated one after the other, in order
     evaluations: int = 0               # PyTerrier evaluations so far (one per system when linear without batch_size)
     warned: set = field(default_factory=set)
+    topic_qids: Optional[FrozenSet[str]] = None  # the qids of its topics (None: not a frame)
 
 
 def evaluated_system() -> Tuple[Optional[str], Optional[int]]:
@@ -33,6 +34,13 @@ def evaluated_system() -> Tuple[Optional[str], Optional[int]]:
         return None, None
     known = active.linear and active.batch_size is None and 0 < active.evaluations <= len(active.systems)
     return (active.systems[active.evaluations - 1] if known else None), active.batch_size
+
+
+def experiment_qids() -> Tuple[Optional[FrozenSet[str]], FrozenSet[str]]:
+    """(the qids of the topics, the qids of the qrels) given to the experiment in progress; (None, empty) outside one.
+    A measure that finds its qrels one-sided reads them to say whether the topics were (``ds.get_topics('og')``)."""
+    active = _ACTIVE.get()
+    return (None, frozenset()) if active is None else (active.topic_qids, active.qrels_qids)
 
 
 def first_time(message: str) -> bool:

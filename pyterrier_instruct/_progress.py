@@ -7,11 +7,15 @@
   ``use_tqdm``, Ray Data's bars and logs, PISA's and Anserini's native logs). ``verbose`` does not touch them.
 
 The bars are widgets in a Jupyter notebook, text in a terminal (as ``tqdm.auto`` chooses), unless the user picked a
-bar type with ``pt.utils.set_tqdm(...)``, which is then used as it is."""
+bar type with ``pt.utils.set_tqdm(...)``, which is then used as it is. Text bars written to a file or a pipe (a log) stay
+on one line each (``position=0``): no cursor movements, which a log shows as ``^[[A``. Inside :func:`silenced` (the
+command line's ``--quiet``) every bar of this package is off, whatever ``verbose`` its stage was given."""
 from __future__ import annotations
 
+import contextlib
 import os
-from typing import Optional
+import sys
+from typing import Iterator, Optional
 
 #: the environment variable read when :func:`library_progress` was never called
 LIBRARY_BARS_ENV = "PYTERRIER_INSTRUCT_LIBRARY_BARS"
@@ -33,12 +37,41 @@ def library_progress(enabled: Optional[bool] = None) -> bool:
     return os.environ.get(LIBRARY_BARS_ENV, "").strip().lower() in ("1", "true", "yes", "on")
 
 
+_silenced = 0
+
+
+@contextlib.contextmanager
+def silenced(enabled: bool = True) -> Iterator[None]:
+    """Within the block (when ``enabled``), every bar :func:`tqdm` makes is disabled: the command line's ``--quiet``
+    covers the stages it builds and those they build in turn (indexes, corpus streams), not only the ones given
+    ``verbose=False``."""
+    global _silenced
+    _silenced += bool(enabled)
+    try:
+        yield
+    finally:
+        _silenced -= bool(enabled)
+
+
+def _terminal(file) -> bool:
+    try:
+        return bool(file.isatty())
+    except (AttributeError, ValueError):  # no isatty, or a closed stream
+        return False
+
+
 def tqdm(*args, **kwargs):
     """A progress bar with ``tqdm``'s arguments: ``pt.tqdm`` when set to other than the plain text bar, else
-    ``tqdm.auto.tqdm`` (a widget when running in a Jupyter kernel with ipywidgets, text otherwise)."""
+    ``tqdm.auto.tqdm`` (a widget when running in a Jupyter kernel with ipywidgets, text otherwise). Disabled inside
+    :func:`silenced`; a text bar whose output is not a terminal keeps to its own line (no cursor movement)."""
     import pyterrier as pt
     from tqdm import std
+    if _silenced:
+        kwargs["disable"] = True
     if getattr(pt, "tqdm", std.tqdm) is not std.tqdm:
         return pt.tqdm(*args, **kwargs)
     from tqdm.auto import tqdm as auto
+    from tqdm.autonotebook import tqdm as chosen  # the notebook widget in a Jupyter kernel, else the text bar
+    if chosen is std.tqdm and not _terminal(kwargs.get("file") or sys.stderr):
+        kwargs.setdefault("position", 0)  # nested bars in a log: each rewrites its line with \r, never moves the cursor up
     return auto(*args, **kwargs)

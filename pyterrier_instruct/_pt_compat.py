@@ -370,7 +370,9 @@ def _paired_execution(original, bound, plan: str):
                            arguments["names"], systems, topics)
     qids = frozenset(qrels["qid"].astype(str)) if isinstance(qrels, pd.DataFrame) else frozenset()
     reuses = arguments.get("save_dir") is not None and arguments.get("save_mode") == "reuse"
-    paired = _Paired(names, qids, reuses, [str(n) for n in arguments["names"]], batch_size, plan != "tree")
+    topic_qids = frozenset(topics["qid"].astype(str)) if isinstance(topics, pd.DataFrame) and "qid" in topics else None
+    paired = _Paired(names, qids, reuses, [str(n) for n in arguments["names"]], batch_size, plan != "tree",
+                     topic_qids=topic_qids)
     arguments["renderer"]._pti_paired = paired  # read by RenderFromPerQuery.averages once the systems ran
     token = _ACTIVE.set(paired)
     try:
@@ -497,6 +499,19 @@ def _averages(original):
     return averages
 
 
+def _paired_p_value(test_fn, s: np.ndarray, b: np.ndarray) -> float:
+    """The p-value of ``test_fn(s, b)``; for the t-test (PyTerrier's default, ``scipy.stats.ttest_rel``) on differences
+    without variance, the limit scipy would reach through a catastrophic cancellation (its "Precision loss" warning, as
+    when every query of a toy benchmark moves by the same amount): 0 when all moved, undefined (NaN) when none did."""
+    if not len(s):
+        return float("nan")
+    from scipy import stats
+    d = s - b
+    if test_fn is stats.ttest_rel and np.ptp(d) <= 1e-9 * np.abs(d).max():
+        return float("nan") if not d.any() else 0.0
+    return test_fn(s, b)[1]
+
+
 def _paired_averages(renderer, given: Sequence[str], dataframe: bool, highlight, mrt_needed: bool):
     """``RenderFromPerQuery.averages`` where a qid may lack a measure: per-measure means and pairings."""
     rendering = sys.modules[f"{_TARGET}._rendering"]
@@ -531,7 +546,7 @@ def _paired_averages(renderer, given: Sequence[str], dataframe: bool, highlight,
                 qids = [q for q, values in base.items() if m in values and m in per_q.get(q, ())]
                 b = np.array([base[q][m] for q in qids], dtype="float64")
                 s = np.array([per_q[q][m] for q in qids], dtype="float64")
-                p = renderer.test_fn(s, b)[1] if qids else float("nan")
+                p = _paired_p_value(renderer.test_fn, s, b)
                 rows[i] += [int((s > b).sum()), int((s < b).sum()), p]
         for m in measures:
             columns += [f"{m} +", f"{m} -", f"{m} p-value"]

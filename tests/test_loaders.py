@@ -3,7 +3,6 @@
 Every registered id goes end to end: ``pt.get_dataset('instruct:<id>')`` → topics/qrels/candidates → a
 pipeline → the benchmark's paired measure, checked against the measure function on the same run.
 """
-import inspect
 import json
 import shutil
 from pathlib import Path
@@ -193,7 +192,8 @@ def test_text_is_verbatim_and_multilingual():
 def test_corpus_streams_and_text_loader_reads_only_requested(monkeypatch, tmp_path):
     ds = pti.load_dataset("followir/news21")
     it = ds.get_corpus_iter()
-    assert inspect.isgenerator(it) and set(next(it)) == {"docno", "title", "text"}
+    assert iter(it) is it and not hasattr(it, "__len__") and set(next(it)) == {"docno", "title", "text"}  # a stream
+    assert it.source == "pti.load_dataset('followir/news21')"  # what an index built from it names as its corpus
     requested = []
     real = DocStore.get_many
 

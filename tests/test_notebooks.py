@@ -91,6 +91,8 @@ def run(name, cwd, first_cells=()):
         for out in cell.get("outputs", []):
             assert out["output_type"] != "error", f"{name}: {out.get('ename')}: {out.get('evalue')}"
             if out["output_type"] == "stream":
+                # a notebook shows no warning (03 showed scipy's "Precision loss" from a t-test on constant differences)
+                assert not re.search(r"\w+Warning: ", out["text"]), f"{name}: a warning in the output:\n{out['text'][:500]}"
                 texts.append(out["text"])
             elif out["output_type"] in ("execute_result", "display_data"):
                 texts.append(out["data"].get("text/plain", ""))

@@ -105,10 +105,12 @@ def test_followir_every_table2_row_then_resume(models, tmp_path, monkeypatch):
             "--promptriever", m["adapter"], "--repllama", m["adapter"], "--e5-mistral", m["mistral"], "--rank-zephyr", m["zephyr"]]
     run(*argv)
     table = pd.read_csv(out / "table2.csv")
-    # rows are labelled by the checkpoint used: a local folder other than the paper's model shows its name
-    assert table["Model"].tolist() == ["BM25 (pool)", "MonoT5-base [t5]", "MonoT5-3B [t5]", "FollowIR-7B [mistral]",
-                                       "Mistral-7B-instruct [mistral]", "Promptriever [adapter]", "RepLLaMA [adapter]",
-                                       "E5-mistral [mistral]", "RankZephyr [zephyr]"]
+    # rows are labelled by the checkpoint used: a local folder other than the paper's model shows its name, and weights
+    # that record no snapshot commit (these tiny folders) say so in the row
+    assert table["Model"].tolist() == ["BM25 (pool)", "MonoT5-base [t5, unrevisioned]", "MonoT5-3B [t5, unrevisioned]",
+                                       "FollowIR-7B [mistral, unrevisioned]", "Mistral-7B-instruct [mistral, unrevisioned]",
+                                       "Promptriever [adapter, unrevisioned]", "RepLLaMA [adapter, unrevisioned]",
+                                       "E5-mistral [mistral, unrevisioned]", "RankZephyr [zephyr, unrevisioned]"]
     assert table.columns.tolist() == ["Model", "robust04 MAP@1000", "robust04 p-MRR"]
     # the pipeline is the public API composed: its BM25 row is what followir_report gives directly
     ds = pti.load_dataset("followir/robust04", path=ROBUST04)
@@ -123,7 +125,7 @@ def test_followir_every_table2_row_then_resume(models, tmp_path, monkeypatch):
     assert not any("RankZephyr" in s for s in paper["Model"] if s.startswith("  paper"))
     report = json.loads((out / "report.json").read_text())
     assert report["command"] == "pyterrier-instruct " + " ".join(argv)
-    assert report["systems"]["MonoT5-base [t5]"] == m["t5"] and report["tables"]["table2"]["paper_rows"]["BM25 (pool)"] == "BM25"
+    assert report["systems"]["MonoT5-base [t5, unrevisioned]"] == m["t5"] and report["tables"]["table2"]["paper_rows"]["BM25 (pool)"] == "BM25"
     saved = sorted(p.parent.name for p in (out / "runs" / "robust04").glob("*/*.parquet"))
     assert saved == sorted(["bm25", "monot5-base", "monot5-3b", "followir-7b", "mistral", "promptriever", "repllama",
                             "e5-mistral", "rank-zephyr"])
@@ -155,7 +157,7 @@ def test_infosearch_tables_2_and_3_with_an_api_row(models, tmp_path, monkeypatch
         server.close()
     assert server.requests and server.requests[0]["auth"] == "Bearer sk-test"
     t2, t3 = pd.read_csv(tmp_path / "table2.csv"), pd.read_csv(tmp_path / "table3.csv")
-    assert t2["Model"].tolist() == ["BM25 (pool)", "Mistral-7B-instruct-v0.2 [mistral]", "RankZephyr [zephyr]",
+    assert t2["Model"].tolist() == ["BM25 (pool)", "Mistral-7B-instruct-v0.2 [mistral, unrevisioned]", "RankZephyr [zephyr, unrevisioned]",
                                     "GPT-4o (RankGPT)"]
     assert {"Avg nDCG@10/og", "Avg p-MRR", "Avg WISE", "Avg SICR", "Avg R_og"} <= set(t2.columns)
     assert t3.columns.tolist() == ["Model", "format WISE", "audience WISE", "format SICR", "audience SICR", "Avg WISE", "Avg SICR"]
@@ -194,7 +196,7 @@ def test_ifir_dense_rows_and_the_instfol_judge_resume(models, tmp_path, monkeypa
     finally:
         server.close()
     assert first > 0 and (tmp_path / "judgements.jsonl").stat().st_size > 0
-    assert table["Model"].tolist() == ["BM25", "Promptriever-7B [adapter]", "E5-mistral-7B [mistral]"]
+    assert table["Model"].tolist() == ["BM25", "Promptriever-7B [adapter, unrevisioned]", "E5-mistral-7B [mistral, unrevisioned]"]
     assert {"fiqa nDCG@20", "fiqa MRR@20", "fiqa INSTFOL@20", "fiqa nDCG@20/level1"} <= set(table.columns)
     assert table["fiqa nDCG@20"].between(0, 1).all() and pd.read_csv(tmp_path / "table3.csv").equals(table)
     assert sorted(p.name for p in (tmp_path / "index" / "fiqa").iterdir()) == ["bm25", "e5-mistral", "promptriever"]
@@ -207,8 +209,9 @@ def test_instructir_every_row(models, tmp_path):
         "--out", str(tmp_path), "--quiet")
     table = pd.read_csv(tmp_path / "instructir.csv")
     assert table.columns.tolist() == ["Model", "instructir nDCG@10", "instructir Robustness@10"]
-    assert table["Model"].tolist() == ["BM25", "Promptriever [adapter]", "RepLLaMA [adapter]", "E5-Mistral [mistral]",
-                                       "FollowIR-7B [mistral]", "Mistral-7B-instruct [mistral]"]
+    assert table["Model"].tolist() == ["BM25", "Promptriever [adapter, unrevisioned]", "RepLLaMA [adapter, unrevisioned]",
+                                       "E5-Mistral [mistral, unrevisioned]",
+                                       "FollowIR-7B [mistral, unrevisioned]", "Mistral-7B-instruct [mistral, unrevisioned]"]
     assert (table["instructir Robustness@10"] <= table["instructir nDCG@10"] + 1e-9).all()  # the worst instance ≤ the mean
     paper = pd.read_csv(tmp_path / "instructir.paper.csv")
     assert paper.loc[paper["Model"] == "  paper: BM25 (Promptriever)", "instructir nDCG@10"].item() == 76.0
@@ -271,7 +274,7 @@ def test_beir_prompt_study_selected_is_the_dev_argmax_and_best_the_test_max(mode
     assert report["tables"]["table3"]["provenance"]["scifact"]["path"].endswith("BeIR/scifact")
     prompts = pd.read_csv(tmp_path / "prompts.csv")
     assert prompts["text"].tolist()[:10] == list(pti.BEIR_PROMPTS)
-    for i, name in enumerate(["BM25", "Promptriever [adapter]"]):  # rows labelled by the checkpoint used
+    for i, name in enumerate(["BM25", "Promptriever [adapter, unrevisioned]"]):  # rows labelled by the checkpoint used
         mine = prompts[prompts["model"] == name].reset_index(drop=True)
         assert len(mine) == 10 and mine["dev"].notna().all()
         selected = int(mine["dev"].to_numpy().argmax())  # the first maximum: the lowest prompt number on ties

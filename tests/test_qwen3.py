@@ -216,8 +216,9 @@ def test_reproduction_cli_rows(qwen, tmp_path):
                  "--mxbai-rerank-v2", qwen["qwen2"], "--qwen3-embedding", qwen["embedding"]]) == 0
     table = pd.read_csv(out / "table2.csv")
     # rows are labelled by the checkpoint used (a local folder other than the row's model shows its name)
-    assert table["Model"].tolist() == ["BM25 (pool)", "Qwen3-Reranker-0.6B [qwen-reranker]", "mxbai-rerank-base-v2 [qwen-qwen2]",
-                                       "Qwen3-Embedding-0.6B [qwen-embedding]"]
+    assert table["Model"].tolist() == ["BM25 (pool)", "Qwen3-Reranker-0.6B [qwen-reranker, unrevisioned]",
+                                       "mxbai-rerank-base-v2 [qwen-qwen2, unrevisioned]",
+                                       "Qwen3-Embedding-0.6B [qwen-embedding, unrevisioned]"]
     assert table["robust04 p-MRR"].notna().all()
 
 
@@ -228,4 +229,4 @@ def test_inf_ir_qwen3_embedding_row(qwen, tmp_path):
             "--dataset", "mair/dd-15", "--dataset", "bright/biology"]
     assert main(argv) == 0
     table = pd.read_csv(tmp_path / "table2.csv")
-    assert table["Model"].tolist() == ["Qwen3-Embedding-0.6B [qwen-embedding]"] and table.notna().all().all()
+    assert table["Model"].tolist() == ["Qwen3-Embedding-0.6B [qwen-embedding, unrevisioned]"] and table.notna().all().all()

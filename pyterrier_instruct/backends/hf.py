@@ -126,7 +126,7 @@ class HFBackend(TokenizerBackend):
         """``{candidate: probability}`` per prompt: the model's full-vocabulary next-token probability of each candidate
         (one token each) right after the rendered prompt + ``prefix`` (e.g. the start of the judge's JSON answer,
         ``'{\\n    "score": '``). One forward pass per prompt, no generation; not truncated to a top-k list. Each candidate
-        must add exactly one token to the common tokenisation of prompt + prefix (``"2"`` after ``"score": ``), else a
+        must add exactly one token to the common tokenisation of prompt + prefix (``"2"`` after ``"score":``), else a
         ValueError names it. Renormalise over the candidates for a distribution over the scores."""
         if not candidates:
             raise ValueError("score_distribution needs at least one candidate token")

@@ -17,6 +17,20 @@ from .registry import Entry
 from .._progress import tqdm as progress_bar
 
 
+class CorpusIter:
+    """The iterator :meth:`InstructDataset.get_corpus_iter` returns: the documents, plus ``source``, the call that
+    opens the dataset they come from (``"pti.load_dataset('instruct-mini')"``), by which an index built from them names
+    its corpus (``pti.BM25``'s ``repr`` and provenance)."""
+
+    def __init__(self, docs: Iterator[Dict[str, str]], source: str):
+        self._docs, self.source = docs, source
+
+    def __iter__(self) -> "CorpusIter":
+        return self
+
+    def __next__(self) -> Dict[str, str]:
+        return next(self._docs)
+
 
 class InstructDataset(pt.datasets.Dataset):
     """A benchmark read from a local folder in its released layout.
@@ -131,12 +145,23 @@ class InstructDataset(pt.datasets.Dataset):
 
     def get_corpus_iter(self, verbose: bool = True) -> Iterator[Dict[str, str]]:
         """Streams ``{docno, title, text}`` from the corpus file (nothing is held in memory), with a progress bar
-        unless ``verbose=False``."""
-        it = iter(self.bench.corpus)
-        if verbose:
-            it = progress_bar(it, desc=f"{self.name} corpus", unit="d")
-        for docno, title, text in it:
-            yield {"docno": docno, "title": title, "text": text}
+        unless ``verbose=False``; the iterator's ``source`` names this dataset (:class:`CorpusIter`)."""
+        def docs():
+            it = iter(self.bench.corpus)
+            if verbose:
+                it = progress_bar(it, desc=f"{self.name} corpus", unit="d")
+            for docno, title, text in it:
+                yield {"docno": docno, "title": title, "text": text}
+        return CorpusIter(docs(), self.source_call())
+
+    def source_call(self) -> str:
+        """The call that opens this dataset: ``pti.load_dataset('<id>')``, with ``path=`` for an explicit folder."""
+        from .registry import DATASETS
+        if self.name not in DATASETS:  # a local folder in the FollowIR layout, opened by its path
+            return f"pti.load_dataset({str(self._given)!r})"
+        bundled = DATASETS[self.name].repo_id is None
+        path = "" if self._given is None or bundled else f", path={str(self._given)!r}"
+        return f"pti.load_dataset({self.name!r}{path})"
 
     def get_corpus_lang(self) -> Optional[str]:
         return {"fas": "fa", "rus": "ru", "zho": "zh"}.get(self.entry.lang, "en")

@@ -264,7 +264,7 @@ class UnknownIrdsDatasetError(UnknownDatasetError, KeyError):
 
 
 def _unknown(name: str, groups) -> None:
-    raise UnknownIrdsDatasetError(unknown_dataset_message(groups[0], f"{NAMESPACE}/"))
+    raise UnknownIrdsDatasetError(unknown_dataset_message(groups[0], f"{NAMESPACE}/", given=f"{NAMESPACE}/{groups[0]}"))
 
 
 def register() -> None:

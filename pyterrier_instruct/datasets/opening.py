@@ -26,6 +26,7 @@ def load(name: str, path: Optional[str] = None, qrels_mapping: str = "as-named",
 
     from .dataset import InstructDataset
     from .readers import entry_of, resolve
+    given = name
     for prefix in ("instruct:", "instruct/"):
         if name.startswith(prefix):
             name = name[len(prefix):]
@@ -33,7 +34,7 @@ def load(name: str, path: Optional[str] = None, qrels_mapping: str = "as-named",
         folder = os.path.normpath(name)
         return InstructDataset(os.path.basename(folder), folder, Entry("followir", None, None, "AP@1000", "local", "unknown"),
                                {"name": os.path.basename(folder), "path": folder}, qrels_mapping=qrels_mapping)
-    entry = entry_of(name)  # an unknown id fails now, with the closest known ids
+    entry = entry_of(name, given)  # an unknown id fails now, with the closest known ids
     if path is None and entry.repo_id is not None:  # located on first use, as ir_datasets.load
         return InstructDataset(name, None, entry, qrels_mapping=qrels_mapping, download=download)
     entry, folder, provenance = resolve(name, path, download=download)  # an explicit folder is checked now

@@ -17,7 +17,7 @@ class InstructDatasetProvider(pt.datasets.DatasetProvider):
         """The dataset ``name``, its folder located on first use. An unknown id raises ``UnknownDatasetError`` (a
         ``ValueError``: ``pt.get_dataset`` would re-raise a ``KeyError`` as a bare "not found") with the closest ids."""
         if name not in DATASETS:
-            raise UnknownDatasetError(unknown_dataset_message(name, "instruct:"))
+            raise UnknownDatasetError(unknown_dataset_message(name, "instruct:", given=f"instruct:{name}"))
         return load(name)
 
     def list_dataset_names(self) -> Iterable[str]:

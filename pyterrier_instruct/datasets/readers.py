@@ -23,20 +23,38 @@ class UnknownDatasetError(ValueError):
     """A dataset id that is not registered; the message names the closest known ids and how to list them all."""
 
 
-def unknown_dataset_message(name: str, prefix: str = "") -> str:
-    """``'<prefix><name>' is not a known dataset id``, the closest known ids (``difflib``) and how to list them."""
-    close = difflib.get_close_matches(name, list(DATASETS), n=3, cutoff=0.75)
+def close_ids(name: str, given: Optional[str] = None, n: int = 3):
+    """The known dataset ids closest to ``name`` (``difflib``, also against the ids' last part: ``robust4`` →
+    ``followir/robust04``), after the id that ``given`` (the name as written, prefix included) spells with its ``:`` or
+    ``/`` read as ``-`` (``instruct:mini`` → ``instruct-mini``)."""
+    ids = list(DATASETS)
+    by_tail: Dict[str, list] = {}
+    for i in ids:
+        by_tail.setdefault(i.rsplit("/", 1)[-1], []).append(i)
+    found = [i for i in (given.replace(":", "-"), given.replace("/", "-")) if i in DATASETS] if given else []
+    found += difflib.get_close_matches(name, ids, n=n, cutoff=0.75)
+    for tail in difflib.get_close_matches(name, list(by_tail), n=n, cutoff=0.75):
+        found += by_tail[tail]
+    return list(dict.fromkeys(found))[:n]
+
+
+def unknown_dataset_message(name: str, prefix: str = "", given: Optional[str] = None) -> str:
+    """``'<prefix><name>' is not a known dataset id``, the closest known ids (:func:`close_ids`, also of ``given``, the
+    name as the user wrote it before a prefix was taken off) and how to list them."""
+    close = close_ids(name, given)
     guess = f"; did you mean {' or '.join(repr(prefix + c) for c in close)}?" if close else "."
-    return (f"{prefix + name!r} is not a known dataset id{guess} List the {len(DATASETS)} ids"
+    shown = given if given is not None else prefix + name
+    return (f"{shown!r} is not a known dataset id{guess} List the {len(DATASETS)} ids"
             f"{f' (after {prefix!r})' if prefix else ''} with sorted(pyterrier_instruct.datasets.DATASETS)")
 
 
-def entry_of(name: str) -> Entry:
-    """The registry entry of ``name``; an unknown id raises :class:`UnknownDatasetError` with a did-you-mean."""
+def entry_of(name: str, given: Optional[str] = None) -> Entry:
+    """The registry entry of ``name``; an unknown id raises :class:`UnknownDatasetError` with a did-you-mean (of
+    ``given`` too, the name as written before a prefix was taken off)."""
     try:
         return DATASETS[name]
     except KeyError:
-        raise UnknownDatasetError(unknown_dataset_message(name)) from None
+        raise UnknownDatasetError(unknown_dataset_message(name, given=given)) from None
 
 
 def read_benchmark(entry: Entry, folder: Path, qrels_mapping: str = "as-named") -> Benchmark:

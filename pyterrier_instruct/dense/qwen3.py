@@ -32,13 +32,19 @@ class Qwen3Embedding(_Family):
         instruction: the default instruction (see above).
         dim: Matryoshka truncation: keep the first ``dim`` coordinates and re-normalise (the model cards allow 32 up
             to the full size); ``None`` keeps every coordinate.
-        Every other :class:`~pyterrier_instruct.dense.biencoder.BiEncoder` argument (``batch_size=``, ``dtype=``, ...).
+        **kwargs: every other :class:`~pyterrier_instruct.dense.biencoder.BiEncoder` argument (``batch_size=``, ``dtype=``, ...).
 
-    | preset | checkpoint |
-    |---|---|
-    | ``Qwen3Embedding()`` | ``Qwen/Qwen3-Embedding-0.6B`` |
-    | ``Qwen3Embedding.four_b()`` | ``Qwen/Qwen3-Embedding-4B`` |
-    | ``Qwen3Embedding.eight_b()`` | ``Qwen/Qwen3-Embedding-8B`` |
+    .. list-table::
+       :header-rows: 1
+
+       * - preset
+         - checkpoint
+       * - ``Qwen3Embedding()``
+         - ``Qwen/Qwen3-Embedding-0.6B``
+       * - ``Qwen3Embedding.four_b()``
+         - ``Qwen/Qwen3-Embedding-4B``
+       * - ``Qwen3Embedding.eight_b()``
+         - ``Qwen/Qwen3-Embedding-8B``
     """
     schematic = {"label": "Qwen3Embedding"}
 

@@ -9,6 +9,9 @@ cell is a lookup.
 """
 from __future__ import annotations
 
+import os
+import re
+import textwrap
 from typing import Dict, Mapping, Optional, Sequence
 
 import pandas as pd
@@ -153,12 +156,33 @@ def as_datasets(datasets) -> Dict[str, object]:
     return datasets if isinstance(datasets, dict) else {getattr(datasets, "name", None) or "dataset": datasets}
 
 
-def footer(table: pd.DataFrame) -> str:
-    """One line with the settings and the data provenance of a report."""
+def short_provenance(provenance: Mapping[str, object]) -> str:
+    """A dataset's provenance in a few characters: the revision read (a commit's first 7 hex digits, ``bundled`` for a
+    dataset shipped with the package), else the first 12 hex digits of the content hash of a local folder whose revision
+    is not recorded, else its folder's name. The whole record stays in ``attrs["provenance"]`` (and the CLI's report.json)."""
+    revision = provenance.get("revision")
+    if revision:
+        revision = str(revision)
+        if revision.startswith("bundled"):
+            return "bundled"
+        return revision[:7] if re.fullmatch(r"[0-9a-f]{40}", revision) else revision
+    content = provenance.get("content_sha256")
+    if content:
+        return "local, sha256:" + str(content).split(":")[-1][:12]
+    path = provenance.get("path")
+    return f"local {os.path.basename(os.path.normpath(str(path)))}" if path else "unknown revision"
+
+
+def footer(table: pd.DataFrame, width: int = 110) -> str:
+    """The settings and the datasets' revisions in short (:func:`short_provenance`), wrapped at ``width`` columns;
+    the full provenance (paths, hub repositories, pinned revisions, hashes) is ``table.attrs["provenance"]``."""
     settings = ", ".join(f"{k}={v}" for k, v in table.attrs.get("settings", {}).items())
-    prov = "; ".join(f"{d}: " + ", ".join(f"{k}={v}" for k, v in p.items())
-                     for d, p in table.attrs.get("provenance", {}).items())
-    return f"{settings}. Data: {prov}" if prov else settings
+    groups: Dict[str, list] = {}  # datasets of the same revision (the miniature snapshots, one release) said once
+    for d, p in table.attrs.get("provenance", {}).items():
+        groups.setdefault(short_provenance(p), []).append(str(d))
+    prov = "; ".join(f"{', '.join(names)} ({short})" for short, names in groups.items())
+    text = f"{settings}. Data: {prov}." if prov else settings
+    return textwrap.fill(text, width=width, break_long_words=False, break_on_hyphens=False)
 
 
 def to_markdown(table: pd.DataFrame) -> str:

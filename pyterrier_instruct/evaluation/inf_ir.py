@@ -18,6 +18,8 @@ from ._report import as_datasets, build_table, experiment_means, systems_per_dat
 from .followir import followir_report
 
 #: the dataset families of each part of the table
+#: the column of BRIGHT's nDCG@10 averaged over its tasks (the paper heads it ``Avg nDCG`` under ``BRIGHT``)
+BRIGHT_COLUMN = "BRIGHT avg nDCG@10"
 PARTS = {"followir": ("followir", "followir-mteb", "bundled"), "mair": ("mair",), "bright": ("bright",)}
 
 
@@ -31,7 +33,7 @@ def part_of(dataset) -> str:
 
 
 def inf_ir_report(systems, datasets, names: Optional[Sequence[str]] = None, *, ties: str = "docno") -> pd.DataFrame:
-    """``Model | <followir> MAP@1000 / nDCG@5, p-MRR | Avg Score | Avg p-MRR | <mair> nDCG@10 | Avg nDCG`` (×100).
+    """``Model | <followir> MAP@1000 / nDCG@5, p-MRR | Avg Score | Avg p-MRR | <mair> nDCG@10 | BRIGHT avg nDCG@10`` (×100).
 
     Args:
         systems: per dataset, ``Q → R`` systems: FollowIR ones rerank the candidates (``ds.candidates() >> model.scorer()``),
@@ -39,7 +41,8 @@ def inf_ir_report(systems, datasets, names: Optional[Sequence[str]] = None, *, t
         datasets: ``{key: dataset}``, keys as the paper's columns (``robust04``, ``dd15``, BRIGHT task keys, …).
         ties: p-MRR tie-break (FollowIR).
 
-    ``Avg nDCG`` is BRIGHT's nDCG@10 averaged over the BRIGHT datasets given (the paper: all 12 tasks); each task's value is
+    ``BRIGHT avg nDCG@10`` (the paper's BRIGHT ``Avg nDCG``) is BRIGHT's nDCG@10 averaged over the BRIGHT datasets given
+    (the paper: all 12 tasks); each task's value is
     in ``table.attrs["long"]`` (dataset = the task key, measure ``nDCG@10``).
     """
     datasets = as_datasets(datasets)
@@ -66,6 +69,9 @@ def inf_ir_report(systems, datasets, names: Optional[Sequence[str]] = None, *, t
     settings = {"ties": ties, "BRIGHT": f"nDCG@10 over {len(parts['bright'])} task(s), excluded_ids removed",
                 "MAIR": "nDCG@10"}
     table = build_table(shown, ["followir", "mair", "bright"], models=names, settings=settings, provenance=provenance)
+    if "Avg nDCG" in table.columns:  # the paper's cell (average, nDCG), labelled as what it is: BRIGHT's task mean
+        table = table.rename(columns={"Avg nDCG": BRIGHT_COLUMN})
+        table.attrs["columns"] = {(BRIGHT_COLUMN if c == "Avg nDCG" else c): key for c, key in table.attrs["columns"].items()}
     table.attrs["long"] = long
     return table
 

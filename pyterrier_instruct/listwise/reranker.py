@@ -265,7 +265,8 @@ class RankZephyr(ListwiseReranker):
         backend: ``'hf'``, ``'vllm'``, a :class:`~pyterrier_instruct.backends.Backend` or a callable.
         backend_options: keyword arguments of the backend built from ``'hf'``/``'vllm'`` (e.g. ``batch_size``,
             ``tensor_parallel_size``).
-        style, **kwargs: see :class:`ListwiseReranker`.
+        style: see :class:`ListwiseReranker`.
+        **kwargs: see :class:`ListwiseReranker`.
     """
     default_model = "castorini/rank_zephyr_7b_v1_full"
 
@@ -324,7 +325,8 @@ class RankGPT(ListwiseReranker):
             (``'openai'`` backend only); the first non-empty call raises, before any request, when that variable is
             not set. ``api_key_env=None`` sends no key (a local ``vllm serve`` or llama.cpp server).
         backend_options: more keyword arguments of the backend (e.g. ``concurrency``, ``tokenizer``).
-        style, **kwargs: see :class:`ListwiseReranker`.
+        style: see :class:`ListwiseReranker`.
+        **kwargs: see :class:`ListwiseReranker`.
     """
     default_model = "gpt-4o"
     style_aliases = {"rank_llm_0.26": "rank_gpt_0.26"}

@@ -50,6 +50,26 @@ __all__ = ["pMRR", "OG", "Changed", "Reversed", "WISE", "IdealWISE", "SICR", "In
 install()  # the provider first: every measure below registers with ir_measures where it is defined
 
 
+def unpaired(measure: str, needed, found) -> ValueError:
+    """The error of a measure whose qrels lack variants it ``needed`` (``found``: the variants they have), naming what is
+    one-sided: the topics given to ``pt.Experiment`` when its qrels have the variants and its topics do not (PyTerrier
+    evaluates the qrels of the topics' qids only, e.g. after ``ds.get_topics('og')``), else the qrels."""
+    from .._experiment_context import experiment_qids
+    topic_qids, qrels_qids = experiment_qids()
+    if topic_qids is not None:
+        in_topics = {split_qid(q)[1] for q in topic_qids} - {None}
+        in_qrels = {split_qid(q)[1] for q in qrels_qids} - {None}
+        lacking = [v for v in needed if v not in in_topics]
+        if lacking and all(v in in_qrels for v in needed):
+            return ValueError(f"{measure} needs the topics of every variant it compares ({', '.join(needed)}): the topics given "
+                              f"to pt.Experiment have variants {sorted(in_topics)} only, no '<qid>-{lacking[0]}' query (the qrels "
+                              f"have {sorted(in_qrels)}); pass all the variants' topics, e.g. ds.get_topics() rather than "
+                              f"ds.get_topics('og')")
+    wanted = " and ".join(f"'<qid>-{v}'" for v in needed)
+    return ValueError(f"{measure} needs paired qrels with {wanted} query ids (see pyterrier_instruct.paired_qrels); "
+                      f"found variants {sorted(found)}")
+
+
 def register_measure(instance: PairedMeasure) -> PairedMeasure:
     """Registers a measure with ir_measures (so it parses by name) where it is defined: ``pMRR = register_measure(_pMRR())``."""
     measures.register(instance)
@@ -75,8 +95,7 @@ class _pMRR(PairedMeasure):
     def paired_impl(self, qrels: pd.DataFrame, run: pd.DataFrame, cache: dict):
         q = by_variant(qrels)
         if "og" not in q or "changed" not in q:
-            raise ValueError("pMRR needs paired qrels with '<qid>-og' and '<qid>-changed' query ids "
-                             f"(see pyterrier_instruct.paired_qrels); found variants {sorted(q)}")
+            raise unpaired("pMRR", ("og", "changed"), q)
         diff = changed_docs(q["og"], q["changed"])
         r = by_variant(run)
         empty = pd.DataFrame({"qid": [], "docno": [], "score": []})
@@ -143,7 +162,7 @@ class _OnVariant(PairedMeasure):
         inner, v = self.params["measure"], self.VARIANT
         part_qrels = by_variant(qrels).get(v)
         if part_qrels is None:
-            raise ValueError(f"{self!r} needs paired qrels with '<qid>-{v}' query ids")
+            raise unpaired(repr(self), (v,), by_variant(qrels))
         part_run = by_variant(run).get(v, pd.DataFrame({"qid": [], "docno": [], "score": []}))
         part_qrels = part_qrels.rename(columns={"qid": "query_id", "docno": "doc_id", "label": "relevance"})
         part_run = part_run.rename(columns={"qid": "query_id", "docno": "doc_id"})
@@ -193,8 +212,7 @@ class _InfoSearchMeasure(PairedMeasure):
             cache["variants"] = (by_variant(qrels), by_variant(run))
         q, r = cache["variants"]
         if "og" not in q or "changed" not in q:
-            raise ValueError(f"{self} needs paired qrels with '<qid>-og' and '<qid>-changed' query ids "
-                             f"(see pyterrier_instruct.paired_qrels); found variants {sorted(q)}")
+            raise unpaired(str(self), ("og", "changed"), q)
         with_rev = self.NEEDS_REVERSED or "reversed" in r  # p-MRR shares the three-run table when there is one
         key = ("infosearch", self.params.get("ties", "input"), with_rev)
         if key not in cache:
@@ -329,7 +347,7 @@ class _Robustness(PairedMeasure):
         if variant is not None:
             qrels = by_variant(qrels).get(variant)
             if qrels is None:
-                raise ValueError(f"{self} needs paired qrels with '<qid>-{variant}' query ids")
+                raise unpaired(str(self), (variant,), by_variant(qrels))
             run = by_variant(run).get(variant, _EMPTY_RUN)
         result = robustness_eval(run, qrels, self.params["cutoff"], warn=False)  # the provider checked the ids
         return result["per_group_min"].items()

@@ -46,7 +46,7 @@ class PointwiseReranker(InstructReranker, family=False):
     model, tokenizer) and ``_forward(batch) -> tensor`` (one score per row); template models keep the default
     ``_encode``; pair models (cross-encoders) override it.
 
-    Common arguments:
+    Args:
         model_name_or_path: a hub id or a local folder (loaded lazily, on the first non-empty call).
         batch_size: rows per forward pass; ``None`` (default): the device's measured best, batches of at most
             :data:`~pyterrier_instruct._torch.CPU_BATCH_TOKENS` padded tokens on CPU and 32 rows on GPU. Batches span

@@ -69,9 +69,13 @@ class CrossEncoderReranker(PointwiseReranker):
 class MonoBERT(CrossEncoderReranker):
     """monoBERT (Nogueira & Cho, 2019): BERT-large over (query + instruction, document), softmax(logits)[1].
 
-    | preset | checkpoint |
-    |---|---|
-    | ``MonoBERT()`` | ``castorini/monobert-large-msmarco`` |
+    .. list-table::
+       :header-rows: 1
+
+       * - preset
+         - checkpoint
+       * - ``MonoBERT()``
+         - ``castorini/monobert-large-msmarco``
     """
     schematic = {"label": "MonoBERT"}
 
@@ -83,9 +87,13 @@ class TART(CrossEncoderReranker):
     """TART-full (Asai et al., 2023): the query joined to the instruction with ``" [SEP] "``, an empty instruction replaced
     by TART's default task instruction, max length 1024 (as FollowIR ran it).
 
-    | preset | checkpoint |
-    |---|---|
-    | ``TART()`` | ``facebook/tart-full-flan-t5-xl`` |
+    .. list-table::
+       :header-rows: 1
+
+       * - preset
+         - checkpoint
+       * - ``TART()``
+         - ``facebook/tart-full-flan-t5-xl``
     """
     schematic = {"label": "TART"}
     query_slot = QuerySlot(TART_COMPOSER, empty=TART_EMPTY_INSTRUCTION)

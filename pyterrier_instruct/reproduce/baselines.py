@@ -33,7 +33,7 @@ def followir_baselines(dataset, neural: bool = True, verbose: bool = True,
     from ..retrieval.pool_bm25 import PoolBM25
     from ..rewrite import FoldInstruction
 
-    bm25 = BM25(dataset.get_corpus_iter())
+    bm25 = BM25(dataset.get_corpus_iter(verbose=verbose), verbose=verbose)
     pool = dataset.candidates()
     systems = {
         "BM25 (full index, query)": bm25,

@@ -280,13 +280,32 @@ def saved(systems: Mapping[str, object], args: argparse.Namespace, rows: Mapping
 def row_name(rows: Mapping[str, Row], key: str, args: argparse.Namespace) -> str:
     """The table row of ``key`` labelled by the checkpoint used: the row's name for its default checkpoint, else
     ``"<name> [<checkpoint>]"`` (a folder by its name, a hub id as it is), so a user's own checkpoint is never printed
-    as the paper's model."""
+    as the paper's model; weights that are a stand-in or record no revision say so in the row too
+    (``"MonoT5-base [stand-in]"``, ``"MonoT5-base [t5, unrevisioned]"``: :func:`pyterrier_instruct._hub.checkpoint_note`)."""
     row, model = rows[key], getattr(args, "models", {}).get(key)
-    if row.model is None or model is None or model == row.model:
+    if row.model is None or model is None:
         return row.name
-    from .._hub import is_path
-    shown = os.path.basename(os.path.normpath(model)) if os.path.isdir(model) or is_path(model) else model
-    return f"{row.name} [{shown}]"
+    from .._hub import checkpoint_note, is_path
+    notes = []
+    if model != row.model:
+        notes.append(os.path.basename(os.path.normpath(model)) if os.path.isdir(model) or is_path(model) else model)
+    note = checkpoint_note(model) if row.hub else None
+    if note:
+        notes.append(note)
+    return f"{row.name} [{', '.join(notes)}]" if notes else row.name
+
+
+def miniatures(names: Sequence[str]) -> List[str]:
+    """The dataset ids among ``names`` that are the package's bundled miniatures (``instruct-mini``, ``infosearch-mini``):
+    toy benchmarks in a paper's layout, whose numbers no paper reports."""
+    from ..datasets.registry import DATASETS
+    found = []
+    for name in names:
+        key = name.split(":", 1)[-1] if name.startswith("instruct:") else name
+        key = key[len("instruct/"):] if key.startswith("instruct/") else key
+        if key in DATASETS and DATASETS[key].repo_id is None:
+            found.append(name)
+    return found
 
 
 def on_cluster(systems: Mapping[str, object], args: argparse.Namespace, local: Sequence[str] = ("bm25",)) -> Dict[str, object]:
@@ -317,14 +336,24 @@ def read_report(path: str) -> dict:
 
 
 def finish(table: pd.DataFrame, args: argparse.Namespace, rows: Mapping[str, Row], name: str, title: str) -> pd.DataFrame:
-    """Prints ``table`` with the published numbers and the difference below each reported row, and writes
-    ``<out>/<name>.csv`` (ours), ``<name>.paper.csv`` (with the paper rows), ``<name>.md`` and ``report.json``."""
+    """Prints ``table`` with the published numbers and the difference below each reported row (none on a bundled
+    miniature: :func:`miniatures`), and writes ``<out>/<name>.csv`` (ours), ``<name>.paper.csv`` (with the paper rows),
+    ``<name>.md`` and ``report.json`` (the full provenance the printed footer abbreviates)."""
     from .._version import __version__
     from ..evaluation import to_markdown, with_paper
-    both = with_paper(table, {row_name(rows, k, args): rows[k].paper for k in args.keys if rows[k].paper}, strict=False)
+    toys = miniatures(args.dataset)
+    if toys:  # a toy in a paper's layout: the paper's numbers are for the full benchmark, a Δ would mean nothing
+        both = table.copy()
+        both.attrs.update(table.attrs, paper_rows={})
+    else:
+        both = with_paper(table, {row_name(rows, k, args): rows[k].paper for k in args.keys if rows[k].paper}, strict=False)
     paper = both.attrs["paper_rows"]
     os.makedirs(args.out, exist_ok=True)
     md = to_markdown(both)  # each file replaced whole (a kill leaves the previous one), report.json last
+    if toys:
+        md += (f"\nNo published numbers beside {', '.join(toys)}: a miniature bundled with the package, not the paper's "
+               "benchmark.")
+    md += f"\nFull provenance of the data and the models: {os.path.join(args.out, 'report.json')}."
     write_text(os.path.join(args.out, f"{name}.csv"), table.to_csv(index=False))
     write_text(os.path.join(args.out, f"{name}.paper.csv"), both.to_csv(index=False))
     write_text(os.path.join(args.out, f"{name}.md"), f"{title}\n\n{md}\n")
@@ -357,7 +386,7 @@ FIRST_STAGES = ("pisa", "pyserini")
 
 def first_stage_bm25(first_stage: str, corpus, index: str, **bm25):
     """The BM25 that ``--first-stage`` names over ``corpus`` (an iterable of documents), its index kept at ``index``
-    (PISA) or ``index-pyserini`` (Lucene) and reused; ``bm25`` keyword arguments such as ``k1``/``b`` go to it."""
+    (PISA) or ``index-pyserini`` (Lucene) and reused; ``bm25`` keyword arguments such as ``k1``/``b``/``verbose`` go to it."""
     from .. import BM25, PyseriniBM25
     if first_stage == "pyserini":
         return PyseriniBM25(corpus, path=f"{index}-pyserini", **bm25)
@@ -375,7 +404,8 @@ def full_retrieval(args: argparse.Namespace, rows: Mapping[str, Row], label: str
     index = os.path.join(args.out, "index", label)
     systems = {}
     if "bm25" in args.keys:
-        bm25_model = first_stage_bm25(getattr(args, "first_stage", "pisa"), ds.get_corpus_iter(), os.path.join(index, "bm25"), **bm25)
+        bm25_model = first_stage_bm25(getattr(args, "first_stage", "pisa"), ds.get_corpus_iter(verbose=not args.quiet),
+                                      os.path.join(index, "bm25"), verbose=not args.quiet, **bm25)
         systems["bm25"] = FoldInstruction() >> bm25_model
     for key, model in dense.items():
         systems[key] = model.retriever(os.path.join(index, key), num_results=1000, corpus=ds.get_corpus_iter)
@@ -383,6 +413,6 @@ def full_retrieval(args: argparse.Namespace, rows: Mapping[str, Row], label: str
 
 
 __all__: List[str] = ["Row", "parser", "parse", "dataset_label", "open_dataset", "open_datasets", "model_options", "check_models", "saved",
-                      "row_name",
+                      "row_name", "miniatures",
                       "finish", "environment", "models_of", "model_provenance", "selected", "on_cluster",
                       "full_retrieval", "FIRST_STAGES", "first_stage_bm25"]

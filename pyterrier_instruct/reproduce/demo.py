@@ -45,6 +45,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     t0 = time.time()
     dataset = load(args.dataset, path=args.path)
     systems = followir_baselines(dataset, neural=not args.no_neural, verbose=not args.quiet)
+    systems = {labelled(name, system): system for name, system in systems.items()}
     label = dataset.name.split("/")[-1]
     means, perquery = followir_experiment(list(systems.values()), dataset, list(systems), ties=args.ties,
                                           perquery="both")
@@ -71,6 +72,15 @@ def main(argv: Optional[List[str]] = None) -> int:
     print(f"\nwritten to {args.out}/: table.csv, table.md, perquery.csv, pmrr_per_query.png, provenance.json "
           f"({provenance['seconds']} s)")
     return 0
+
+
+def labelled(name: str, system) -> str:
+    """``name`` with a note on the weights it loads when they are a stand-in or record no revision
+    (``"MonoT5-base (rerank) [stand-in]"``; :func:`pyterrier_instruct._hub.checkpoint_note`)."""
+    from pyterrier_instruct._hub import checkpoint_note
+    from pyterrier_instruct.reproduce.common import models_of
+    notes = list(dict.fromkeys(n for n in map(checkpoint_note, models_of(system)) if n))
+    return f"{name} [{', '.join(notes)}]" if notes else name
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ import pyterrier as pt
 from ..base import check_text
 from .._atomic import replaced_folder
 from .._config import Configured
+from .._corpus import recorded
 from .._progress import library_progress
 from .._progress import tqdm as progress_bar
 
@@ -154,6 +155,10 @@ class BM25(Configured, pt.Transformer):
         else:
             self.index = bm25_index(corpus, path, text_field=text_field, stemmer=stemmer, stops=stops,
                                     verbose=verbose, threads=threads)
+        #: what the index was built from, for provenance: the corpus's ``source`` (e.g. ``pti.load_dataset('instruct-mini')``
+        #: for a dataset's ``get_corpus_iter()``), its digest (``<documents>:<hash>``) and whether the folder is temporary
+        self.built_from = {"corpus": getattr(corpus, "source", None), "digest": recorded(str(self.index.path)),
+                           "temporary": path is None and corpus is not None}
         self.k1, self.b, self.num_results, self.verbose = k1, b, num_results, verbose
         with _native_stderr_silenced(not library_progress()):
             self._retriever = self.index.bm25(k1=k1, b=b, num_results=num_results, verbose=False)
@@ -178,7 +183,15 @@ class BM25(Configured, pt.Transformer):
         return clone
 
     def __repr__(self) -> str:
-        return f"BM25({str(self.index.path)!r}, k1={self.k1}, b={self.b}, num_results={self.num_results})"
+        """The call that opens the index (``BM25('/path', ...)``); an index in a temporary folder (gone when the process
+        ends) by what it was built from: ``BM25(pti.load_dataset('instruct-mini').get_corpus_iter(), ...)``, or the
+        corpus's digest when its source is unknown."""
+        params = f"k1={self.k1}, b={self.b}, num_results={self.num_results}"
+        built = getattr(self, "built_from", {})
+        if built.get("temporary"):
+            corpus = f"{built['corpus']}.get_corpus_iter()" if built.get("corpus") else f"<corpus {built.get('digest')}>"
+            return f"BM25({corpus}, {params})"
+        return f"BM25({str(self.index.path)!r}, {params})"
 
     def _eq_key(self) -> tuple:
         return (repr(self),)

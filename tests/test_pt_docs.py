@@ -1,0 +1,71 @@
+"""The API reference PyTerrier's documentation site includes (``pyterrier_instruct/pt_docs/``, as pyterrier-caching's):
+it builds with Sphinx with warnings as errors, so every docstring it pulls in renders; it documents every public class,
+function and measure and every command of the CLI; and it ships in the wheel.
+
+PyTerrier's site builds these pages with its own Sphinx extensions, among them ``cite.dblp``, which queries DBLP; offline,
+``tests/sphinx_conf/conf.py`` registers ``cite.dblp`` as a directive that only links the DBLP record."""
+import fnmatch
+import inspect
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import pyterrier_instruct as pti
+from pyterrier_instruct.reproduce.cli import COMMANDS
+
+pytest.importorskip("sphinx")  # in the [docs] extra, which [test] includes
+
+ROOT = Path(__file__).parents[1]
+PT_DOCS = ROOT / "pyterrier_instruct" / "pt_docs"
+CONF = Path(__file__).parent / "sphinx_conf"
+
+
+def _pages() -> str:
+    return "\n".join(p.read_text(encoding="utf-8") for p in sorted(PT_DOCS.rglob("*.rst")))
+
+
+def test_pt_docs_build_without_a_warning(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "sphinx", "-E", "-W", "--keep-going", "-q", "-b", "html", "-c", str(CONF),
+                           "-d", str(tmp_path / "doctrees"), str(PT_DOCS), str(tmp_path / "html")],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0 and "WARNING" not in done.stderr and "ERROR" not in done.stderr, done.stderr[-4000:]
+    page = (tmp_path / "html" / "families" / "qwen3-reranker.html").read_text(encoding="utf-8")
+    assert 'id="pyterrier_instruct.Qwen3Reranker.four_b"' in page and "gritlm" not in page  # its own presets only
+    measures = (tmp_path / "html" / "measures.html").read_text(encoding="utf-8")
+    assert "pairwise reciprocal-rank change" in measures  # pMRR's docstring, through autodata
+    assert 'href="https://dblp.org/rec/journals/corr/abs-2403-15246"' in measures
+
+
+def test_every_public_name_has_its_entry():
+    """Each class, function and measure of ``pti.__all__`` is the subject of an ``auto*`` directive; constants (prompt
+    tables, strings) and subpackages are documented where they are used."""
+    pages = _pages()
+    documented = set(re.findall(r"^\.\. auto(?:class|function|data|method):: (\S+)", pages, re.M))
+    missing = []
+    for name in pti.__all__:
+        obj = getattr(pti, name)
+        if not (inspect.isclass(obj) or inspect.isfunction(obj) or type(obj).__module__ == "pyterrier_instruct.measures"):
+            continue
+        qualified = f"{getattr(obj, '__module__', '')}.{name}"
+        if f"pyterrier_instruct.{name}" not in documented and qualified not in documented:
+            missing.append(name)
+    assert missing == []
+
+
+def test_every_command_has_its_entry():
+    pages = (PT_DOCS / "cli.rst").read_text(encoding="utf-8")
+    assert [c for c in COMMANDS if not re.search(rf"^``{re.escape(c)}``$", pages, re.M)] == []
+
+
+def test_every_family_page_is_in_the_index_and_the_wheel():
+    import tomllib
+    globs = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["pyterrier_instruct"]
+    files = [p.relative_to(ROOT / "pyterrier_instruct").as_posix() for p in PT_DOCS.rglob("*") if p.is_file()]
+    assert [f for f in files if not any(fnmatch.fnmatch(f, g) for g in globs)] == []
+    index = (PT_DOCS / "index.rst").read_text(encoding="utf-8")
+    assert "   families/*" in index  # a new family's page is one file in families/, found by the toctree's glob
+    assert {p.stem for p in (PT_DOCS / "families").glob("*.rst")} >= {"monot5", "causal-lm", "qwen3-reranker", "rank1",
+                                                                     "listwise", "dense"}
