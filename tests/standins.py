@@ -30,7 +30,14 @@ MODELS: Dict[str, str] = {
     "samaya-ai/promptriever-llama2-7b-v1": "lora:meta-llama/Llama-2-7b-hf",
     "jhu-clsp/rank1-7b": "rank1",
     "jhu-clsp/rank1-14b-awq": "rank1",
+    "google/flan-t5-large": "t5",
+    "Qwen/Qwen2.5-7B-Instruct": "qwen-chat",
+    "ielabgroup/Rank-R1-7B-v0.1": "lora:Qwen/Qwen2.5-7B-Instruct",
 }
+
+#: Qwen2.5's ChatML, enough of it for the tiny Qwen models (system/user/assistant turns, the generation prompt)
+QWEN_CHAT_TEMPLATE = ("{% for m in messages %}{{ '<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>' + '\\n' }}{% endfor %}"
+                      "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}")
 
 
 def _lora(base_id: str) -> Callable[[Path, Callable[[str], str]], str]:
@@ -46,6 +53,8 @@ BUILDERS: Dict[str, Callable] = {
     "zephyr": lambda root, built: with_chat_template(built("mistral"), Path(root) / "zephyr", ZEPHYR_TEMPLATE),
     "lora:meta-llama/Llama-2-7b-hf": _lora("meta-llama/Llama-2-7b-hf"),
     "rank1": lambda root, built: tiny_models.tiny_rank1(root),
+    "qwen-chat": lambda root, built: with_chat_template(tiny_models.tiny_qwen(Path(root) / "base", "qwen2"), Path(root) / "qwen", QWEN_CHAT_TEMPLATE),
+    "lora:Qwen/Qwen2.5-7B-Instruct": _lora("Qwen/Qwen2.5-7B-Instruct"),
 }
 
 

@@ -241,3 +241,13 @@ def test_sorts_on_a_known_order():
             out = sort.scores(arr, original, k)
             assert sorted(out.values(), reverse=True) == [-float(i) for i in range(1, n + 1)]
             assert counts[0] >= (1 if n > 1 else 0)
+
+
+def test_followir_cli_setwise_row(models, tmp_path):
+    """``--systems setwise`` (not run by default: the FollowIR paper did not report it) runs on the tiny weights."""
+    from pyterrier_instruct.reproduce.cli import main
+    robust04 = str(Path(__file__).parent / "data" / "layouts" / "jhu-clsp" / "robust04-instructions")
+    assert main(["followir", "--dataset", "followir/robust04", "--path", robust04, "--out", str(tmp_path), "--quiet",
+                 "--systems", "bm25,setwise", "--setwise", models["t5"]]) == 0
+    table = pd.read_csv(tmp_path / "table2.csv")
+    assert table["Model"].tolist() == ["BM25 (pool)", "Setwise (Flan-T5-large) [t5]"] and table["robust04 p-MRR"].notna().all()

@@ -22,7 +22,8 @@ import sys
 
 import pyterrier_instruct as pti
 from pyterrier_instruct.reproduce.common import (ROWS_2025, Row, check_models, finish, listwise_backend, model_options, on_cluster, open_datasets,
-                                                 parse, parser, rank1, rerankers_2025, saved, selected)
+                                                 parse, parser, rank1, rerankers_2025, saved, selected,
+                                                 ROWS_SETWISE, setwise_rerankers)
 
 #: the CLI command (``pyterrier-instruct followir``) and its line in the overview; the CLI finds it here
 COMMAND = ('followir', 'FollowIR Table 2: MAP@1000/nDCG@5 and p-MRR of the rerankers on Robust04, News21, Core17')
@@ -41,13 +42,14 @@ ROWS = {
                  "(run on request: --systems ...,rank1)", default=False),
     "rank-zephyr": Row("RankZephyr", None, "castorini/rank_zephyr_7b_v1_full", "listwise, top 100 of the candidates"),
     **ROWS_2025,
+    **ROWS_SETWISE,
 }
 DATASETS = ["followir/robust04", "followir/news21", "followir/core17"]
 
 
 def main(argv=None) -> int:
     p = parser("followir", __doc__, ROWS, DATASETS)
-    p.add_argument("--listwise-backend", choices=["hf", "vllm"], default="hf", help="RankZephyr's and rank1's generation backend")
+    p.add_argument("--listwise-backend", choices=["hf", "vllm"], default="hf", help="RankZephyr's, rank1's, Setwise's and Rank-R1's generation backend")
     p.add_argument("--ties", choices=["docno", "input"], default="docno", help="p-MRR tie-break (default: docno, as mteb)")
     args = parse(p, argv, ROWS, DATASETS)
     check_models(args, ROWS)
@@ -65,6 +67,7 @@ def main(argv=None) -> int:
         "e5-mistral": lambda: pti.E5Mistral(m["e5-mistral"], **kw).scorer(),
         **rerankers_2025(m, kw),
         "rank1": lambda: rank1(m["rank1"], args.listwise_backend, kw),
+        **setwise_rerankers(m, args.listwise_backend, kw),
         "rank-zephyr": lambda: pti.RankZephyr(
             backend=listwise_backend(m["rank-zephyr"], args.listwise_backend, kw),
             depth=100, verbose=kw["verbose"]),

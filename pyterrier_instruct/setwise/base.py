@@ -80,7 +80,7 @@ class SetwiseBase(InstructReranker, family=False):
             return wins
 
         try:
-            counts = sort.run(sorts, compare)
+            counts = sort.run(sorts, compare, self._skipped)
         finally:
             bar.update(len(lists))
             bar.close()
@@ -95,6 +95,9 @@ class SetwiseBase(InstructReranker, family=False):
 
     def _begin(self, work: pd.DataFrame, lists: List[List[int]]) -> None:
         """Called once per frame before the sorts start (Rank-R1 seeds its per-query shuffles here)."""
+
+    def _skipped(self, q: int, docs: List[int]) -> None:
+        """Told of a comparison of one document or none, which the model is not asked (Rank-R1 still draws its shuffle)."""
 
     def _finish(self, scores: np.ndarray):
         return scores

@@ -216,5 +216,9 @@ class RankR1(SetwiseBase):
             wins.append(win)
         return wins
 
+    def _skipped(self, q: int, docs: List[int]) -> None:
+        for _ in range(self.num_permutation):  # the reference shuffles (and asks) a comparison of one document too
+            self._rngs[q].sample(range(len(docs)), len(docs))
+
     def _finish(self, scores: np.ndarray):
         return scores, {"reasoning": self._reasoning}

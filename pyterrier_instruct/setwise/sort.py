@@ -14,7 +14,7 @@ fail with ``IndexError``; ours documented in docs/rerankers.md).
 """
 from __future__ import annotations
 
-from typing import Callable, Dict, Generator, List, Sequence
+from typing import Callable, Dict, Generator, List, Optional, Sequence
 
 import numpy as np
 
@@ -78,11 +78,13 @@ def bubblesort(arr: List[int], num_child: int, k: int) -> Comparison:
 SORTS: Dict[str, Callable[[List[int], int, int], Comparison]] = {"heapsort": heapsort, "bubblesort": bubblesort}
 
 
-def run(sorts: Sequence[Comparison], compare: Callable[[List[tuple]], List[int]]) -> List[int]:
+def run(sorts: Sequence[Comparison], compare: Callable[[List[tuple]], List[int]],
+        skipped: Optional[Callable[[int, List[int]], None]] = None) -> List[int]:
     """Advances every generator of ``sorts`` together: ``compare([(query index, documents), ...])`` answers one
     comparison per query that has one (the winner's position in each), until all are done. Returns the comparisons
     made per query (the reference's ``total_compare``). A comparison of one document or none (bubblesort's last passes
-    over a short list) counts, as in the reference, but is answered 0 without asking the model."""
+    over a short list) counts, as in the reference, but is answered 0 without asking the model (``skipped(q, docs)`` is
+    told of it)."""
     counts = [0] * len(sorts)
     pending: Dict[int, List[int]] = {}
     for q, gen in enumerate(sorts):
@@ -91,6 +93,9 @@ def run(sorts: Sequence[Comparison], compare: Callable[[List[tuple]], List[int]]
             pending[q] = docs
     while pending:
         asked = [(q, docs) for q, docs in pending.items() if len(docs) > 1]
+        for q, docs in pending.items():
+            if len(docs) <= 1 and skipped is not None:
+                skipped(q, docs)
         answers = dict(zip((q for q, _ in asked), compare(asked))) if asked else {}
         for q in list(pending):
             counts[q] += 1
