@@ -31,6 +31,8 @@ def script(text: str) -> str:
     """A scripted Rank-R1: picks the shown document with the highest hidden grade, answering in one of five forms
     (clean, upper-case tags, no ``<think>``, a label out of range, a label with inner spaces)."""
     shown = re.findall(r"^\[(\d+)\] .*?grade (\d+)", text, re.M)
+    if not shown:  # the reference's bubblesort asks about an empty window past a short list
+        return "<think>nothing</think><answer></answer>"
     best = max(shown, key=lambda s: int(s[1]))[0]
     kind = sum(int(g) for _, g in shown) % 5
     return ["<think> grade wins </think>\n<answer>[{}]</answer>", "<THINK>x</THINK> <ANSWER> [{}] </ANSWER>",
@@ -142,14 +144,17 @@ def test_rank_r1_equals_the_reference_logic(llmrankers, model, method, num_child
     out = ours(df)
     # every comparison's chat, shuffled the same way, tokenised as vLLM's LLM.chat does
     asked = [s for s in ref.seen if len(re.findall(r"^\[\d+\] ", s, re.M)) > 1]  # ours asks no comparison of one document
-    assert [tok.decode(t) for t in backend.seen] == asked and len(asked) <= len(ref.seen) == sum(ref_counts.values())
+
+    def by_query(prompts):  # ours interleaves the queries' comparisons (one batch per step): compare each query's sequence
+        return sorted(prompts, key=lambda s: re.search(r"claim (\d+)", s).group(1))
+    assert by_query(tok.decode(t) for t in backend.seen) == by_query(asked) and len(asked) <= len(ref.seen) == sum(ref_counts.values())
     assert backend.seen[0] == tok(ref.seen[0], add_special_tokens=False)["input_ids"]
     assert {k: v * num_permutation for k, v in ours.comparisons.items()} == ref_counts  # the reference counts each shuffle
     got = {(q, d): s for q, d, s in zip(out["qid"], out["docno"], out["score"])}
     assert got == ref_scores
     assert ours.stats["invalid"] > 0 and ours.stats["generations"] > ours.stats["invalid"]
     won = out[out["reasoning"] != ""]
-    assert len(won) > 0 and won["reasoning"].str.contains("answer").all()
+    assert len(won) > 0 and won["reasoning"].str.lower().str.contains("</answer>").all()
 
 
 def test_rank_r1_on_tiny_weights_equals_the_reference_generation(llmrankers, model):  # noqa: F811

@@ -125,7 +125,8 @@ class Setwise(SetwiseBase):
     def label_ids(self) -> List[int]:
         """The token id of each label. T5: the last id of ``<pad> Passage {L}`` in a right-padded batch (the reference's
         ``batch_encode_plus(..., padding=True).input_ids[:, -1]``, so a label of two tokens reads the pad id). Causal
-        models (ours): the one token a label adds after `` Passage:``; a label that is not one token is an error."""
+        models (ours): the last token of `` Passage: {L}``; with likelihood scoring, each of the ``num_child + 1`` labels
+        a comparison uses must add exactly one token (else a ValueError names it)."""
         tok = self._tok
         if self.seq2seq:
             ids = [tok(f"{T5_PREFIX} {c}", add_special_tokens=False)["input_ids"] for c in LABELS]
@@ -133,13 +134,14 @@ class Setwise(SetwiseBase):
             return [row[-1] if len(row) == width else tok.pad_token_id for row in ids]
         head = tok(CHAT_SUFFIX, add_special_tokens=False)["input_ids"]
         out = []
-        for c in LABELS:
+        for n, c in enumerate(LABELS):
             ids = tok(f"{CHAT_SUFFIX} {c}", add_special_tokens=False)["input_ids"]
-            if len(ids) != len(head) + 1 or ids[:len(head)] != head:
-                if self.scoring == "likelihood":
-                    raise ValueError(f"{self!r}: label {c!r} is not one token after {CHAT_SUFFIX!r} for this tokenizer; "
-                                     "likelihood scoring needs one token per label (use scoring='generation')")
+            if self.scoring == "likelihood" and n <= self.num_child and (len(ids) != len(head) + 1 or ids[:len(head)] != head):
+                raise ValueError(f"{self!r}: label {c!r} is not one token after {CHAT_SUFFIX!r} for this tokenizer; likelihood "
+                                 "scoring needs one token per label (use scoring='generation', or fewer children)")
             out.append(ids[-1])
+        if self.scoring == "likelihood" and len(set(out[:self.num_child + 1])) <= self.num_child:
+            raise ValueError(f"{self!r}: the labels {LABELS[:self.num_child + 1]} do not have distinct tokens for this tokenizer")
         return out
 
     # -- prompts ---------------------------------------------------------------------------------------------------
