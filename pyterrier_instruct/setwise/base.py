@@ -55,10 +55,12 @@ class SetwiseBase(InstructReranker, family=False):
         return [self.truncate(t, self.passage_length) for t in text]
 
     def queries(self, df: pd.DataFrame) -> List[str]:
-        """The query cut to ``query_length`` tokens, then composed with the row's instruction (``query_slot``)."""
+        """The query cut to ``query_length`` tokens, then composed with the row's instruction by ``query_slot``; with an
+        empty instruction the cut query exactly as the reference passes it (a trailing space of the cut kept)."""
         cut = {q: self.truncate(q, self.query_length) for q in pd.unique(df["query"].astype(str))}
         rule = self.query_slot.rule()
-        return [rule(cut[q], self.query_slot.instruction(i)) for q, i in zip(df["query"].astype(str), df["instruction"].astype(str))]
+        return [rule(cut[q], i) if i.strip() else cut[q]
+                for q, i in zip(df["query"].astype(str), map(self.query_slot.instruction, df["instruction"].astype(str)))]
 
     def _score(self, work: pd.DataFrame):
         lists, qids = sort.first_stage(work)
