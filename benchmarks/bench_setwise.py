@@ -132,10 +132,11 @@ def main() -> None:
     print("| family | peer | rows | mismatches | max abs delta | comparisons (peer / ours) | peer q/s | ours q/s | ratio |")
     print("|---|---|---|---|---|---|---|---|---|")
     n = df["qid"].nunique()
+    short = df.groupby("qid", sort=False).head(10).drop(columns="title", errors="ignore")
     cases = [("Setwise Flan-T5 generation", lambda: run_setwise(setwise, t5, df, args.length, num_child=3, k=10)),
              ("Setwise Flan-T5 likelihood", lambda: run_setwise(setwise, t5, df, args.length, num_child=3, k=10, scoring="likelihood")),
              ("Setwise Llama generation", lambda: run_setwise(setwise, llama, df, args.length, num_child=3, k=10)),
-             ("Rank-R1 (Qwen2 chat)", lambda: run_rank_r1(setwise, qwen, df.groupby("qid", sort=False).head(10).drop(columns="title", errors="ignore"), args.budget))]
+             ("Rank-R1 (Qwen2 chat)", lambda: run_rank_r1(setwise, qwen, short, args.budget))]
     for name, case in cases:
         (rows, bad, delta), c_ref, c_ours, t_ref, t_ours = case()
         peer = "llm-rankers 0.0.2" if name.startswith("Setwise") else "reference logic on transformers"

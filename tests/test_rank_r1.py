@@ -202,9 +202,11 @@ def test_rank_r1_instruction_lora_vllm_and_errors(model, tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "vllm", fake_vllm)
     hf = pti.RankR1(model, max_new_tokens=1, num_child=3, k=2, verbose=False)
     vl = pti.RankR1(model, backend="vllm", max_new_tokens=1, num_child=3, k=2, verbose=False)
+    ids, encode = [], hf.input_ids
+    hf.input_ids = lambda messages: ids.append(encode(messages)) or ids[-1]
     assert hf(df)["score"].tolist() == vl(df)["score"].tolist()
     sent = [p["prompt_token_ids"] for call in fake_vllm.instances[-1].calls for p in call["prompts"]]
-    assert sent[0] == hf.input_ids(hf.messages(hf.queries(df)[0], [hf.passages(df)[i] for i in random.Random(929).sample(range(4), 4)]))
+    assert sent == ids and len(ids) == hf.stats["generations"] > 0
     for bad, match in (({"num_child": 20}, "at most 20 documents"), ({"method": "x"}, "method must be one of"),
                        ({"backend": "openai"}, "backend must be"), ({"num_permutation": 0}, "at least 1")):
         with pytest.raises(ValueError, match=match):

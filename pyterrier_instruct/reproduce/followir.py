@@ -49,7 +49,8 @@ DATASETS = ["followir/robust04", "followir/news21", "followir/core17"]
 
 def main(argv=None) -> int:
     p = parser("followir", __doc__, ROWS, DATASETS)
-    p.add_argument("--listwise-backend", choices=["hf", "vllm"], default="hf", help="RankZephyr's, rank1's, Setwise's and Rank-R1's generation backend")
+    p.add_argument("--listwise-backend", choices=["hf", "vllm"], default="hf",
+                   help="RankZephyr's, rank1's, Setwise's and Rank-R1's generation backend")
     p.add_argument("--ties", choices=["docno", "input"], default="docno", help="p-MRR tie-break (default: docno, as mteb)")
     args = parse(p, argv, ROWS, DATASETS)
     check_models(args, ROWS)
