@@ -284,3 +284,13 @@ def test_sorts_equal_the_reference_sorts(llmrankers):
             assert sort.scores(arr, list(range(n)), k) == {int(r.docid): r.score for r in out}, (method, n, child, k)
             if method == "heapsort":
                 assert [grades[d] for d in arr[:min(k, n)]] == list(range(min(k, n)))
+
+
+def test_followir_cli_setwise_row(models, tmp_path):
+    """``--systems setwise`` (not run by default: the FollowIR paper did not report it) runs on the tiny weights."""
+    from pyterrier_instruct.reproduce.cli import main
+    robust04 = str(Path(__file__).parent / "data" / "layouts" / "jhu-clsp" / "robust04-instructions")
+    assert main(["followir", "--dataset", "followir/robust04", "--path", robust04, "--out", str(tmp_path), "--quiet",
+                 "--systems", "bm25,setwise", "--setwise", models["t5"]]) == 0
+    table = pd.read_csv(tmp_path / "table2.csv")
+    assert table["Model"].tolist() == ["BM25 (pool)", "Setwise (Flan-T5-large) [t5]"] and table["robust04 p-MRR"].notna().all()
