@@ -77,21 +77,9 @@ def run_setwise(setwise, folder, df, length, **kw):
 
 
 def run_rank_r1(setwise, folder, df, budget):
-    import transformers
-    from test_rank_r1 import reference_class
+    from test_rank_r1 import greedy, reference_class
     from llmrankers.rankers import SearchResult
-    tok = transformers.AutoTokenizer.from_pretrained(folder)
-    lm = transformers.AutoModelForCausalLM.from_pretrained(folder).eval()
-
-    def generate(texts):
-        out = []
-        for text in texts:
-            ids = tok(text, add_special_tokens=False, return_tensors="pt")["input_ids"]
-            with torch.no_grad():
-                gen = lm.generate(ids, do_sample=False, max_new_tokens=budget, pad_token_id=tok.pad_token_id)
-            out.append(tok.decode(gen[0, ids.shape[1]:], skip_special_tokens=True))
-        return out
-
+    tok, generate = greedy(folder, budget)
     peer = reference_class(setwise)(tok, generate, num_child=4, k=3)
     t = time.perf_counter()
     ref, compares = {}, 0

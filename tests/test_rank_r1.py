@@ -95,6 +95,25 @@ def reference_class(setwise):
     return RankR1Reference
 
 
+def greedy(folder: str, budget: int):
+    """The tokenizer and vLLM's ``LLM.chat`` as the reference uses it, on transformers: one greedy ``generate`` per
+    rendered chat (tokenised without special tokens), decoded with ``skip_special_tokens`` (vLLM's default)."""
+    import torch
+    import transformers
+    tok = transformers.AutoTokenizer.from_pretrained(folder)
+    lm = transformers.AutoModelForCausalLM.from_pretrained(folder).eval()
+
+    def generate(texts):
+        out = []
+        for t in texts:
+            ids = tok(t, add_special_tokens=False, return_tensors="pt")["input_ids"]
+            with torch.no_grad():
+                gen = lm.generate(ids, do_sample=False, max_new_tokens=budget, pad_token_id=tok.pad_token_id)
+            out.append(tok.decode(gen[0, ids.shape[1]:], skip_special_tokens=True))
+        return out
+    return tok, generate
+
+
 @pytest.fixture(scope="module")
 def model(qwen, tmp_path_factory):
     return with_chat_template(qwen["qwen2"], tmp_path_factory.mktemp("rank-r1") / "qwen", QWEN_CHAT)
@@ -161,20 +180,7 @@ def test_rank_r1_on_tiny_weights_equals_the_reference_generation(llmrankers, mod
     """Real greedy generation on both sides (transformers ``generate``, skip_special_tokens as vLLM's default) with a
     short budget: the same completions, so the same (parent-keeping) ranking and comparisons; the reasoning column holds
     them."""
-    import torch
-    import transformers
-    tok = transformers.AutoTokenizer.from_pretrained(model)
-    lm = transformers.AutoModelForCausalLM.from_pretrained(model).eval()
-
-    def generate(texts):
-        out = []
-        for t in texts:
-            ids = tok(t, add_special_tokens=False, return_tensors="pt")["input_ids"]
-            with torch.no_grad():
-                gen = lm.generate(ids, do_sample=False, max_new_tokens=6, pad_token_id=tok.pad_token_id)
-            out.append(tok.decode(gen[0, ids.shape[1]:], skip_special_tokens=True))
-        return out
-
+    tok, generate = greedy(model, 6)
     df = frame((7, 5))
     ref, ref_scores, ref_counts = reference_run(reference_class(llmrankers), tok, generate, df, num_child=3, k=3)
     ours = pti.RankR1(model, max_new_tokens=6, num_child=3, k=3, verbose=False)

@@ -10,7 +10,7 @@ from typing import Dict, List, Optional
 import numpy as np
 import pandas as pd
 
-from ..base import InstructReranker
+from ..base import InstructReranker, first_stage_lists
 from ..instructions import QuerySlot
 from . import sort
 
@@ -63,10 +63,12 @@ class SetwiseBase(InstructReranker, family=False):
                 for q, i in zip(df["query"].astype(str), map(self.query_slot.instruction, df["instruction"].astype(str)))]
 
     def _score(self, work: pd.DataFrame):
-        lists, qids = sort.first_stage(work)
+        arrays, codes, qids = first_stage_lists(work)
+        lists = [a.tolist() for a in arrays]
+        qids = list(qids[codes[[lst[0] for lst in lists]]])
         firsts = [lst[0] for lst in lists]
         queries = self.queries(work.iloc[firsts])
-        per_qid = pd.Series(self.queries(work)).groupby(pd.factorize(work["qid"])[0]).nunique()
+        per_qid = pd.Series(self.queries(work)).groupby(codes).nunique()
         if (per_qid > 1).any():
             raise ValueError(f"{type(self).__name__}: qid {qids[int(per_qid.idxmax())]!r} has rows with different query/instruction "
                              "text; a setwise comparison needs one query per qid")

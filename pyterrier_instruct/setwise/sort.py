@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from typing import Callable, Dict, Generator, List, Optional, Sequence
 
-import numpy as np
 
 Comparison = Generator[List[int], int, None]
 METHODS = ("heapsort", "bubblesort")
@@ -113,22 +112,6 @@ def scores(order: Sequence[int], original: Sequence[int], k: int) -> Dict[int, f
     chosen = set(top)
     rest = [d for d in original if d not in chosen]
     return {d: -float(r) for r, d in enumerate(top + rest, 1)}
-
-
-def first_stage(work) -> tuple:
-    """Row positions per query in first-stage order (``rank``, else ``score`` descending, else input order), the
-    query codes and qids."""
-    import pandas as pd
-    codes, qids = pd.factorize(work["qid"])
-    if "rank" in work.columns:
-        key = work["rank"].to_numpy(dtype="float64")
-    elif "score" in work.columns:
-        key = -work["score"].to_numpy(dtype="float64")
-    else:
-        key = np.zeros(len(work))
-    order = np.lexsort((np.arange(len(work)), key, codes))
-    lists = np.split(order, np.flatnonzero(np.diff(codes[order])) + 1)
-    return [lst.tolist() for lst in lists], list(qids[codes[[lst[0] for lst in lists]]])
 
 
 def check(method: str, num_child: int, k: int, owner: str) -> None:
