@@ -191,7 +191,6 @@ def test_rank_r1_on_tiny_weights_equals_the_reference_generation(llmrankers, mod
 
 def test_rank_r1_instruction_lora_vllm_and_errors(model, tmp_path, monkeypatch):
     import fake_vllm
-    import tiny_models
     r = pti.RankR1(model, verbose=False)
     msgs = r.messages("what is x Only recent ones.", ["one", "two"])
     assert msgs[1]["content"].startswith('Given the query: "what is x Only recent ones.", which of the following documents is most relevant?\n'
@@ -199,10 +198,20 @@ def test_rank_r1_instruction_lora_vllm_and_errors(model, tmp_path, monkeypatch):
     df = frame((6,)).assign(instruction="Only recent ones.")
     assert set(r.queries(df)) == {"claim 0 about trials Only recent ones."}
     # a LoRA adapter is merged into its base; the tokenizer is the base's
-    adapter = tiny_models.tiny_lora(tmp_path, model, model)
+    import peft
+    import torch
+    import transformers
+    torch.manual_seed(1)  # an adapter of the causal LM (as Rank-R1's are), random non-zero B
+    base = transformers.AutoModelForCausalLM.from_pretrained(model)
+    peft.get_peft_model(base, peft.LoraConfig(r=4, lora_alpha=8, init_lora_weights=False, target_modules=["q_proj", "v_proj"])
+                        ).save_pretrained(str(tmp_path / "lora"))
+    adapter = str(tmp_path / "lora")
     lora = pti.RankR1(adapter, max_new_tokens=3, num_child=3, k=2, verbose=False)
     a = lora(df)
     assert lora.backend._base_of() == model and lora.backend._model.config.model_type == "qwen2"
+    merged = lora.backend._model.model.layers[0].self_attn.q_proj.weight
+    plain = transformers.AutoModelForCausalLM.from_pretrained(model).model.layers[0].self_attn.q_proj.weight
+    assert not torch.allclose(merged, plain)  # the adapter was merged
     assert len(a) == 6 and a["score"].max() == -1.0
     # vLLM (the stand-in engine): the same token ids as the HF path
     monkeypatch.setitem(sys.modules, "vllm", fake_vllm)
