@@ -14,6 +14,8 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PIP) install -q -c constraints.txt -e ".[test]"
 	# rank_llm 0.26.0 for the prompt-parity tests only (pure Python; declares Python >= 3.12, runs on 3.11), kept out of site-packages
 	$(PIP) install -q --upgrade --no-deps --ignore-requires-python --target $(VENV)/rank_llm_0.26 "rank-llm==0.26.0" "dacite==1.9.2"
+	# llm-rankers 0.0.2 for the Setwise/Rank-R1 parity tests only (pure Python; openai and tiktoken, which it imports, come with the test extra's deps), kept out of site-packages
+	$(PIP) install -q --upgrade --no-deps --target $(VENV)/llm_rankers_0.0.2 "llm-rankers==0.0.2"
 	touch $@
 
 install: $(VENV)/.installed

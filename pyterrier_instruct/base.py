@@ -36,6 +36,21 @@ def first_stage_columns(inp: pd.DataFrame) -> pd.DataFrame:
     return out.copy()
 
 
+def first_stage_lists(work: pd.DataFrame):
+    """Row positions per query in first-stage order (``rank``, else ``score`` descending, else input order): the list
+    of position arrays, the query codes and the qids (``pd.factorize`` order); for the rerankers that reorder a query's
+    list (listwise, setwise)."""
+    codes, qids = pd.factorize(work["qid"])
+    if "rank" in work.columns:
+        key = work["rank"].to_numpy(dtype="float64")
+    elif "score" in work.columns:
+        key = -work["score"].to_numpy(dtype="float64")
+    else:
+        key = np.zeros(len(work))
+    order = np.lexsort((np.arange(len(work)), key, codes))
+    return np.split(order, np.flatnonzero(np.diff(codes[order])) + 1), codes, qids
+
+
 HINTS = {"query": "check the topics (a NaN query usually comes from a join or a missing field in the queries file)",
          "text": "check the text loader: ds.text_loader() / pt.text.get_text(...) must find every docno"}
 

@@ -21,6 +21,7 @@ from ir_measures import AP
 import pyterrier_instruct as pti
 from pyterrier_instruct._config import Configured
 from pyterrier_instruct._fingerprint import fingerprint
+from pyterrier_instruct.testing.models import QWEN_CHAT_TEMPLATE
 from stubs import ZEPHYR_TEMPLATE, ChatServer, with_chat_template
 
 KEY_ENV = "PTI_CONTRACT_TEST_KEY"
@@ -44,7 +45,8 @@ def models(tiny, qwen, tmp_path_factory):
     os.environ[KEY_ENV] = "sk-contract"
     yield {**tiny, "llama": llama, "adapter": str(adapter), "chat": server.url, "qwen3": qwen["reranker"],
            "qwen3-embedding": qwen["embedding"], "qwen2": qwen["qwen2"], "rank1": tiny_models.tiny_rank1(root),
-           "zephyr": with_chat_template(tiny["mistral"], root / "zephyr", ZEPHYR_TEMPLATE)}
+           "zephyr": with_chat_template(tiny["mistral"], root / "zephyr", ZEPHYR_TEMPLATE),
+           "qwen-chat": with_chat_template(qwen["qwen2"], root / "qwen-chat", QWEN_CHAT_TEMPLATE)}
     server.close()
 
 
@@ -65,6 +67,8 @@ FAMILIES = {
     "RankGPT": lambda m: pti.RankGPT("gpt-4o", base_url=m["chat"], api_key_env=KEY_ENV, window_size=4, stride=2, depth=6),
     "FIRST": lambda m: pti.FIRST(m["zephyr"], window_size=4, stride=2, depth=6),
     "ReasonRank": lambda m: pti.ReasonRank(m["zephyr"], window_size=4, stride=2, depth=6, max_output_tokens=4),
+    "Setwise": lambda m: pti.Setwise(m["t5"], num_child=2, k=3),
+    "RankR1": lambda m: pti.RankR1(m["qwen-chat"], num_child=3, k=2, max_new_tokens=4),
     "BiEncoder": lambda m: pti.BiEncoder(m["bert"]),
     "SBertBiEncoder": lambda m: pti.SBertBiEncoder(m["bert"]),
     "Promptriever": lambda m: pti.Promptriever(m["adapter"]),
@@ -239,6 +243,7 @@ WITH_BARS = {
     "CrossEncoderReranker": lambda m, **kw: pti.CrossEncoderReranker(m["bert"], **kw),
     "Rank1": lambda m, **kw: pti.Rank1(m["rank1"], max_output_tokens=4, **kw),
     "RankZephyr": lambda m, **kw: pti.RankZephyr(m["zephyr"], window_size=4, stride=2, depth=6, **kw),
+    "Setwise": lambda m, **kw: pti.Setwise(m["t5"], num_child=2, k=3, **kw),
     "BiEncoder": lambda m, **kw: pti.BiEncoder(m["bert"], **kw),
     "Promptriever": lambda m, **kw: pti.Promptriever(m["adapter"], **kw),
     "PoolBM25": lambda m, **kw: pti.PoolBM25(**kw),

@@ -372,3 +372,18 @@ def test_cluster_listens_on_loopback_only(ray_cluster):
                     seen.append((pid, addr.ip))
     assert len({p for p, _ in seen}) >= 3  # the GCS, the raylet and this driver at least
     assert all(ip.startswith(loopback) for _, ip in seen), [x for x in seen if not x[1].startswith(loopback)]
+
+
+def test_setwise_and_rank_r1_on_ray(ray_cluster, tiny, qwen, frames, tmp_path):
+    """Setwise and Rank-R1 sort whole queries, so an actor's block gives the same order (and reasoning) as here."""
+    from pyterrier_instruct.testing.models import QWEN_CHAT_TEMPLATE
+    from stubs import with_chat_template
+    _, cands = frames
+    cands = cands[cands["qid"].isin(cands["qid"].unique()[:3])]
+    chat = with_chat_template(qwen["qwen2"], tmp_path / "qwen-chat", QWEN_CHAT_TEMPLATE)
+    for model in (pti.Setwise(tiny["t5"], scoring="likelihood", num_child=3, k=4, verbose=False),
+                  pti.RankR1(chat, num_child=3, k=2, max_new_tokens=3, verbose=False)):
+        out, ref = pti.on_ray(model, workers=1)(cands), model(cands)
+        same_run(out, ref, atol=0)
+        if "reasoning" in ref:
+            assert out["reasoning"].tolist() == ref["reasoning"].tolist()

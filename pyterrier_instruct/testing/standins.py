@@ -62,6 +62,13 @@ MODELS: Dict[str, str] = {
     "castorini/rank_zephyr_7b_v1_full": "zephyr",
     "HuggingFaceH4/zephyr-7b-beta": "zephyr",
     "castorini/rank_vicuna_7b_v1": "llama",
+    "castorini/first_mistral": "zephyr",
+    "liuwenhan/reasonrank-7B": "qwen-chat",
+    "liuwenhan/reasonrank-32B": "qwen-chat",
+    # setwise: Flan-T5 (Setwise's default) and Rank-R1's LoRA adapters on Qwen2.5-Instruct
+    "google/flan-t5-large": "t5",
+    **{f"Qwen/Qwen2.5-{size}-Instruct": "qwen-chat" for size in ("3B", "7B", "14B")},
+    **{f"ielabgroup/Rank-R1-{size}-v0.1": f"lora:Qwen/Qwen2.5-{size}-Instruct" for size in ("3B", "7B", "14B")},
     # dense: LoRA adapters and their bases
     "meta-llama/Llama-2-7b-hf": "llama",
     "meta-llama/Meta-Llama-3.1-8B": "llama",
@@ -97,6 +104,7 @@ BUILDERS: Dict[str, Callable] = {
     "qwen3-reranker": lambda folder, built: models.tiny_qwen(folder, "reranker"),
     "qwen3-embedding": lambda folder, built: models.tiny_qwen(folder, "embedding"),
     "qwen2": lambda folder, built: models.tiny_qwen(folder, "qwen2"),
+    "qwen-chat": lambda folder, built: models.with_chat_template(built("qwen2"), Path(folder) / "qwen-chat", models.QWEN_CHAT_TEMPLATE),
     "rank1": lambda folder, built: models.tiny_rank1(folder),
     **{kind: _lora(kind.split(":", 1)[1]) for kind in set(MODELS.values()) if kind.startswith("lora:")},
 }
