@@ -346,4 +346,14 @@ def test_followir_cli_rows(models, tmp_path):
                  "--systems", "first,reasonrank", "--first", models["letters"], "--reasonrank", models["qwen"],
                  "--reasoning-budget", "4"]) == 0
     table = pd.read_csv(tmp_path / "table2.csv")
-    assert table["Model"].tolist() == ["FIRST [letters]", "ReasonRank-7B [qwen]"] and table["robust04 p-MRR"].notna().all()
+    assert table["Model"].tolist() == ["FIRST [letters, unrevisioned]", "ReasonRank-7B [qwen, unrevisioned]"] and table["robust04 p-MRR"].notna().all()
+
+
+def test_inf_ir_reasonrank_row_on_bright(models, tmp_path):
+    """``inf-ir --systems reasonrank``: BRIGHT (its paper's benchmark) reranked over the BM25 top 100, the task's excluded
+    ids removed (the row ends with ``ds.exclude()`` like every BRIGHT system), on the tiny weights."""
+    from pyterrier_instruct.reproduce.cli import main
+    assert main(["inf-ir", "--systems", "reasonrank", "--reasonrank", models["qwen"], "--reasoning-budget", "4",
+                 "--out", str(tmp_path), "--quiet", "--dataset", "bright/biology"]) == 0
+    table = pd.read_csv(tmp_path / "table2.csv")
+    assert table["Model"].tolist() == ["ReasonRank-7B [qwen, unrevisioned]"] and table.notna().all().all()

@@ -246,8 +246,8 @@ def test_cli_rank_r1_rows_followir_and_bright(model, tmp_path, monkeypatch):
     assert main(["followir", "--dataset", "followir/robust04", "--path", robust04, "--out", str(tmp_path / "f"), "--quiet",
                  "--systems", "rank-r1", "--rank-r1", model, "--listwise-backend", "vllm"]) == 0
     table = pd.read_csv(tmp_path / "f" / "table2.csv")
-    assert table["Model"].tolist() == ["Rank-R1-7B [qwen]"] and table["robust04 p-MRR"].notna().all()
+    assert table["Model"].tolist() == ["Rank-R1-7B [qwen, unrevisioned]"] and table["robust04 p-MRR"].notna().all()
     assert main(["inf-ir", "--systems", "rank-r1", "--rank-r1", model, "--listwise-backend", "vllm", "--out", str(tmp_path / "b"),
                  "--quiet", "--dataset", "bright/biology"]) == 0
     table = pd.read_csv(tmp_path / "b" / "table2.csv")
-    assert table["Model"].tolist() == ["Rank-R1-7B [qwen]"] and table.notna().all().all()
+    assert table["Model"].tolist() == ["Rank-R1-7B [qwen, unrevisioned]"] and table.notna().all().all()

