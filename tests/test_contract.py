@@ -225,6 +225,8 @@ MORE_TRANSFORMERS = {
     "SavedRun": lambda m, ds, tmp: (pti.SavedRun(ds.candidates() >> pti.PoolBM25(), str(tmp / "runs"), verbose=False), True),
     "EmbeddingIndexer": lambda m, ds, tmp: (pti.SBertBiEncoder(m["bert"]).indexer(str(tmp / "emb")), False),
     "OnRay": lambda m, ds, tmp: (pti.on_ray(ds.candidates() >> pti.PoolBM25(), workers=1), False),
+    "ScorerCache": lambda m, ds, tmp: (pti.ScorerCache(str(tmp / "scores"), pti.SBertBiEncoder(m["bert"])), False),
+    "RetrieverCache": lambda m, ds, tmp: (pti.RetrieverCache(str(tmp / "runs-cache"), ds.candidates() % 3), True),
 }
 #: base classes, built only through a family above; PyseriniBM25 (Java) pickles in tests/test_anserini.py
 BASES = {"InstructReranker", "PointwiseReranker", "TrueFalseReranker", "PyseriniBM25"}

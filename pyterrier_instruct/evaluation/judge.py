@@ -206,7 +206,8 @@ class JudgeCache:
     reservation not fulfilled within ``lease`` seconds (a stalled judge) lapses and another process takes the pairs
     over; a reservation ends when its judgement is stored, a judge whose backend raised releases its reservations, and
     those of a process on this host that no longer runs (killed), or of this process when no judge call holds them (a
-    finished or interrupted call, a dropped judge object: a notebook judging again), lapse at once. A lock not obtained within ``lock_timeout`` seconds is an error naming the lock file.
+    finished or interrupted call, a dropped judge object: a notebook judging again), lapse at once. A lock not obtained
+    within ``lock_timeout`` seconds is an error naming the lock file.
     """
 
     def __init__(self, path: Union[str, os.PathLike, None] = None, lock_timeout: float = 60.0, lease: float = 600.0):
