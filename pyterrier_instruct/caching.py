@@ -17,7 +17,8 @@ unfolded by this package's models, :func:`~pyterrier_instruct.instructions.query
 stage's default when the row has none). A stage of another package is keyed on the folded ``query`` of a folded row as
 well. Rows
 that share a key are looked up (and scored or retrieved) once. The output is the input with ``score`` and ``rank``
-(:class:`ScorerCache`) or the stage's ranking under the input's qids (:class:`RetrieverCache`).
+(:class:`ScorerCache`) or the stage's ranking under the input's qids (:class:`RetrieverCache`; its text columns as
+``object``, as pyterrier-caching reads a hit back with pandas' string dtype).
 """
 from __future__ import annotations
 
@@ -65,6 +66,26 @@ def read_keys(stage: pt.Transformer, identity: str, inp: pd.DataFrame) -> np.nda
     return np.array([hashlib.sha256((head + text).encode("utf-8")).hexdigest() for text in joined], dtype=object)
 
 
+def _start(cache, stage: pt.Transformer, path, identity: Optional[str], verbose: bool) -> None:
+    """The state both caches share: the folder, the stage's key, nothing opened, the counters at 0."""
+    who = type(cache).__name__
+    require("pyterrier_caching", "caching")
+    if not isinstance(stage, pt.Transformer):
+        raise TypeError(f"{who} needs a pt.Transformer to cache, got {type(stage).__name__}")
+    cache.path, cache.identity, cache.verbose = None if path is None else str(path), identity, verbose
+    cache._key = identity_of(stage, identity, who)
+    cache._cache = None
+    cache.hits = cache.misses = 0
+
+
+def _modes(stage: pt.Transformer, needed: List[str], keep) -> List[List[str]]:
+    """``stage``'s input modes (``pt.inspect``) that ``keep`` accepts, each with the ``needed`` columns added; ``[needed]``
+    when its inputs cannot be read."""
+    modes = pt.inspect.transformer_inputs(stage, strict=False) or []
+    out = [list(m) + [c for c in needed if c not in m] for m in modes if keep(m)]
+    return out or [list(needed)]
+
+
 class ScorerCache(Configured, pt.Transformer):
     """pyterrier-caching's ``ScorerCache`` (SQLite) around ``scorer``, keyed on the scorer's identity, the query as the
     model sees it, the instruction and the docno (see the module docstring): og and changed variants of a query never
@@ -84,16 +105,11 @@ class ScorerCache(Configured, pt.Transformer):
     def __init__(self, path: Optional[str] = None, scorer: Optional[pt.Transformer] = None, *,
                  identity: Optional[str] = None, verbose: bool = False):
         from .listwise import ListwiseReranker
-        require("pyterrier_caching", "caching")
-        if not isinstance(scorer, pt.Transformer):
-            raise TypeError(f"ScorerCache needs a scorer (a pt.Transformer), got {type(scorer).__name__}")
         if isinstance(scorer, ListwiseReranker):
             raise TypeError(f"ScorerCache: {scorer!r} is listwise (a document's score depends on the others ranked with "
                             "it), so its scores cannot be cached per document; cache its run with pti.SavedRun")
-        self.path, self.scorer, self.identity, self.verbose = None if path is None else str(path), scorer, identity, verbose
-        self._key = identity_of(scorer, identity, "ScorerCache")
-        self._cache = None
-        self.hits = self.misses = 0
+        self.scorer = scorer
+        _start(self, scorer, path, identity, verbose)
 
     def cache(self):
         """The pyterrier-caching ``Sqlite3ScorerCache`` underneath (opened on first use; its ``qid`` groups are keys)."""
@@ -102,6 +118,10 @@ class ScorerCache(Configured, pt.Transformer):
             self._cache = Sqlite3ScorerCache(self.path, _Counting(self.scorer, self), group="qid", key="docno",
                                              verbose=self.verbose)
         return self._cache
+
+    def transform_inputs(self) -> List[List[str]]:
+        """The scorer's reranking modes (``pt.inspect``), each with ``qid``, ``query`` and ``docno``."""
+        return _modes(self.scorer, ["qid", "query", "docno"], lambda m: "qid" in m and "docno" in m)
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
         pt.validate.columns(inp, includes=["qid", "query", "docno"])
@@ -153,13 +173,8 @@ class RetrieverCache(Configured, pt.Transformer):
 
     def __init__(self, path: Optional[str] = None, retriever: Optional[pt.Transformer] = None, *,
                  identity: Optional[str] = None, verbose: bool = False):
-        require("pyterrier_caching", "caching")
-        if not isinstance(retriever, pt.Transformer):
-            raise TypeError(f"RetrieverCache needs a retriever (a pt.Transformer), got {type(retriever).__name__}")
-        self.path, self.retriever, self.identity, self.verbose = None if path is None else str(path), retriever, identity, verbose
-        self._key = identity_of(retriever, identity, "RetrieverCache")
-        self._cache = None
-        self.hits = self.misses = 0
+        self.retriever = retriever
+        _start(self, retriever, path, identity, verbose)
 
     def cache(self):
         """The pyterrier-caching ``DbmRetrieverCache`` underneath (its ``qid`` keys are keys of what is read)."""
@@ -167,6 +182,10 @@ class RetrieverCache(Configured, pt.Transformer):
             from pyterrier_caching import DbmRetrieverCache
             self._cache = DbmRetrieverCache(self.path, _Counting(self.retriever, self), on="qid", verbose=self.verbose)
         return self._cache
+
+    def transform_inputs(self) -> List[List[str]]:
+        """The retriever's query modes (``pt.inspect``), each with ``qid`` and ``query``."""
+        return _modes(self.retriever, ["qid", "query"], lambda m: "docno" not in m)
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
         pt.validate.query_frame(inp, extra_columns=["query"])

@@ -120,9 +120,12 @@ def test_contract(name, models, mini, topics):
     assert list(empty.columns) == cols + list(r.extra_outputs) + ["score", "rank"] and len(empty) == 0
     assert not loaded(r)
 
-    # pt.inspect
-    assert pt.inspect.transformer_inputs(r)
+    # pt.inspect: the instruction is an optional input (a mode with it, the same mode without it); every input column out
+    modes = [set(m) for m in pt.inspect.transformer_inputs(r)]
+    assert any("instruction" in m and "docno" in m and m - {"instruction"} in modes for m in modes), modes
     assert "score" in pt.inspect.transformer_outputs(r, ["qid", "query", "docno", "text"])
+    full = ["qid", "query", "instruction", "docno", "text", "score", "rank"]
+    assert set(full) <= set(pt.inspect.transformer_outputs(r, full))
 
     # repr / eq / hash / the content fingerprint on-disk caches key on (SavedRun)
     again = make(models)
