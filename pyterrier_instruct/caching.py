@@ -23,6 +23,7 @@ that share a key are looked up (and scored or retrieved) once. The output is the
 from __future__ import annotations
 
 import hashlib
+import logging
 from typing import List, Optional
 
 import numpy as np
@@ -34,6 +35,7 @@ from ._optional import require
 
 __all__ = ["ScorerCache", "RetrieverCache"]
 
+log = logging.getLogger(__name__)
 _SEP = "\x1f"
 
 
@@ -78,6 +80,16 @@ def _start(cache, stage: pt.Transformer, path, identity: Optional[str], verbose:
     cache.hits = cache.misses = 0
 
 
+class _Keyed(Configured, pt.Transformer):
+    """What the two caches share: the lazily opened pyterrier-caching object and the counters."""
+    _lazy = ("_cache",)
+
+    def _count(self, rows: int, missed: int) -> None:
+        self.hits += rows - missed
+        if self.verbose:
+            log.info("%r: %d hit(s), %d miss(es)", self, rows - missed, missed)
+
+
 def _modes(stage: pt.Transformer, needed: List[str], keep) -> List[List[str]]:
     """``stage``'s input modes (``pt.inspect``) that ``keep`` accepts, each with the ``needed`` columns added; ``[needed]``
     when its inputs cannot be read."""
@@ -86,7 +98,7 @@ def _modes(stage: pt.Transformer, needed: List[str], keep) -> List[List[str]]:
     return out or [list(needed)]
 
 
-class ScorerCache(Configured, pt.Transformer):
+class ScorerCache(_Keyed):
     """pyterrier-caching's ``ScorerCache`` (SQLite) around ``scorer``, keyed on the scorer's identity, the query as the
     model sees it, the instruction and the docno (see the module docstring): og and changed variants of a query never
     share a score, another checkpoint, template or score mode never hits, and a second pass scores no row.
@@ -95,15 +107,14 @@ class ScorerCache(Configured, pt.Transformer):
         path: the cache's folder (created on first use); ``None``: a temporary one.
         scorer: a pointwise scorer (``R → R``); a listwise reranker's score depends on the other documents and is refused.
         identity: what keys the scorer when it has no fingerprint (``pt.apply`` functions, foreign transformers).
-        verbose: pyterrier-caching's hit/miss line per call.
+        verbose: log each call's hits and misses (``logging``, INFO; pyterrier-caching's own line is a ``print``).
 
     ``hits`` and ``misses`` count the rows found and scored so far (rows sharing a key count once).
     """
     schematic = {"label": "ScorerCache"}
-    _lazy = ("_cache",)
 
     def __init__(self, path: Optional[str] = None, scorer: Optional[pt.Transformer] = None, *,
-                 identity: Optional[str] = None, verbose: bool = False):
+                 identity: Optional[str] = None, verbose: bool = True):
         from .listwise import ListwiseReranker
         if isinstance(scorer, ListwiseReranker):
             raise TypeError(f"ScorerCache: {scorer!r} is listwise (a document's score depends on the others ranked with "
@@ -115,8 +126,7 @@ class ScorerCache(Configured, pt.Transformer):
         """The pyterrier-caching ``Sqlite3ScorerCache`` underneath (opened on first use; its ``qid`` groups are keys)."""
         if self._cache is None:
             from pyterrier_caching import Sqlite3ScorerCache
-            self._cache = Sqlite3ScorerCache(self.path, _Counting(self.scorer, self), group="qid", key="docno",
-                                             verbose=self.verbose)
+            self._cache = Sqlite3ScorerCache(self.path, _Counting(self.scorer, self), group="qid", key="docno")
         return self._cache
 
     def transform_inputs(self) -> List[List[str]]:
@@ -133,7 +143,7 @@ class ScorerCache(Configured, pt.Transformer):
         unique = work.drop_duplicates(["qid", "docno"])
         before = self.misses
         scored = self.cache()(unique)
-        self.hits += len(unique) - (self.misses - before)
+        self._count(len(unique), self.misses - before)
         score = dict(zip(zip(scored["qid"], scored["docno"]), scored["score"].astype(float)))
         out = inp.drop(columns=["score", "rank"], errors="ignore")
         out = out.assign(score=[score[k] for k in zip(keys, inp["docno"])])
@@ -154,7 +164,7 @@ class _Counting(pt.Transformer):
         return repr(self.scorer)
 
 
-class RetrieverCache(Configured, pt.Transformer):
+class RetrieverCache(_Keyed):
     """pyterrier-caching's ``RetrieverCache`` (``dbm.dumb``) around ``retriever`` (``Q → R``), keyed on the retriever's
     identity and the query and instruction it reads (see the module docstring); the ranking comes back under the input's
     qids, whichever query filled the cache.
@@ -164,15 +174,14 @@ class RetrieverCache(Configured, pt.Transformer):
         retriever: a first stage (``Q → R``), e.g. a dense retriever reading the instruction, or BM25 after
             :class:`~pyterrier_instruct.rewrite.FoldInstruction`.
         identity: what keys the retriever when it has no fingerprint.
-        verbose: pyterrier-caching's hit/miss line per call.
+        verbose: log each call's hits and misses (``logging``, INFO; pyterrier-caching's own line is a ``print``).
 
     ``hits`` and ``misses`` count the queries found and retrieved so far (queries sharing a key count once).
     """
     schematic = {"label": "RetrieverCache"}
-    _lazy = ("_cache",)
 
     def __init__(self, path: Optional[str] = None, retriever: Optional[pt.Transformer] = None, *,
-                 identity: Optional[str] = None, verbose: bool = False):
+                 identity: Optional[str] = None, verbose: bool = True):
         self.retriever = retriever
         _start(self, retriever, path, identity, verbose)
 
@@ -180,7 +189,7 @@ class RetrieverCache(Configured, pt.Transformer):
         """The pyterrier-caching ``DbmRetrieverCache`` underneath (its ``qid`` keys are keys of what is read)."""
         if self._cache is None:
             from pyterrier_caching import DbmRetrieverCache
-            self._cache = DbmRetrieverCache(self.path, _Counting(self.retriever, self), on="qid", verbose=self.verbose)
+            self._cache = DbmRetrieverCache(self.path, _Counting(self.retriever, self), on="qid")
         return self._cache
 
     def transform_inputs(self) -> List[List[str]]:
@@ -195,7 +204,7 @@ class RetrieverCache(Configured, pt.Transformer):
         unique = inp.assign(qid=keys).drop_duplicates("qid")
         before = self.misses
         found = self.cache()(unique)
-        self.hits += len(unique) - (self.misses - before)
+        self._count(len(unique), self.misses - before)
         added: List[str] = [c for c in found.columns if c not in inp.columns or c in ("docno", "score", "rank")]
         found = found[["qid"] + [c for c in added if c != "qid"]].rename(columns={"qid": "_pti_key"})
         strings = [c for c in found.columns if isinstance(found[c].dtype, pd.StringDtype)]
