@@ -28,7 +28,7 @@ _register_datasets()  # ir_datasets ids instruct/<name>; files are located and r
 #: The modules whose ``__all__`` is the lazy public API (``pti.<name>``), in order of precedence. A public name is
 #: declared once, in its module's ``__all__``; the index below is read from those declarations (their source, so
 #: nothing is imported until a name is used).
-PUBLIC_MODULES = ("rewrite", "base", "errors", "pointwise", "listwise", "setwise", "dense", "retrieval", "backends", "evaluation",
+PUBLIC_MODULES = ("rewrite", "base", "errors", "pointwise", "listwise", "setwise", "dense", "retrieval", "caching", "backends", "evaluation",
                   "prompts", "paper", "scale")
 #: Subpackages served as modules (``pti.datasets``, ``pti.evaluation``).
 SUBPACKAGES = ("datasets", "evaluation")

@@ -261,3 +261,52 @@ def test_inf_ir_command_end_to_end_with_minilm(tmp_path, capsys):
     got = pd.read_parquet(saved).merge(want, on=["qid", "docno"], suffixes=("", "_want"))
     assert len(got) == len(want) and got["score"].to_numpy() == pytest.approx(got["score_want"].to_numpy(), abs=1e-5)
     assert "InF-IR Table 2" in out and "Δ ours − paper" in out
+
+
+def _mteb_paired_accuracy(run: pd.DataFrame, qrels: pd.DataFrame) -> float:
+    """mteb's NevIR number: pytrec_eval's recall@1 per query (as mteb's calculate_retrieval_scores asks it), then mteb's own
+    ``paired_accuracy`` (mteb/_evaluators/retrieval_metrics.py); a query with no run, which pytrec_eval leaves out, has
+    recall@1 0."""
+    import pytrec_eval
+    from mteb._evaluators.retrieval_metrics import paired_accuracy
+
+    qrels_d, results = {}, {}
+    for q, d, label in zip(qrels.qid, qrels.docno, qrels.label):
+        qrels_d.setdefault(q, {})[d] = int(label)
+    for q, d, s in zip(run.qid, run.docno, run.score):
+        results.setdefault(q, {})[d] = float(s)
+    scores = pytrec_eval.RelevanceEvaluator(qrels_d, {"recall.1"}).evaluate(results)
+    scores = {q: scores.get(q, {"recall_1": 0.0}) for q in qrels_d}
+    return paired_accuracy(qrels_d, results, scores)
+
+
+def _pairs_qrels(n):
+    rows = []
+    for p in range(n):
+        for q, own, other in (("q1", "doc1", "doc2"), ("q2", "doc2", "doc1")):
+            rows += [(f"{p}-0_{q}", f"{p}-0_{own}", 1), (f"{p}-0_{q}", f"{p}-0_{other}", 0)]
+    return pd.DataFrame(rows, columns=["qid", "docno", "label"])
+
+
+def test_paired_accuracy_mteb_ranks_the_whole_run_as_mteb_does():
+    import random
+    qrels = _pairs_qrels(1)
+    # the own document absent (both absent: no "tie" for q2), a third document first, a third document tied with the own
+    absent = pd.DataFrame({"qid": ["0-0_q1", "0-0_q1", "0-0_q2"], "docno": ["0-0_doc1", "0-0_doc2", "0-0_doc3"],
+                           "score": [2.0, 1.0, 5.0]})
+    third = pd.DataFrame({"qid": ["0-0_q1"] * 3 + ["0-0_q2"] * 3, "docno": ["0-0_doc1", "0-0_doc2", "9-0_doc1"] * 2,
+                          "score": [2.0, 1.0, 0.0, 1.0, 2.0, 3.0]})
+    tied_third = third.assign(score=[2.0, 1.0, 0.0, 1.0, 2.0, 2.0])  # 9-0_doc1 > 0-0_doc2 by docno: first in pytrec_eval
+    for run in (absent, third, tied_third):
+        assert pti.measures.paired_accuracy(run, qrels, ties="mteb") == _mteb_paired_accuracy(run, qrels) == 0.0
+    assert pti.measures.paired_accuracy(third, qrels) == 1.0  # the official rule compares the pair's two documents only
+    # random runs over 40 pairs: subsets of the pair's documents, a third one, another pair's, scores with ties
+    qrels, rng = _pairs_qrels(40), random.Random(0)
+    for _ in range(25):
+        rows = []
+        for p in range(40):
+            for q in ("q1", "q2"):
+                docs = [f"{p}-0_doc1", f"{p}-0_doc2", f"{p}-0_doc3", f"{rng.randrange(40)}-0_doc1"]
+                rows += [(f"{p}-0_{q}", d, float(rng.randrange(3))) for d in dict.fromkeys(docs) if rng.random() < 0.85]
+        run = pd.DataFrame(rows, columns=["qid", "docno", "score"])
+        assert pti.measures.paired_accuracy(run, qrels, ties="mteb") == pytest.approx(_mteb_paired_accuracy(run, qrels))

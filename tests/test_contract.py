@@ -126,9 +126,12 @@ def test_contract(name, models, mini, topics):
     assert list(empty.columns) == cols + list(r.extra_outputs) + ["score", "rank"] and len(empty) == 0
     assert not loaded(r)
 
-    # pt.inspect
-    assert pt.inspect.transformer_inputs(r)
+    # pt.inspect: the instruction is an optional input (a mode with it, the same mode without it); every input column out
+    modes = [set(m) for m in pt.inspect.transformer_inputs(r)]
+    assert any("instruction" in m and "docno" in m and m - {"instruction"} in modes for m in modes), modes
     assert "score" in pt.inspect.transformer_outputs(r, ["qid", "query", "docno", "text"])
+    full = ["qid", "query", "instruction", "docno", "text", "score", "rank"]
+    assert set(full) <= set(pt.inspect.transformer_outputs(r, full))
 
     # repr / eq / hash / the content fingerprint on-disk caches key on (SavedRun)
     again = make(models)
@@ -223,6 +226,37 @@ def test_other_transformers_repr_eq_pickle(name, models, mini):
     copy = pickle.loads(pickle.dumps(r))
     assert copy == r and repr(copy) == repr(r) and fingerprint(copy) == fingerprint(r) == fingerprint(again)
     assert pt.inspect.transformer_inputs(r)
+
+
+#: public transformer types outside FAMILIES and OTHER_TRANSFORMERS, built here; (stage, whether a copy can score here)
+MORE_TRANSFORMERS = {
+    "BM25": lambda m, ds, tmp: (pti.BM25(ds.get_corpus_iter(), str(tmp / "pisa"), verbose=False), True),
+    "SavedRun": lambda m, ds, tmp: (pti.SavedRun(ds.candidates() >> pti.PoolBM25(), str(tmp / "runs"), verbose=False), True),
+    "EmbeddingIndexer": lambda m, ds, tmp: (pti.SBertBiEncoder(m["bert"]).indexer(str(tmp / "emb")), False),
+    "OnRay": lambda m, ds, tmp: (pti.on_ray(ds.candidates() >> pti.PoolBM25(), workers=1), False),
+    "ScorerCache": lambda m, ds, tmp: (pti.ScorerCache(str(tmp / "scores"), pti.SBertBiEncoder(m["bert"])), False),
+    "RetrieverCache": lambda m, ds, tmp: (pti.RetrieverCache(str(tmp / "runs-cache"), ds.candidates() % 3), True),
+}
+#: base classes, built only through a family above; PyseriniBM25 (Java) pickles in tests/test_anserini.py
+BASES = {"InstructReranker", "PointwiseReranker", "TrueFalseReranker", "PyseriniBM25"}
+
+
+def test_every_public_transformer_type_pickles(models, mini, topics, tmp_path):
+    """docs/scaling.md: every transformer of the package pickles (``.parallel()``, multi-process runners): each public
+    ``pt.Transformer`` type is in one of the tables of this file, and the ones built here pickle (after use) and score
+    the same from the copy."""
+    import inspect
+    public = {n for n in pti.__all__ if inspect.isclass(getattr(pti, n)) and issubclass(getattr(pti, n), pt.Transformer)}
+    assert len(public) > 25 and public - (set(FAMILIES) | set(OTHER_TRANSFORMERS) | set(MORE_TRANSFORMERS) | BASES) == set()
+    for name, build in MORE_TRANSFORMERS.items():
+        stage, runs = build(models, mini, tmp_path)
+        assert type(stage).__name__ == name
+        if runs:
+            before = stage(topics)
+        copy = pickle.loads(pickle.dumps(stage))
+        assert type(copy) is type(stage) and repr(copy) == repr(stage)
+        if runs:
+            pd.testing.assert_frame_equal(copy(topics), before)
 
 
 def test_families_swap_inside_one_experiment(models, mini, topics):

@@ -301,8 +301,7 @@ def test_a_killed_run_resumes_without_rejudging(tmp_path):
         evaluate(IFIRJudge(FunctionBackend(logprobs=killed), cache=path, batch_size=4), subset_fiqa, "fiqa")
     assert killed.prompts == 8 and len(path.read_text().splitlines()) == 8  # two finished batches are on disk
     claims = {k: expiry for k, _, expiry in map(json.loads, (tmp_path / "judge.jsonl.claims").read_text().splitlines())}
-    done = {json.loads(line)["key"] for line in path.read_text().splitlines()}
-    assert len(claims) == 12 and {k for k, expiry in claims.items() if expiry > 0} == done  # the raising batch was released
+    assert len(claims) == 12 and set(claims.values()) == {0.0}  # stored batches and the raising one: all released
     with open(path, "a") as f:
         f.write('{"key": "0123", "score": 1.')  # and a line torn by the kill
     resumed = Script(subset_fiqa()[2])
@@ -477,7 +476,38 @@ def test_reservations_of_a_killed_process_lapse_at_once(tmp_path):
     path.write_text("")
     far = 4102444800.0  # 2100-01-01: a lease that would not lapse
     (tmp_path / "judge.jsonl.claims").write_text(json.dumps(["k1", f"{host}:{dead.stdout.strip()}:dead0000", far]) + "\n"
-                                                 + json.dumps(["k2", f"{host}:{os.getpid()}:alive000", far]) + "\n"
+                                                 + json.dumps(["k2", f"{host}:{os.getppid()}:alive000", far]) + "\n"
                                                  + json.dumps(["k3", f"elsewhere:{dead.stdout.strip()}:remote00", far]) + "\n")
     mine, theirs = JudgeCache(path).reserve(["k1", "k2", "k3"])
     assert mine == ["k1"] and theirs == ["k2", "k3"]  # a running process here, or any process on another host, is waited for
+
+
+def test_a_notebook_judging_again_after_deleting_the_cache_does_not_wait(tmp_path, monkeypatch):
+    """Judge, delete judge.jsonl, judge again with a new judge object in the same process: the first judge's finished
+    reservations (and any of this process that no call holds) do not block; a live call's reservation still does."""
+    from pyterrier_instruct.evaluation import judge as judge_module
+
+    def no_wait(seconds):
+        raise AssertionError("the judge waited for a reservation")
+    monkeypatch.setattr(judge_module, "time", type("T", (), {"time": staticmethod(judge_module.time.time), "sleep": staticmethod(no_wait)}))
+    path, items = tmp_path / "judge.jsonl", [JudgeItem("fiqa1", "I", d, t) for d, t in list(docs_for(subset_fiqa()[2]).items())[:5]]
+    first = IFIRJudge(FunctionBackend(logprobs=Script(subset_fiqa()[2])), cache=path, verbose=False)
+    scores = [j.score for j in first.judge(items)]
+    path.unlink()
+    again = IFIRJudge(FunctionBackend(logprobs=Script(subset_fiqa()[2])), cache=path, verbose=False)
+    assert [j.score for j in again.judge(items)] == scores and again.last["judged"] == 5
+    # claims written before reservations were released on storing (a finished call's, lease far off): not waited for
+    path.unlink()
+    far = 4102444800.0
+    owner = first.cache.owner
+    (tmp_path / "judge.jsonl.claims").write_text("".join(json.dumps([again.key(i), owner, far]) + "\n" for i in items))
+    third = IFIRJudge(FunctionBackend(logprobs=Script(subset_fiqa()[2])), cache=path, verbose=False)
+    assert [j.score for j in third.judge(items)] == scores and third.last["judged"] == 5
+    # a reservation a call of this process still holds blocks another judge object (it judges the rest only)
+    path.unlink()
+    holder = JudgeCache(path)
+    assert holder.reserve([again.key(items[0])]) == ([again.key(items[0])], [])
+    fourth = IFIRJudge(FunctionBackend(logprobs=Script(subset_fiqa()[2])), cache=path, verbose=False)
+    assert fourth.cache.reserve([again.key(i) for i in items])[1] == [again.key(items[0])]
+    holder.release([again.key(items[0])])
+    assert fourth.cache.reserve([again.key(items[0])]) == ([again.key(items[0])], [])

@@ -44,6 +44,23 @@ def test_bm25_ranks_and_cutoff(mini, mini_bm25):
         mini_bm25(pd.DataFrame({"qid": ["1"]}))
 
 
+def test_bm25_pickles_by_its_index_and_runs_in_parallel(mini, mini_bm25, tiny):
+    """BM25 pickles by its index path (PISA's native searcher is opened again in the copy), so a full pipeline runs
+    with PyTerrier's ``.parallel(2)`` and gives the single-process result."""
+    import pickle
+    topics = mini.get_topics().iloc[:4]
+    mini_bm25(topics.iloc[:1])  # the searcher is open: it does not travel
+    copy = pickle.loads(pickle.dumps(mini_bm25))
+    assert repr(copy) == repr(mini_bm25) and copy._retriever is None
+    pd.testing.assert_frame_equal(copy(topics), mini_bm25(topics))
+    pipe = pti.FoldInstruction() >> mini_bm25 % 10 >> mini.text_loader() >> pti.SBertBiEncoder(tiny["bert"], verbose=False)
+    single, parallel = pipe(topics), pipe.parallel(2)(topics)
+    key = ["qid", "rank"]
+    pd.testing.assert_frame_equal(parallel.sort_values(key).reset_index(drop=True)[single.columns],
+                                  single.sort_values(key).reset_index(drop=True))
+    assert len(single) == 4 * 10
+
+
 def test_bm25_corpus_errors(tmp_path):
     with pytest.raises(KeyError, match="has no 'docno'"):
         pti.BM25([{"text": "x"}], str(tmp_path / "a"))

@@ -42,6 +42,7 @@ import logging
 import math
 import os
 import socket
+import threading
 import time
 import uuid
 from dataclasses import dataclass
@@ -156,6 +157,22 @@ def _owner() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
+# Reservations held by a judge call of this process: owner → keys. A reservation of this process (host and pid) that
+# no call holds any more (its call finished, or its judge object was dropped) never blocks another judge.
+_HELD: Dict[str, set] = {}
+_HELD_LOCK = threading.Lock()
+
+
+def _stale(owner: str, key: str) -> bool:
+    """Whether ``owner``'s reservation of ``key`` can be taken over at once: a process of this host that no longer
+    runs (:func:`_gone`), or this very process when no judge call holds the reservation."""
+    host, _, rest = owner.partition(":")
+    if host == socket.gethostname() and rest.partition(":")[0] == str(os.getpid()):
+        with _HELD_LOCK:
+            return key not in _HELD.get(owner, ())
+    return _gone(owner)
+
+
 def _gone(owner: str) -> bool:
     """Whether ``owner`` (:func:`_owner`) was a process on this host that no longer runs (killed: its reservations
     lapse at once rather than after the lease). An owner on another host is never known to be gone."""
@@ -187,8 +204,10 @@ class JudgeCache:
     another process appended meanwhile is not appended again (the first one stands). A judge reserves (:meth:`reserve`) the pairs
     it is about to judge (``<path>.claims``: key, owner, expiry), so the others judge the rest and wait for those; a
     reservation not fulfilled within ``lease`` seconds (a stalled judge) lapses and another process takes the pairs
-    over; a judge whose backend raised releases its reservations, and those of a process on this host that no longer
-    runs (killed) lapse at once. A lock not obtained within ``lock_timeout`` seconds is an error naming the lock file.
+    over; a reservation ends when its judgement is stored, a judge whose backend raised releases its reservations, and
+    those of a process on this host that no longer runs (killed), or of this process when no judge call holds them (a
+    finished or interrupted call, a dropped judge object: a notebook judging again), lapse at once. A lock not obtained
+    within ``lock_timeout`` seconds is an error naming the lock file.
     """
 
     def __init__(self, path: Union[str, os.PathLike, None] = None, lock_timeout: float = 60.0, lease: float = 600.0):
@@ -265,6 +284,20 @@ class JudgeCache:
             f.flush()
         for k in keys:
             self._claims[k] = (self.owner, expiry)
+        with _HELD_LOCK:
+            held = _HELD.setdefault(self.owner, set())
+            if expiry > 0:
+                held.update(keys)
+            else:
+                held.difference_update(keys)
+                if not held:
+                    del _HELD[self.owner]
+
+    def held(self, keys: Sequence[str]) -> List[str]:
+        """Those of ``keys`` this cache object has reserved and not yet stored or released."""
+        with _HELD_LOCK:
+            held = _HELD.get(self.owner, ())
+            return [k for k in keys if k in held]
 
     def reserve(self, keys: Sequence[str]) -> Tuple[List[str], List[str]]:
         """``(mine, theirs)``: of ``keys`` not in the cache, those this process may judge now (reserved for ``lease``
@@ -275,14 +308,14 @@ class JudgeCache:
                 return missing, []
             now = time.time()
             theirs = [k for k in missing if k in self._claims and self._claims[k][0] != self.owner and self._claims[k][1] > now
-                      and not _gone(self._claims[k][0])]
+                      and not _stale(self._claims[k][0], k)]
             mine = [k for k in missing if k not in set(theirs)]
             if mine:
                 self._write_claims(mine, now + self.lease)
             return mine, theirs
 
     def release(self, keys: Sequence[str]) -> None:
-        """Ends this process's reservation of ``keys`` (judgements that failed: another process may try them)."""
+        """Ends this process's reservation of ``keys`` (judgements stored, or failed: another process may try them)."""
         if self.path is not None and keys:
             with self.claim():
                 self._write_claims(list(keys), 0.0)
@@ -503,6 +536,7 @@ class IFIRJudge:
                 self._all_failed(errors, state, len(keys))
         finally:
             bar.close()
+            self.cache.release(self.cache.held(keys))  # nothing this call reserved stays reserved after it
             last["failed"] = sum(1 for j in out if j is not None and j.status == "failed")
             last["dropped"] = sum(1 for j in out if j is not None and j.score is None)
             for name, value in last.items():
@@ -543,13 +577,12 @@ class IFIRJudge:
             raise
         last["backend_calls"] += 1
         last["judged"] += len(todo)
-        records, failed = [], []
+        records = []
         for key, j in zip(todo, judged):
             for n in pending[key]:
                 out[n] = j
             if j.status == "failed":
                 errors.append(j.answer)
-                failed.append(key)
             else:
                 records.append(self._record(key, items[pending[key][0]], j))
                 state["usable"] += 1
@@ -558,7 +591,7 @@ class IFIRJudge:
                 j = self._from_record(stored)
                 for n in pending[ours["key"]]:
                     out[n] = j
-        self.cache.release(failed)
+        self.cache.release(todo)  # stored or failed: no reservation outlives its judgement
         return theirs
 
     def _run(self, items: List[JudgeItem]) -> List[Judgement]:

@@ -384,7 +384,8 @@ IFIR_nDCG = register_measure(_IFIR_nDCG())
 
 class _PairedAccuracy(PairedMeasure):
     """NevIR paired accuracy: the share of query pairs in which each query scores its own document strictly above the
-    other one (the official rule: a tie is wrong; ``ties='mteb'``: mteb's docno tie-break). One value per pair, keyed by
+    other one (the official rule: a tie is wrong; ``ties='mteb'``: its own document first in its whole run, mteb's docno
+    tie-break). One value per pair, keyed by
     its ``<pair>_q1`` qid. See :mod:`.nevir`.
 
     .. cite.dblp:: conf/eacl/WellerLD24
@@ -395,7 +396,8 @@ class _PairedAccuracy(PairedMeasure):
     SHORT_DESC = "Pairs of queries that each rank their own document above the other one."
     SUPPORTED_PARAMS = {
         "ties": measures.ParamInfo(dtype=str, choices=list(NEVIR_TIES), default="strict",
-                                   desc="a tie is wrong (official NevIR code) or broken by docno descending (mteb)"),
+                                   desc="own document strictly above the other (official NevIR code) or first in the "
+                                        "whole run, ties by docno descending (mteb's recall@1)"),
     }
 
     def unit(self, qid):

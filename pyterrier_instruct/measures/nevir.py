@@ -5,11 +5,13 @@ other. The official rule (github orionw/NevIR ``src/negations/evaluate.py`` and 
 ``dense.py``, ``tfidf.py``, ``rerank_pygaggle.py``): a query is right iff its own document scores **strictly** higher than
 the other (a tie is wrong); a pair counts iff both queries are right; the measure is the mean over pairs.
 
-mteb's ``NevIR`` task (``retrieval_metrics.py`` ``paired_accuracy``) counts a query right when pytrec_eval's recall@1 is
-1, and pytrec_eval breaks score ties by docno, descending: on a tie ``<pair>_doc2`` ranks first, so a tied ``q2`` is right
-there and wrong in the official code. ``ties='mteb'`` gives that variant.
+mteb's ``NevIR`` task (``mteb/_evaluators/retrieval_metrics.py`` ``paired_accuracy``) counts a query right when
+pytrec_eval's recall@1 over the query's whole run is 1: its own document ranks first among every retrieved document, score
+ties broken by docno, descending. On a tie ``<pair>_doc2`` ranks first, so a tied ``q2`` is right there and wrong in the
+official code; a third document ranked first, or an own document absent from the run, is wrong. ``ties='mteb'`` gives
+that variant.
 
-A document absent from a query's run scores below every retrieved one (two absent documents tie).
+In the official rule a document absent from a query's run scores below every retrieved one (two absent documents tie).
 """
 from __future__ import annotations
 
@@ -26,10 +28,10 @@ def pair_of(qid: str) -> str:
 
 
 def _right(scores: Dict[str, float], own: str, other: str, ties: str) -> bool:
+    if ties == "mteb":  # pytrec_eval's recall@1: the top of the whole run, ties by docno descending
+        return bool(scores) and max(scores.items(), key=lambda item: (item[1], item[0]))[0] == own
     mine, theirs = scores.get(own, float("-inf")), scores.get(other, float("-inf"))
-    if mine != theirs:
-        return mine > theirs
-    return ties == "mteb" and own > other  # pytrec_eval: ties by docno descending
+    return mine > theirs
 
 
 def paired_accuracy_per_pair(run: pd.DataFrame, qrels: pd.DataFrame, ties: str = "strict") -> Iterator[Tuple[str, float]]:
@@ -38,7 +40,8 @@ def paired_accuracy_per_pair(run: pd.DataFrame, qrels: pd.DataFrame, ties: str =
     Args:
         run: ``qid, docno, score``.
         qrels: ``qid, docno, label`` with qids ``<pair>_<q>``; a query's own document is its relevant one.
-        ties: ``'strict'`` (official) or ``'mteb'`` (docno-descending tie-break).
+        ties: ``'strict'`` (official: own document strictly above the other) or ``'mteb'`` (own document first in the
+            whole run, ties by docno descending).
     """
     if ties not in TIES:
         raise ValueError(f"ties must be one of {TIES}, got {ties!r}")

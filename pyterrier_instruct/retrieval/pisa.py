@@ -140,9 +140,11 @@ class BM25(Configured, pt.Transformer):
             follows :func:`~pyterrier_instruct.library_progress`.
 
     Control characters in the query (which PISA's parser rejects) are read as spaces; the output keeps
-    the input ``query`` unchanged.
+    the input ``query`` unchanged. It pickles by its index path (the searcher, a native PISA context, is opened again
+    on first use), so ``.parallel()`` and other processes can run it.
     """
     schematic = {"label": "BM25"}
+    _lazy = ("_retriever",)
 
     def __init__(self, corpus: Optional[Iterable[Dict]] = None, path: Optional[str] = None, *, k1: float = 0.9,
                  b: float = 0.4, num_results: int = 1000, text_field: str = "text", stemmer: str = "porter2",
@@ -160,15 +162,20 @@ class BM25(Configured, pt.Transformer):
         self.built_from = {"corpus": getattr(corpus, "source", None), "digest": recorded(str(self.index.path)),
                            "temporary": path is None and corpus is not None}
         self.k1, self.b, self.num_results, self.verbose = k1, b, num_results, verbose
-        with _native_stderr_silenced(not library_progress()):
-            self._retriever = self.index.bm25(k1=k1, b=b, num_results=num_results, verbose=False)
+        self._retriever = None
+
+    def _searcher(self):
+        if self._retriever is None:
+            with _native_stderr_silenced(not library_progress()):
+                self._retriever = self.index.bm25(k1=self.k1, b=self.b, num_results=self.num_results, verbose=False)
+        return self._retriever
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
         pt.validate.query_frame(inp, extra_columns=["query"])
         check_text(inp, ["query"], "BM25")
         clean = inp.assign(query=inp["query"].astype(str).str.replace(_CONTROL, " ", regex=True))
         with _native_stderr_silenced(not library_progress()):  # the first search compresses the index, loudly
-            res = self._retriever(clean)
+            res = self._searcher()(clean)
         if len(res) and (clean["query"].to_numpy() != inp["query"].to_numpy()).any():
             res["query"] = res["qid"].map(dict(zip(inp["qid"], inp["query"])))
         return res
@@ -178,8 +185,7 @@ class BM25(Configured, pt.Transformer):
             return None
         clone = object.__new__(BM25)
         clone.__dict__.update(self.__dict__)
-        clone.num_results = k
-        clone._retriever = self.index.bm25(k1=self.k1, b=self.b, num_results=k, verbose=False)
+        clone.num_results, clone._retriever = k, None
         return clone
 
     def __repr__(self) -> str:

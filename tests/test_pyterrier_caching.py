@@ -1,0 +1,156 @@
+"""pyterrier-caching's caches with instruction-following runs: the plain ScorerCache (keyed on query and docno) gives
+FollowIR's changed queries the og scores or crashes; pti.ScorerCache and pti.RetrieverCache key on the stage's identity
+and on what it reads. Hits are proven with a scorer that raises (pyterrier-caching's own test style)."""
+import pickle
+
+import pandas as pd
+import pyterrier as pt
+import pyterrier_caching as ptc
+import pytest
+
+import pyterrier_instruct as pti
+
+
+def raising(r):
+    raise AssertionError("scored a row the cache holds")
+
+
+class Raising(pt.Transformer):
+    """A stage standing in for ``like`` that raises on any non-empty frame (an empty one, as pt.inspect sends, is
+    answered by ``like``)."""
+
+    def __init__(self, like):
+        self.like = like
+
+    def transform(self, inp):
+        if len(inp):
+            raise AssertionError("retrieved a query the cache holds")
+        return self.like(inp)
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    return pti.SBertBiEncoder.all_minilm_l6_v2(verbose=False)
+
+
+@pytest.fixture(scope="module")
+def bert(tiny):
+    return pti.SBertBiEncoder(tiny["bert"], verbose=False)
+
+
+@pytest.fixture(scope="module")
+def paired(mini):
+    topics = mini.get_topics()
+    return topics, topics[topics.qid.str.endswith("-og")], mini.get_qrels()
+
+
+@pytest.fixture(scope="module")
+def uncached(mini, minilm, paired):
+    topics, _, qrels = paired
+    return pt.Experiment([mini.candidates() >> minilm], topics, qrels, [pti.pMRR]).iloc[0]["pMRR"]
+
+
+def test_og_first_then_the_paired_experiment(mini, minilm, paired, uncached, tmp_path):
+    """The issue's scenario: the og topics cached first, then the paired experiment (p-MRR 0.000 with pyterrier-caching)."""
+    topics, og, qrels = paired
+    assert round(uncached, 3) == 0.030
+    plain = ptc.ScorerCache(str(tmp_path / "plain"), minilm)
+    (mini.candidates() >> plain)(og)
+    assert pt.Experiment([mini.candidates() >> plain], topics, qrels, [pti.pMRR]).iloc[0]["pMRR"] == 0.0  # the flaw
+    cache = pti.ScorerCache(tmp_path / "ours", minilm)
+    (mini.candidates() >> cache)(og)
+    n_og = len(mini.candidates()(og))
+    assert (cache.hits, cache.misses) == (0, n_og)
+    assert pt.Experiment([mini.candidates() >> cache], topics, qrels, [pti.pMRR]).iloc[0]["pMRR"] == pytest.approx(uncached)
+    assert cache.hits == n_og and cache.misses == len(mini.candidates()(topics))  # only the changed rows were scored
+
+
+def test_og_and_changed_in_one_frame_and_a_second_pass_scores_nothing(mini, bert, paired, tmp_path):
+    topics, _, _ = paired
+    cands = mini.candidates()(topics)
+    plain = ptc.ScorerCache(str(tmp_path / "plain"), bert)
+    with pytest.raises(Exception, match="UNIQUE constraint failed"):  # the flaw: og and changed share (query, docno)
+        plain(cands)
+    cache = pti.ScorerCache(str(tmp_path / "c"), bert, identity="tiny-bert")
+    first = cache(cands)
+    expected = bert(cands)
+    pd.testing.assert_series_equal(first["score"], expected["score"], check_exact=False, atol=1e-6)
+    assert first["rank"].tolist() == expected["rank"].tolist() and cache.misses == len(cands)
+    # a second pass, by another object whose scorer raises, under the same identity: every row from the cache
+    again = pti.ScorerCache(str(tmp_path / "c"), pt.apply.score(raising), identity="tiny-bert")
+    pd.testing.assert_frame_equal(again(cands), first)
+    assert (again.hits, again.misses) == (len(cands), 0)
+    # a new instruction for cached (query, docno) pairs is scored; the unchanged rows are not
+    new = cands.assign(instruction=cands["instruction"].where(cands["qid"] != cands["qid"].iloc[0], "only dams in Asia"))
+    changed = int((new["instruction"] != cands["instruction"]).sum())
+    with pytest.raises(AssertionError, match="scored a row the cache holds"):
+        again(new)
+    out = cache(new)
+    assert cache.misses == len(cands) + changed and cache.hits == len(cands) - changed
+    pd.testing.assert_series_equal(out["score"], bert(new)["score"], check_exact=False, atol=1e-6)
+
+
+def test_the_query_the_model_reads_and_the_scorer_identity(mini, bert, tiny, paired, tmp_path):
+    """A query folded by FoldInstruction is keyed as the model reads it (unfolded): a hit. Another checkpoint, template
+    or score mode on the same folder never hits."""
+    _, og, _ = paired
+    cands = mini.candidates()(og.iloc[:2])
+    path = str(tmp_path / "c")
+    cache = pti.ScorerCache(path, bert)
+    cache(cands)
+    folded = pti.FoldInstruction()(cands)
+    same = pti.SBertBiEncoder(tiny["bert"], verbose=False)
+    same.transform = raising  # the same identity; any row scored would raise
+    strict = pti.ScorerCache(path, same)
+    pd.testing.assert_series_equal(strict(folded)["score"], cache(cands)["score"])
+    assert strict.misses == 0
+    import shutil
+    copy = shutil.copytree(tiny["bert"], tmp_path / "another-checkpoint")
+    for other in (pti.SBertBiEncoder(str(copy), verbose=False), pti.BiEncoder(tiny["bert"], verbose=False),
+                  pti.SBertBiEncoder(tiny["bert"], query_template="query: {query}", verbose=False),
+                  pti.SBertBiEncoder(tiny["bert"], normalize=False, verbose=False)):
+        miss = pti.ScorerCache(path, other)
+        pd.testing.assert_series_equal(miss(cands)["score"], other(cands)["score"], check_exact=False, atol=1e-6)
+        assert (miss.hits, miss.misses) == (0, len(cands))
+
+
+def test_contract_errors_and_pickling(mini, bert, tiny, paired, tmp_path):
+    _, og, _ = paired
+    cands = mini.candidates()(og.iloc[:2])
+    with pytest.raises(ValueError, match=r"ScorerCache: the stage has no fingerprint .* pass identity="):
+        pti.ScorerCache(tmp_path / "x", pt.apply.score(lambda r: 1.0))
+    with pytest.raises(TypeError, match="listwise .* pti.SavedRun"):
+        pti.ScorerCache(tmp_path / "x", pti.RankZephyr(tiny["mistral"]))
+    cache = pti.ScorerCache(str(tmp_path / "c"), bert)
+    assert repr(cache) == f"ScorerCache({str(tmp_path / 'c')!r}, {bert!r})"
+    empty = cache(cands.iloc[:0])
+    assert cache._cache is None and empty.columns.tolist()[-2:] == ["score", "rank"]
+    first = cache(cands)
+    assert first.columns.tolist() == empty.columns.tolist() and sorted(first.columns) == sorted(cands.columns)
+    copy = pickle.loads(pickle.dumps(cache))
+    pd.testing.assert_frame_equal(copy(cands), first)
+    assert copy.misses == cache.misses and copy.hits == len(cands)  # counters travel; nothing scored again
+
+
+def test_retriever_cache_over_dense_retrieval_with_instructions(mini, bert, paired, tmp_path):
+    """pyterrier-caching's RetrieverCache on='query' hands the og ranking to the changed query; pti.RetrieverCache keys
+    on the instruction too, returns the rows under the input's qids, and a second pass retrieves nothing."""
+    topics, og, _ = paired
+    retriever = bert.retriever(corpus=mini.get_corpus_iter, num_results=5)
+    expected = retriever(topics)
+    plain = ptc.RetrieverCache(str(tmp_path / "plain"), retriever, on="query")
+    plain(og)
+    wrong = plain(topics)
+    changed = topics.qid[topics.qid.str.endswith("-changed")].iloc[0]
+    assert changed not in set(wrong["qid"])  # the changed query got the og query's run, under the og qid
+    cache = pti.RetrieverCache(str(tmp_path / "ours"), retriever)
+    cache(og)
+    got = cache(topics)
+    key = ["qid", "rank"]
+    pd.testing.assert_frame_equal(got.sort_values(key).reset_index(drop=True)[expected.columns],
+                                  expected.sort_values(key).reset_index(drop=True), check_exact=False, atol=1e-6,
+                                  check_dtype=False)  # string columns come back as object, hit or miss
+    assert (cache.hits, cache.misses) == (len(og), len(topics))
+    again = pti.RetrieverCache(str(tmp_path / "ours"), Raising(retriever), identity=cache._key)
+    pd.testing.assert_frame_equal(again(topics), got)
+    assert (again.hits, again.misses) == (len(topics), 0)
