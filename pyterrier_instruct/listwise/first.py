@@ -41,9 +41,10 @@ class FIRST(ListwiseReranker):
             allowed_token_ids=<the identifiers>)`` on an engine with ``logprobs_mode='processed_logprobs'``), or a backend
             with ``next_token_logprobs`` and a tokenizer (``HFBackend``, ``VLLMBackend``).
         backend_options: keyword arguments of the backend built from ``'hf'``/``'vllm'``.
-        style, template, window_size, stride, depth, context_size, max_words, system, text_field, title_field,
-        instruction, verbose: see :class:`ListwiseReranker`; the instruction joins the query in both of the prompt's
-        query slots (rank_llm's ``{query}``), as in every listwise family.
+        **kwargs: ``style``, ``template``, ``window_size``, ``stride``, ``depth``, ``context_size``, ``max_words``,
+            ``system``, ``text_field``, ``title_field``, ``instruction``, ``verbose``: see :class:`ListwiseReranker`; the
+            instruction joins the query in both of the prompt's query slots (rank_llm's ``{query}``), as in every
+            listwise family.
 
     Output: as :class:`ListwiseReranker` (ordinal ``score``); ``stats['forward_passes']`` counts the windows scored.
     """

@@ -34,7 +34,8 @@ class ReasonRank(ListwiseReranker):
             callable; an ``OpenAIBackend`` works too).
         max_output_tokens: the reasoning budget in tokens (rank_llm ``reasoning_token_budget``; Rank1's keyword):
             a window's answer has at most this plus the ranking's tokens.
-        style, **kwargs: see :class:`ListwiseReranker` (``style='reasonrank'``, rank_llm 0.26's template).
+        style: ``'reasonrank'``, rank_llm 0.26's template (see :class:`ListwiseReranker`).
+        **kwargs: see :class:`ListwiseReranker`.
 
     Output: as :class:`ListwiseReranker`, plus ``reasoning``: the text before the last ``</think>`` of the last window
     each row took part in (the front window for the top rows; every window's reasoning reaches the rows it placed last),

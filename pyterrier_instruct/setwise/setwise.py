@@ -152,7 +152,7 @@ class Setwise(SetwiseBase):
 
     def input_ids(self, query: str, passages: List[str]) -> List[int]:
         """The model's input: T5 ``tokenizer(prompt)`` (``</s>`` added); a chat model: the chat template with one user
-        turn and the generation prompt, then `` Passage:``, tokenised with the tokenizer's special tokens (as the
+        turn and the generation prompt, then ``" Passage:"``, tokenised with the tokenizer's special tokens (as the
         reference: a template that writes BOS itself gets a second one)."""
         self._load()
         text = self.prompt(query, passages)
