@@ -8,12 +8,15 @@ export TOKENIZERS_PARALLELISM = false
 
 .PHONY: demo test install bench clean
 
-$(VENV)/.installed: pyproject.toml constraints.txt
+$(VENV)/.installed: pyproject.toml constraints.txt tests/vllm_0.33.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q -c constraints.txt "torch==2.13.0"
 	$(PIP) install -q -c constraints.txt -e ".[test]"
 	# rank_llm 0.26.0 for the prompt-parity tests only (pure Python; declares Python >= 3.12, runs on 3.11), kept out of site-packages
 	$(PIP) install -q --upgrade --no-deps --ignore-requires-python --target $(VENV)/rank_llm_0.26 "rank-llm==0.26.0" "dacite==1.9.2"
+	# vLLM 0.33.0's own Python (no CUDA kernels) for the vLLM tests (tests/fake_vllm.py), kept out of site-packages: the
+	# wheel and the requirements the venv lacks, pinned, --no-deps (the venv's transformers/torch stay; see the file)
+	$(PIP) install -q --upgrade --no-deps --target $(VENV)/vllm_0.33 -r tests/vllm_0.33.txt
 	touch $@
 
 install: $(VENV)/.installed
