@@ -1,8 +1,9 @@
-"""Causal pointwise rerankers on vLLM (``backend='vllm'``) against the stand-in of tests/fake_vllm.py, which runs the same
-tiny model and reproduces vLLM's documented sampler (``allowed_token_ids``, ``logprobs``, ``logprobs_mode``) and prefix
-cache: the scores equal the transformers path's, an approximate top-k formulation does not, requests arrive
-query-contiguous with the shared prefix first. With vLLM importable and a GPU, the last test checks the same equality
-against the real engine."""
+"""Causal pointwise rerankers on vLLM (``backend='vllm'``) against tests/fake_vllm.py: vLLM 0.33.0's own Python (argument
+checks, tokenizer, prompt-length rules, V1 Sampler with ``allowed_token_ids``/``logprobs``/``logprobs_mode``, outputs)
+with the same tiny model's forward pass: the scores equal the transformers path's (truncated prompts included), an
+approximate top-k formulation does not, requests arrive query-contiguous with the shared prefix first, prompts fit
+the engine's ``max_model_len``. With vLLM importable and a GPU, the last test checks the same equality against the real
+engine."""
 import pickle
 import sys
 
@@ -74,6 +75,54 @@ def test_every_score_mode_and_truncation_match(tiny, frame, stand_in, score):
     vllm = pti.FollowIR7B(tiny["mistral"], backend="vllm", **kw)
     np.testing.assert_allclose(vllm(frame)["score"], want["score"], rtol=0, atol=1e-4)
     assert vllm.truncated > 0
+
+
+def long_frame():
+    """Queries of 2 to 82 words and documents of 20 to 110 words: over 96 tokens the query and the document are cut."""
+    words = "salmon river dam fish ladder water quality report from the upper basin with many new findings".split()
+    return pd.DataFrame([{"qid": f"q{k}", "query": "salmon dams " * (1 + 20 * k), "instruction": "Relevant documents discuss fish ladders.",
+                          "docno": f"d{k}{d}", "text": " ".join(words[(i * 7 + d) % len(words)] for i in range(20 + 30 * d))}
+                         for k in range(3) for d in range(4)])
+
+
+@pytest.mark.parametrize("name, make, kind", [
+    ("followir_reference", lambda m, **kw: pti.FollowIR7B(m, max_length=96, truncation="reference", **kw), "mistral"),
+    ("qwen3_reference", lambda m, **kw: pti.Qwen3Reranker(m, max_length=96, truncation="reference", **kw), "reranker"),
+    ("mxbai_query_cap", lambda m, **kw: pti.MxbaiRerankV2(m, max_length=96, **kw), "qwen2")])
+def test_truncated_prompts_are_the_transformers_paths(tiny, qwen, stand_in, name, make, kind):
+    """vLLM's ``get_tokenizer`` truncates on the left (``truncation_side='left'`` for generate models): prompts are
+    encoded with the package's own tokenizer on both paths, so the same ids are cut the same way (with the engine's
+    tokenizer the template's head was cut: FollowIR7B 0.14 off, Qwen3Reranker 0.016, MxbaiRerankV2 0.013)."""
+    frame, model = long_frame(), model_of(kind, tiny, qwen)
+    want = make(model)(frame)
+    vllm = make(model, backend="vllm")
+    got = vllm(frame)
+    np.testing.assert_allclose(got["score"], want["score"], rtol=0, atol=1e-5)
+    assert vllm.truncated > 0
+    (llm,) = stand_in.instances
+    assert llm.get_tokenizer().truncation_side == "left" and vllm._tokenizer.truncation_side == "right"
+
+
+def test_prompts_fit_the_engines_max_model_len(tiny, stand_in):
+    """vLLM refuses a generate prompt of ``max_model_len`` tokens (0.22.1+) and the refusal aborts the whole call: a
+    ``max_length`` the engine cannot take is refused at construction naming both numbers, the reference length is cut
+    to ``max_model_len - 1``."""
+    m, frame = tiny["mistral"], long_frame()
+    with pytest.raises(ValueError, match=r"max_length=200 prompts do not fit max_model_len=200.*max_model_len >= 201"):
+        pti.FollowIR7B(m, max_length=200, backend="vllm", backend_options={"max_model_len": 200})
+    with pytest.raises(ValueError, match=r"max_model_len=120.*max_model_len >= 201"):
+        pti.FollowIR7B(m, max_length=200, backend=VLLMBackend(m, max_model_len=120, logprobs_mode="processed_logprobs"))
+    # vLLM's own rule, as the engine applies it: a prompt of exactly max_model_len tokens fails the whole call
+    llm = stand_in.LLM(m, max_model_len=40)
+    params = stand_in.SamplingParams(temperature=0.0, max_tokens=1)
+    with pytest.raises(Exception, match=r"prompt \(length 40\) plus the number of requested output tokens"):
+        llm.generate([{"prompt_token_ids": [5] * 10}, {"prompt_token_ids": [5] * 40}], params)
+    assert len(llm.generate([{"prompt_token_ids": [5] * 39}], params)) == 1
+    fitted = pti.FollowIR7B(m, backend="vllm", backend_options={"max_model_len": 257})  # max_length=None: the reference's 2048
+    np.testing.assert_allclose(fitted(frame)["score"], pti.FollowIR7B(m, max_length=256)(frame)["score"], rtol=0, atol=1e-5)
+    assert fitted._max_length == 256 and fitted.truncated > 0
+    exact = pti.FollowIR7B(m, max_length=256, backend="vllm", backend_options={"max_model_len": 257})
+    np.testing.assert_allclose(exact(frame)["score"], fitted(frame)["score"], rtol=0, atol=0)
 
 
 def test_requests_are_query_contiguous_with_the_shared_prefix_first(tiny, frame, stand_in):

@@ -90,6 +90,15 @@ class VLLMBackend(TokenizerBackend):
     def _tokenizer(self):
         return self._engine().get_tokenizer()
 
+    def max_prompt_tokens(self) -> Optional[int]:
+        """The longest token-id prompt the engine takes with room for one output token: its ``max_model_len`` (given,
+        or the model's, read from the engine's ``model_config``) minus one. vLLM refuses a generate prompt of
+        ``max_model_len`` tokens (from 0.22.1: ``v1/engine/input_processor.py`` ``_validate_prompt_len``) and longer
+        ones in every version."""
+        config = getattr(getattr(self._engine(), "llm_engine", None), "model_config", None)
+        length = getattr(config, "max_model_len", None) or self.max_model_len
+        return None if length is None else int(length) - 1
+
     def generate(self, prompts: Sequence[Prompt], *, max_new_tokens: int, min_new_tokens: int = 0) -> List[str]:
         vllm = require("vllm", "vllm")
         llm = self._engine()

@@ -47,6 +47,11 @@ def engine_backend(reranker, backend, options: Optional[dict]):
     elif backend.logprobs_mode not in EXACT_MODES:
         raise ValueError(f"{name}: the VLLMBackend needs logprobs_mode='processed_logprobs' for exact scores, got "
                          f"{backend.logprobs_mode!r}: VLLMBackend({backend.model!r}, logprobs_mode='processed_logprobs', ...)")
+    length, engine = getattr(reranker, "max_length", None), backend.max_model_len
+    if length is not None and engine is not None and int(length) >= int(engine):
+        raise ValueError(f"{name}: max_length={length} prompts do not fit max_model_len={engine}: vLLM refuses a prompt of "
+                         f"max_model_len tokens or more (one output token must fit); pass max_model_len >= {int(length) + 1} "
+                         f"or max_length <= {int(engine) - 1}")
     if getattr(reranker, "share_prefix", False):
         raise ValueError(f"{name}: share_prefix is the transformers path's prefix reuse; on vLLM the engine's prefix cache "
                          "does it (enable_prefix_caching, on by default)")

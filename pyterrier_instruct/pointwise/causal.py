@@ -15,7 +15,7 @@ from .._config import preset
 from .._hub import from_pretrained, loading, model_path
 from ..prompts import PROMPTS
 from ._vllm import engine_backend, engine_scores
-from .base import TrueFalseReranker, two_way
+from .base import TrueFalseReranker, log, two_way
 
 
 @functools.lru_cache(maxsize=None)
@@ -115,10 +115,27 @@ class CausalLMReranker(TrueFalseReranker):
             if any(a.endswith("ForSequenceClassification") for a in architectures):
                 raise ValueError(f"{self!r}: {self.model_name_or_path} is a sequence-classification checkpoint; backend='vllm' "
                                  "scores a causal LM's answer tokens: use its causal-LM checkpoint, or backend='hf'")
-            tok = self.backend._tokenizer()
+            # the package's own tokenizer, not the engine's: vLLM's truncates on the left (``get_tokenizer`` sets
+            # truncation_side='left' for generate models), which would cut the template's head, not the document
+            tok = self._load_tokenizer(model_path(self.model_name_or_path))
             self._ids = self._answer_ids(tok, self.backend.model)
-            self._tokenizer, self._max_length = tok, self.max_length or self._reference_max_length(tok)
+            self._tokenizer, self._max_length = tok, self._fit_engine(self.max_length or self._reference_max_length(tok))
         return None, self._tokenizer
+
+    def _fit_engine(self, length: int) -> int:
+        """``length`` fitted to the engine: vLLM refuses a generate prompt of ``max_model_len`` tokens or more (one
+        output token must fit; from 0.22.1, ``v1/engine/input_processor.py`` ``_validate_prompt_len``), and one refused
+        prompt aborts the whole ``generate`` call. A ``max_length`` the caller set and the engine cannot take is refused
+        naming both numbers; the reference length is cut to the engine's."""
+        limit = self.backend.max_prompt_tokens()
+        if limit is None or length <= limit:
+            return length
+        if self.max_length is not None:
+            raise ValueError(f"{self!r}: max_length={self.max_length} prompts do not fit the vLLM engine's max_model_len="
+                             f"{limit + 1} (a prompt of max_model_len tokens or more is refused): pass max_model_len >= "
+                             f"{self.max_length + 1} in backend_options, or max_length <= {limit}")
+        log.info("%r: prompts cut to %d tokens, the vLLM engine's max_model_len - 1", self, limit)
+        return limit
 
     def _model_config(self):
         """The checkpoint's ``transformers`` config: the loaded model's, or read from the folder on the vLLM path."""
@@ -140,7 +157,7 @@ class CausalLMReranker(TrueFalseReranker):
 
         import transformers
         path = model_path(self.model_name_or_path)
-        tok = from_pretrained(transformers.AutoTokenizer, path, padding_side="left")
+        tok = self._load_tokenizer(path)
         if os.path.isfile(os.path.join(path, "adapter_config.json")):
             from .._optional import require
             peft = require("peft", "hf")
@@ -150,6 +167,11 @@ class CausalLMReranker(TrueFalseReranker):
         self._ids = self._answer_ids(tok, path)
         tok.pad_token = tok.eos_token
         return model, tok
+
+    def _load_tokenizer(self, path: str):
+        """The tokenizer both backends encode with: the checkpoint's, left padding, its own truncation side."""
+        import transformers
+        return from_pretrained(transformers.AutoTokenizer, path, padding_side="left")
 
     def _forward(self, batch):
         mask = batch["attention_mask"]
