@@ -143,6 +143,7 @@ class LLM:
         self.prefix_caching = args.enable_prefix_caching is not False  # V1: on unless turned off
         self._tokenizer = cached_tokenizer_from_config(self.model_config)
         self._sampler = Sampler(logprobs_mode=self.logprobs_mode)
+        self._sampler.pin_memory = False  # no CUDA here: vLLM's platform guess says pinned memory, torch has none
         self._inputs = SimpleNamespace(skip_prompt_length_check=False, model_config=self.model_config, supports_mm_inputs=False,
                                        mm_encoder_cache_size=0)
         self._model = None
@@ -200,9 +201,9 @@ class LLM:
     def classify(self, prompts, *, pooling_params=None, use_tqdm=True, lora_request=None, tokenization_kwargs=None):
         if self.runner_type != "pooling":
             raise ValueError("LLM.classify() is only supported for pooling models: build the engine with runner='pooling'")
-        params = PoolingParams(task="classify") if pooling_params is None else pooling_params
+        params = (PoolingParams() if pooling_params is None else pooling_params).clone()
         if params.task is None:
-            params.task = "classify"
+            params.task = "classify"  # LLM.classify's pooling_task
         prompts, requests = self._requests(prompts, params, "classify")
         self.calls.append({"prompts": prompts, "params": params, "use_tqdm": use_tqdm})
         out = []
@@ -290,7 +291,8 @@ class LLM:
                     else transformers.AutoModelForCausalLM)
             self._model = auto.from_pretrained(self.model, dtype=torch.float32).eval()
         with torch.no_grad():  # not inference_mode: the Sampler masks the logits in place
-            return self._model(input_ids=torch.tensor([ids])).logits[0, -1].float()
+            logits = self._model(input_ids=torch.tensor([ids])).logits[0].float()
+        return logits if self.runner_type == "pooling" else logits[-1]  # the classifier pools the last token itself
 
     def _script(self, ids: List[int]) -> Optional[List[int]]:
         """The scripted answer's token ids for a listwise or judge prompt, else None (the model answers)."""

@@ -60,6 +60,8 @@ class CausalLMReranker(TrueFalseReranker):
     schematic = {"label": "CausalLM"}
     padding_side = "left"
     default_max_length = 2048
+    #: a sequence-classification conversion of the checkpoint scores on vLLM's pooling runner (Qwen3Reranker)
+    pooling_checkpoints = False
     STYLES = {"followir": "mistral_followir", "infosearch": "mistral_infosearch"}
     #: ``share_prefix=None``: a query shares its prefix when it has this many candidates (fewer: its rows run whole,
     #: batched with other queries' rows) ...
@@ -112,7 +114,14 @@ class CausalLMReranker(TrueFalseReranker):
         if self._tokenizer is None:  # the engine's tokenizer (the same ids); the model runs inside the engine
             with loading(self.model_name_or_path):
                 architectures = self._model_config().architectures or ()
-            if any(a.endswith("ForSequenceClassification") for a in architectures):
+            self._pooling = any(a.endswith("ForSequenceClassification") for a in architectures)
+            if self._pooling and self.pooling_checkpoints:
+                if self.backend._llm is None:  # vLLM's pooling runner: LLM.classify on the same ids
+                    self.backend._runner = "pooling"
+                elif getattr(self.backend._llm, "runner_type", "pooling") != "pooling":
+                    raise ValueError(f"{self!r}: {self.model_name_or_path} is a sequence-classification checkpoint; its vLLM "
+                                     "engine must run runner='pooling' (pass it in the VLLMBackend's options)")
+            elif self._pooling:
                 raise ValueError(f"{self!r}: {self.model_name_or_path} is a sequence-classification checkpoint; backend='vllm' "
                                  "scores a causal LM's answer tokens: use its causal-LM checkpoint, or backend='hf'")
             # the package's own tokenizer, not the engine's: vLLM's truncates on the left (``get_tokenizer`` sets
@@ -121,6 +130,12 @@ class CausalLMReranker(TrueFalseReranker):
             self._ids = self._answer_ids(tok, self.backend.model)
             self._tokenizer, self._max_length = tok, self._fit_engine(self.max_length or self._reference_max_length(tok))
         return None, self._tokenizer
+
+    def _classified(self, prompts) -> np.ndarray:
+        """``[no, yes]`` columns from vLLM's pooling runner: two labels as they are, one label (yes - no) as ``[0, x]``
+        (the transformers path's head, :meth:`Qwen3Reranker._answer_logits`)."""
+        values = self.backend.classify_logits(prompts)
+        return values if values.shape[1] == 2 else np.concatenate([np.zeros_like(values), values], axis=1)
 
     def _fit_engine(self, length: int) -> int:
         """``length`` fitted to the engine: vLLM refuses a generate prompt of ``max_model_len`` tokens or more (one
@@ -182,7 +197,8 @@ class CausalLMReranker(TrueFalseReranker):
     # -- shared-prefix scoring ---------------------------------------------------------------------
     def _score_features(self, feats, queries, bar):
         if self.backend != "hf":
-            return engine_scores(self.backend, feats, queries, self._ids, self.score, bar)
+            return engine_scores(self.backend, feats, queries, self._ids, self.score, bar,
+                                 values=self._classified if getattr(self, "_pooling", False) else None)
         if self.share_prefix is False:
             return super()._score_features(feats, queries, bar)
         scores, whole = np.empty(len(feats), dtype="float64"), []
