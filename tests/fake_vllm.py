@@ -27,7 +27,7 @@ when the same tokens up to its end were computed before, at most ``len - 1`` tok
 string in the detokenised text, removed unless ``include_stop_str_in_output``); and a scripted "model" for two kinds of
 prompt the tiny random weights cannot answer: to a listwise prompt ("... provide you with N passages ...") it answers the
 reverse permutation, to an IFIR judge prompt ("Please give a score between 0 and N.") ``{"score": min(2, N), "reason":
-"stand-in"}``, greedily, its logits at each step putting :data:`PROBS` on the emitted token and (for a digit d) the
+"stand-in"}`` (as text; the tiny tokenizers cannot spell ``{``), greedily, its logits at each step putting :data:`PROBS` on the emitted token and (for a digit d) the
 digits d+1, d+2, ... (mod 10), else the ids t+1, t+2, ..., ``-inf`` elsewhere: the Sampler returns exactly
 ``log(PROBS)``. ``instances`` records every engine, ``LLM.calls`` every ``generate``/``classify`` call, and
 ``LLM.init_args`` the options as given.
@@ -221,7 +221,7 @@ class LLM:
     # -- one request ------------------------------------------------------------------------------------------------------
     def _complete(self, request_id: str, prompt, ids: List[int], sp) -> RequestOutput:
         cached = self._cache(ids)
-        script = self._script(ids)
+        answer, script = self._script(ids)
         lp = None if sp.num_logprobs is None else LogprobsProcessor(
             tokenizer=self._tokenizer, logprobs=[], prompt_logprobs=None, cumulative_logprob=0.0,
             num_logprobs=sp.num_logprobs, num_prompt_logprobs=None)
@@ -251,6 +251,8 @@ class LLM:
                 text = text[:text.index(hit)] + (hit if sp.include_stop_str_in_output else "")
                 finish, reason = "stop", hit
                 break
+        if script is not None and out == script:  # the tiny tokenizers cannot spell every character ("{" is unknown)
+            text = answer
         completion = CompletionOutput(0, text, out, None if lp is None else lp.cumulative_logprob, None if lp is None else lp.logprobs,
                                       finish_reason=finish, stop_reason=reason)
         return RequestOutput(request_id, prompt if isinstance(prompt, str) else None, ids, None, [completion], True,
@@ -294,16 +296,17 @@ class LLM:
             logits = self._model(input_ids=torch.tensor([ids])).logits[0].float()
         return logits if self.runner_type == "pooling" else logits[-1]  # the classifier pools the last token itself
 
-    def _script(self, ids: List[int]) -> Optional[List[int]]:
-        """The scripted answer's token ids for a listwise or judge prompt, else None (the model answers)."""
+    def _script(self, ids: List[int]):
+        """The scripted answer and its token ids for a listwise or judge prompt, else ``(None, None)`` (the model
+        answers)."""
         text = self._tokenizer.decode(ids, skip_special_tokens=True)
         listwise = re.search(r"provide you with (\d+) passages", text)
         judge = re.search(r"Please give a score between 0 and (\d)", text)
         if not (listwise or judge):
-            return None
+            return None, None
         answer = (" > ".join(f"[{i}]" for i in range(int(listwise.group(1)), 0, -1)) if listwise
                   else f'{{"score": {min(2, int(judge.group(1)))}, "reason": "stand-in"}}')
-        return list(self._tokenizer.encode(answer, add_special_tokens=False))
+        return answer, list(self._tokenizer.encode(answer, add_special_tokens=False))
 
     def _scripted_logits(self, token_id: int):
         import torch
