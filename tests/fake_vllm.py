@@ -27,9 +27,9 @@ when the same tokens up to its end were computed before, at most ``len - 1`` tok
 string in the detokenised text, removed unless ``include_stop_str_in_output``); and a scripted "model" for two kinds of
 prompt the tiny random weights cannot answer: to a listwise prompt ("... provide you with N passages ...") it answers the
 reverse permutation, to an IFIR judge prompt ("Please give a score between 0 and N.") ``{"score": min(2, N), "reason":
-"stand-in"}`` (as text; the tiny tokenizers cannot spell ``{``), greedily, its logits at each step putting :data:`PROBS` on the emitted token and (for a digit d) the
-digits d+1, d+2, ... (mod 10), else the ids t+1, t+2, ..., ``-inf`` elsewhere: the Sampler returns exactly
-``log(PROBS)``. ``instances`` records every engine, ``LLM.calls`` every ``generate``/``classify`` call, and
+"stand-in"}`` (as text; the tiny tokenizers cannot spell ``{``), greedily, its logits at each step putting
+:data:`PROBS` on the emitted token and (for a digit d) the digits d+1, d+2, ... (mod 10), else the ids t+1, t+2, ...,
+``-inf`` elsewhere: the Sampler returns exactly ``log(PROBS)``. ``instances`` records every engine, ``LLM.calls`` every ``generate``/``classify`` call, and
 ``LLM.init_args`` the options as given.
 
 Where vLLM cannot be imported (the side folder is missing), importing this module inside a test skips that test,
