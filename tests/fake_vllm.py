@@ -59,8 +59,10 @@ def _import_vllm():
         # vLLM inspects a model's architecture in a subprocess (``python -m vllm.model_executor.models.registry``)
         os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (os.environ.get("PYTHONPATH"), str(SIDE)) if p)
     current = sys.modules.get("vllm")
-    if current is not None and getattr(current, "__file__", None) == __file__:
-        del sys.modules["vllm"]  # this module stands in as vllm: import the package itself
+    if current is not None and str(getattr(current, "__file__", "")).startswith(str(SIDE)):
+        return current  # vLLM itself, imported already
+    sys.modules.pop("vllm", None)  # whatever stands in as vllm now (this module, a Ray worker's shim package)
+    sys.path.insert(0, str(SIDE))  # for this import only: vLLM itself, not a shim of that name
     try:
         import vllm
         from vllm import engine, logprobs, outputs, pooling_params, sampling_params  # noqa: F401
@@ -76,13 +78,15 @@ def _import_vllm():
             raise ImportError(MISSING) from err
         pytest.skip(f"{MISSING} ({err})")
     finally:
+        sys.path.remove(str(SIDE))  # the first entry; the one appended above stays
         if current is not None:
             sys.modules["vllm"] = current
     return vllm
 
 
 _vllm = _import_vllm()
-from vllm import PoolingParams, SamplingParams  # noqa: E402,F401  (vLLM's own, re-exported as the package's API)
+from vllm.pooling_params import PoolingParams  # noqa: E402  (vLLM's own, re-exported as the package's API)
+from vllm.sampling_params import SamplingParams  # noqa: E402
 from vllm.engine.arg_utils import EngineArgs  # noqa: E402
 from vllm.logprobs import Logprob  # noqa: E402,F401
 from vllm.outputs import (ClassificationOutput, CompletionOutput, PoolingRequestOutput,  # noqa: E402
