@@ -8,7 +8,7 @@ export TOKENIZERS_PARALLELISM = false
 
 .PHONY: demo test install bench clean
 
-$(VENV)/.installed: pyproject.toml constraints.txt
+$(VENV)/.installed: pyproject.toml constraints.txt tests/vllm_0.33.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q -c constraints.txt "torch==2.13.0"
 	$(PIP) install -q -c constraints.txt -e ".[test]"
@@ -16,6 +16,9 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PIP) install -q --upgrade --no-deps --ignore-requires-python --target $(VENV)/rank_llm_0.26 "rank-llm==0.26.0" "dacite==1.9.2"
 	# llm-rankers 0.0.2 for the Setwise/Rank-R1 parity tests only (pure Python; openai and tiktoken, which it imports, come with the test extra's deps), kept out of site-packages
 	$(PIP) install -q --upgrade --no-deps --target $(VENV)/llm_rankers_0.0.2 "llm-rankers==0.0.2"
+	# vLLM 0.33.0's own Python (no CUDA kernels) for the vLLM tests (tests/fake_vllm.py), kept out of site-packages: the
+	# wheel and the requirements the venv lacks, pinned, --no-deps (the venv's transformers/torch stay; see the file)
+	$(PIP) install -q --upgrade --no-deps --target $(VENV)/vllm_0.33 -r tests/vllm_0.33.txt
 	touch $@
 
 install: $(VENV)/.installed

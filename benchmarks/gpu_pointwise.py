@@ -194,7 +194,7 @@ def _run_model(name: str, args, root: Path, device: str, peak: Optional[float], 
             continue
         if backend == "vllm":
             options = {"dtype": "bfloat16", "gpu_memory_utilization": args.gpu_memory_utilization,
-                       "max_model_len": args.max_length, "seed": 0}
+                       "max_model_len": args.max_length + 1, "seed": 0}  # room for the one output token
             runs = {"vllm": dict(backend="vllm", backend_options=options, max_length=args.max_length, verbose=False)}
         else:
             runs = {"transformers": dict(hf_kwargs, share_prefix=False), "transformers share_prefix": dict(hf_kwargs, share_prefix=True)}

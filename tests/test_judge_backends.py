@@ -222,9 +222,8 @@ def test_vllm_judge_sampling_params_and_weighted_score(judge_model, monkeypatch)
     (llm,) = fake_vllm.instances
     (call,) = llm.calls
     params = call["params"]
-    assert params.requested == {"n": 1, "temperature": 0.0, "top_p": 0.7, "max_tokens": 512, "min_tokens": 0, "seed": None, "stop": None,
-                                "logprobs": 5}
-    assert (params.logprobs, params.top_p) == (5, 1.0)  # greedy: vLLM itself resets top_p
+    assert (params.n, params.temperature, params.max_tokens, params.min_tokens, params.seed, params.stop) == (1, 0.0, 512, 0, None, [])
+    assert (params.logprobs, params.top_p) == (5, 1.0)  # asked top_p=0.7; greedy: vLLM's own SamplingParams resets top_p
     assert call["prompts"][0]["prompt_token_ids"] == backend.prepare(judge.messages(*items[0][:2], items[0][3])).token_ids
     # the stand-in answers {"score": 2} (scale 3) / {"score": 1} (scale 1); the digits after the emitted one follow
     assert (j3.parsed, j1.parsed) == ("2", "1")

@@ -332,12 +332,12 @@ def test_vllm_backend_against_the_stand_in(chat_model, monkeypatch):
     import fake_vllm
     monkeypatch.setitem(sys.modules, "vllm", fake_vllm)
     fake_vllm.instances.clear()
-    backend = VLLMBackend(chat_model, gpu_memory_utilization=0.5, max_model_len=4096 + 64, tensor_parallel_size=2, enforce_eager=True)
+    backend = VLLMBackend(chat_model, gpu_memory_utilization=0.5, max_model_len=4096, tensor_parallel_size=2, enforce_eager=True)
     r = pti.RankZephyr(backend=backend)
     out = r(synthetic(3, 100))
     (llm,) = fake_vllm.instances
     assert llm.init_args == dict(model=chat_model, tokenizer=None, tensor_parallel_size=2, dtype="auto", seed=0, gpu_memory_utilization=0.5,
-                                 max_model_len=4160, enable_prefix_caching=True, enforce_eager=True)
+                                 max_model_len=4096, enable_prefix_caching=True, enforce_eager=True)
     assert len(llm.calls) == 9 and all(len(c["prompts"]) == 3 for c in llm.calls)
     params = llm.calls[0]["params"]
     assert (params.temperature, params.max_tokens, params.min_tokens, params.n) == (0.0, r.output_budget(20), r.output_budget(20), 1)
@@ -352,9 +352,9 @@ def test_vllm_backend_against_the_stand_in(chat_model, monkeypatch):
     for a, b in windows(100):
         lst[a:b] = lst[a:b][::-1]
     assert order == lst and r.stats["clean"] == 27
-    assert repr(backend) == f"VLLMBackend('{chat_model}', gpu_memory_utilization=0.5, max_model_len=4160, tensor_parallel_size=2, enforce_eager=True)"
-    assert backend == VLLMBackend(chat_model, tensor_parallel_size=2, max_model_len=4160, enforce_eager=True, gpu_memory_utilization=0.5)
-    assert backend != VLLMBackend(chat_model, gpu_memory_utilization=0.5, max_model_len=4160, tensor_parallel_size=2)  # llm_kwargs count
+    assert repr(backend) == f"VLLMBackend('{chat_model}', gpu_memory_utilization=0.5, max_model_len=4096, tensor_parallel_size=2, enforce_eager=True)"
+    assert backend == VLLMBackend(chat_model, tensor_parallel_size=2, max_model_len=4096, enforce_eager=True, gpu_memory_utilization=0.5)
+    assert backend != VLLMBackend(chat_model, gpu_memory_utilization=0.5, max_model_len=4096, tensor_parallel_size=2)  # llm_kwargs count
     assert repr(HFBackend("x")) == "HFBackend('x')" and HFBackend("x") == HFBackend("x", batch_size=8) != HFBackend("x", batch_size=4)
 
 

@@ -1,8 +1,9 @@
-"""Causal pointwise rerankers on vLLM (``backend='vllm'``) against the stand-in of tests/fake_vllm.py, which runs the same
-tiny model and reproduces vLLM's documented sampler (``allowed_token_ids``, ``logprobs``, ``logprobs_mode``) and prefix
-cache: the scores equal the transformers path's, an approximate top-k formulation does not, requests arrive
-query-contiguous with the shared prefix first. With vLLM importable and a GPU, the last test checks the same equality
-against the real engine."""
+"""Causal pointwise rerankers on vLLM (``backend='vllm'``) against tests/fake_vllm.py: vLLM 0.33.0's own Python (argument
+checks, tokenizer, prompt-length rules, V1 Sampler with ``allowed_token_ids``/``logprobs``/``logprobs_mode``, outputs)
+with the same tiny model's forward pass: the scores equal the transformers path's (truncated prompts included), an
+approximate top-k formulation does not, requests arrive query-contiguous with the shared prefix first, prompts fit
+the engine's ``max_model_len``. With vLLM importable and a GPU, the last test checks the same equality against the real
+engine."""
 import pickle
 import sys
 
@@ -76,6 +77,54 @@ def test_every_score_mode_and_truncation_match(tiny, frame, stand_in, score):
     assert vllm.truncated > 0
 
 
+def long_frame():
+    """Queries of 2 to 82 words and documents of 20 to 110 words: over 96 tokens the query and the document are cut."""
+    words = "salmon river dam fish ladder water quality report from the upper basin with many new findings".split()
+    return pd.DataFrame([{"qid": f"q{k}", "query": "salmon dams " * (1 + 20 * k), "instruction": "Relevant documents discuss fish ladders.",
+                          "docno": f"d{k}{d}", "text": " ".join(words[(i * 7 + d) % len(words)] for i in range(20 + 30 * d))}
+                         for k in range(3) for d in range(4)])
+
+
+@pytest.mark.parametrize("name, make, kind", [
+    ("followir_reference", lambda m, **kw: pti.FollowIR7B(m, max_length=96, truncation="reference", **kw), "mistral"),
+    ("qwen3_reference", lambda m, **kw: pti.Qwen3Reranker(m, max_length=96, truncation="reference", **kw), "reranker"),
+    ("mxbai_query_cap", lambda m, **kw: pti.MxbaiRerankV2(m, max_length=96, **kw), "qwen2")])
+def test_truncated_prompts_are_the_transformers_paths(tiny, qwen, stand_in, name, make, kind):
+    """vLLM's ``get_tokenizer`` truncates on the left (``truncation_side='left'`` for generate models): prompts are
+    encoded with the package's own tokenizer on both paths, so the same ids are cut the same way (with the engine's
+    tokenizer the template's head was cut: FollowIR7B 0.14 off, Qwen3Reranker 0.016, MxbaiRerankV2 0.013)."""
+    frame, model = long_frame(), model_of(kind, tiny, qwen)
+    want = make(model)(frame)
+    vllm = make(model, backend="vllm")
+    got = vllm(frame)
+    np.testing.assert_allclose(got["score"], want["score"], rtol=0, atol=1e-5)
+    assert vllm.truncated > 0
+    (llm,) = stand_in.instances
+    assert llm.get_tokenizer().truncation_side == "left" and vllm._tokenizer.truncation_side == "right"
+
+
+def test_prompts_fit_the_engines_max_model_len(tiny, stand_in):
+    """vLLM refuses a generate prompt of ``max_model_len`` tokens (0.22.1+) and the refusal aborts the whole call: a
+    ``max_length`` the engine cannot take is refused at construction naming both numbers, the reference length is cut
+    to ``max_model_len - 1``."""
+    m, frame = tiny["mistral"], long_frame()
+    with pytest.raises(ValueError, match=r"max_length=200 prompts do not fit max_model_len=200.*max_model_len >= 201"):
+        pti.FollowIR7B(m, max_length=200, backend="vllm", backend_options={"max_model_len": 200})
+    with pytest.raises(ValueError, match=r"max_model_len=120.*max_model_len >= 201"):
+        pti.FollowIR7B(m, max_length=200, backend=VLLMBackend(m, max_model_len=120, logprobs_mode="processed_logprobs"))
+    # vLLM's own rule, as the engine applies it: a prompt of exactly max_model_len tokens fails the whole call
+    llm = stand_in.LLM(m, max_model_len=40)
+    params = stand_in.SamplingParams(temperature=0.0, max_tokens=1)
+    with pytest.raises(Exception, match=r"prompt \(length 40\) plus the number of requested output tokens"):
+        llm.generate([{"prompt_token_ids": [5] * 10}, {"prompt_token_ids": [5] * 40}], params)
+    assert len(llm.generate([{"prompt_token_ids": [5] * 39}], params)) == 1
+    fitted = pti.FollowIR7B(m, backend="vllm", backend_options={"max_model_len": 257})  # max_length=None: the reference's 2048
+    np.testing.assert_allclose(fitted(frame)["score"], pti.FollowIR7B(m, max_length=256)(frame)["score"], rtol=0, atol=1e-5)
+    assert fitted._max_length == 256 and fitted.truncated > 0
+    exact = pti.FollowIR7B(m, max_length=256, backend="vllm", backend_options={"max_model_len": 257})
+    np.testing.assert_allclose(exact(frame)["score"], fitted(frame)["score"], rtol=0, atol=0)
+
+
 def test_requests_are_query_contiguous_with_the_shared_prefix_first(tiny, frame, stand_in):
     r = pti.FollowIR7B(tiny["mistral"], backend="vllm", backend_options={"max_model_len": 2048})
     r(frame)  # queries interleaved row by row in the input
@@ -83,9 +132,9 @@ def test_requests_are_query_contiguous_with_the_shared_prefix_first(tiny, frame,
     assert llm.init_args["logprobs_mode"] == "processed_logprobs" and llm.init_args["enable_prefix_caching"] is True
     assert llm.init_args["max_model_len"] == 2048
     (call,) = llm.calls  # every query in one generate call
-    params = call["params"]
-    assert (params.temperature, params.max_tokens, params.logprobs) == (0.0, 1, 2)
-    assert params.allowed_token_ids == r._ids
+    params = call["params"]  # vLLM >= 0.22.1: the answer tokens named, no whitelist, no top-k
+    assert (params.temperature, params.max_tokens, params.logprobs, params.allowed_token_ids) == (0.0, 1, None, None)
+    assert params.logprob_token_ids == r._ids
     sent = [p["prompt_token_ids"] for p in call["prompts"]]
     tok = r._tokenizer
     heads = {}
@@ -110,9 +159,40 @@ def test_requests_are_query_contiguous_with_the_shared_prefix_first(tiny, frame,
     assert stats["cached_tokens"] >= expect > 0
 
 
-def test_an_approximate_top_k_formulation_fails(tiny, frame, stand_in):
+@pytest.fixture
+def before_0_22_1(monkeypatch):
+    """vLLM older than 0.22.1: no ``SamplingParams(logprob_token_ids=)``; exact values need the processed logprobs_mode."""
+    import pyterrier_instruct.backends.vllm as module
+    monkeypatch.setattr(module, "named_logprobs", lambda: False)
+
+
+def test_one_engine_serves_rerankers_and_judges(tiny, frame, stand_in):
+    """With ``logprob_token_ids`` (vLLM >= 0.22.1) an engine at vLLM's default ``logprobs_mode`` gives exact scores, and
+    the same engine serves a judge's top-k log-probabilities; before 0.22.1 the whitelist + processed values do."""
+    m = tiny["mistral"]
+    shared = VLLMBackend(m, chat_template="{% for x in messages %}{{ x['content'] }}{% endfor %}")
+    got = pti.FollowIR7B(m, backend=shared)(frame)["score"]
+    np.testing.assert_allclose(got, pti.FollowIR7B(m)(frame)["score"], rtol=0, atol=1e-4)
+    (llm,) = stand_in.instances
+    assert "logprobs_mode" not in llm.init_args and llm.logprobs_mode == "raw_logprobs"
+    gens = shared.generate_logprobs([shared.prepare([{"role": "user", "content": "hello"}])], max_new_tokens=2, top_logprobs=3)
+    assert len(gens[0].tokens) == 2 and all(len(t) >= 3 for t in gens[0].top_logprobs)
+
+
+def test_the_whitelist_path_before_0_22_1(tiny, frame, stand_in, before_0_22_1):
+    m = tiny["mistral"]
+    r = pti.FollowIR7B(m, backend="vllm")
+    np.testing.assert_allclose(r(frame)["score"], pti.FollowIR7B(m)(frame)["score"], rtol=0, atol=1e-4)
+    params = stand_in.instances[-1].calls[0]["params"]
+    assert (params.allowed_token_ids, params.logprobs, params.logprob_token_ids) == (r._ids, 2, None)
+    with pytest.raises(ValueError, match="logprobs_mode='processed_logprobs'"):
+        pti.FollowIR7B(m, backend=VLLMBackend(m))
+
+
+def test_an_approximate_top_k_formulation_fails(tiny, frame, stand_in, before_0_22_1):
     """vLLM's default engine (raw_logprobs) with ``logprobs=k``: the top k tokens of the whole vocabulary, taken before
-    any whitelist. Reading P(true) from them misses answer tokens outside the top k; the exact path refuses that engine."""
+    any whitelist. Reading P(true) from them misses answer tokens outside the top k; before 0.22.1 the exact path
+    refuses that engine."""
     want = pti.FollowIR7B(tiny["mistral"])(frame)["score"].to_numpy()
     r = pti.FollowIR7B(tiny["mistral"], backend="vllm")
     r(frame.iloc[:1])
@@ -141,8 +221,6 @@ def test_backend_arguments_are_checked_early(tiny, qwen, stand_in):
     m = tiny["mistral"]
     with pytest.raises(ValueError, match="backend must be 'hf', 'vllm'"):
         pti.FollowIR7B(m, backend="openai")
-    with pytest.raises(ValueError, match="logprobs_mode='processed_logprobs'"):
-        pti.FollowIR7B(m, backend=VLLMBackend(m))
     with pytest.raises(ValueError, match="pass the same model"):
         pti.FollowIR7B(m, backend=VLLMBackend("other", logprobs_mode="processed_logprobs"))
     with pytest.raises(ValueError, match="backend_options configure backend='vllm'"):
@@ -154,9 +232,28 @@ def test_backend_arguments_are_checked_early(tiny, qwen, stand_in):
     with pytest.raises(ValueError, match="logprobs_mode must be None or one of"):
         VLLMBackend(m, logprobs_mode="logits")
     with pytest.raises(ValueError, match="sequence-classification checkpoint"):
-        pti.Qwen3Reranker(qwen["reranker-seq-cls"], backend="vllm")(pd.DataFrame([{"qid": "1", "query": "q", "docno": "d", "text": "t"}]))
+        pti.FollowIR7B(qwen["reranker-seq-cls"], backend="vllm")(pd.DataFrame([{"qid": "1", "query": "q", "docno": "d", "text": "t"}]))
     with pytest.raises(ValueError, match="needs log-probabilities"):
         VLLMBackend(m, logprobs_mode="processed_logits").generate_logprobs([], max_new_tokens=1, top_logprobs=1)
+
+
+def test_a_sequence_classification_conversion_on_the_pooling_runner(qwen, frame, stand_in):
+    """Qwen3-Reranker's sequence-classification conversion (score weight lm_head[yes] - lm_head[no], vLLM's
+    ``adapters.py``) on vLLM's pooling runner: ``LLM.classify`` on the package's ids, activation off; the scores are the
+    transformers path's on the same checkpoint and the causal checkpoint's."""
+    r = pti.Qwen3Reranker(qwen["reranker-seq-cls"], backend="vllm")
+    got = r(frame)["score"]
+    np.testing.assert_allclose(got, pti.Qwen3Reranker(qwen["reranker-seq-cls"])(frame)["score"], rtol=0, atol=1e-5)
+    np.testing.assert_allclose(got, pti.Qwen3Reranker(qwen["reranker"])(frame)["score"], rtol=0, atol=1e-5)
+    (llm,) = stand_in.instances
+    assert llm.init_args["runner"] == "pooling" and llm.runner_type == "pooling"
+    (call,) = llm.calls
+    assert call["params"].use_activation is False and len(call["prompts"]) == len(frame)
+    assert r.backend.stats["requests"] == len(frame) and r.backend.stats["cached_tokens"] > 0
+    assert repr(r) == f"Qwen3Reranker('{qwen['reranker-seq-cls']}', backend='vllm')"
+    # vLLM's own checks: a pooling engine does not generate
+    with pytest.raises(ValueError, match="only supported for generative models"):
+        llm.generate([{"prompt_token_ids": [1, 2]}], stand_in.SamplingParams(max_tokens=1))
 
 
 def test_repr_eq_pickle_empty_frame_and_a_ready_backend(tiny, frame, stand_in):

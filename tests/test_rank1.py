@@ -176,6 +176,11 @@ def test_rank1_on_vllm_equals_its_reference_logic(rank1_model, frame, monkeypatc
     assert (first.max_tokens, first.logprobs, first.stop) == (3, 20, ["</think> true", "</think> false"])
     assert (forced.max_tokens, forced.allowed_token_ids) == (1, list(model._answer_ids(model.backend.tokenizer())))
     assert model.backend._llm.kwargs["logprobs_mode"] == "processed_logprobs"  # exact values after allowed_token_ids
+    # rank1's own engine (orionw/rank1 rank1.py:78-92), each setting overridable
+    assert (model.backend._llm.kwargs["dtype"], model.backend._llm.kwargs["max_model_len"]) == ("float16", 16000)
+    assert repr(model) == f"Rank1('{rank1_model}', backend='vllm', max_output_tokens=3, verbose=False)"
+    mine = pti.Rank1(rank1_model, backend="vllm", backend_options={"dtype": "bfloat16", "max_model_len": 4096}).backend
+    assert (mine.dtype, mine.max_model_len, mine.logprobs_mode) == ("bfloat16", 4096, "processed_logprobs")
 
 
 def test_batch_size_does_not_change_scores(rank1_model, frame):

@@ -15,7 +15,7 @@ from typing import Dict, List, Optional, Sequence, Union
 
 import numpy as np
 
-from .._optional import require
+from .._optional import is_available, require
 from .._progress import library_progress
 from .._hub import model_path
 from .base import Continuation, Generation, Prompt, TokenizerBackend, check_logprob_args
@@ -24,6 +24,19 @@ from .base import Continuation, Generation, Prompt, TokenizerBackend, check_logp
 #: vLLM's ``logprobs_mode`` values; the processed ones are taken after ``allowed_token_ids`` masks the other tokens
 LOGPROBS_MODES = ("raw_logprobs", "raw_logits", "processed_logprobs", "processed_logits")
 EXACT_MODES = ("processed_logprobs", "processed_logits")
+
+
+def named_logprobs() -> bool:
+    """Whether the installed vLLM's ``SamplingParams`` takes ``logprob_token_ids`` (0.22.1+): the values of named tokens
+    at each generated position, without an engine-wide ``logprobs_mode``. False where vLLM is not importable."""
+    import inspect
+    if not is_available("vllm"):
+        return False
+    params = require("vllm", "vllm").SamplingParams
+    try:
+        return "logprob_token_ids" in inspect.signature(params).parameters
+    except (TypeError, ValueError):  # pragma: no cover - a signature inspect cannot read
+        return False
 
 
 class VLLMBackend(TokenizerBackend):
@@ -69,6 +82,7 @@ class VLLMBackend(TokenizerBackend):
         self.logprobs_mode = logprobs_mode
         self.llm_kwargs = dict(llm_kwargs)
         self._llm = None
+        self._runner: Optional[str] = None  # 'pooling': set by a reranker on a sequence-classification checkpoint
         #: answer-token scoring: requests, prompt tokens and prompt tokens served from the prefix cache
         self.stats: Counter = Counter()
 
@@ -81,6 +95,8 @@ class VLLMBackend(TokenizerBackend):
         if self._llm is None:
             vllm = require("vllm", "vllm")
             mode = {} if self.logprobs_mode is None else {"logprobs_mode": self.logprobs_mode}
+            if self._runner is not None and "runner" not in self.llm_kwargs:
+                mode["runner"] = self._runner
             self._llm = vllm.LLM(model=model_path(self.model), tensor_parallel_size=self.tensor_parallel_size,
                                  gpu_memory_utilization=self.gpu_memory_utilization, max_model_len=self.max_model_len,
                                  dtype=self.dtype, enable_prefix_caching=self.enable_prefix_caching, seed=self.seed,
@@ -89,6 +105,15 @@ class VLLMBackend(TokenizerBackend):
 
     def _tokenizer(self):
         return self._engine().get_tokenizer()
+
+    def max_prompt_tokens(self) -> Optional[int]:
+        """The longest token-id prompt the engine takes with room for one output token: its ``max_model_len`` (given,
+        or the model's, read from the engine's ``model_config``) minus one. vLLM refuses a generate prompt of
+        ``max_model_len`` tokens (from 0.22.1: ``v1/engine/input_processor.py`` ``_validate_prompt_len``) and longer
+        ones in every version."""
+        config = getattr(getattr(self._engine(), "llm_engine", None), "model_config", None)
+        length = getattr(config, "max_model_len", None) or self.max_model_len
+        return None if length is None else int(length) - 1
 
     def generate(self, prompts: Sequence[Prompt], *, max_new_tokens: int, min_new_tokens: int = 0) -> List[str]:
         vllm = require("vllm", "vllm")
@@ -136,13 +161,23 @@ class VLLMBackend(TokenizerBackend):
         return result
 
     # -- pointwise scoring ----------------------------------------------------------------------------------------------
-    def answer_logits(self, prompts: Sequence[Sequence[int]], answer_ids: Sequence[int]) -> np.ndarray:
-        """For each token-id prompt, the next-token values of ``answer_ids`` after vLLM masked every other token:
-        an ``(n, len(answer_ids))`` float64 array whose softmax over a row is exactly the softmax of the model's logits
-        restricted to those tokens (the transformers path's 2-way softmax; shift-invariant, so logits and
-        log-probabilities serve alike).
+    def exact_answer_values(self) -> bool:
+        """Whether :meth:`answer_logits` is exact on this engine: vLLM >= 0.22.1 (``logprob_token_ids``), or an
+        engine with ``logprobs_mode`` ``'processed_logprobs'``/``'processed_logits'``."""
+        return self.logprobs_mode in EXACT_MODES or named_logprobs()
 
-        One ``generate`` call, ``SamplingParams(temperature=0, max_tokens=1, allowed_token_ids=answer_ids,
+    def answer_logits(self, prompts: Sequence[Sequence[int]], answer_ids: Sequence[int]) -> np.ndarray:
+        """For each token-id prompt, the next-token values of ``answer_ids``: an ``(n, len(answer_ids))`` float64 array
+        whose softmax over a row is exactly the softmax of the model's logits restricted to those tokens (the
+        transformers path's 2-way softmax; shift-invariant, so logits and log-probabilities serve alike, and a logit
+        difference is the same from either).
+
+        From vLLM 0.22.1 (:func:`named_logprobs`): one ``generate`` call with ``SamplingParams(temperature=0,
+        max_tokens=1, logprob_token_ids=answer_ids)`` (``sampling_params.py``; the V1 sampler gathers the named tokens'
+        values, ``v1/sample/sampler.py`` ``gather_specific_token_logprobs``): the full-vocabulary log-probabilities (or
+        logits) of exactly those tokens, whatever the engine's ``logprobs_mode``.
+
+        Older vLLM: one ``generate`` call, ``SamplingParams(temperature=0, max_tokens=1, allowed_token_ids=answer_ids,
         logprobs=len(answer_ids))`` on an engine with ``logprobs_mode`` ``'processed_logprobs'``/``'processed_logits'``:
         vLLM's V1 sampler (docs of ``vllm.v1.sample.sampler``, v0.10.2) applies the ``allowed_token_ids`` whitelist
         (step 3) before the processed values are taken, and with greedy sampling returns them before temperature
@@ -151,17 +186,21 @@ class VLLMBackend(TokenizerBackend):
         tokens may fall outside the top k: that engine is refused. Prompts are submitted in the order given, so
         requests that share a prefix (a query's candidates) hit the prefix cache; ``stats`` counts the requests,
         prompt tokens and prompt tokens served from the cache (``RequestOutput.num_cached_tokens``)."""
-        if self.logprobs_mode not in EXACT_MODES:
-            raise ValueError(f"{self!r}: exact answer-token scores need logprobs_mode='processed_logprobs' (or "
-                             f"'processed_logits'), got {self.logprobs_mode!r}; vLLM's default returns raw log-probabilities "
-                             "of the top k tokens only")
         answer_ids = [int(i) for i in answer_ids]
         if len(set(answer_ids)) != len(answer_ids) or len(answer_ids) < 2:
             raise ValueError(f"answer_ids must be at least two distinct token ids, got {answer_ids!r}")
+        named = named_logprobs()
+        if not named and self.logprobs_mode not in EXACT_MODES:
+            raise ValueError(f"{self!r}: exact answer-token scores need logprobs_mode='processed_logprobs' (or "
+                             f"'processed_logits'), got {self.logprobs_mode!r}; vLLM's default returns raw log-probabilities "
+                             "of the top k tokens only (vLLM >= 0.22.1 names the tokens instead: SamplingParams(logprob_token_ids=))")
         if not prompts:
             return np.empty((0, len(answer_ids)), dtype="float64")
         vllm = require("vllm", "vllm")
-        params = vllm.SamplingParams(n=1, temperature=0.0, max_tokens=1, allowed_token_ids=answer_ids, logprobs=len(answer_ids))
+        if named:  # the named tokens' values whatever the engine's logprobs_mode: one engine serves rerankers and judges
+            params = vllm.SamplingParams(n=1, temperature=0.0, max_tokens=1, logprob_token_ids=answer_ids)
+        else:
+            params = vllm.SamplingParams(n=1, temperature=0.0, max_tokens=1, allowed_token_ids=answer_ids, logprobs=len(answer_ids))
         outputs = self._generate_ids(prompts, params)
         values = np.empty((len(prompts), len(answer_ids)), dtype="float64")
         for n, o in enumerate(outputs):
@@ -178,6 +217,28 @@ class VLLMBackend(TokenizerBackend):
             self.stats["cached_tokens"] += int(cached or 0)
         self.stats["requests"] += len(prompts)
         return values
+
+    def classify_logits(self, prompts: Sequence[Sequence[int]]) -> np.ndarray:
+        """A sequence-classification checkpoint on vLLM's pooling runner (``runner='pooling'``): ``LLM.classify`` on the
+        token-id prompts with the activation off (``PoolingParams(use_activation=False)``, ``activation=False`` before
+        0.22), one ``(n, num_labels)`` float64 row of raw classifier logits per prompt. vLLM's own reranker example
+        (``examples/pooling/score/qwen3_reranker_offline.py`` in 0.33) builds its own prompts with ``LLM.score``; the
+        package sends its own ids, so both backends score the same tokens."""
+        import inspect
+        if not prompts:
+            return np.empty((0, 0), dtype="float64")
+        vllm = require("vllm", "vllm")
+        fields = inspect.signature(vllm.PoolingParams).parameters
+        params = vllm.PoolingParams(**({"use_activation": False} if "use_activation" in fields else {"activation": False}))
+        inputs = [{"prompt_token_ids": [int(i) for i in ids]} for ids in prompts]
+        outputs = self._engine().classify(inputs, pooling_params=params, use_tqdm=library_progress())
+        if len(outputs) != len(inputs):
+            raise RuntimeError(f"{self!r}: vLLM returned {len(outputs)} outputs for {len(inputs)} prompts")
+        for n, o in enumerate(outputs):
+            self.stats["prompt_tokens"] += len(inputs[n]["prompt_token_ids"])
+            self.stats["cached_tokens"] += int(getattr(o, "num_cached_tokens", None) or 0)
+        self.stats["requests"] += len(inputs)
+        return np.asarray([list(o.outputs.probs) for o in outputs], dtype="float64")
 
     # -- reasoning rerankers ----------------------------------------------------------------------------------------
     def generate_until(self, token_ids: Sequence[Sequence[int]], *, max_new_tokens: int, stop: Sequence[str] = (),

@@ -44,9 +44,15 @@ def engine_backend(reranker, backend, options: Optional[dict]):
     elif backend.model != reranker.model_name_or_path:
         raise ValueError(f"{name}: the VLLMBackend serves {backend.model!r} but model_name_or_path is {reranker.model_name_or_path!r}; "
                          "pass the same model to both")
-    elif backend.logprobs_mode not in EXACT_MODES:
-        raise ValueError(f"{name}: the VLLMBackend needs logprobs_mode='processed_logprobs' for exact scores, got "
-                         f"{backend.logprobs_mode!r}: VLLMBackend({backend.model!r}, logprobs_mode='processed_logprobs', ...)")
+    elif not backend.exact_answer_values():
+        raise ValueError(f"{name}: the VLLMBackend needs logprobs_mode='processed_logprobs' for exact scores on this vLLM "
+                         f"(older than 0.22.1, no logprob_token_ids), got {backend.logprobs_mode!r}: "
+                         f"VLLMBackend({backend.model!r}, logprobs_mode='processed_logprobs', ...)")
+    length, engine = getattr(reranker, "max_length", None), backend.max_model_len
+    if length is not None and engine is not None and int(length) >= int(engine):
+        raise ValueError(f"{name}: max_length={length} prompts do not fit max_model_len={engine}: vLLM refuses a prompt of "
+                         f"max_model_len tokens or more (one output token must fit); pass max_model_len >= {int(length) + 1} "
+                         f"or max_length <= {int(engine) - 1}")
     if getattr(reranker, "share_prefix", False):
         raise ValueError(f"{name}: share_prefix is the transformers path's prefix reuse; on vLLM the engine's prefix cache "
                          "does it (enable_prefix_caching, on by default)")
@@ -66,8 +72,9 @@ def query_contiguous(queries: Sequence[str]) -> List[np.ndarray]:
 
 
 def engine_scores(backend, feats: List[Dict[str, List[int]]], queries: Sequence[str], answer_ids: Sequence[int], mode: str,
-                  bar) -> np.ndarray:
-    """One score per row (input order) from ``backend.answer_logits`` on query-contiguous submissions of whole queries."""
+                  bar, values=None) -> np.ndarray:
+    """One score per row (input order) from ``backend.answer_logits`` (or ``values(prompts)``, ``[false, true]``
+    columns) on query-contiguous submissions of whole queries."""
     import torch
 
     from .base import two_way
@@ -76,8 +83,9 @@ def engine_scores(backend, feats: List[Dict[str, List[int]]], queries: Sequence[
 
     def flush():
         rows = np.concatenate(chunk)
-        values = backend.answer_logits([feats[i]["input_ids"] for i in rows], answer_ids)
-        scores[rows] = two_way(torch.from_numpy(values), mode).double().numpy()
+        prompts = [feats[i]["input_ids"] for i in rows]
+        got = backend.answer_logits(prompts, answer_ids) if values is None else values(prompts)
+        scores[rows] = two_way(torch.from_numpy(got), mode).double().numpy()
         bar.update(len(rows))
         chunk.clear()
 

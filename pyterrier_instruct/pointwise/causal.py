@@ -15,7 +15,7 @@ from .._config import preset
 from .._hub import from_pretrained, loading, model_path
 from ..prompts import PROMPTS
 from ._vllm import engine_backend, engine_scores
-from .base import TrueFalseReranker, two_way
+from .base import TrueFalseReranker, log, two_way
 
 
 @functools.lru_cache(maxsize=None)
@@ -74,6 +74,8 @@ class CausalLMReranker(TrueFalseReranker):
     schematic = {"label": "CausalLM"}
     padding_side = "left"
     default_max_length = 2048
+    #: a sequence-classification conversion of the checkpoint scores on vLLM's pooling runner (Qwen3Reranker)
+    pooling_checkpoints = False
     STYLES = {"followir": "mistral_followir", "infosearch": "mistral_infosearch"}
     #: ``share_prefix=None``: a query shares its prefix when it has this many candidates (fewer: its rows run whole,
     #: batched with other queries' rows) ...
@@ -126,13 +128,43 @@ class CausalLMReranker(TrueFalseReranker):
         if self._tokenizer is None:  # the engine's tokenizer (the same ids); the model runs inside the engine
             with loading(self.model_name_or_path):
                 architectures = self._model_config().architectures or ()
-            if any(a.endswith("ForSequenceClassification") for a in architectures):
+            self._pooling = any(a.endswith("ForSequenceClassification") for a in architectures)
+            if self._pooling and self.pooling_checkpoints:
+                if self.backend._llm is None:  # vLLM's pooling runner: LLM.classify on the same ids
+                    self.backend._runner = "pooling"
+                elif getattr(self.backend._llm, "runner_type", "pooling") != "pooling":
+                    raise ValueError(f"{self!r}: {self.model_name_or_path} is a sequence-classification checkpoint; its vLLM "
+                                     "engine must run runner='pooling' (pass it in the VLLMBackend's options)")
+            elif self._pooling:
                 raise ValueError(f"{self!r}: {self.model_name_or_path} is a sequence-classification checkpoint; backend='vllm' "
                                  "scores a causal LM's answer tokens: use its causal-LM checkpoint, or backend='hf'")
-            tok = self.backend._tokenizer()
+            # the package's own tokenizer, not the engine's: vLLM's truncates on the left (``get_tokenizer`` sets
+            # truncation_side='left' for generate models), which would cut the template's head, not the document
+            tok = self._load_tokenizer(model_path(self.model_name_or_path))
             self._ids = self._answer_ids(tok, self.backend.model)
-            self._tokenizer, self._max_length = tok, self.max_length or self._reference_max_length(tok)
+            self._tokenizer, self._max_length = tok, self._fit_engine(self.max_length or self._reference_max_length(tok))
         return None, self._tokenizer
+
+    def _classified(self, prompts) -> np.ndarray:
+        """``[no, yes]`` columns from vLLM's pooling runner: two labels as they are, one label (yes - no) as ``[0, x]``
+        (the transformers path's head, :meth:`Qwen3Reranker._answer_logits`)."""
+        values = self.backend.classify_logits(prompts)
+        return values if values.shape[1] == 2 else np.concatenate([np.zeros_like(values), values], axis=1)
+
+    def _fit_engine(self, length: int) -> int:
+        """``length`` fitted to the engine: vLLM refuses a generate prompt of ``max_model_len`` tokens or more (one
+        output token must fit; from 0.22.1, ``v1/engine/input_processor.py`` ``_validate_prompt_len``), and one refused
+        prompt aborts the whole ``generate`` call. A ``max_length`` the caller set and the engine cannot take is refused
+        naming both numbers; the reference length is cut to the engine's."""
+        limit = self.backend.max_prompt_tokens()
+        if limit is None or length <= limit:
+            return length
+        if self.max_length is not None:
+            raise ValueError(f"{self!r}: max_length={self.max_length} prompts do not fit the vLLM engine's max_model_len="
+                             f"{limit + 1} (a prompt of max_model_len tokens or more is refused): pass max_model_len >= "
+                             f"{self.max_length + 1} in backend_options, or max_length <= {limit}")
+        log.info("%r: prompts cut to %d tokens, the vLLM engine's max_model_len - 1", self, limit)
+        return limit
 
     def _model_config(self):
         """The checkpoint's ``transformers`` config: the loaded model's, or read from the folder on the vLLM path."""
@@ -154,7 +186,7 @@ class CausalLMReranker(TrueFalseReranker):
 
         import transformers
         path = model_path(self.model_name_or_path)
-        tok = from_pretrained(transformers.AutoTokenizer, path, padding_side="left")
+        tok = self._load_tokenizer(path)
         if os.path.isfile(os.path.join(path, "adapter_config.json")):
             from .._optional import require
             peft = require("peft", "hf")
@@ -165,6 +197,11 @@ class CausalLMReranker(TrueFalseReranker):
         tok.pad_token = tok.eos_token
         return model, tok
 
+    def _load_tokenizer(self, path: str):
+        """The tokenizer both backends encode with: the checkpoint's, left padding, its own truncation side."""
+        import transformers
+        return from_pretrained(transformers.AutoTokenizer, path, padding_side="left")
+
     def _forward(self, batch):
         mask = batch["attention_mask"]
         positions = (mask.long().cumsum(-1) - 1).clamp(min=0)
@@ -174,7 +211,8 @@ class CausalLMReranker(TrueFalseReranker):
     # -- shared-prefix scoring ---------------------------------------------------------------------
     def _score_features(self, feats, queries, bar):
         if self.backend != "hf":
-            return engine_scores(self.backend, feats, queries, self._ids, self.score, bar)
+            return engine_scores(self.backend, feats, queries, self._ids, self.score, bar,
+                                 values=self._classified if getattr(self, "_pooling", False) else None)
         if self.share_prefix is False:
             return super()._score_features(feats, queries, bar)
         scores, whole = np.empty(len(feats), dtype="float64"), []

@@ -57,6 +57,7 @@ class Qwen3Reranker(CausalLMReranker):
     default_max_length = 8192
     query_slot = PROMPTS["qwen3_reranker"].query_slot
     _lazy = ("_model", "_tokenizer", "_head")
+    pooling_checkpoints = True
 
     def __init__(self, model_name_or_path: str = "Qwen/Qwen3-Reranker-0.6B", *, instruction: str = QWEN3_DEFAULT_INSTRUCTION,
                  **kwargs):

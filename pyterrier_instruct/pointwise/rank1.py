@@ -53,6 +53,12 @@ def p_true(logprobs: Dict[int, float], true_id: int, false_id: int) -> float:
     return 1.0 / (1.0 + math.exp(f - t))
 
 
+#: ``backend='vllm'``: rank1's engine (orionw/rank1 ``rank1.py:78-92``: ``LLM(dtype="float16", max_model_len=16000)``)
+#: and ``logprobs_mode='processed_logprobs'`` (:meth:`~pyterrier_instruct.backends.VLLMBackend.answer_logits`);
+#: ``backend_options`` override each.
+VLLM_DEFAULTS = {"dtype": "float16", "max_model_len": 16000, "logprobs_mode": "processed_logprobs"}
+
+
 class Rank1(InstructReranker):
     """rank1: greedy reasoning, then p(true), per (query + instruction, passage).
 
@@ -63,8 +69,9 @@ class Rank1(InstructReranker):
             :class:`~pyterrier_instruct.backends.base.TokenizerBackend` that implements ``generate_until`` and
             ``next_token_logprobs``.
         backend_options: keyword arguments of the backend built from ``'hf'``/``'vllm'`` (e.g. ``batch_size``,
-            ``dtype``, ``device``; rank1 runs vLLM in float16). ``'vllm'`` defaults to ``logprobs_mode='processed_logprobs'``
-            (the forced answer step's values are then exact: :meth:`~pyterrier_instruct.backends.VLLMBackend.answer_logits`).
+            ``dtype``, ``device``). ``'vllm'`` defaults to rank1's engine, ``dtype='float16'``, ``max_model_len=16000``
+            (orionw/rank1 ``rank1.py:78-92``), and ``logprobs_mode='processed_logprobs'`` (the forced answer step's values
+            are then exact: :meth:`~pyterrier_instruct.backends.VLLMBackend.answer_logits`): :data:`VLLM_DEFAULTS`.
         max_output_tokens: the reasoning budget in tokens (rank1's ``max_output_tokens``, 8192).
         text_field, title_field: the passage is ``"{title} {text}"`` when the row has a non-empty title, else the text
             (neither stripped, as in rank1's ``predict``).
@@ -90,8 +97,8 @@ class Rank1(InstructReranker):
             raise TypeError("Rank1 needs token ids and log-probabilities: backend must be 'hf', 'vllm' or a TokenizerBackend, "
                             f"not a callable ({backend!r})")
         options = backend_options
-        if backend == "vllm":  # exact answer-step values: log-probabilities taken after allowed_token_ids (VLLMBackend.answer_logits)
-            options = {"logprobs_mode": "processed_logprobs", **(backend_options or {})}
+        if backend == "vllm":  # rank1's engine; exact answer-step values: log-probabilities after allowed_token_ids
+            options = {**VLLM_DEFAULTS, **(backend_options or {})}
         built = _family_backend(type(self), backend, model_name_or_path, CHECKPOINTS["7b"], options)
         missing = [m for m in REASONING_CALLS if not callable(getattr(built, m, None))]
         if not isinstance(built, TokenizerBackend) or missing:
