@@ -29,8 +29,8 @@ prompt the tiny random weights cannot answer: to a listwise prompt ("... provide
 reverse permutation, to an IFIR judge prompt ("Please give a score between 0 and N.") ``{"score": min(2, N), "reason":
 "stand-in"}`` (as text; the tiny tokenizers cannot spell ``{``), greedily, its logits at each step putting
 :data:`PROBS` on the emitted token and (for a digit d) the digits d+1, d+2, ... (mod 10), else the ids t+1, t+2, ...,
-``-inf`` elsewhere: the Sampler returns exactly ``log(PROBS)``. ``instances`` records every engine, ``LLM.calls`` every ``generate``/``classify`` call, and
-``LLM.init_args`` the options as given.
+``-inf`` elsewhere: the Sampler returns exactly ``log(PROBS)``. ``instances`` records every engine, ``LLM.calls`` every
+``generate``/``classify`` call, and ``LLM.init_args`` the options as given.
 
 Where vLLM cannot be imported (the side folder is missing), importing this module inside a test skips that test,
 naming the folder and the command that fills it.

