@@ -364,6 +364,7 @@ def _paired_execution(original, bound, plan: str):
     transformers = [s for s in systems if not isinstance(s, pd.DataFrame)]  # a result frame is evaluated whole
     if batch_size is not None and transformers and isinstance(topics, pd.DataFrame):
         _check_batches(measures, topics, int(batch_size), plan)
+    _warn_plain_caches(systems, arguments["names"], topics, measures, names)
     saved = None
     if arguments.get("save_dir") is not None and isinstance(topics, pd.DataFrame):
         saved = _SavedRuns(arguments["save_dir"], arguments.get("save_mode"), arguments.get("save_format"),
@@ -381,6 +382,30 @@ def _paired_execution(original, bound, plan: str):
         _ACTIVE.reset(token)
         if saved is not None:
             saved.record()
+
+
+def _warn_plain_caches(systems, system_names, topics, measures, names) -> None:
+    """A warning, before any system runs, for each pyterrier-caching cache keyed without the instruction
+    (:func:`~pyterrier_instruct.caching.plain_caches`) in an experiment whose topics hold variants that share a query
+    text and differ in the instruction (FollowIR's og and changed): the changed variant would get the og variant's
+    cached scores, and a paired measure would compare a system with itself."""
+    if not isinstance(topics, pd.DataFrame) or not {"query", "instruction"} <= set(topics.columns):
+        return
+    if not (topics.groupby("query")["instruction"].nunique() > 1).any():
+        return
+    from .caching import plain_caches
+    from .measures import PairedMeasure
+    paired = ", ".join(n for m, n in zip(measures, names) if isinstance(m, PairedMeasure))
+    for name, system in zip(system_names, systems):
+        if isinstance(system, pd.DataFrame):
+            continue
+        for cache in plain_caches(system):
+            warn_user(f"pt.Experiment: the system {str(name)!r} holds {cache}, which keys its entries without the "
+                      "instruction: the topics' variants that share a query text and differ only in the instruction "
+                      "(og and changed) get one cached score, so " + paired + " would compare the "
+                      "system with itself. Use pti.ScorerCache(path, scorer) or pti.RetrieverCache(path, retriever) "
+                      "(keyed on the stage, the query it reads and the instruction; docs/caching.md), or fold the "
+                      "instruction into the query first (pti.FoldInstruction()).")
 
 
 #: what is written beside a saved run ``<save_dir>/<name>.<ext>``: its fingerprint

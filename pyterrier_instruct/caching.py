@@ -39,6 +39,42 @@ log = logging.getLogger(__name__)
 _SEP = "\x1f"
 
 
+def plain_caches(system: pt.Transformer) -> List[str]:
+    """The pyterrier-caching caches inside ``system`` (not this module's) whose key leaves the instruction out: a score
+    cache keyed on ``group``/``key`` columns other than ``instruction`` (``ScorerCache``'s default: query, docno), a
+    retriever cache keyed ``on`` columns without it; named by their ``repr``. Empty when the system folds the instruction
+    into the query (:class:`~pyterrier_instruct.rewrite.FoldInstruction`: the query column then differs per variant) or
+    when pyterrier-caching was never imported (no such cache can be in it)."""
+    import sys
+    if "pyterrier_caching" not in sys.modules:
+        return []
+    from .rewrite import FoldInstruction
+    found, seen, stack = [], set(), [system]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen or not isinstance(node, pt.Transformer):
+            continue
+        seen.add(id(node))
+        if isinstance(node, FoldInstruction):
+            return []
+        if not isinstance(node, _Keyed) and type(node).__module__.startswith("pyterrier_caching."):
+            if hasattr(node, "group") and hasattr(node, "key"):  # a score cache
+                columns = {node.group, node.key}
+            elif hasattr(node, "on") and hasattr(node, "retriever"):  # a retriever cache: on=None keys every input column
+                columns = {"instruction"} if node.on is None else set([node.on] if isinstance(node.on, str) else node.on)
+            else:
+                columns = {"instruction"}
+            if "instruction" not in columns:
+                found.append(repr(node))
+        try:
+            children = pt.inspect.subtransformers(node)
+        except Exception:  # a foreign transformer pt.inspect cannot read: nothing more to walk
+            continue
+        for child in children.values():
+            stack.extend(child if isinstance(child, (list, tuple)) else [child])
+    return found
+
+
 def identity_of(stage: pt.Transformer, identity: Optional[str], who: str) -> str:
     """``identity`` if given, else the stage's fingerprint; a stage without one is a clear error."""
     if identity is not None:

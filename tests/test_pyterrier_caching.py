@@ -154,3 +154,25 @@ def test_retriever_cache_over_dense_retrieval_with_instructions(mini, bert, pair
     again = pti.RetrieverCache(str(tmp_path / "ours"), Raising(retriever), identity=cache._key)
     pd.testing.assert_frame_equal(again(topics), got)
     assert (again.hits, again.misses) == (len(topics), 0)
+
+
+def test_an_experiment_with_a_plain_cache_warns_before_any_system_runs(mini, bert, paired, tmp_path, recwarn):
+    """The seam: a pyterrier-caching ScorerCache keyed on (query, docno) in an experiment with a paired measure and
+    variants that share a query text is named in a warning at the user's line; this package's cache, a system that
+    folds the instruction into the query, and an experiment without the package's measures get none."""
+    import warnings
+    topics, _, qrels = paired
+    plain = ptc.ScorerCache(str(tmp_path / "plain"), pt.apply.score(raising))
+    with pytest.warns(UserWarning, match=r"'cached' holds Sqlite3ScorerCache\(.*keys its entries without the instruction.*pMRR "
+                                         r"would compare the system with itself.*pti\.ScorerCache") as caught:
+        with pytest.raises(AssertionError, match="scored a row"):  # the warning came first, then the system ran
+            pt.Experiment([mini.candidates() >> plain], topics, qrels, [pti.pMRR], names=["cached"])
+    assert any(w.filename == __file__ for w in caught)  # attributed to the user's line
+    quiet = [pti.ScorerCache(str(tmp_path / "ours"), bert),
+             pti.FoldInstruction() >> mini.candidates() >> ptc.ScorerCache(str(tmp_path / "folded"), bert)]
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        pt.Experiment([mini.candidates() >> quiet[0], quiet[1]], topics, qrels, [pti.pMRR], names=["ours", "folded"])
+        plain_og = ptc.ScorerCache(str(tmp_path / "plain2"), bert)
+        pt.Experiment([mini.candidates() >> plain_og], topics[topics.qid.str.endswith("-og")], qrels, ["map"])
+    assert not [w for w in seen if "keys its entries without the instruction" in str(w.message)]
