@@ -89,7 +89,7 @@ def run_rank_r1(setwise, folder, df, budget):
         ref.update({(qid, r.docid): r.score for r in peer.rerank(peer.truncate(g["query"].iloc[0], 32), ranking)})
         compares += peer.total_compare
     t_ref = time.perf_counter() - t
-    ours = pti.RankR1(folder, num_child=4, k=3, max_new_tokens=budget, backend_options={"batch_size": 16}, verbose=False)
+    ours = pti.RankR1(folder, num_child=4, k=3, max_output_tokens=budget, backend_options={"batch_size": 16}, verbose=False)
     ours.backend._load()
     t = time.perf_counter()
     out = ours(df)

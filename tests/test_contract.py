@@ -68,7 +68,7 @@ FAMILIES = {
     "FIRST": lambda m: pti.FIRST(m["zephyr"], window_size=4, stride=2, depth=6),
     "ReasonRank": lambda m: pti.ReasonRank(m["zephyr"], window_size=4, stride=2, depth=6, max_output_tokens=4),
     "Setwise": lambda m: pti.Setwise(m["t5"], num_child=2, k=3),
-    "RankR1": lambda m: pti.RankR1(m["qwen-chat"], num_child=3, k=2, max_new_tokens=4),
+    "RankR1": lambda m: pti.RankR1(m["qwen-chat"], num_child=3, k=2, max_output_tokens=4),
     "BiEncoder": lambda m: pti.BiEncoder(m["bert"]),
     "SBertBiEncoder": lambda m: pti.SBertBiEncoder(m["bert"]),
     "Promptriever": lambda m: pti.Promptriever(m["adapter"]),

@@ -183,7 +183,7 @@ def test_rank_r1_on_tiny_weights_equals_the_reference_generation(llmrankers, mod
     tok, generate = greedy(model, 6)
     df = frame((7, 5))
     ref, ref_scores, ref_counts = reference_run(reference_class(llmrankers), tok, generate, df, num_child=3, k=3)
-    ours = pti.RankR1(model, max_new_tokens=6, num_child=3, k=3, verbose=False)
+    ours = pti.RankR1(model, max_output_tokens=6, num_child=3, k=3, verbose=False)
     out = ours(df)
     assert {(q, d): s for q, d, s in zip(out["qid"], out["docno"], out["score"])} == ref_scores
     assert ours.comparisons == ref_counts and ours.stats["generations"] == sum(ref_counts.values())
@@ -206,7 +206,7 @@ def test_rank_r1_instruction_lora_vllm_and_errors(model, tmp_path, monkeypatch):
     peft.get_peft_model(base, peft.LoraConfig(r=4, lora_alpha=8, init_lora_weights=False, target_modules=["q_proj", "v_proj"])
                         ).save_pretrained(str(tmp_path / "lora"))
     adapter = str(tmp_path / "lora")
-    lora = pti.RankR1(adapter, max_new_tokens=3, num_child=3, k=2, verbose=False)
+    lora = pti.RankR1(adapter, max_output_tokens=3, num_child=3, k=2, verbose=False)
     a = lora(df)
     assert lora.backend._base_of() == model and lora.backend._model.config.model_type == "qwen2"
     merged = lora.backend._model.model.layers[0].self_attn.q_proj.weight
@@ -215,8 +215,8 @@ def test_rank_r1_instruction_lora_vllm_and_errors(model, tmp_path, monkeypatch):
     assert len(a) == 6 and a["score"].max() == -1.0
     # vLLM (the stand-in engine): the same token ids as the HF path
     monkeypatch.setitem(sys.modules, "vllm", fake_vllm)
-    hf = pti.RankR1(model, max_new_tokens=1, num_child=3, k=2, verbose=False)
-    vl = pti.RankR1(model, backend="vllm", max_new_tokens=1, num_child=3, k=2, verbose=False)
+    hf = pti.RankR1(model, max_output_tokens=1, num_child=3, k=2, verbose=False)
+    vl = pti.RankR1(model, backend="vllm", max_output_tokens=1, num_child=3, k=2, verbose=False)
     ids, encode = [], hf.input_ids
     hf.input_ids = lambda messages: ids.append(encode(messages)) or ids[-1]
     assert hf(df)["score"].tolist() == vl(df)["score"].tolist()
@@ -238,16 +238,17 @@ def test_llm_rankers_is_the_pypi_release(llmrankers):  # noqa: F811
 
 def test_cli_rank_r1_rows_followir_and_bright(model, tmp_path, monkeypatch):
     """``--systems rank-r1`` on FollowIR (the candidates) and on BRIGHT (``inf-ir``: BM25 top 100), through the vLLM
-    stand-in (which answers one token: every comparison keeps its parent)."""
+    stand-in (vLLM's own sampler over the tiny model, 4 tokens a comparison: --reasoning-budget)."""
     import fake_vllm
     from pyterrier_instruct.reproduce.cli import main
     monkeypatch.setitem(sys.modules, "vllm", fake_vllm)
     robust04 = str(Path(__file__).parent / "data" / "layouts" / "jhu-clsp" / "robust04-instructions")
     assert main(["followir", "--dataset", "followir/robust04", "--path", robust04, "--out", str(tmp_path / "f"), "--quiet",
-                 "--systems", "rank-r1", "--rank-r1", model, "--listwise-backend", "vllm"]) == 0
+                 "--systems", "rank-r1", "--rank-r1", model, "--listwise-backend", "vllm", "--reasoning-budget", "4"]) == 0
     table = pd.read_csv(tmp_path / "f" / "table2.csv")
     assert table["Model"].tolist() == ["Rank-R1-7B [qwen, unrevisioned]"] and table["robust04 p-MRR"].notna().all()
-    assert main(["inf-ir", "--systems", "rank-r1", "--rank-r1", model, "--listwise-backend", "vllm", "--out", str(tmp_path / "b"),
+    assert main(["inf-ir", "--systems", "rank-r1", "--rank-r1", model, "--listwise-backend", "vllm", "--reasoning-budget", "4",
+                 "--out", str(tmp_path / "b"),
                  "--quiet", "--dataset", "bright/biology"]) == 0
     table = pd.read_csv(tmp_path / "b" / "table2.csv")
     assert table["Model"].tolist() == ["Rank-R1-7B [qwen, unrevisioned]"] and table.notna().all().all()

@@ -382,7 +382,7 @@ def test_setwise_and_rank_r1_on_ray(ray_cluster, tiny, qwen, frames, tmp_path):
     cands = cands[cands["qid"].isin(cands["qid"].unique()[:3])]
     chat = with_chat_template(qwen["qwen2"], tmp_path / "qwen-chat", QWEN_CHAT_TEMPLATE)
     for model in (pti.Setwise(tiny["t5"], scoring="likelihood", num_child=3, k=4, verbose=False),
-                  pti.RankR1(chat, num_child=3, k=2, max_new_tokens=3, verbose=False)):
+                  pti.RankR1(chat, num_child=3, k=2, max_output_tokens=3, verbose=False)):
         out, ref = pti.on_ray(model, workers=1)(cands), model(cands)
         same_run(out, ref, atol=0)
         if "reasoning" in ref:

@@ -207,11 +207,20 @@ ROWS_SETWISE = {
 }
 
 
-def setwise_rerankers(models: Mapping[str, str], backend: str, options: Mapping[str, object], **rank_r1) -> Dict[str, Callable]:
+def reasoning_budget(args: argparse.Namespace) -> Dict[str, int]:
+    """``{"max_output_tokens": --reasoning-budget}`` when given, else ``{}`` (the model's own default)."""
+    return {} if args.reasoning_budget is None else {"max_output_tokens": args.reasoning_budget}
+
+
+def setwise_rerankers(models: Mapping[str, str], backend: str, options: Mapping[str, object], reasoning_budget: Optional[int] = None,
+                      **rank_r1) -> Dict[str, Callable]:
     """The :data:`ROWS_SETWISE` systems over ``--<key>`` weights on the ``'hf'`` (with ``device``/``batch_size``) or
-    ``'vllm'`` backend; ``rank_r1`` keyword arguments go to Rank-R1 (BRIGHT's longer query and passages)."""
+    ``'vllm'`` backend; ``reasoning_budget`` (``--reasoning-budget``; None: Rank-R1's own 2,048) and ``rank_r1`` keyword
+    arguments go to Rank-R1 (BRIGHT's longer query and passages)."""
     import pyterrier_instruct as pti
     hf = backend_options(options) if backend == "hf" else None
+    if reasoning_budget is not None:
+        rank_r1["max_output_tokens"] = reasoning_budget
     return {"setwise": lambda: pti.Setwise(models["setwise"], backend=backend, backend_options=hf, verbose=options["verbose"]),
             "rank-r1": lambda: pti.RankR1(models["rank-r1"], backend=backend, backend_options=hf, verbose=options["verbose"], **rank_r1)}
 

@@ -22,7 +22,8 @@ import sys
 
 import pyterrier_instruct as pti
 from pyterrier_instruct.reproduce.common import (ROWS_2025, Row, backend_options, check_models, finish, listwise_backend, model_options,
-                                                 on_cluster, open_datasets, parse, parser, rank1, rerankers_2025, saved, selected,
+                                                 on_cluster, open_datasets, parse, parser, rank1, reasoning_budget as budget, rerankers_2025, saved,
+                                                 selected,
                                                  ROWS_SETWISE, setwise_rerankers)
 
 #: the CLI command (``pyterrier-instruct followir``) and its line in the overview; the CLI finds it here
@@ -55,8 +56,8 @@ def main(argv=None) -> int:
     p = parser("followir", __doc__, ROWS, DATASETS)
     p.add_argument("--listwise-backend", choices=["hf", "vllm"], default="hf",
                    help="the generation backend of RankZephyr, FIRST, ReasonRank, rank1, Setwise and Rank-R1")
-    p.add_argument("--reasoning-budget", type=int, default=3072, help="ReasonRank's reasoning tokens per window (default: 3072, "
-                   "rank_llm's ReasonRank demo)")
+    p.add_argument("--reasoning-budget", type=int, default=None, help="the reasoning tokens of ReasonRank (per window) and Rank-R1 "
+                   "(per comparison) (default: each model's own: ReasonRank 3072 as rank_llm's demo, Rank-R1 2048 as its library)")
     p.add_argument("--ties", choices=["docno", "input"], default="docno", help="p-MRR tie-break (default: docno, as mteb)")
     args = parse(p, argv, ROWS, DATASETS)
     check_models(args, ROWS)
@@ -75,14 +76,14 @@ def main(argv=None) -> int:
         "e5-mistral": lambda: pti.E5Mistral(m["e5-mistral"], **kw).scorer(),
         **rerankers_2025(m, kw),
         "rank1": lambda: rank1(m["rank1"], args.listwise_backend, kw),
-        **setwise_rerankers(m, args.listwise_backend, kw),
+        **setwise_rerankers(m, args.listwise_backend, kw, args.reasoning_budget),
         "rank-zephyr": lambda: pti.RankZephyr(
             backend=listwise_backend(m["rank-zephyr"], args.listwise_backend, kw),
             depth=100, verbose=kw["verbose"]),
         "first": lambda: pti.FIRST(m["first"], backend=args.listwise_backend, backend_options=hf_options, depth=100,
                                    verbose=kw["verbose"]),
         "reasonrank": lambda: pti.ReasonRank(m["reasonrank"], backend=args.listwise_backend, backend_options=hf_options,
-                                             max_output_tokens=args.reasoning_budget, depth=100, verbose=kw["verbose"]),
+                                             depth=100, verbose=kw["verbose"], **budget(args)),
     }, args)
     rerankers = on_cluster(rerankers, args)  # --ray: each model on the cluster (the pool BM25 stays here)
 

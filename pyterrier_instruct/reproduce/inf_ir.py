@@ -31,6 +31,7 @@ import pyterrier_instruct as pti
 from pyterrier_instruct.reproduce.common import (ROWS_2025, ROWS_SETWISE, Row, backend_options, check_models, finish, first_stage_bm25,
                                                  full_retrieval, model_options, open_datasets, parse, parser, saved, selected,
                                                  setwise_rerankers)
+from pyterrier_instruct.reproduce.common import reasoning_budget as budget
 from pyterrier_instruct.reproduce.followir import ROWS as FOLLOWIR_ROWS
 
 #: the CLI command (``pyterrier-instruct inf-ir``) and its line in the overview; the CLI finds it here
@@ -76,8 +77,8 @@ def main(argv=None) -> int:
                    help="the paper row it reproduces, e.g. 'e5-base-v2 + InF-Embed' (for the published numbers)")
     p.add_argument("--ties", choices=["docno", "input"], default="docno", help="p-MRR tie-break (default: docno, as mteb)")
     p.add_argument("--listwise-backend", choices=["hf", "vllm"], default="hf", help="Rank-R1's and ReasonRank's generation backend")
-    p.add_argument("--reasoning-budget", type=int, default=3072, help="ReasonRank's reasoning tokens per window (default: 3072, "
-                   "rank_llm's ReasonRank demo)")
+    p.add_argument("--reasoning-budget", type=int, default=None, help="the reasoning tokens of ReasonRank (per window) and Rank-R1 "
+                   "(per comparison) (default: each model's own: ReasonRank 3072 as rank_llm's demo, Rank-R1 2048 as its library)")
     p.add_argument("--bright-instruction", default="", metavar="TEMPLATE",
                    help="the instruction of every BRIGHT query, {task} = the task key, e.g. 'Represent this {task} post for "
                         "searching relevant passages:' (default: none, the query alone)")
@@ -100,9 +101,9 @@ def main(argv=None) -> int:
     # and ReasonRank (BRIGHT is its paper's benchmark; here over the same BM25 top 100)
     hf_options = backend_options(kw) if args.listwise_backend == "hf" else None
     rerankers = selected({
-        "rank-r1": setwise_rerankers(m, args.listwise_backend, kw, query_length=1024, passage_length=1024)["rank-r1"],
+        "rank-r1": setwise_rerankers(m, args.listwise_backend, kw, args.reasoning_budget, query_length=1024, passage_length=1024)["rank-r1"],
         "reasonrank": lambda: pti.ReasonRank(m["reasonrank"], backend=args.listwise_backend, backend_options=hf_options,
-                                             max_output_tokens=args.reasoning_budget, depth=100, verbose=kw["verbose"]),
+                                             depth=100, verbose=kw["verbose"], **budget(args)),
     }, args)
     datasets = open_datasets(args)
     datasets = {label(name): ds for name, ds in zip(args.dataset, datasets.values())}

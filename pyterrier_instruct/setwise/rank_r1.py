@@ -109,7 +109,8 @@ class RankR1(SetwiseBase):
         method, num_child, k: as :class:`~pyterrier_instruct.setwise.Setwise`; the reference's 19 children (20 documents
             per comparison) and k = 10.
         num_permutation: shuffles per comparison, the winner by vote (1).
-        max_new_tokens: the reasoning budget (the library's 2,048; the research script uses 8,000).
+        max_output_tokens: the reasoning budget in generated tokens (Rank1's and ReasonRank's keyword; the library's
+            2,048; the research script uses 8,000).
         seed: the per-query shuffle seed (929, the reference's).
         query_length, passage_length: tokens kept of the query and of ``"{title} {text}"`` (the README runs: 32 and 512;
             BRIGHT 1,024 and 1,024).
@@ -126,14 +127,14 @@ class RankR1(SetwiseBase):
     extra_outputs = ("reasoning",)
 
     def __init__(self, model_name_or_path: str = CHECKPOINTS["7b"], *, backend="hf", backend_options: Optional[dict] = None,
-                 method: str = "heapsort", num_child: int = 19, k: int = 10, num_permutation: int = 1, max_new_tokens: int = 2048,
+                 method: str = "heapsort", num_child: int = 19, k: int = 10, num_permutation: int = 1, max_output_tokens: int = 2048,
                  seed: int = 929, query_length: Optional[int] = 32, passage_length: Optional[int] = 512, text_field: str = "text",
                  title_field: Optional[str] = "title", instruction: str = "", verbose: bool = True):
         check(method, num_child, k, "RankR1")
         if int(num_child) + 1 > len(LABELS):
             raise ValueError(f"RankR1: at most {len(LABELS)} documents per comparison (num_child <= {len(LABELS) - 1}), got num_child={num_child!r}")
-        if int(num_permutation) < 1 or int(max_new_tokens) < 1:
-            raise ValueError(f"RankR1: num_permutation and max_new_tokens must be at least 1, got {num_permutation!r}, {max_new_tokens!r}")
+        if int(num_permutation) < 1 or int(max_output_tokens) < 1:
+            raise ValueError(f"RankR1: num_permutation and max_output_tokens must be at least 1, got {num_permutation!r}, {max_output_tokens!r}")
         if isinstance(backend, str):
             if backend not in ("hf", "vllm"):
                 raise ValueError(f"RankR1: backend must be 'hf', 'vllm' or a TokenizerBackend, got {backend!r}")
@@ -148,7 +149,7 @@ class RankR1(SetwiseBase):
                             f"got {type(built).__name__}")
         self._setup(method, num_child, k, query_length, passage_length)
         self.model_name_or_path, self.backend, self.backend_options = model_name_or_path, built, backend_options
-        self.num_permutation, self.max_new_tokens, self.seed = int(num_permutation), int(max_new_tokens), int(seed)
+        self.num_permutation, self.max_output_tokens, self.seed = int(num_permutation), int(max_output_tokens), int(seed)
         self.text_field, self.title_field, self.instruction, self.verbose = text_field, title_field, instruction, verbose
         self._rngs: Dict[int, random.Random] = {}
         self._wins: Dict[int, str] = {}
@@ -190,7 +191,7 @@ class RankR1(SetwiseBase):
                 shown = rng.sample(list(range(len(passages))), len(passages))
                 refs.append(shown)
                 jobs.append(self.input_ids(self.messages(query, [passages[i] for i in shown])))
-        runs = self.backend.generate_until(jobs, max_new_tokens=self.max_new_tokens, stop=(), top_logprobs=1)
+        runs = self.backend.generate_until(jobs, max_new_tokens=self.max_output_tokens, stop=(), top_logprobs=1)
         self.stats["generations"] += len(runs)
         self.stats["prompt_tokens"] += sum(map(len, jobs))
         self.stats["completion_tokens"] += sum(len(r.token_ids) for r in runs)
