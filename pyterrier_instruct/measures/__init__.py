@@ -55,16 +55,14 @@ def unpaired(measure: str, needed, found) -> ValueError:
     one-sided: the topics given to ``pt.Experiment`` when its qrels have the variants and its topics do not (PyTerrier
     evaluates the qrels of the topics' qids only, e.g. after ``ds.get_topics('og')``), else the qrels."""
     from .._experiment_context import experiment_qids
-    topic_qids, qrels_qids = experiment_qids()
+    topic_qids, _ = experiment_qids()
     if topic_qids is not None:
         in_topics = {split_qid(q)[1] for q in topic_qids} - {None}
-        in_qrels = {split_qid(q)[1] for q in qrels_qids} - {None}
         lacking = [v for v in needed if v not in in_topics]
-        if lacking and all(v in in_qrels for v in needed):
+        if lacking:  # PyTerrier keeps the qrels of the topics' qids only (filter_by_topics), so the topics are what lacks them
             return ValueError(f"{measure} needs the topics of every variant it compares ({', '.join(needed)}): the topics given "
-                              f"to pt.Experiment have variants {sorted(in_topics)} only, no '<qid>-{lacking[0]}' query (the qrels "
-                              f"have {sorted(in_qrels)}); pass all the variants' topics, e.g. ds.get_topics() rather than "
-                              f"ds.get_topics('og')")
+                              f"to pt.Experiment have variants {sorted(in_topics)} only, no '<qid>-{lacking[0]}' query; pass all "
+                              f"the variants' topics, e.g. ds.get_topics() rather than ds.get_topics('og')")
     wanted = " and ".join(f"'<qid>-{v}'" for v in needed)
     return ValueError(f"{measure} needs paired qrels with {wanted} query ids (see pyterrier_instruct.paired_qrels); "
                       f"found variants {sorted(found)}")
