@@ -41,8 +41,8 @@ _SEP = "\x1f"
 
 def plain_caches(system: pt.Transformer) -> List[str]:
     """The pyterrier-caching caches inside ``system`` (not this module's) whose key leaves the instruction out: a score
-    cache keyed on ``group``/``key`` columns other than ``instruction`` (``ScorerCache``'s default: query, docno), a
-    retriever cache keyed ``on`` columns without it; named by their ``repr``. Empty when the system folds the instruction
+    cache at its default key (``group='query'``, ``key='docno'``; one keyed on columns the user chose is trusted), a
+    retriever cache keyed ``on`` columns without ``instruction``; named by their ``repr``. Empty when the system folds the instruction
     into the query (:class:`~pyterrier_instruct.rewrite.FoldInstruction`: the query column then differs per variant) or
     when pyterrier-caching was never imported (no such cache can be in it)."""
     import sys
@@ -58,13 +58,14 @@ def plain_caches(system: pt.Transformer) -> List[str]:
         if isinstance(node, FoldInstruction):
             return []
         if not isinstance(node, _Keyed) and type(node).__module__.startswith("pyterrier_caching."):
-            if hasattr(node, "group") and hasattr(node, "key"):  # a score cache
-                columns = {node.group, node.key}
+            if hasattr(node, "group") and hasattr(node, "key"):  # a score cache: flagged at its default key only
+                flagged = node.group in (None, "query") and node.key in (None, "docno")
             elif hasattr(node, "on") and hasattr(node, "retriever"):  # a retriever cache: on=None keys every input column
-                columns = {"instruction"} if node.on is None else set([node.on] if isinstance(node.on, str) else node.on)
+                on = node.on
+                flagged = on is not None and "instruction" not in ([on] if isinstance(on, str) else list(on))
             else:
-                columns = {"instruction"}
-            if "instruction" not in columns:
+                flagged = False
+            if flagged:
                 found.append(repr(node))
         try:
             children = pt.inspect.subtransformers(node)
