@@ -44,17 +44,31 @@ def test_bm25_ranks_and_cutoff(mini, mini_bm25):
         mini_bm25(pd.DataFrame({"qid": ["1"]}))
 
 
-def test_bm25_pickles_by_its_index_and_runs_in_parallel(mini, mini_bm25, tiny):
+def test_bm25_pickles_by_its_index_and_runs_in_parallel(mini, mini_bm25, tiny, tmp_path):
     """BM25 pickles by its index path (PISA's native searcher is opened again in the copy), so a full pipeline runs
-    with PyTerrier's ``.parallel(2)`` and gives the single-process result."""
+    with PyTerrier's ``.parallel(2)`` and gives the single-process result. The parallel run is a fresh process, as a
+    user's script is: joblib's workers die in a process where an earlier test started Java (Anserini)."""
+    import os
     import pickle
+    import subprocess
+    import sys
+    from pathlib import Path
     topics = mini.get_topics().iloc[:4]
     mini_bm25(topics.iloc[:1])  # the searcher is open: it does not travel
     copy = pickle.loads(pickle.dumps(mini_bm25))
     assert repr(copy) == repr(mini_bm25) and copy._retriever is None
     pd.testing.assert_frame_equal(copy(topics), mini_bm25(topics))
     pipe = pti.FoldInstruction() >> mini_bm25 % 10 >> mini.text_loader() >> pti.SBertBiEncoder(tiny["bert"], verbose=False)
-    single, parallel = pipe(topics), pipe.parallel(2)(topics)
+    single = pipe(topics)
+    (tmp_path / "in.pkl").write_bytes(pickle.dumps((pipe, topics)))
+    script = ("import pickle, sys\nimport pyterrier_instruct\n"
+              f"pipe, topics = pickle.loads(open({str(tmp_path / 'in.pkl')!r}, 'rb').read())\n"
+              f"pipe.parallel(2)(topics).to_pickle({str(tmp_path / 'out.pkl')!r})\n")
+    root = Path(__file__).parents[1]
+    done = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "PYTHONPATH": str(root), "HF_HUB_OFFLINE": "1"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    parallel = pd.read_pickle(tmp_path / "out.pkl")
     key = ["qid", "rank"]
     pd.testing.assert_frame_equal(parallel.sort_values(key).reset_index(drop=True)[single.columns],
                                   single.sort_values(key).reset_index(drop=True))
