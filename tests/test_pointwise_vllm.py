@@ -272,7 +272,8 @@ def test_repr_eq_pickle_empty_frame_and_a_ready_backend(tiny, frame, stand_in):
     np.testing.assert_allclose(again(frame)["score"], got, rtol=0, atol=1e-4)
 
 
-@pytest.mark.skipif(not is_available("vllm"), reason="vLLM is not installed (it cannot be, on these machines)")
+@pytest.mark.skipif(not is_available("vllm"), reason="vLLM's engine needs a GPU and an installed vLLM; its Python runs here "
+                    "(.venv/vllm_0.33) under every other test of this file, through tests/fake_vllm.py")
 def test_real_vllm_equals_the_transformers_path(tiny, qwen, frame):  # pragma: no cover - needs vLLM and a GPU
     import torch
     if not torch.cuda.is_available():
