@@ -14,7 +14,6 @@ Usage: ``python benchmarks/bench_first_reasonrank.py [--queries 4] [--docs 60] [
 """
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
 import time
@@ -23,18 +22,14 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_listwise import frame, small_chat_mistral  # noqa: E402
+from bench_listwise import frame, parser, small_chat_mistral  # noqa: E402
 
 import pyterrier_instruct as pti  # noqa: E402
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--queries", type=int, default=4)
-    ap.add_argument("--docs", type=int, default=60)
-    ap.add_argument("--context", type=int, default=1024)
+    ap = parser(4, 60)
     ap.add_argument("--budget", type=int, default=64, help="ReasonRank's reasoning budget (tokens)")
-    ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     df = frame(args.queries, args.docs)

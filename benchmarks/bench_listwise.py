@@ -49,13 +49,18 @@ def frame(n_queries: int, n_docs: int) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def main():
+def parser(queries: int, docs: int) -> argparse.ArgumentParser:
+    """The listwise benchmarks' shared arguments (frame size, context, threads)."""
     ap = argparse.ArgumentParser()
-    ap.add_argument("--queries", type=int, default=8)
-    ap.add_argument("--docs", type=int, default=100)
+    ap.add_argument("--queries", type=int, default=queries)
+    ap.add_argument("--docs", type=int, default=docs)
     ap.add_argument("--context", type=int, default=1024)
     ap.add_argument("--threads", type=int, default=2)
-    args = ap.parse_args()
+    return ap
+
+
+def main():
+    args = parser(8, 100).parse_args()
     torch.set_num_threads(args.threads)
     df = frame(args.queries, args.docs)
     with tempfile.TemporaryDirectory() as tmp:

@@ -36,11 +36,12 @@ def evaluated_system() -> Tuple[Optional[str], Optional[int]]:
     return (active.systems[active.evaluations - 1] if known else None), active.batch_size
 
 
-def experiment_qids() -> Tuple[Optional[FrozenSet[str]], FrozenSet[str]]:
-    """(the qids of the topics, the qids of the qrels) given to the experiment in progress; (None, empty) outside one.
-    A measure that finds its qrels one-sided reads them to say whether the topics were (``ds.get_topics('og')``)."""
+def topic_qids() -> Optional[FrozenSet[str]]:
+    """The qids of the topics given to the experiment in progress (None outside one, or when they are not a frame). A
+    measure that finds its variants one-sided reads them to say the topics were (``ds.get_topics('og')``): PyTerrier
+    keeps the qrels of the topics' qids only, so the qrels a measure sees cannot tell."""
     active = _ACTIVE.get()
-    return (None, frozenset()) if active is None else (active.topic_qids, active.qrels_qids)
+    return None if active is None else active.topic_qids
 
 
 def first_time(message: str) -> bool:

@@ -52,12 +52,12 @@ install()  # the provider first: every measure below registers with ir_measures 
 
 def unpaired(measure: str, needed, found) -> ValueError:
     """The error of a measure whose qrels lack variants it ``needed`` (``found``: the variants they have), naming what is
-    one-sided: the topics given to ``pt.Experiment`` when its qrels have the variants and its topics do not (PyTerrier
-    evaluates the qrels of the topics' qids only, e.g. after ``ds.get_topics('og')``), else the qrels."""
-    from .._experiment_context import experiment_qids
-    topic_qids, _ = experiment_qids()
-    if topic_qids is not None:
-        in_topics = {split_qid(q)[1] for q in topic_qids} - {None}
+    one-sided: the topics given to ``pt.Experiment`` when they lack a variant (e.g. ``ds.get_topics('og')``; PyTerrier
+    evaluates the qrels of the topics' qids only), else the qrels."""
+    from .._experiment_context import topic_qids
+    qids = topic_qids()
+    if qids is not None:
+        in_topics = {split_qid(q)[1] for q in qids} - {None}
         lacking = [v for v in needed if v not in in_topics]
         if lacking:  # PyTerrier keeps the qrels of the topics' qids only (filter_by_topics), so the topics are what lacks them
             return ValueError(f"{measure} needs the topics of every variant it compares ({', '.join(needed)}): the topics given "

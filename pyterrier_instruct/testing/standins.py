@@ -14,6 +14,7 @@ preset's id is here).
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -21,7 +22,7 @@ import tempfile
 from pathlib import Path
 from typing import Callable, Dict, Iterable, Optional, Union
 
-from .._hub import MODELS_ENV
+from .._hub import MODELS_ENV, STAND_IN_MARKER
 from ..datasets.source import ENV_ROOT
 from . import layouts, models
 
@@ -153,6 +154,9 @@ def install_models(root: Union[str, Path], ids: Optional[Iterable[str]] = None) 
                 shutil.rmtree(target, ignore_errors=True)
                 shutil.copytree(built(MODELS[hub_id]), target, ignore=shutil.ignore_patterns(".done"))
                 (target / ".done").write_text(MODELS[hub_id])
+            marker = target / STAND_IN_MARKER  # the reproduction tables label its rows [stand-in] (_hub.checkpoint_note)
+            if not marker.exists():
+                marker.write_text(json.dumps({"stand_in": MODELS[hub_id], "hub_id": hub_id}))
             out[hub_id] = str(target)
     return out
 
