@@ -239,3 +239,51 @@ def _transformer(t) -> str:
     parts = {k: v for k, v in vars(t).items() if not k.startswith("_") and k not in children and k != "verbose"}
     parts.update(children)
     return _call(t, dict(sorted(parts.items())))
+
+
+# -- explaining a refused reuse -------------------------------------------------------------------
+_OPEN, _CLOSE = "([{", ")]}"
+
+
+def _argument_at(text: str, i: int) -> tuple:
+    """The ``(start, end)`` of the innermost argument (``name=value`` or a list item) of a fingerprint around index ``i``."""
+    depth, start = 0, 0
+    for k in range(min(i, len(text)) - 1, -1, -1):
+        c = text[k]
+        if c in _CLOSE:
+            depth += 1
+        elif c in _OPEN:
+            if depth == 0:
+                start = k + 1
+                break
+            depth -= 1
+        elif c == "," and depth == 0:
+            start = k + 1
+            break
+    depth, end = 0, len(text)
+    for k in range(start, len(text)):
+        c = text[k]
+        if c in _OPEN:
+            depth += 1
+        elif c in _CLOSE:
+            if depth == 0:
+                end = k
+                break
+            depth -= 1
+        elif c == "," and depth == 0:
+            end = k
+            break
+    return start, end
+
+
+def differing_part(old: str, new: str, width: int = 160) -> str:
+    """What differs between two fingerprints, for a message that refuses a reuse: the innermost argument that differs,
+    as ``name=old → name=new`` (each cut to ``width`` characters); ``""`` when they are equal."""
+    if old == new:
+        return ""
+    i = 0
+    while i < min(len(old), len(new)) and old[i] == new[i]:
+        i += 1
+    a, b = _argument_at(old, i), _argument_at(new, i)
+    cut = lambda s: s if len(s) <= width else s[:width - 1] + "…"  # noqa: E731
+    return f"{cut(old[a[0]:a[1]].strip())} → {cut(new[b[0]:b[1]].strip())}"
