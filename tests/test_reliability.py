@@ -18,7 +18,7 @@ import pytest
 
 import pyterrier_instruct as pti
 from pyterrier_instruct._corpus import CorpusChanged
-from pyterrier_instruct._fingerprint import path_revision
+from pyterrier_instruct._fingerprint import fingerprint, path_revision
 from pyterrier_instruct.backends import HFBackend, VLLMBackend
 from pyterrier_instruct.datasets._files import DataError, iter_jsonl
 from pyterrier_instruct.datasets.docstore import DocStore
@@ -26,28 +26,27 @@ from pyterrier_instruct.dense.cache import DocCache
 from pyterrier_instruct.evaluation import IFIRJudge
 from pyterrier_instruct.evaluation.runs import SavedRun, run_key, sweep_partials
 from pyterrier_instruct.reproduce.common import read_report
+from tiny_models import resave_weights
 
 DOCS = [{"docno": d, "text": t} for d, t in [("a", "one doc"), ("b", "another doc"), ("c", "a third one")]]
 TOPICS = pd.DataFrame({"qid": ["1"], "query": ["a doc"]})
 
 
 def _resave(folder: Path) -> None:
-    weights = next(p for p in folder.iterdir() if p.suffix == ".safetensors")
-    os.utime(weights, ns=(1, 1))  # new weights saved over the folder
+    resave_weights(folder)  # new weights saved over the folder
 
 
 # -- 1. judge cache vs new weights --------------------------------------------------------------------------------------
 def test_1_judge_keys_change_when_local_weights_are_saved_again(tmp_path):
     folder = tmp_path / "judge"
     folder.mkdir()
-    (folder / "model.safetensors").write_bytes(b"weights v1")
-    for backend in (HFBackend(str(folder)), VLLMBackend(str(folder))):
+    for i, backend in enumerate((HFBackend(str(folder)), VLLMBackend(str(folder)))):
+        (folder / "model.safetensors").write_bytes(b"weights v%d" % (2 * i))
         judge = IFIRJudge(backend, judge_model="j", verbose=False)
-        before = (backend.identity(), judge.judge_id)
-        assert "revision='files:" in before[0]
-        _resave(folder)
-        assert backend.identity() != before[0] and judge.judge_id != before[1]
-        (folder / "model.safetensors").write_bytes(b"weights v2")
+        before = (fingerprint(backend), judge.judge_id)
+        assert "@digest:" in before[0]
+        (folder / "model.safetensors").write_bytes(b"weights v%d" % (2 * i + 1))  # new weights saved over the folder
+        assert fingerprint(backend) != before[0] and judge.judge_id != before[1]
 
 
 # -- 2. doc cache and index vs padding_side ------------------------------------------------------------------------------
@@ -115,7 +114,7 @@ def test_4_a_sharded_index_records_the_weights_and_rebuilds_their_shards(tiny, t
     assert meta["revision"] == model.revision() and meta["corpus"].startswith("3:")
     _resave(folder)
     retrained = pti.BiEncoder(str(folder), verbose=False)
-    with pytest.raises(ValueError, match="was built with revision files:.* of the weights, the model now has"):
+    with pytest.raises(ValueError, match="was built with revision digest:.* of the weights, the model now has"):
         retrained.retriever(str(tmp_path / "index"), num_results=2)(TOPICS)
     wrapper = _LocalBlocks(retrained)
     build_index(wrapper, iter(DOCS), str(tmp_path / "index"), overwrite=True, shard_size=1)
