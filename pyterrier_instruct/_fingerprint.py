@@ -68,10 +68,11 @@ from ._store import SqliteStore
 #: constructor arguments that name a model (hub id or local path): their revision joins the fingerprint
 MODEL_ARGS = ("model_name_or_path", "base_model", "model", "tokenizer")
 #: packages whose transformers are fingerprinted from public attributes and subtransformers
-KNOWN_PACKAGES = ("pyterrier._ops", "pyterrier.transformer", "pyterrier.apply_base", "pyterrier_pisa", "pyterrier_dr.flex")
+KNOWN_PACKAGES = ("pyterrier._ops", "pyterrier.transformer", "pyterrier.apply_base", "pyterrier_pisa",
+                  "pyterrier_dr.flex")
 #: files below a model or data folder that never decide an output: documentation and images, training state
-SKIPPED = re.compile(r".*\.(md|png|jpe?g|gif|svg|pdf|lock)|optimizer\.pt|scheduler\.pt|rng_state.*\.pth|trainer_state\.json"
-                     r"|training_args\.bin|checkpoint-\d+", re.IGNORECASE)
+SKIPPED = re.compile(r".*\.(md|png|jpe?g|gif|svg|pdf|lock)|optimizer\.pt|scheduler\.pt|rng_state.*\.pth"
+                     r"|trainer_state\.json|training_args\.bin|checkpoint-\d+", re.IGNORECASE)
 #: seconds after its last change during which a file's digest is not remembered (it may change again within the same
 #: modification-time tick, as git's "racily clean" entries)
 SETTLE_S = 2.0
@@ -107,35 +108,23 @@ class FileDigests(SqliteStore):
     SCHEMA = ("CREATE TABLE IF NOT EXISTS digests (path TEXT, size INTEGER, mtime_ns INTEGER, inode INTEGER, "
               "sha256 TEXT NOT NULL, PRIMARY KEY (path, size, mtime_ns, inode))")
 
-    @staticmethod
-    def default_path() -> str:
-        root = os.environ.get("PYTERRIER_INSTRUCT_CACHE") or os.path.join(
-            os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "pyterrier_instruct")
-        return os.path.join(root, "file-digests")
-
-    def get(self, key: tuple) -> Optional[str]:
-        rows = self.select_in("SELECT sha256 FROM digests WHERE path = ? AND size = ? AND mtime_ns = ? AND inode IN {keys}",
-                              key[3:], extra=key[:3])
-        return rows[0][0] if rows else None
-
-    def put(self, key: tuple, sha256: str) -> None:
-        self.insert("digests", ("path", "size", "mtime_ns", "inode", "sha256"), [(*key, sha256)])
-
 
 _MEMO: Dict[tuple, str] = {}
-_STORE: list = []  # the FileDigests of this process, opened on first use (None where the cache folder is not writable)
+_STORES: Dict[str, FileDigests] = {}
 
 
 def _remembered(key: tuple, value: Optional[str] = None) -> Optional[str]:
-    """Reads (or, with ``value``, writes) the on-disk memo; a cache folder that cannot be written is skipped."""
+    """Reads (or, with ``value``, writes) the on-disk memo; a cache folder that cannot be written only costs hashing."""
+    root = os.environ.get("PYTERRIER_INSTRUCT_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "pyterrier_instruct")
+    store = _STORES.setdefault(root, FileDigests(os.path.join(root, "file-digests")))
     try:
-        if not _STORE or _STORE[0] is not None and _STORE[0].path != FileDigests.default_path():
-            _STORE[:] = [FileDigests(FileDigests.default_path())]
-        if _STORE[0] is None:
-            return None
-        return _STORE[0].get(key) if value is None else _STORE[0].put(key, value)
-    except Exception:  # noqa: BLE001 - a read-only or broken cache folder only costs hashing again
-        _STORE[:] = [None]
+        if value is not None:
+            return store.insert("digests", ("path", "size", "mtime_ns", "inode", "sha256"), [(*key, value)])
+        rows = store.select_in("SELECT sha256 FROM digests WHERE path = ? AND size = ? AND mtime_ns = ? "
+                               "AND inode IN {keys}", key[3:], extra=key[:3])
+        return rows[0][0] if rows else None
+    except Exception:  # noqa: BLE001 - a read-only or broken cache folder
         return None
 
 
@@ -245,12 +234,6 @@ def _safe_repr(obj) -> str:
         return f"<{type(obj).__name__}>"
 
 
-def describe(obj, parts: Dict[str, object]) -> str:
-    """``module.Class(name=<fingerprint>, …)`` over ``parts``; an argument naming a model (:data:`MODEL_ARGS`, or the
-    class's ``_weights``) adds its revision. What a ``_fingerprint_()`` method usually returns."""
-    return _call(obj, parts)
-
-
 def _fp(obj) -> str:
     import pyterrier as pt
     if obj is None or isinstance(obj, (bool, int, float, str, bytes)):
@@ -286,14 +269,14 @@ def _fp(obj) -> str:
     if isinstance(obj, pt.Transformer):
         return _transformer(obj)
     if dataclasses.is_dataclass(obj):
-        return _call(obj, {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)})
+        return describe(obj, {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)})
     if isinstance(obj, types.MethodType):
         return f"{_fp(obj.__self__)}.{obj.__name__}"  # a bound method: its object says what it does
     if callable(obj) and not hasattr(obj, "__code__") and hasattr(obj, "__name__"):
-        raise NotFingerprintable(_stable(_safe_repr(obj)), "a C function has no code to read; call it through its module "
-                                 "(np.log, math.sqrt) so that the module's name and version describe it")
-    raise NotFingerprintable(_stable(_safe_repr(obj)), f"a {type(obj).__name__} has no content fingerprint (give its class a "
-                             "_fingerprint_() method returning what decides its behaviour)")
+        raise NotFingerprintable(_stable(_safe_repr(obj)), "a C function has no code to read; call it through its "
+                                 "module (np.log, math.sqrt) so that the module's name and version describe it")
+    raise NotFingerprintable(_stable(_safe_repr(obj)), f"a {type(obj).__name__} has no content fingerprint (give its "
+                             "class a _fingerprint_() method returning what decides its behaviour)")
 
 
 @functools.lru_cache(maxsize=None)
@@ -365,16 +348,19 @@ def _code_digest(code: types.CodeType) -> str:
     def const(c) -> str:
         if isinstance(c, types.CodeType):
             return "code:" + _code_digest(c)
-        if isinstance(c, (tuple, frozenset)):
-            items = [const(v) for v in c]
-            return ("(" if isinstance(c, tuple) else "{") + ",".join(items if isinstance(c, tuple) else sorted(items)) + ")"
+        if isinstance(c, tuple):
+            return "(" + ",".join(const(v) for v in c) + ")"
+        if isinstance(c, frozenset):
+            return "{" + ",".join(sorted(const(v) for v in c)) + "}"
         return repr(c)
     return digest("\n".join([code.co_code.hex(), repr(code.co_names), ";".join(const(c) for c in code.co_consts),
                              repr((code.co_argcount, code.co_posonlyargcount, code.co_kwonlyargcount, code.co_flags,
                                    code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]))]))
 
 
-def _call(obj, parts: Dict[str, object]) -> str:
+def describe(obj, parts: Dict[str, object]) -> str:
+    """``module.Class(name=<fingerprint>, …)`` over ``parts``; an argument naming a model (:data:`MODEL_ARGS`, or the
+    class's ``_weights``) adds its revision. What a ``_fingerprint_()`` method usually returns."""
     weights = getattr(obj, "_weights", MODEL_ARGS)
     args = []
     for k, v in parts.items():
@@ -390,15 +376,17 @@ def _transformer(t) -> str:
     import pyterrier as pt
     module = type(t).__module__
     if not any(module == p or module.startswith(p + ".") for p in KNOWN_PACKAGES):
-        raise NotFingerprintable(_stable(_safe_repr(t)), f"{_class(t)} is not a transformer of this package, PyTerrier's "
-                                 "operators or pt.apply, pyterrier_pisa or pyterrier_dr, so its settings cannot be read")
+        raise NotFingerprintable(_stable(_safe_repr(t)), f"{_class(t)} is not a transformer of this package, "
+                                 "PyTerrier's operators or pt.apply, pyterrier_pisa or pyterrier_dr, so its settings "
+                                 "cannot be read")
     try:
         children = pt.inspect.subtransformers(t)
     except Exception:  # noqa: BLE001 - a class that cannot list its children is described by its attributes
         children = {}
-    parts = {k: v for k, v in vars(t).items() if not k.startswith("_") and k not in children and k not in ("verbose", "label")}
+    parts = {k: v for k, v in vars(t).items()
+             if not k.startswith("_") and k not in children and k not in ("verbose", "label")}
     parts.update(children)
-    return _call(t, dict(sorted(parts.items())))
+    return describe(t, dict(sorted(parts.items())))
 
 
 # -- explaining a refused reuse -------------------------------------------------------------------

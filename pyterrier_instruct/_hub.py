@@ -139,7 +139,7 @@ def weights_folder(name: str) -> Optional[str]:
 
 
 def adapter_base(folder: str) -> Optional[str]:
-    """``base_model_name_or_path`` of a LoRA adapter in the local ``folder`` (its ``adapter_config.json``), else None."""
+    """``base_model_name_or_path`` of a LoRA adapter in the local ``folder`` (``adapter_config.json``), else None."""
     try:
         with open(os.path.join(folder, "adapter_config.json"), encoding="utf-8") as f:
             return json.load(f).get("base_model_name_or_path") or None

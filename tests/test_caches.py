@@ -65,7 +65,8 @@ def test_stages_whose_settings_cannot_be_read_need_a_key(mini, tmp_path, counted
     topics = mini.get_topics().iloc[:2]
     for system, part in [(mini.candidates() >> Weighted(0.0), "Weighted is not a transformer of this package"),
                          (mini.candidates() >> pt.apply.doc_score(np.negative), "a C function has no code to read"),
-                         (mini.candidates() >> pti.ListwiseReranker(_Answers()), "a _Answers has no content fingerprint")]:
+                         (mini.candidates() >> pti.ListwiseReranker(_Answers()),
+                          "a _Answers has no content fingerprint")]:
         with pytest.raises(NotFingerprintable, match=f"{part}.*SavedRun\\(system, directory, key='mysystem-v2'\\)"):
             pti.SavedRun(system, tmp_path)
     assert issubclass(NotFingerprintable, TypeError)
@@ -215,7 +216,8 @@ def test_an_index_refuses_weights_saved_since_it_was_built(tiny, tmp_path):
     topics = pd.DataFrame({"qid": ["1"], "query": ["a doc"]})
     assert len(pti.BiEncoder(str(model)).retriever(str(tmp_path / "index"), num_results=2)(topics)) == 2
     resave_weights(model)
-    with pytest.raises(ValueError, match=r"was built with revision digest:\w+ of the weights, the model now has digest:\w+; rebuild it"):
+    with pytest.raises(ValueError, match=r"was built with revision digest:\w+ of the weights, the model now has "
+                                         r"digest:\w+; rebuild it"):
         pti.BiEncoder(str(model)).retriever(str(tmp_path / "index"), num_results=2)(topics)
 
 

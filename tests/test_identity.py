@@ -35,7 +35,7 @@ def _python(code: str, env: dict) -> str:
     return done.stdout
 
 
-# -- 1. weights ----------------------------------------------------------------------------------------------------------
+# -- 1. weights --------------------------------------------------------------------------------------------------------
 def test_weights_found_through_the_models_folder_are_part_of_the_fingerprint(tiny, tmp_path, monkeypatch):
     monkeypatch.setenv(_hub.MODELS_ENV, str(tmp_path / "models"))
     folder = shutil.copytree(tiny["t5"], tmp_path / "models" / "org" / "name")
@@ -44,7 +44,7 @@ def test_weights_found_through_the_models_folder_are_part_of_the_fingerprint(tin
     resave_weights(folder)  # other weights at the same hub id
     after = fingerprint(pti.MonoT5("org/name"))
     old, new = differing_part(before, after).split(" → ")
-    assert old.startswith("model_name_or_path='org/name'@digest:") and new.startswith("model_name_or_path='org/name'@digest:")
+    assert all(side.startswith("model_name_or_path='org/name'@digest:") for side in (old, new))
     assert old != new
     copy = shutil.copytree(folder, tmp_path / "elsewhere")  # the same content in another folder: the same digest
     assert model_revision(str(copy)) == model_revision("org/name") and model_revision(str(copy)).startswith("digest:")
@@ -99,7 +99,7 @@ def test_a_file_is_hashed_once_per_change(tmp_path, monkeypatch):
     assert file_sha256(str(fresh)) == hashlib.sha256(b"dddd").hexdigest()
 
 
-# -- 2. BM25 by corpus and settings --------------------------------------------------------------------------------------
+# -- 2. BM25 by corpus and settings ------------------------------------------------------------------------------------
 README_SYSTEMS = """
     import json
     import numpy as np
@@ -162,7 +162,7 @@ def test_an_anserini_index_is_identified_by_its_corpus_not_its_path(tmp_path):
     assert "index=" in one and str(tmp_path) not in one
 
 
-# -- 3. functions --------------------------------------------------------------------------------------------------------
+# -- 3. functions ------------------------------------------------------------------------------------------------------
 def _scaled(df):
     return df.assign(score=df.score * SCALE)
 
@@ -199,7 +199,7 @@ def test_what_cannot_be_read_is_not_fingerprintable():
         fingerprint(pt.apply.generic(lambda df: df.assign(x=id(state))))
 
 
-# -- 4. one identity -----------------------------------------------------------------------------------------------------
+# -- 4. one identity ---------------------------------------------------------------------------------------------------
 def test_backends_and_datasets_have_one_identity(mini, tiny, tmp_path):
     assert not hasattr(InstructDataset, "identity")
     assert mini.candidates() == mini.candidates() and mini.exclude() == mini.exclude()
@@ -213,7 +213,7 @@ def test_backends_and_datasets_have_one_identity(mini, tiny, tmp_path):
                                                                concurrency=2))
 
 
-# -- 5. explaining a refused reuse ---------------------------------------------------------------------------------------
+# -- 5. explaining a refused reuse -------------------------------------------------------------------------------------
 @pytest.mark.parametrize("old, new, named", [
     ("A(q='a)b', k=10)", "A(q='a)b', k=20)", "k=10 → k=20"),
     ("A(q='x, (y', k=1)", "A(q='x, (z', k=1)", "q='x, (y' → q='x, (z'"),

@@ -141,7 +141,7 @@ class Backend(Configured):
     #: the constructor arguments that change what the model answers (not how answers are fetched: batch sizes,
     #: concurrency, retries are left out): the backend's fingerprint
     _identity: Tuple[str, ...] = ()
-    #: the arguments of :attr:`_identity` naming local weights (a hub id or a folder): their revision joins the fingerprint
+    #: the arguments of :attr:`_identity` naming local weights (a hub id or a folder): their digest joins the identity
     _weights: Tuple[str, ...] = ()
 
     def _fingerprint_parts(self) -> Dict[str, object]:

@@ -205,4 +205,5 @@ class BM25(Configured, pt.Transformer):
     def _fingerprint_parts(self) -> dict:
         """The index by content (the digest of the corpus it was built from and its analysis, never its folder, which is
         a new temporary one in every process), the query's stopwords and the BM25 settings."""
-        return {"index": self.index, "stops": self.index.stops, "k1": self.k1, "b": self.b, "num_results": self.num_results}
+        return {"index": self.index, "stops": self.index.stops, "k1": self.k1, "b": self.b,
+                "num_results": self.num_results}
