@@ -312,17 +312,24 @@ def _function(fn: types.FunctionType) -> str:
     try:
         code = fn.__code__
         names = sorted(set(_global_names(code)))
-        parts = {"code": _code_digest(code), "defaults": fn.__defaults__, "kwdefaults": fn.__kwdefaults__,
+        parts = {"defaults": dict(enumerate(fn.__defaults__ or ())), "kwdefaults": fn.__kwdefaults__ or {},
                  "closure": {n: c.cell_contents if _filled(c) else "<empty cell>"
                              for n, c in zip(code.co_freevars, fn.__closure__ or ())},
                  "globals": {n: fn.__globals__[n] for n in names if n in fn.__globals__}}
-        try:
-            text = ", ".join(f"{k}={v if k == 'code' else _fp(v)}" for k, v in parts.items() if v)
+        try:  # each value by its text, a long one (a captured table) by the digest of its text
+            text = ", ".join([f"code={_code_digest(code)}"] + [f"{k}={{{', '.join(sorted(_entries(d)))}}}"
+                                                              for k, d in parts.items() if d])
         except NotFingerprintable as e:
             raise NotFingerprintable(e.part, f"{e.reason}; read by the function {fn.__qualname__}") from None
     finally:
         _WALKING.reset(token)
     return f"function({fn.__qualname__!r}, {text})"
+
+
+def _entries(values: dict, width: int = 200) -> Iterable[str]:
+    for name, value in values.items():
+        text = _fp(value)
+        yield f"{name!r}: {text if len(text) <= width else f'<sha256:{digest(text)}>'}"
 
 
 def _filled(cell) -> bool:

@@ -186,6 +186,10 @@ def test_functions_are_fingerprinted_by_code_closure_defaults_and_globals(monkey
     monkeypatch.setattr(sys.modules[__name__], "SCALE", 3)  # a global it reads
     assert differing_part(before, fingerprint(pt.apply.generic(_scaled))) == "'SCALE': 2 → 'SCALE': 3"
     assert "function('_factorial', recursive)" in fingerprint(_factorial)
+    table = {str(i): i for i in range(1000)}  # a captured table: by the digest of its text, the fingerprint stays short
+    captured = fingerprint(lambda qid: table[qid])
+    table["0"] = -1
+    assert len(captured) < 300 and fingerprint(lambda qid: table[qid]) != captured
     assert fingerprint(pti.FunctionBackend(lambda p: "a")) != fingerprint(pti.FunctionBackend(lambda p: "b"))
     assert fingerprint(pti.FunctionBackend(lambda p: "a", name="x")) == fingerprint(pti.FunctionBackend(lambda p: "a"))
 
