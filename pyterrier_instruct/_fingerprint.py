@@ -50,7 +50,6 @@ import enum
 import functools
 import glob
 import hashlib
-import json
 import os
 import re
 import sys

@@ -10,7 +10,6 @@ import sys
 import textwrap
 
 import numpy as np
-import pandas as pd
 import pyterrier as pt
 import pytest
 
