@@ -4,7 +4,7 @@ from __future__ import annotations
 import inspect
 from typing import Callable, List, Optional, Sequence, Union
 
-from .base import Backend, Generation, Messages, Prompt, as_messages, check_logprob_args
+from .base import Backend, Generation, Messages, Prompt, as_messages, as_store, check_logprob_args
 
 
 class FunctionBackend(Backend):
@@ -30,20 +30,29 @@ class FunctionBackend(Backend):
     _identity = ("name",)
 
     def __init__(self, fn: Optional[Callable[..., Union[str, Sequence[str]]]] = None, *, tokenizer=None,
-                 name: Optional[str] = None, logprobs: Optional[Callable[..., Sequence]] = None):
+                 name: Optional[str] = None, logprobs: Optional[Callable[..., Sequence]] = None, store=None):
         if fn is None and logprobs is None:
             raise TypeError("FunctionBackend needs a callable fn (answers) and/or logprobs= (per-token log-probabilities)")
         for arg, value in (("fn", fn), ("logprobs", logprobs)):
             if value is not None and not callable(value):
                 raise TypeError(f"FunctionBackend needs a callable {arg}, got {value!r}")
         source = fn if fn is not None else logprobs
-        self.fn, self.logprobs, self.tokenizer = fn, logprobs, tokenizer
+        self.fn, self.logprobs, self.tokenizer, self.store = fn, logprobs, tokenizer, as_store(store)
         self.name = name or getattr(source, "__name__", type(source).__name__)
         self._per_prompt = fn is not None and _per_prompt(fn)
         self.calls = 0
 
     def __repr__(self) -> str:
         return f"FunctionBackend({self.name})"
+
+    def _call_identity(self) -> str:
+        """Its fingerprint, or (a function whose behaviour has none) its name: give another ``name=`` when the
+        function changes, or its stored answers are reused."""
+        from .._fingerprint import NotFingerprintable
+        try:
+            return super()._call_identity()
+        except NotFingerprintable:
+            return f"FunctionBackend(name={self.name!r})"
 
     def prepare(self, messages: Messages, fallback_template: Optional[str] = None) -> Prompt:
         messages = as_messages(messages)

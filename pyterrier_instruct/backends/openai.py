@@ -16,7 +16,8 @@ from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from typing import Callable, Dict, List, Optional, Sequence, Union
 
 from . import _http
-from .base import Backend, BackendUnavailable, Generation, Messages, Prompt, RequestError, as_messages, check_logprob_args
+from .base import (Backend, BackendUnavailable, Generation, Messages, Prompt, RequestError, as_messages, as_store,
+                   check_logprob_args)
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +114,7 @@ class OpenAIBackend(Backend):
                  timeout: float = 120.0,
                  max_response_bytes: int = 16 * 2 ** 20, min_tokens: bool = False, tokenizer=None, extra_body: Optional[dict] = None,
                  check_model: bool = True, reasoning: Optional[bool] = None, reasoning_effort: Optional[str] = None,
-                 reasoning_tokens: int = REASONING_TOKENS, sleep: Optional[Callable[[float], None]] = None):
+                 reasoning_tokens: int = REASONING_TOKENS, sleep: Optional[Callable[[float], None]] = None, store=None):
         if int(concurrency) < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency!r}")
         if int(max_retries) < 0:
@@ -140,7 +141,7 @@ class OpenAIBackend(Backend):
         self.concurrency, self.max_retries, self.backoff, self.max_wait = int(concurrency), int(max_retries), float(backoff), float(max_wait)
         self.max_retry_time, self.timeout, self.max_response_bytes = float(max_retry_time), float(timeout), int(max_response_bytes)
         self.min_tokens, self.extra_body, self._sleep = min_tokens, dict(extra_body or {}), sleep
-        self.tokenizer, self.check_model = tokenizer, bool(check_model)
+        self.tokenizer, self.check_model, self.store = tokenizer, bool(check_model), as_store(store)
         self._tok = None
         self.requests = 0  # HTTP requests sent, retries included
         self.served_models: Dict[str, int] = {}  # model id of each answer → answers
@@ -411,12 +412,22 @@ class OpenAIBackend(Backend):
             content = payload["choices"][0]["logprobs"]["content"]
             tokens = [_token(c["token"]) for c in content]
             tops = [[(_token(t["token"]), _logprob(t["logprob"])) for t in c["top_logprobs"]] for c in content]
-            return Generation.of(text, tokens, tops, payload.get("model") if isinstance(payload.get("model"), str) else None)
+            return Generation.of(text, tokens, tops, payload.get("model") if isinstance(payload.get("model"), str) else None,
+                                 _usage(payload))
         except (KeyError, IndexError, TypeError, ValueError) as err:
             problem = f"{type(err).__name__}: {err}" if isinstance(err, (TypeError, ValueError)) else f"missing {err}"
             raise RequestError(f"{self.url} returned no usable choices[0].logprobs.content with top_logprobs (does the server "
                                f"support logprobs?) — {self._quote(problem, key)}: {self._quote(json.dumps(payload), key)}",
                                status=200) from None
+
+
+def _usage(payload: dict) -> Optional[Dict[str, int]]:
+    """The answer's ``usage``: prompt, completion and (``completion_tokens_details``) reasoning tokens, where given."""
+    usage = payload.get("usage") if isinstance(payload.get("usage"), dict) else {}
+    details = usage.get("completion_tokens_details") if isinstance(usage.get("completion_tokens_details"), dict) else {}
+    found = {**{k: usage.get(k) for k in ("prompt_tokens", "completion_tokens")}, "reasoning_tokens": details.get("reasoning_tokens")}
+    found = {k: int(v) for k, v in found.items() if isinstance(v, int) and not isinstance(v, bool)}
+    return found or None
 
 
 def _token(value) -> str:

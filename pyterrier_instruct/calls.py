@@ -1,0 +1,166 @@
+"""The LLM call store: every generation a backend makes (or every judgement a judge makes), kept once on disk.
+
+A :class:`CallStore` is a :class:`~pyterrier_instruct._store.SqliteStore` (a ``pt.Artifact``: ``pt.Artifact.load(path)``
+returns it) with one row per call. Its key is the SHA-256 of the backend's fingerprint
+(:func:`~pyterrier_instruct._fingerprint.fingerprint`), the method, the prompt as sent (token ids, or the chat messages
+for a backend that sends messages) and the settings that change the answer (``max_new_tokens``, ``top_logprobs``,
+``stop``, …; not ``return_exceptions`` nor a progress bar). The row holds the response exactly as the method returned
+it (pickled: text, :class:`~pyterrier_instruct.backends.base.Generation` with its per-token log-probabilities, a
+:class:`~pyterrier_instruct.backends.base.Continuation`, an answer-logit row), the token usage (prompt, completion, and
+reasoning tokens where the API reports them), the latency (the backend call's seconds shared equally by the prompts it
+answered) and the time it was made. :meth:`CallStore.usage` sums calls, tokens and seconds per backend.
+
+Any backend given ``store=`` (a folder or a CallStore) sends its calls through :meth:`CallStore.through` (the hook is
+:class:`~pyterrier_instruct.backends.base.Backend`'s): the prompts of a batch are looked up together, only the misses
+are computed, in one backend call, and stored in one transaction. A prompt that failed (a :class:`RequestError` given in
+place with ``return_exceptions``) is not stored: the next run asks again. Two processes sharing a store each compute a
+miss at most once; a row two processes computed at once is stored once, the first one standing (``INSERT OR IGNORE``).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pickle
+import time
+from dataclasses import dataclass
+from typing import Callable, Dict, List, Optional, Sequence, Union
+
+import numpy as np
+import pandas as pd
+
+from ._store import SqliteStore
+
+__all__ = ["CallStore"]
+
+#: methods whose answer is one array for the batch, one row per prompt (stored per row, stacked again when read)
+ARRAY_CALLS = ("answer_logits", "classify_logits")
+
+
+@dataclass(frozen=True)
+class Call:
+    """One row: ``response`` is whatever the method returned for this prompt."""
+    key: str
+    backend: str
+    method: str
+    response: object
+    prompt_tokens: Optional[int] = None
+    completion_tokens: Optional[int] = None
+    reasoning_tokens: Optional[int] = None
+    latency: Optional[float] = None
+
+
+class CallStore(SqliteStore):
+    """LLM calls on disk (see the module docstring). ``path``: the store's folder (``None``: a new temporary one)."""
+    ARTIFACT_TYPE = "call_store"
+    SCHEMA = """
+    CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, backend TEXT NOT NULL, method TEXT NOT NULL,
+        response BLOB NOT NULL, prompt_tokens INTEGER, completion_tokens INTEGER, reasoning_tokens INTEGER,
+        latency REAL, created REAL NOT NULL);
+    CREATE TABLE IF NOT EXISTS imported (file TEXT PRIMARY KEY, rows INTEGER NOT NULL)
+    """
+    COLUMNS = ("key", "backend", "method", "response", "prompt_tokens", "completion_tokens", "reasoning_tokens",
+               "latency", "created")
+
+    def get(self, keys: Sequence[str]) -> Dict[str, object]:
+        """``{key: response}`` of the stored ones among ``keys``."""
+        rows = self.select_in("SELECT key, response FROM calls WHERE key IN {keys}", list(dict.fromkeys(keys)))
+        return {k: pickle.loads(r) for k, r in rows}
+
+    def put(self, calls: Sequence[Call]) -> int:
+        """Stores ``calls`` in one transaction (a key already stored keeps its first response); returns the new rows."""
+        now = time.time()
+        return self.insert("calls", self.COLUMNS, [
+            (c.key, c.backend, c.method, pickle.dumps(c.response, protocol=4), c.prompt_tokens, c.completion_tokens,
+             c.reasoning_tokens, c.latency, now) for c in calls])
+
+    def __len__(self) -> int:
+        return self.connection().execute("SELECT COUNT(*) FROM calls").fetchone()[0]
+
+    def usage(self) -> pd.DataFrame:
+        """Per backend (its fingerprint) and method: ``calls``, ``prompt_tokens``, ``completion_tokens``,
+        ``reasoning_tokens`` (sums over the calls that report them) and ``seconds`` (summed latency)."""
+        rows = self.connection().execute(
+            "SELECT backend, method, COUNT(*), SUM(prompt_tokens), SUM(completion_tokens), SUM(reasoning_tokens), "
+            "SUM(latency) FROM calls GROUP BY backend, method ORDER BY backend, method").fetchall()
+        return pd.DataFrame(rows, columns=["backend", "method", "calls", "prompt_tokens", "completion_tokens",
+                                           "reasoning_tokens", "seconds"])
+
+    def through(self, backend, method: str, compute: Callable[[list], object], prompts: Sequence,
+                settings: Dict[str, object]):
+        """``compute(prompts)``'s answer, one per prompt, with every stored prompt read from the store and only the
+        others computed (deduplicated, one call of ``compute``) and stored (see the module docstring)."""
+        from ._fingerprint import fingerprint
+        prompts = list(prompts)
+        ident = backend._call_identity()
+        sent = [backend._sent(p) for p in prompts]
+        tail = fingerprint(settings)
+        keys = [_sha(json.dumps([ident, method, fingerprint(s), tail])) for s in sent]
+        found = self.get(keys)
+        todo = list(dict.fromkeys(k for k in keys if k not in found))
+        if todo:
+            first = {k: i for i, k in reversed(list(enumerate(keys)))}
+            start = time.perf_counter()
+            answers = compute([prompts[first[k]] for k in todo])
+            share = (time.perf_counter() - start) / len(todo)
+            rows = [_row(k, ident, method, a, sent[first[k]], prompts[first[k]], share)
+                    for k, a in zip(todo, answers) if not isinstance(a, Exception)]
+            self.put(rows)
+            found.update(zip(todo, answers))
+            if rows:  # a row another process stored first stands, for this process too
+                found.update(self.get([r.key for r in rows]))
+        out = [found[k] for k in keys]
+        return np.stack(out) if method in ARRAY_CALLS else out
+
+    def import_judge_jsonl(self, path: Union[str, os.PathLike]) -> int:
+        """Reads the judge cache file of earlier versions (``judge.jsonl``: one judgement record per line, keyed by
+        ``key``) into this store, once per file (a torn or unreadable line is skipped); returns the records read."""
+        path = os.path.abspath(os.fspath(path))
+        conn = self.connection()
+        if not os.path.isfile(path) or conn.execute("SELECT 1 FROM imported WHERE file = ?", (path,)).fetchone():
+            return 0
+        calls = []
+        with open(path, "rb") as f:
+            for line in f:
+                try:
+                    record = json.loads(line)
+                    calls.append(Call(str(record["key"]), str(record.get("judge")), "judge", record))
+                except (ValueError, KeyError, TypeError):
+                    continue
+        self.put(calls)
+        self.insert("imported", ("file", "rows"), [(path, len(calls))])
+        return len(calls)
+
+    def _package_files(self):
+        """The packaged files (``build_package``): the database checkpointed into ``store.sqlite3``, without SQLite's
+        ``-wal``/``-shm`` side files."""
+        with self._mutex:
+            self.connection().execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        for name, file in super()._package_files():
+            if not name.endswith(("-wal", "-shm")):
+                yield name, file
+
+
+def as_store(store) -> Optional[CallStore]:
+    """``store=`` of a backend or judge: ``None``, a :class:`CallStore`, or the folder of one."""
+    if store is None or isinstance(store, CallStore):
+        return store
+    if isinstance(store, (str, os.PathLike)):
+        return CallStore(store)
+    raise TypeError(f"store= must be a CallStore or the path of its folder, got {type(store).__name__}")
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _row(key: str, ident: str, method: str, answer, sent, prompt, latency: float) -> Call:
+    """A call's row with the token counts the answer shows (the API's ``usage`` where a Generation carries it)."""
+    usage = dict(getattr(answer, "usage", None) or {})
+    n_prompt = getattr(prompt, "n_tokens", None)
+    if n_prompt is None and sent and all(isinstance(t, int) for t in sent):
+        n_prompt = len(sent)
+    produced = getattr(answer, "tokens", None) or getattr(answer, "token_ids", None)
+    return Call(key, ident, method, answer, usage.get("prompt_tokens", n_prompt),
+                usage.get("completion_tokens", None if produced is None else len(produced)),
+                usage.get("reasoning_tokens"), latency)
