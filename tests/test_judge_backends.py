@@ -81,7 +81,7 @@ def test_instfol_against_the_http_judge_with_cache(server, tmp_path):
     is0 = run["qid"].str.endswith("_0")
     docs = {d: f"{d} text" for d in ("alpha", "beta", "gamma", "delta", "toolong")}
     opts = {"base_url": server.url, "api_key_env": None, "concurrency": 4}
-    judge = IFIRJudge("openai", model="gpt-4o-mini", backend_options=opts, cache=tmp_path / "judge.jsonl")
+    judge = IFIRJudge("openai", model="gpt-4o-mini", backend_options=opts, store=tmp_path / "calls")
     res = instfol(run[is0], run[~is0], topics, docs, judge, dataset="scifact_open")
     # weighted scores: alpha 2.8, beta 0.5, gamma 2/3·... (" 2" rejected: (2·.6 + 3·.3)/.9), delta 0
     gamma = (2 * .6 + 3 * .3) / .9
@@ -99,7 +99,7 @@ def test_instfol_against_the_http_judge_with_cache(server, tmp_path):
                for b in sent) == 1  # the no-instruction run's passage, judged against the level-2 instruction string
     # the same evaluation again: only the failed pair is asked again (and fails again)
     again = instfol(run[is0], run[~is0], topics, docs, IFIRJudge("openai", model="gpt-4o-mini", backend_options=opts,
-                                                                   cache=tmp_path / "judge.jsonl"), dataset="scifact_open")
+                                                                   store=tmp_path / "calls"), dataset="scifact_open")
     assert len(server.requests) == 10 and again.judge["hits"] == 9 and again.per_query.equals(res.per_query)
 
 
