@@ -1,30 +1,27 @@
-"""The LLM call store: every generation a backend makes (or every judgement a judge makes), kept once on disk.
+"""The LLM call store: every call a backend makes (or judgement a judge makes), kept once on disk.
 
-A :class:`CallStore` is a :class:`~pyterrier_instruct._store.SqliteStore` (a ``pt.Artifact``: ``pt.Artifact.load(path)``
-returns it) with one row per call. Its key is the SHA-256 of the backend's fingerprint
-(:func:`~pyterrier_instruct._fingerprint.fingerprint`), the method, the prompt as sent (token ids, or the chat messages
-for a backend that sends messages) and the settings that change the answer (``max_new_tokens``, ``top_logprobs``,
-``stop``, …; not ``return_exceptions`` nor a progress bar). The row holds the response exactly as the method returned
-it (pickled: text, :class:`~pyterrier_instruct.backends.base.Generation` with its per-token log-probabilities, a
-:class:`~pyterrier_instruct.backends.base.Continuation`, an answer-logit row), the token usage (prompt, completion, and
-reasoning tokens where the API reports them), the latency (the backend call's seconds shared equally by the prompts it
-answered) and the time it was made. :meth:`CallStore.usage` sums calls, tokens and seconds per backend.
+A :class:`CallStore` is a :class:`~pyterrier_instruct._store.SqliteStore` (``pt.Artifact.load(path)`` returns it), one
+row per call, keyed by the SHA-256 of the backend's fingerprint, the method, the prompt as sent (token ids, or chat
+messages) and the settings that change the answer (not ``return_exceptions`` nor a progress bar). A row holds the
+response exactly as returned (pickled: text, a Generation with its log-probabilities, a Continuation, a logit row),
+the token usage (prompt, completion, reasoning where the API reports it), the latency (the backend call's seconds
+shared by its prompts) and the time; :meth:`CallStore.usage` sums them per backend.
 
-Any backend given ``store=`` (a folder or a CallStore) sends its calls through :meth:`CallStore.through` (the hook is
-:class:`~pyterrier_instruct.backends.base.Backend`'s): the prompts of a batch are looked up together, only the misses
-are computed, in one backend call, and stored in one transaction. A prompt that failed (a :class:`RequestError` given in
-place with ``return_exceptions``) is not stored: the next run asks again. Two processes sharing a store each compute a
-miss at most once; a row two processes computed at once is stored once, the first one standing (``INSERT OR IGNORE``).
+A backend given ``store=`` sends its calls through :meth:`CallStore.through`: a batch is looked up at once, only the
+misses are computed (one backend call) and stored (one transaction); a failed prompt (an exception in place) is not
+stored. Two processes sharing a store each compute a miss at most once; a row both computed is stored once, the first
+standing (``INSERT OR IGNORE``).
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import pickle
 import time
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional, Sequence, Union
+from typing import Callable, Dict, Optional, Sequence, Union
 
 import numpy as np
 import pandas as pd
@@ -49,6 +46,15 @@ class Call:
     reasoning_tokens: Optional[int] = None
     latency: Optional[float] = None
 
+    @classmethod
+    def of(cls, key: str, backend: str, method: str, answer, response, prompt_tokens: Optional[int], latency: float):
+        """A row with the token counts ``answer`` shows (the API's ``usage`` where a Generation carries it)."""
+        usage = dict(getattr(answer, "usage", None) or {})
+        produced = getattr(answer, "tokens", None) or getattr(answer, "token_ids", None)
+        return cls(key, backend, method, response, usage.get("prompt_tokens", prompt_tokens),
+                   usage.get("completion_tokens", None if produced is None else len(produced)),
+                   usage.get("reasoning_tokens"), latency)
+
 
 class CallStore(SqliteStore):
     """LLM calls on disk (see the module docstring). ``path``: the store's folder (``None``: a new temporary one)."""
@@ -59,8 +65,7 @@ class CallStore(SqliteStore):
         latency REAL, created REAL NOT NULL);
     CREATE TABLE IF NOT EXISTS imported (file TEXT PRIMARY KEY, rows INTEGER NOT NULL)
     """
-    COLUMNS = ("key", "backend", "method", "response", "prompt_tokens", "completion_tokens", "reasoning_tokens",
-               "latency", "created")
+    COLUMNS = (*Call.__dataclass_fields__, "created")
 
     def get(self, keys: Sequence[str]) -> Dict[str, object]:
         """``{key: response}`` of the stored ones among ``keys``."""
@@ -91,10 +96,8 @@ class CallStore(SqliteStore):
         """``compute(prompts)``'s answer, one per prompt, with every stored prompt read from the store and only the
         others computed (deduplicated, one call of ``compute``) and stored (see the module docstring)."""
         from ._fingerprint import fingerprint
-        prompts = list(prompts)
-        ident = backend._call_identity()
+        prompts, ident, tail = list(prompts), backend._call_identity(), fingerprint(settings)
         sent = [backend._sent(p) for p in prompts]
-        tail = fingerprint(settings)
         keys = [_sha(json.dumps([ident, method, fingerprint(s), tail])) for s in sent]
         found = self.get(keys)
         todo = list(dict.fromkeys(k for k in keys if k not in found))
@@ -103,7 +106,7 @@ class CallStore(SqliteStore):
             start = time.perf_counter()
             answers = compute([prompts[first[k]] for k in todo])
             share = (time.perf_counter() - start) / len(todo)
-            rows = [_row(k, ident, method, a, sent[first[k]], prompts[first[k]], share)
+            rows = [Call.of(k, ident, method, a, a, _n_tokens(prompts[first[k]], sent[first[k]]), share)
                     for k, a in zip(todo, answers) if not isinstance(a, Exception)]
             self.put(rows)
             found.update(zip(todo, answers))
@@ -122,11 +125,9 @@ class CallStore(SqliteStore):
         calls = []
         with open(path, "rb") as f:
             for line in f:
-                try:
+                with contextlib.suppress(ValueError, KeyError, TypeError):  # a torn or unreadable line
                     record = json.loads(line)
                     calls.append(Call(str(record["key"]), str(record.get("judge")), "judge", record))
-                except (ValueError, KeyError, TypeError):
-                    continue
         self.put(calls)
         self.insert("imported", ("file", "rows"), [(path, len(calls))])
         return len(calls)
@@ -141,26 +142,11 @@ class CallStore(SqliteStore):
                 yield name, file
 
 
-def as_store(store) -> Optional[CallStore]:
-    """``store=`` of a backend or judge: ``None``, a :class:`CallStore`, or the folder of one."""
-    if store is None or isinstance(store, CallStore):
-        return store
-    if isinstance(store, (str, os.PathLike)):
-        return CallStore(store)
-    raise TypeError(f"store= must be a CallStore or the path of its folder, got {type(store).__name__}")
-
-
 def _sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _row(key: str, ident: str, method: str, answer, sent, prompt, latency: float) -> Call:
-    """A call's row with the token counts the answer shows (the API's ``usage`` where a Generation carries it)."""
-    usage = dict(getattr(answer, "usage", None) or {})
-    n_prompt = getattr(prompt, "n_tokens", None)
-    if n_prompt is None and sent and all(isinstance(t, int) for t in sent):
-        n_prompt = len(sent)
-    produced = getattr(answer, "tokens", None) or getattr(answer, "token_ids", None)
-    return Call(key, ident, method, answer, usage.get("prompt_tokens", n_prompt),
-                usage.get("completion_tokens", None if produced is None else len(produced)),
-                usage.get("reasoning_tokens"), latency)
+def _n_tokens(prompt, sent) -> Optional[int]:
+    """A prompt's tokens: a Prompt's count, or the number of token ids sent."""
+    n = getattr(prompt, "n_tokens", None)
+    return len(sent) if n is None and sent and all(isinstance(t, int) for t in sent) else n

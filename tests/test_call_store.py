@@ -23,9 +23,10 @@ from pyterrier_instruct.listwise import ListwiseReranker
 
 def test_a_call_store_is_an_artifact_and_its_package_round_trips(tmp_path, monkeypatch):
     store = CallStore(tmp_path / "calls")
-    answers = {"text": "[2] > [1]", "gen": Generation.of('{"score": 2}', ["{", "2"], [{"{": 0.0}, {"2": math.log(0.7), "3": -1 / 3}],
-                                                         "m", {"prompt_tokens": 7, "completion_tokens": 2, "reasoning_tokens": 0}),
-               "cont": Continuation("a </think>", (5, 6, 7), {6: -0.1, 9: -2.5}, "stop"), "row": np.array([0.1, -3e-17]),
+    usage = {"prompt_tokens": 7, "completion_tokens": 2, "reasoning_tokens": 0}
+    gen = Generation.of('{"score": 2}', ["{", "2"], [{"{": 0.0}, {"2": math.log(0.7), "3": -1 / 3}], "m", usage)
+    answers = {"text": "[2] > [1]", "gen": gen, "row": np.array([0.1, -3e-17]),
+               "cont": Continuation("a </think>", (5, 6, 7), {6: -0.1, 9: -2.5}, "stop"),
                "dist": {1: -0.6931471805599453, 2: float("-inf")}}
     assert store.put([Call(k, "B", "m", v, 3, 4, None, 0.5) for k, v in answers.items()]) == 5
     assert store.put([Call("text", "B", "m", "another")]) == 0  # the first stands
@@ -33,16 +34,20 @@ def test_a_call_store_is_an_artifact_and_its_package_round_trips(tmp_path, monke
     assert type(loaded) is CallStore and len(loaded) == 5
     got = loaded.get(list(answers))
     assert got["gen"] == answers["gen"] and got["gen"].usage == answers["gen"].usage and got["cont"] == answers["cont"]
-    assert got["row"].tobytes() == answers["row"].tobytes() and got["dist"] == answers["dist"] and got["text"] == "[2] > [1]"
-    assert loaded.usage().iloc[0][["calls", "prompt_tokens", "completion_tokens", "seconds"]].tolist() == [5, 15, 20, 2.5]
+    assert got["row"].tobytes() == answers["row"].tobytes() and got["dist"] == answers["dist"]
+    assert got["text"] == "[2] > [1]"
+    summed = loaded.usage().iloc[0][["calls", "prompt_tokens", "completion_tokens", "seconds"]].tolist()
+    assert summed == [5, 15, 20, 2.5]
     monkeypatch.setenv("PYTERRIER_HOME", str(tmp_path / "home"))
     (tmp_path / "pkg").mkdir()
     loaded.build_package(str(tmp_path / "pkg" / "calls.tar.lz4"), verbose=False)
     import lz4.frame
     import tarfile
     with lz4.frame.open(tmp_path / "pkg" / "calls.tar.lz4") as f:
-        assert sorted(tarfile.open(fileobj=f, mode="r|").getnames()) == ["pt_meta.json", "store.sqlite3"]  # checkpointed
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(tmp_path / "pkg")))
+        names = sorted(tarfile.open(fileobj=f, mode="r|").getnames())
+    assert names == ["pt_meta.json", "store.sqlite3"]  # checkpointed: no -wal, no -shm
+    handler = functools.partial(Quiet, directory=str(tmp_path / "pkg"))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         fetched = pt.Artifact.from_url(f"http://127.0.0.1:{server.server_port}/calls.tar.lz4")
@@ -68,7 +73,8 @@ def grade_ranker(prompts, max_new_tokens):
 
 def frame(n_queries=2, n_docs=30):
     rng = np.random.default_rng(0)
-    return pd.DataFrame([{"qid": f"q{q}", "query": f"query {q}", "instruction": f"instruction {q}", "docno": f"q{q}d{d}",
+    return pd.DataFrame([{"qid": f"q{q}", "query": f"query {q}", "instruction": f"instruction {q}",
+                          "docno": f"q{q}d{d}",
                           "text": f"passage {d} grade {rng.integers(100)}", "score": float(-d)}
                          for q in range(n_queries) for d in range(n_docs)])
 
@@ -82,7 +88,8 @@ def test_a_second_listwise_run_makes_no_backend_call(tmp_path):
     pd.testing.assert_frame_equal(out, again)
     assert len(first.store) == 4 and first.store.usage()["method"].tolist() == ["generate"]
     # the store is where answers are kept, not what they are: same backend, same fingerprint
-    assert first == FunctionBackend(grade_ranker) and fingerprint(HFBackend("m", store=tmp_path / "c")) == fingerprint(HFBackend("m"))
+    assert first == FunctionBackend(grade_ranker)
+    assert fingerprint(HFBackend("m", store=tmp_path / "c")) == fingerprint(HFBackend("m"))
     # another function under another name is another backend: asked anew
     third = FunctionBackend(lambda prompts, n: grade_ranker(prompts, n), name="other", store=tmp_path / "calls")
     ListwiseReranker(third)(frame())
@@ -91,8 +98,10 @@ def test_a_second_listwise_run_makes_no_backend_call(tmp_path):
 
 def test_settings_are_part_of_the_key_and_duplicates_are_computed_once(tmp_path):
     seen = []
-    backend = FunctionBackend(lambda prompts, n: seen.append(len(prompts)) or [f"{n}:{p[0]['content']}" for p in prompts],
-                              name="echo", store=tmp_path / "calls")
+    def echo(prompts, n):
+        seen.append(len(prompts))
+        return [f"{n}:{p[0]['content']}" for p in prompts]
+    backend = FunctionBackend(echo, store=tmp_path / "calls")
     prompts = [backend.prepare([{"role": "user", "content": c}]) for c in ("a", "b", "a")]
     assert backend.generate(prompts, max_new_tokens=4) == ["4:a", "4:b", "4:a"] and seen == [2]
     assert backend.generate(prompts[:1], max_new_tokens=5) == ["5:a"] and seen == [2, 1]
@@ -118,13 +127,14 @@ def test_the_vllm_stand_in_answer_logits_come_back_as_one_array(tmp_path, monkey
     import fake_vllm
     monkeypatch.setitem(sys.modules, "vllm", fake_vllm)
     fake_vllm.instances.clear()
-    backend = VLLMBackend(qwen["qwen2"], max_model_len=256, logprobs_mode="processed_logprobs", store=tmp_path / "calls")
+    options = {"max_model_len": 256, "logprobs_mode": "processed_logprobs", "store": tmp_path / "calls"}
+    backend = VLLMBackend(qwen["qwen2"], **options)
     prompts = [[1, 2, 3], [4, 5], [1, 2, 3]]
     values = backend.answer_logits(prompts, [7, 8])
     assert values.shape == (3, 2) and values.dtype == np.float64 and (values[0] == values[2]).all()
     (llm,) = fake_vllm.instances
     assert [len(c["prompts"]) for c in llm.calls] == [2]
-    fresh = VLLMBackend(qwen["qwen2"], max_model_len=256, logprobs_mode="processed_logprobs", store=tmp_path / "calls")
+    fresh = VLLMBackend(qwen["qwen2"], **options)
     again = fresh.answer_logits(prompts, [7, 8])
     assert fresh._llm is None and again.tobytes() == values.tobytes()  # no engine was started
     assert fresh.next_token_logprobs(prompts, allowed=[7, 8]) == backend.next_token_logprobs(prompts, allowed=[7, 8])
@@ -139,17 +149,19 @@ def judge_server():
             return 400, {"error": {"message": "maximum context length", "type": "invalid_request_error"}}
         tokens = ['{"', "score", '":', " ", "2", "}"]
         entries = [{"token": t, "logprob": 0.0, "top_logprobs": [{"token": t, "logprob": 0.0}]} for t in tokens]
-        entries[4]["top_logprobs"] = [{"token": "2", "logprob": math.log(0.6)}, {"token": "3", "logprob": math.log(0.4)}]
+        entries[4]["top_logprobs"] = [{"token": t, "logprob": math.log(p)} for t, p in (("2", 0.6), ("3", 0.4))]
         return 200, {"model": body["model"], "usage": {"prompt_tokens": 40, "completion_tokens": 6,
                                                        "completion_tokens_details": {"reasoning_tokens": 0}},
-                     "choices": [{"message": {"content": "".join(tokens)}, "finish_reason": "stop", "logprobs": {"content": entries}}]}
+                     "choices": [{"message": {"content": "".join(tokens)}, "finish_reason": "stop",
+                                  "logprobs": {"content": entries}}]}
     return ChatServer(answer)
 
 
 def test_a_judge_on_the_loopback_server_asks_again_only_what_failed(tmp_path):
     server = judge_server()
     try:
-        items = [("fiqa1", "q i", f"d{i}", f"passage {i}") for i in range(4)] + [("fiqa1", "q i", "d9", "toolong passage")]
+        items = [("fiqa1", "q i", f"d{i}", f"passage {i}") for i in range(4)]
+        items.append(("fiqa1", "q i", "d9", "toolong passage"))
 
         def judge():
             backend = OpenAIBackend("j", base_url=server.url, api_key_env=None, max_retries=0, store=tmp_path / "calls")

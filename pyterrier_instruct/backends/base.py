@@ -27,19 +27,16 @@ shaped after vLLM's ``SamplingParams`` so that a vLLM backend implements them di
 All prompts given to one ``generate`` call are one batch: callers put as much independent work as they have into
 one call (the listwise reranker sends every query's window at the same position together).
 
-Every backend takes ``store=`` (a :class:`~pyterrier_instruct.calls.CallStore` or its folder): each public call of
-:data:`STORED_CALLS` then goes through it (:meth:`~pyterrier_instruct.calls.CallStore.through`: stored prompts are
-read, the others computed in one call and stored), so a second run of any LLM pipeline makes no backend call. Rerankers
-and judges take it through their backend: ``backend=pti.HFBackend(m, store="calls")`` or
-``backend_options={"store": "calls"}``. The store never changes a backend's identity (``==``, fingerprint).
+Every backend takes ``store=`` (a :class:`~pyterrier_instruct.calls.CallStore` or its folder; families pass it in
+``backend_options``): each call of :data:`STORED_CALLS` then goes through it, and a second run makes no backend call.
 """
 from __future__ import annotations
 
-import copy
 import functools
 import hashlib
 import inspect
 import logging
+import os
 import threading
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
@@ -134,11 +131,13 @@ def as_messages(messages: Messages) -> tuple:
 
 
 def as_store(store):
-    """A backend's ``store=``: ``None``, a :class:`~pyterrier_instruct.calls.CallStore` or its folder."""
-    if store is None:
-        return None
-    from ..calls import as_store as store_of
-    return store_of(store)
+    """A backend's (or judge's) ``store=``: ``None``, a :class:`~pyterrier_instruct.calls.CallStore` or its folder."""
+    from ..calls import CallStore
+    if store is None or isinstance(store, CallStore):
+        return store
+    if isinstance(store, (str, os.PathLike)):
+        return CallStore(store)
+    raise TypeError(f"store= must be a CallStore or the path of its folder, got {type(store).__name__}")
 
 
 class RequestError(RuntimeError):
@@ -199,13 +198,6 @@ class Backend(Configured):
     def _sent(self, prompt) -> object:
         """A prompt as the model is sent it: a Prompt's chat messages, or token ids."""
         return prompt.messages if isinstance(prompt, Prompt) else [int(t) for t in prompt]
-
-    def with_store(self, store) -> "Backend":
-        """This backend (a shallow copy, sharing loaded weights) with its calls going through ``store``."""
-        from ..calls import as_store
-        other = copy.copy(self)
-        other.store = as_store(store)
-        return other
 
     def prepare(self, messages: Messages, fallback_template: Optional[str] = None) -> Prompt:
         return Prompt(as_messages(messages))

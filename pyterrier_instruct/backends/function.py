@@ -46,8 +46,7 @@ class FunctionBackend(Backend):
         return f"FunctionBackend({self.name})"
 
     def _call_identity(self) -> str:
-        """Its fingerprint, or (a function whose behaviour has none) its name: give another ``name=`` when the
-        function changes, or its stored answers are reused."""
+        """Its fingerprint, or its name when the function has none (a changed function needs another ``name=``)."""
         from .._fingerprint import NotFingerprintable
         try:
             return super()._call_identity()

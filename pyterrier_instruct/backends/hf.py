@@ -27,7 +27,7 @@ class HFBackend(TokenizerBackend):
         device: ``None``/``'auto'`` (cuda, mps, cpu) or a torch device string.
         dtype: ``'auto'`` (bf16 on GPU, fp32 on CPU), ``'bf16'``, ``'fp16'``, ``'fp32'``.
         chat_template: replaces the checkpoint's chat template (a Jinja string).
-        store: a :class:`~pyterrier_instruct.calls.CallStore` (or its folder) keeping every call (see ``backends.base``).
+        store: a :class:`~pyterrier_instruct.calls.CallStore` (or its folder) keeping every call.
 
     transformers' loading bars follow :func:`~pyterrier_instruct.library_progress`; the stage driving the backend
     shows the package's own bar (its ``verbose``).

@@ -399,11 +399,10 @@ class OpenAIBackend(Backend):
 
     def _spent_on_reasoning(self, payload: dict, budget: int) -> None:
         """A reasoning model's empty answer cut at the limit: its reasoning took the whole ``max_completion_tokens``."""
-        usage = payload.get("usage") if isinstance(payload.get("usage"), dict) else {}
-        details = usage.get("completion_tokens_details") if isinstance(usage.get("completion_tokens_details"), dict) else {}
         extra = 0 if self._sampling else self.reasoning_tokens
+        spent = (_usage(payload) or {}).get("reasoning_tokens", "them all")
         raise RequestError(f"{self.model} answered nothing within max_completion_tokens={budget + extra} ({extra} for reasoning + "
-                           f"{budget} for the answer): it spent {details.get('reasoning_tokens', 'them all')} on reasoning; raise "
+                           f"{budget} for the answer): it spent {spent} on reasoning; raise "
                            f"reasoning_tokens (now {self.reasoning_tokens}) or lower reasoning_effort", status=200)
 
     def _generation(self, payload: dict, key: Optional[str], budget: int) -> Generation:
@@ -412,8 +411,8 @@ class OpenAIBackend(Backend):
             content = payload["choices"][0]["logprobs"]["content"]
             tokens = [_token(c["token"]) for c in content]
             tops = [[(_token(t["token"]), _logprob(t["logprob"])) for t in c["top_logprobs"]] for c in content]
-            return Generation.of(text, tokens, tops, payload.get("model") if isinstance(payload.get("model"), str) else None,
-                                 _usage(payload))
+            served = payload.get("model") if isinstance(payload.get("model"), str) else None
+            return Generation.of(text, tokens, tops, served, _usage(payload))
         except (KeyError, IndexError, TypeError, ValueError) as err:
             problem = f"{type(err).__name__}: {err}" if isinstance(err, (TypeError, ValueError)) else f"missing {err}"
             raise RequestError(f"{self.url} returned no usable choices[0].logprobs.content with top_logprobs (does the server "
@@ -425,9 +424,9 @@ def _usage(payload: dict) -> Optional[Dict[str, int]]:
     """The answer's ``usage``: prompt, completion and (``completion_tokens_details``) reasoning tokens, where given."""
     usage = payload.get("usage") if isinstance(payload.get("usage"), dict) else {}
     details = usage.get("completion_tokens_details") if isinstance(usage.get("completion_tokens_details"), dict) else {}
-    found = {**{k: usage.get(k) for k in ("prompt_tokens", "completion_tokens")}, "reasoning_tokens": details.get("reasoning_tokens")}
-    found = {k: int(v) for k, v in found.items() if isinstance(v, int) and not isinstance(v, bool)}
-    return found or None
+    found = {"prompt_tokens": usage.get("prompt_tokens"), "completion_tokens": usage.get("completion_tokens"),
+             "reasoning_tokens": details.get("reasoning_tokens")}
+    return {k: v for k, v in found.items() if type(v) is int} or None
 
 
 def _token(value) -> str:

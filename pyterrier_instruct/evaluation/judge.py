@@ -1,19 +1,14 @@
-"""IFIR's INSTFOL judge (IFIR paper §4.1 and App. B): :class:`IFIRJudge` renders the dataset- and level-specific
-prompt of each (instruction, passage) pair, asks its backend in batches and scores each answer
-(:mod:`~pyterrier_instruct.evaluation.scoring`, where the procedure is spelled out).
+"""IFIR's INSTFOL judge (IFIR paper §4.1, App. B): :class:`IFIRJudge` renders each (instruction, passage) pair's
+prompt, asks its backend in batches and scores the answers (:mod:`~pyterrier_instruct.evaluation.scoring` spells out how).
 
-Judgements are kept in a :class:`~pyterrier_instruct.calls.CallStore` (``store=``) under a key of the judge model, its
-backend (class, model, server or dtype) and its settings, the prompt id (with ``+ifir_code_bug``/``+figure8_system``
-when those change the message), the instruction string, the doc id and the SHA-256 of the document text, so a re-run
-or a second system retrieving the same passages costs no new calls; the IFIR code judged a document found by both runs
-twice, the store judges it once (identical at temperature 0 up to API nondeterminism). Each batch is stored in one
-transaction after its backend call, so an interrupted evaluation resumes where it stopped; processes sharing a store
-each judge a pair at most once, and a pair two of them judged at the same moment is stored once, the first standing.
-The judge cache of earlier versions (``judge.jsonl``) is read into the store once: pass its path as ``store=``.
-
-A failed request, or an answer that is not usable (malformed JSON body, missing or ``null`` logprobs), fails its
-judgement only: counted (``stats['failed']``, ``InstfolResult.judge['failed']``), reported in one warning with the
-first error, dropped from INSTFOL like any failed position and not stored; a judge whose every request fails raises.
+Judgements are kept in a :class:`~pyterrier_instruct.calls.CallStore` (``store=``), keyed by the judge model, its
+backend and settings, the prompt id (``+ifir_code_bug``/``+figure8_system`` when they change the message), the
+instruction, the doc id and the text's SHA-256: a re-run, or another system retrieving the same passages, costs no
+call, and a passage both runs retrieve is judged once (the IFIR code judged it twice). Each batch is stored after its
+backend call, so an interrupted run resumes; processes sharing a store judge a pair at most once each, the first
+stored standing. An earlier version's ``judge.jsonl`` passed as ``store=`` is read into the store once. A failed
+request or unusable answer fails its item only (counted, one warning, not stored); a judge whose every request fails
+raises.
 """
 from __future__ import annotations
 
@@ -24,8 +19,8 @@ import os
 import time
 from typing import Dict, List, NamedTuple, Optional, Sequence
 
-from ..backends.base import Backend, check_logprob_args
-from ..calls import Call, CallStore, as_store
+from ..backends.base import Backend, as_store, check_logprob_args
+from ..calls import Call, CallStore
 from ..prompts import IFIR_JUDGE_CODE_BUG, IFIR_JUDGE_SYSTEM, render_ifir_judge
 from .._progress import tqdm as progress_bar
 from .scoring import (MIN_PROB, SCORE_VALUES, Judgement, direct_judgement, judgement_of_record,  # noqa: F401
@@ -59,14 +54,11 @@ def judge_store(store) -> CallStore:
     """``IFIRJudge(store=)``: a CallStore, its folder, ``None`` (a temporary one), or the path of an earlier
     version's ``judge.jsonl``: the store is then the folder beside it without the suffix (``judge/``), and the file's
     records are read into it once."""
-    if store is None:
-        return CallStore()
-    if isinstance(store, (str, os.PathLike)) and os.fspath(store).endswith(".jsonl"):
-        legacy = os.fspath(store)
-        opened = CallStore(legacy[:-len(".jsonl")])
+    legacy = os.fspath(store) if isinstance(store, (str, os.PathLike)) and os.fspath(store).endswith(".jsonl") else None
+    opened = CallStore() if store is None else as_store(legacy[:-len(".jsonl")] if legacy else store)
+    if legacy:
         opened.import_judge_jsonl(legacy)
-        return opened
-    return as_store(store)
+    return opened
 
 
 def _model_name(backend: Backend) -> str:
@@ -190,7 +182,8 @@ class IFIRJudge:
         last["requested"] = len(items)
         keys = [self.key(item) for item in items]
         found = self.store.get(keys)
-        out: List[Optional[Judgement]] = [judgement_of_record(found[k], self.min_prob) if k in found else None for k in keys]
+        out: List[Optional[Judgement]] = [judgement_of_record(found[k], self.min_prob) if k in found else None
+                                          for k in keys]
         pending: Dict[str, List[int]] = {}
         for n, key in enumerate(keys):
             if key not in found:
@@ -198,7 +191,8 @@ class IFIRJudge:
         last["hits"] = len(items) - sum(len(v) for v in pending.values())
         last["duplicates"] = sum(len(v) - 1 for v in pending.values())
         todo, errors, usable = list(pending), [], last["hits"]
-        bar = progress_bar(total=len(todo), desc=f"INSTFOL judge ({self.judge_model})", unit="doc", disable=not self.verbose or not todo)
+        bar = progress_bar(total=len(todo), desc=f"INSTFOL judge ({self.judge_model})", unit="doc",
+                           disable=not self.verbose or not todo)
         try:
             for start in range(0, len(todo), self.batch_size):
                 batch = todo[start:start + self.batch_size]
@@ -226,22 +220,23 @@ class IFIRJudge:
                 self.stats[name] += value
             self.last = last
         if errors:
-            log.warning("INSTFOL judge %s: %d of %d judge request(s) failed, first: %s; their rank positions are dropped from both "
-                        "lists (not stored: judged again next time)", self.judge_model, len(errors), last["judged"], errors[0])
+            log.warning("INSTFOL judge %s: %d of %d judge request(s) failed, first: %s; their rank positions are dropped "
+                        "from both lists (not stored: judged again next time)", self.judge_model, len(errors),
+                        last["judged"], errors[0])
         log.info("INSTFOL judge %s: %d judgements, %d stored, %d duplicates, %d judged in %d backend call(s), %d failed",
-                 self.judge_model, last["requested"], last["hits"], last["duplicates"], last["judged"], last["backend_calls"], last["failed"])
+                 self.judge_model, *(last[k] for k in ("requested", "hits", "duplicates", "judged", "backend_calls", "failed")))
         return out
 
     def _run(self, keys: List[str], items: List[JudgeItem]) -> List[tuple]:
-        """One backend call over ``items``: ``(Judgement, Call)`` per item, the Call ``None`` for a failed one; the
-        Calls are stored (one transaction)."""
+        """One backend call over ``items``, stored: ``(Judgement, Call)`` per item (the Call ``None`` if it failed)."""
         prompts = [self.backend.prepare(self.messages(i.prompt, i.instruction, i.text)) for i in items]
         start = time.perf_counter()
         if self.mode == "direct":
-            answers = self.backend.score_distribution(prompts, tuple(str(v) for v in SCORE_VALUES), prefix=self.direct_prefix)
+            answers = self.backend.score_distribution(prompts, tuple(map(str, SCORE_VALUES)), prefix=self.direct_prefix)
         else:
-            answers = self.backend.generate_logprobs(prompts, max_new_tokens=self.max_new_tokens, top_logprobs=self.top_logprobs,
-                                                     temperature=self.temperature, top_p=self.top_p, return_exceptions=True)
+            answers = self.backend.generate_logprobs(prompts, max_new_tokens=self.max_new_tokens, top_p=self.top_p,
+                                                     top_logprobs=self.top_logprobs, temperature=self.temperature,
+                                                     return_exceptions=True)
         share = (time.perf_counter() - start) / len(items)
         if len(answers) != len(prompts):
             raise RuntimeError(f"{self.backend!r} returned {len(answers)} generations for {len(prompts)} prompts")
@@ -250,16 +245,14 @@ class IFIRJudge:
             try:
                 if isinstance(answer, Exception):
                     raise answer
-                j = direct_judgement(answer, self.min_prob) if self.mode == "direct" else weighted_judge_score(answer, self.min_prob)
+                score = direct_judgement if self.mode == "direct" else weighted_judge_score
+                j = score(answer, self.min_prob)
             except Exception as err:  # noqa: BLE001 - one bad answer costs its item only
                 log.debug("INSTFOL judge %s: a judgement failed: %s: %s", self.judge_model, type(err).__name__, err)
                 out.append((Judgement(None, "failed", answer=f"{type(err).__name__}: {err}"), None))
                 continue
-            usage = dict(getattr(answer, "usage", None) or {})
-            tokens = getattr(answer, "tokens", None)
-            out.append((j, Call(key, self.judge_id, "judge", self._record(key, item, j), usage.get("prompt_tokens", prompt.n_tokens),
-                                usage.get("completion_tokens", None if tokens is None else len(tokens)),
-                                usage.get("reasoning_tokens"), share)))
+            record = self._record(key, item, j)
+            out.append((j, Call.of(key, self.judge_id, "judge", answer, record, prompt.n_tokens, share)))
         self.store.put([c for _, c in out if c is not None])
         return out
 

@@ -1,5 +1,6 @@
-"""The arithmetic of IFIR's INSTFOL judge (IFIR paper §4.1 and App. B; the IFIR repository's ``src/utils/llm_metrics/GEval/``): an LLM
-scores one (instruction, passage) pair with the dataset- and level-specific prompt, and the document's score is the probability-weighted score token.
+"""The arithmetic of IFIR's INSTFOL judge (IFIR paper §4.1 and App. B; the IFIR repository's
+``src/utils/llm_metrics/GEval/``): an LLM scores one (instruction, passage) pair with the dataset- and level-specific
+prompt, and the document's score is the probability-weighted score token.
 
 One judgement, as the IFIR repository computes it (``GEval/geval.py``), in the default ``mode='answer'``:
 
