@@ -206,3 +206,33 @@ def test_two_processes_sharing_a_store(tmp_path):
     assert all(out == expected for out, _ in got)
     assert all(len(calls) == len(set(calls)) for _, calls in got)  # each call at most once per process
     assert len(CallStore(tmp_path / "calls")) == 40  # every row once
+
+
+def _killed_midway(path):
+    import os
+    import signal
+    batches = []
+
+    def answer(prompts, budget):
+        if len(batches) == 2:  # the third batch: killed while the backend answers
+            os.kill(os.getpid(), signal.SIGKILL)
+        batches.append(len(prompts))
+        return [p[0]["content"].upper() for p in prompts]
+    backend = FunctionBackend(answer, name="upper", store=path)
+    for start in range(0, 20, 5):
+        backend.generate([backend.prepare([{"role": "user", "content": f"p{i}"}]) for i in range(start, start + 5)],
+                         max_new_tokens=4)
+
+
+def test_a_sigkill_loses_only_the_calls_in_flight(tmp_path):
+    proc = multiprocessing.get_context("spawn").Process(target=_killed_midway, args=(str(tmp_path / "calls"),))
+    proc.start()
+    proc.join(timeout=120)
+    assert proc.exitcode == -9
+    store = CallStore(tmp_path / "calls")
+    assert len(store) == 10  # the two finished batches
+    asked = []
+    backend = FunctionBackend(lambda prompts, n: asked.extend(p[0]["content"] for p in prompts) or
+                              [p[0]["content"].upper() for p in prompts], name="upper", store=store)
+    out = backend.generate([backend.prepare([{"role": "user", "content": f"p{i}"}]) for i in range(20)], max_new_tokens=4)
+    assert out == [f"P{i}" for i in range(20)] and asked == [f"p{i}" for i in range(10, 20)]
