@@ -29,7 +29,7 @@ _register_datasets()  # ir_datasets ids instruct/<name>; files are located and r
 #: declared once, in its module's ``__all__``; the index below is read from those declarations (their source, so
 #: nothing is imported until a name is used).
 PUBLIC_MODULES = ("rewrite", "base", "errors", "pointwise", "listwise", "setwise", "dense", "retrieval", "caching", "backends", "evaluation",
-                  "prompts", "paper", "scale")
+                  "prompts", "paper", "scale", "calls")
 #: Subpackages served as modules (``pti.datasets``, ``pti.evaluation``).
 SUBPACKAGES = ("datasets", "evaluation")
 _EAGER = ["__version__", "measures", "pMRR", "OG", "Changed", "Reversed", "WISE", "IdealWISE", "SICR", "InfoSearch_pMRR",

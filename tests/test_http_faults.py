@@ -8,6 +8,7 @@ import json
 import logging
 import math
 import multiprocessing
+import pickle
 import re
 import threading
 import time
@@ -19,7 +20,8 @@ import pandas as pd
 import pytest
 
 from pyterrier_instruct.backends import BackendUnavailable, OpenAIBackend, RequestError
-from pyterrier_instruct.evaluation import IFIRJudge, JudgeCache, instfol
+from pyterrier_instruct.calls import CallStore
+from pyterrier_instruct.evaluation import IFIRJudge, instfol
 from pyterrier_instruct.evaluation.judge import JudgeItem
 
 SECRET = "sk-test-5ecret-0123456789abcdef"
@@ -362,8 +364,8 @@ def test_bad_judge_answers_cost_their_item_only(serve, tmp_path, caplog):
     ranked = {"q_0": ["good", "badjson", "fine", "nulllogprob"], "q_1": ["fine", "nologprobs", "good", "nulltop"]}
     run = pd.DataFrame([(q, d, 10.0 - j) for q, docs in ranked.items() for j, d in enumerate(docs)], columns=["qid", "docno", "score"])
     docs = {d: f"<<{d}>> text" for d in ("good", "fine", "badjson", "nulllogprob", "nologprobs", "nulltop")}
-    cache = tmp_path / "judge.jsonl"
-    judge = IFIRJudge(OpenAIBackend("j", base_url=server.url, api_key_env=None, max_retries=0), cache=cache, batch_size=3)
+    store = tmp_path / "calls"
+    judge = IFIRJudge(OpenAIBackend("j", base_url=server.url, api_key_env=None, max_retries=0), store=store, batch_size=3)
     with caplog.at_level(logging.WARNING, logger="pyterrier_instruct"):
         res = instfol(run[run.qid == "q_0"], run[run.qid == "q_1"], topics, docs, judge, dataset="fiqa")
     # positions 2 and 4 failed (in either list): both dropped from both lists; good = 2.25, fine = 3
@@ -373,8 +375,9 @@ def test_bad_judge_answers_cost_their_item_only(serve, tmp_path, caplog):
     assert (res.judge["failed"], res.judge["judged"], judge.stats["failed"]) == (4, 6, 4)
     (warning,) = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and r.name.startswith("pyterrier_instruct")]
     assert warning.startswith("INSTFOL judge j: 4 of 6 judge request(s) failed, first: RequestError: ") and "dropped from both lists" in warning
-    assert sorted(json.loads(line)["docno"] for line in cache.read_text().splitlines()) == ["fine", "good"]  # failures not cached
-    again = IFIRJudge(OpenAIBackend("j", base_url=server.url, api_key_env=None, max_retries=0), cache=cache)
+    stored = CallStore(store).connection().execute("SELECT response FROM calls").fetchall()
+    assert sorted(pickle.loads(r)["docno"] for r, in stored) == ["fine", "good"]  # failures not stored
+    again = IFIRJudge(OpenAIBackend("j", base_url=server.url, api_key_env=None, max_retries=0), store=store)
     instfol(run[run.qid == "q_0"], run[run.qid == "q_1"], topics, docs, again, dataset="fiqa")
     assert (again.last["hits"], again.last["judged"], again.last["failed"]) == (4, 4, 4)  # only the failures are asked again
 
@@ -401,7 +404,7 @@ def test_a_judge_whose_every_request_fails_raises_with_the_count(serve, monkeypa
     assert sleeps == [0.5, 1.0, 2.0] and down.backend.requests == 4
 
 
-# -- the judge cache shared by processes ---------------------------------------------------------------------------------------
+# -- the judge store shared by processes ---------------------------------------------------------------------------------------
 def test_the_cache_key_covers_the_judge_configuration():
     def judge(**kwargs):
         backend = kwargs.pop("backend", {})
@@ -418,47 +421,46 @@ def test_the_cache_key_covers_the_judge_configuration():
     assert judge(backend={"concurrency": 1, "timeout": 5, "max_retries": 0}).key(item) == base
 
 
-def _judge_in_a_process(url, cache, items, barrier, results):
-    judge = IFIRJudge(OpenAIBackend("j", base_url=url, api_key_env=None, concurrency=2), cache=cache, batch_size=4)
+def _judge_in_a_process(url, store, items, barrier, results):
+    judge = IFIRJudge(OpenAIBackend("j", base_url=url, api_key_env=None, concurrency=2), store=store, batch_size=4)
     barrier.wait()
     out = judge.judge(items)
     results.put(([j.score for j in out], judge.last["judged"], judge.last["hits"]))
 
 
-def test_two_processes_sharing_a_cache_judge_each_item_once(serve, tmp_path):
+def test_two_processes_sharing_a_store_judge_each_item_at_most_once_each(serve, tmp_path):
     server = judge_server(serve, delay=0.01)
     items = [("fiqa1", "q i", f"d{i}", f"<<{'good' if i % 2 else 'fine'}-{i}>> text") for i in range(24)]
-    cache = tmp_path / "shared.jsonl"
+    store = tmp_path / "shared"
     ctx = multiprocessing.get_context("spawn")
     barrier, results = ctx.Barrier(2), ctx.Queue()
-    procs = [ctx.Process(target=_judge_in_a_process, args=(server.url, str(cache), items, barrier, results)) for _ in range(2)]
+    procs = [ctx.Process(target=_judge_in_a_process, args=(server.url, str(store), items, barrier, results)) for _ in range(2)]
     for p in procs:
         p.start()
     got = [results.get(timeout=300) for _ in procs]
     for p in procs:
         p.join(timeout=60)
     assert [p.exitcode for p in procs] == [0, 0]
-    assert len(server.requests) == 24  # every item judged once, by one process or the other
     (a_scores, a_judged, a_hits), (b_scores, b_judged, b_hits) = got
-    assert a_scores == b_scores and None not in a_scores and (a_judged + b_judged, a_hits + b_hits) == (24, 24)
-    lines = cache.read_text().splitlines()
-    assert len(lines) == 24 and all(json.loads(line)["key"] for line in lines)  # whole lines, none interleaved
-    assert JudgeCache(cache).corrupt == 0 and (tmp_path / "shared.jsonl.lock").exists()
+    assert a_scores == b_scores and None not in a_scores and (a_judged + a_hits, b_judged + b_hits) == (24, 24)
+    assert len(server.requests) == a_judged + b_judged  # each item judged at most once per process
+    assert len(CallStore(store)) == 24  # every judgement once, the first standing
 
 
 # -- issue 30: nothing secret on disk, late headers, another model, a stalled judge ----------------------------------------
-def test_a_key_echoed_in_an_answer_never_reaches_the_judge_cache(serve, monkeypatch, tmp_path):
+def test_a_key_echoed_in_an_answer_never_reaches_the_judge_store(serve, monkeypatch, tmp_path):
     def behave(h, body, n):
         answer = judged("2")
         answer["choices"][0]["message"]["content"] = '{"score": 2, "reason": "you sent ' + SECRET + '"}'
         send(h, 200, answer)
     server = serve(behave)
     monkeypatch.setenv(KEY_ENV, SECRET)
-    cache = tmp_path / "judge.jsonl"
-    judge = IFIRJudge(OpenAIBackend("m", base_url=server.url, api_key_env=KEY_ENV), cache=cache, verbose=False)
+    store = tmp_path / "calls"
+    judge = IFIRJudge(OpenAIBackend("m", base_url=server.url, api_key_env=KEY_ENV), store=store, verbose=False)
     (j,) = judge.judge([JudgeItem("fiqa1", "i", "d", "text")])
     assert j.score == pytest.approx(2.25) and SECRET not in j.answer and "***" in j.answer
-    assert SECRET not in cache.read_text()
+    assert SECRET.encode() not in (store / "store.sqlite3").read_bytes() + (store / "store.sqlite3-wal").read_bytes()
+    assert "***" in CallStore(store).get([judge.key(JudgeItem("fiqa1", "i", "d", "text"))]).popitem()[1]["answer"]
 
 
 def test_a_key_split_across_lines_in_an_error_body_is_redacted(serve, monkeypatch):
@@ -494,10 +496,10 @@ def test_an_answer_from_another_model_is_refused_and_the_served_model_recorded(s
         ask(backend(server, monkeypatch, sleeps))
     served["model"] = "m-2024-07-18"  # a dated snapshot of the model asked for
     b = backend(server, monkeypatch, sleeps)
-    cache = tmp_path / "judge.jsonl"
-    (j,) = IFIRJudge(b, cache=cache, verbose=False).judge([JudgeItem("fiqa1", "i", "d", "text")])
+    judge = IFIRJudge(b, store=tmp_path / "calls", verbose=False)
+    (j,) = judge.judge([JudgeItem("fiqa1", "i", "d", "text")])
     assert j.model == "m-2024-07-18" and b.served_models == {"m-2024-07-18": 1}
-    assert json.loads(cache.read_text())["served_model"] == "m-2024-07-18"
+    assert judge.store.get([judge.key(JudgeItem("fiqa1", "i", "d", "text"))]).popitem()[1]["served_model"] == "m-2024-07-18"
     served["model"] = "deployment-7"
     lenient = backend(server, monkeypatch, sleeps, check_model=False)
     ask(lenient)
@@ -512,24 +514,24 @@ def test_a_stalled_judge_does_not_hold_up_the_others(serve, tmp_path):
             release.wait(30)
         send(h, 200, judged("2"))
     server = serve(behave)
-    cache = tmp_path / "shared.jsonl"
+    store = tmp_path / "shared"
     mine = [("fiqa1", "q i", f"a{i}", f"a{i}") for i in range(3)]
     theirs = [("fiqa1", "q i", f"b{i}", f"b{i}") for i in range(3)]
-    slow = IFIRJudge(OpenAIBackend("j", base_url=server.url, api_key_env=None), cache=JudgeCache(cache, lease=0.5), verbose=False)
+    slow = IFIRJudge(OpenAIBackend("j", base_url=server.url, api_key_env=None), store=store, verbose=False)
     worker = threading.Thread(target=slow.judge, args=(mine + theirs[:1],), daemon=True)
     worker.start()
     try:
         deadline = time.monotonic() + 30
         while len(server.requests) < 4 and time.monotonic() < deadline:
             time.sleep(0.01)
-        other = IFIRJudge(OpenAIBackend("j", base_url=server.url, api_key_env=None), cache=JudgeCache(cache), verbose=False)
+        other = IFIRJudge(OpenAIBackend("j", base_url=server.url, api_key_env=None), store=store, verbose=False)
         done = threading.Thread(target=lambda: other.judge(theirs), daemon=True)
         done.start()
-        done.join(20)  # before: blocked on the lock the stalled judge held across its backend call
+        done.join(20)  # no lock is held across a backend call: the other judge goes on
         assert not done.is_alive()
-        # theirs[0] was reserved by the stalled judge: taken over once its 0.5 s reservation lapsed
         assert other.last["judged"] == 3 and other.last["hits"] == 0
     finally:
         release.set()
         worker.join(30)
-    assert slow.last["judged"] == 4 and len(JudgeCache(cache)) == 6  # theirs[0]: stored once, the first append standing
+    assert slow.last["judged"] == 4 and len(CallStore(store)) == 6  # theirs[0]: stored once, the first standing
+

@@ -1,6 +1,7 @@
 """INSTFOL@K (IFIR paper §4.1 and its repository's GEval code): the verbatim judge prompts, the weighted judge score, the per-query formula and every
-aggregation level against hand-computed values, the AILA prompt bug switch, the on-disk judgement cache (re-run,
-second system, interrupted run), and INSTFOL in the IFIR report — all with a scripted judge (FunctionBackend)."""
+aggregation level against hand-computed values, the AILA prompt bug switch, judgements kept in the call store (re-run,
+second system, interrupted run, an earlier version's judge.jsonl), and INSTFOL in the IFIR report — all with a scripted judge (FunctionBackend)."""
+import hashlib
 import json
 import math
 import os
@@ -14,9 +15,11 @@ import pytest
 
 import pyterrier_instruct as pti
 from pyterrier_instruct.backends import FunctionBackend, Generation
-from pyterrier_instruct.evaluation import IFIRJudge, JudgeCache, doc_texts, ifir_report, instfol, to_markdown, weighted_judge_score
+from pyterrier_instruct.calls import CallStore
+from pyterrier_instruct.evaluation import IFIRJudge, doc_texts, ifir_report, instfol, to_markdown, weighted_judge_score
 from pyterrier_instruct.evaluation.instfol import no_instruction_topics
-from pyterrier_instruct.evaluation.judge import JudgeItem, answer_score, parse_judge_answer, weighted_candidates
+from pyterrier_instruct.evaluation.judge import JudgeItem
+from pyterrier_instruct.evaluation.scoring import answer_score, parse_judge_answer, weighted_candidates
 from pyterrier_instruct.measures import combine_instfol, instfol_query, instfol_summary, instfol_value
 from pyterrier_instruct.prompts import (IFIR_JUDGE, IFIR_JUDGE_CODE_BUG, IFIR_JUDGE_SYSTEM, IFIR_MULTI_LEVEL, IFIR_SINGLE_LEVEL,
                                         ifir_judge_prompt, render_ifir_judge)
@@ -187,6 +190,9 @@ class Script:
     def __init__(self, kind, fail_at_call=None):
         self.kind, self.fail_at_call, self.batches = kind, fail_at_call, []
 
+    def _fingerprint_(self):  # what decides its answers (the call store keys a backend by its fingerprint)
+        return f"Script({sorted(self.kind.items())!r})"
+
     def __call__(self, message_lists, **kwargs):
         if self.fail_at_call is not None and len(self.batches) + 1 == self.fail_at_call:
             raise RuntimeError("judge killed")
@@ -259,29 +265,29 @@ def test_scripted_judge_every_aggregation_level():
 
 def test_cutoff_and_failed_judgements_are_retried_not_cached(tmp_path):
     script = Script(subset_nfcorpus()[2])
-    judge = IFIRJudge(FunctionBackend(logprobs=script), cache=tmp_path / "j.jsonl")
+    judge = IFIRJudge(FunctionBackend(logprobs=script), store=tmp_path / "j")
     topics, ranked, kind = subset_nfcorpus()
     run = run_of(ranked)
     is0 = run["qid"].str.endswith("_0")
     res = instfol(run[is0], run[~is0], topics, docs_for(kind), judge, dataset="nfcorpus", k=1)
     # k = 1: n1: S_q 3, S_inst 2 → −1; n2: e4 failed → both lists empty → skipped
     assert res.per_query.set_index("qid")["instfol"].dropna().to_dict() == {"n1_1": -1.0} and res.skipped == 2
-    again = IFIRJudge(FunctionBackend(logprobs=Script(kind)), cache=tmp_path / "j.jsonl")
+    again = IFIRJudge(FunctionBackend(logprobs=Script(kind)), store=tmp_path / "j")
     instfol(run[is0], run[~is0], topics, docs_for(kind), again, dataset="nfcorpus", k=1)
     assert (again.last["hits"], again.last["judged"]) == (3, 1)  # only the failed pair is sent again
 
 
-# -- the cache -------------------------------------------------------------------------------------------------------------
+# -- the store -------------------------------------------------------------------------------------------------------------
 def test_second_run_and_second_system_cost_no_judge_calls(tmp_path):
-    path = tmp_path / "judge.jsonl"
+    path = tmp_path / "calls"
     first = Script(subset_fiqa()[2])
-    r1 = evaluate(IFIRJudge(FunctionBackend(logprobs=first), cache=path, batch_size=8), subset_fiqa, "fiqa")
-    assert first.prompts == 20 and len(first.batches) == 3 and len(path.read_text().splitlines()) == 20
-    # a fresh judge on the same file: everything from the cache
+    r1 = evaluate(IFIRJudge(FunctionBackend(logprobs=first), store=path, batch_size=8), subset_fiqa, "fiqa")
+    assert first.prompts == 20 and len(first.batches) == 3 and len(CallStore(path)) == 20
+    # a fresh judge on the same store: everything from it
     second = Script(subset_fiqa()[2])
-    judge = IFIRJudge(FunctionBackend(logprobs=second), cache=path, batch_size=8)
+    judge = IFIRJudge(FunctionBackend(logprobs=second), store=path, batch_size=8)
     r2 = evaluate(judge, subset_fiqa, "fiqa")
-    assert second.batches == [] and judge.last["hits"] == 27 and judge.last["judged"] == 0 and judge.cache.loaded == 20
+    assert second.batches == [] and judge.last["hits"] == 27 and judge.last["judged"] == 0
     pd.testing.assert_frame_equal(r1.per_query, r2.per_query)
     # another system retrieving the same passages in another order: no new call either
     shuffled = {q: docs[::-1] for q, docs in subset_fiqa()[1].items()}
@@ -289,48 +295,75 @@ def test_second_run_and_second_system_cost_no_judge_calls(tmp_path):
     assert second.batches == [] and judge.stats["hits"] == 2 * 27 and r3.per_dataset["fiqa"] == pytest.approx(r1.per_dataset["fiqa"])
     # other settings, other keys: top_logprobs=5 (the paper's text) is judged anew
     third = Script(subset_fiqa()[2])
-    evaluate(IFIRJudge(FunctionBackend(logprobs=third), cache=path, top_logprobs=5), subset_fiqa, "fiqa")
+    evaluate(IFIRJudge(FunctionBackend(logprobs=third), store=path, top_logprobs=5), subset_fiqa, "fiqa")
     assert third.prompts == 20 and third.batches[0][1]["top_logprobs"] == 5
-    assert len(JudgeCache(path)) == 40
+    assert len(CallStore(path)) == 40
+    usage = CallStore(path).usage()
+    assert usage["calls"].tolist() == [20, 20] and set(usage["method"]) == {"judge"}
+    assert usage["completion_tokens"].tolist() == [20 * 12] * 2  # twelve answer tokens per judgement
 
 
 def test_a_killed_run_resumes_without_rejudging(tmp_path):
-    path = tmp_path / "judge.jsonl"
+    path = tmp_path / "calls"
     killed = Script(subset_fiqa()[2], fail_at_call=3)
     with pytest.raises(RuntimeError, match="judge killed"):
-        evaluate(IFIRJudge(FunctionBackend(logprobs=killed), cache=path, batch_size=4), subset_fiqa, "fiqa")
-    assert killed.prompts == 8 and len(path.read_text().splitlines()) == 8  # two finished batches are on disk
-    claims = {k: expiry for k, _, expiry in map(json.loads, (tmp_path / "judge.jsonl.claims").read_text().splitlines())}
-    assert len(claims) == 12 and set(claims.values()) == {0.0}  # stored batches and the raising one: all released
-    with open(path, "a") as f:
-        f.write('{"key": "0123", "score": 1.')  # and a line torn by the kill
+        evaluate(IFIRJudge(FunctionBackend(logprobs=killed), store=path, batch_size=4), subset_fiqa, "fiqa")
+    assert killed.prompts == 8 and len(CallStore(path)) == 8  # two finished batches are on disk
     resumed = Script(subset_fiqa()[2])
-    judge = IFIRJudge(FunctionBackend(logprobs=resumed), cache=path, batch_size=4)
+    judge = IFIRJudge(FunctionBackend(logprobs=resumed), store=path, batch_size=4)
     res = evaluate(judge, subset_fiqa, "fiqa")
-    assert judge.cache.corrupt == 1 and judge.cache.loaded == 8
     assert resumed.prompts == 12 and killed.prompts + resumed.prompts == 20  # nothing judged twice
-    assert res.per_dataset["fiqa"] == pytest.approx(100 * FIQA)
-    reread = JudgeCache(path)
-    assert len(reread) == 20 and reread.corrupt == 1  # the records after the torn line are intact
-    assert all(json.loads(line)["key"] for line in path.read_text().splitlines()[9:])
+    assert res.per_dataset["fiqa"] == pytest.approx(100 * FIQA) and len(CallStore(path)) == 20
 
 
-def test_cached_records_keep_the_evidence_and_rescore_with_min_prob(tmp_path):
-    path = tmp_path / "j.jsonl"
+def test_stored_records_keep_the_evidence_and_rescore_with_min_prob(tmp_path):
+    path = tmp_path / "calls"
     kind = {"b9": "dx"}
     topics = pd.DataFrame({"qid": ["B_0", "B_1"], "query": "q", "instruction": ["", "i"]})
     run_q, run_i = run_of({"B_0": ["b9"]}), run_of({"B_1": ["b9"]})
-    instfol(run_q, run_i, topics, docs_for(kind), IFIRJudge(FunctionBackend(logprobs=Script(kind)), cache=path), dataset="fiqa")
-    (record,) = [json.loads(line) for line in path.read_text().splitlines()]
+    first = IFIRJudge(FunctionBackend(logprobs=Script(kind)), store=path)
+    instfol(run_q, run_i, topics, docs_for(kind), first, dataset="fiqa")
+    (record,) = CallStore(path).get([first.key(JudgeItem("fiqa1", "q i", "b9", "b9 text, about dx"))]).values()
     assert record["prompt"] == "fiqa1" and record["docno"] == "b9" and record["parsed"] == "2" and record["score"] == pytest.approx(X)
-    assert record["judge"] == "Script|FunctionBackend(name='Script')|answer|top_logprobs=10|temperature=0|top_p=0.7|max_tokens=512"
+    assert record["judge"] == ("Script|pyterrier_instruct.backends.function.FunctionBackend(fn=None, logprobs=Script([('b9', "
+                               "'dx')]))|answer|top_logprobs=10|temperature=0|top_p=0.7|max_tokens=512")
     assert record["answer"] == '{"score": 2, "reason": "ok"}' and len(record["candidates"]) == 5
-    judge = IFIRJudge(FunctionBackend(logprobs=Script(kind)), cache=path, min_prob=0.1)
+    judge = IFIRJudge(FunctionBackend(logprobs=Script(kind)), store=path, min_prob=0.1)
     (j,) = judge.judge([("fiqa1", "q i", "b9", "b9 text, about dx")])
     assert j.cached and judge.last["judged"] == 0 and j.score == pytest.approx((1.4 + 0.2) / 0.9)  # 3 (8 %) is now below the cut
 
 
-# -- AILA prompt bug and the system line ------------------------------------------------------------------------------------
+def test_an_earlier_judge_jsonl_is_read_once_into_the_store(tmp_path):
+    """The judge cache of earlier versions (one JSON record per line, keyed as today's judge key): passed as store=,
+    its records are read into the store beside it (``judge/``) once, and a re-run makes no judge call."""
+    first = Script(subset_fiqa()[2])
+    judge = IFIRJudge(FunctionBackend(logprobs=first), store=tmp_path / "fresh")
+    r1 = evaluate(judge, subset_fiqa, "fiqa")
+    from pyterrier_instruct.evaluation.judge import _legacy_backend_id
+    old = judge._judge_id(_legacy_backend_id(judge.backend))  # 0.x named the backend otherwise: its records are re-keyed
+    assert old != judge.judge_id
+    records = [{**r, "judge": old, "key": hashlib.sha256(json.dumps([old, r["prompt"], r["instruction_sha256"], r["docno"],
+                                                                     r["text_sha256"]]).encode()).hexdigest()}
+               for r in judge.store.get([r for r in _keys(judge)]).values()]
+    legacy = tmp_path / "old" / "judge.jsonl"
+    legacy.parent.mkdir()
+    legacy.write_text("".join(json.dumps(r) + "\n" for r in records) + '{"key": "0123", "score": 1.')  # and a torn line
+    again = Script(subset_fiqa()[2])
+    judge = IFIRJudge(FunctionBackend(logprobs=again), store=legacy)
+    r2 = evaluate(judge, subset_fiqa, "fiqa")
+    assert again.batches == [] and judge.last["hits"] == 27 and len(judge.store) == 20 == len(records)
+    assert str(judge.store.path) == str(tmp_path / "old" / "judge")
+    pd.testing.assert_frame_equal(r1.per_query, r2.per_query)
+    legacy.write_text(json.dumps({**records[0], "key": "new"}) + "\n")  # read once: a changed file is not read again
+    assert IFIRJudge(FunctionBackend(logprobs=again), store=legacy).store.get(["new"]) == {}
+
+
+def _keys(judge):
+    topics, ranked, kind = subset_fiqa()
+    return [judge.key(JudgeItem(f"fiqa{q[-1]}", f"query {q[0]} instruction {q[0]}{q[-1]}", d, docs_for(kind)[d]))
+            for q in ranked if not q.endswith("_0") for d in ranked[q] + ranked[q[0] + "_0"]]
+
+
 def test_aila_code_bug_only_on_request():
     topics = pd.DataFrame([(f"L_{lv}", "case", "" if lv == 0 else f"instruction {lv}") for lv in range(4)], columns=["qid", "query", "instruction"])
     ranked = {"L_0": ["c1", "c2"], "L_1": ["c3", "c4"], "L_2": ["c3", "c4"], "L_3": ["c3", "c4"]}
@@ -462,52 +495,3 @@ def test_top_logprobs_defaults_to_the_ifir_code_and_five_changes_the_score():
         return j.score
     assert judged() == pytest.approx((2 * .60 + 3 * .03 + 1 * .02 + 0) / (.60 + .03 + .02 + .015))
     assert judged(top_logprobs=5) == 2.0  # "3", "1", "0" are ranked 6th-8th
-
-
-def test_reservations_of_a_killed_process_lapse_at_once(tmp_path):
-    """A judge process killed mid-batch leaves its reservations behind; on its host they are not waited for."""
-    import subprocess
-    import sys
-
-    from pyterrier_instruct.evaluation.judge import _owner
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=True)
-    host = _owner().split(":")[0]
-    path = tmp_path / "judge.jsonl"
-    path.write_text("")
-    far = 4102444800.0  # 2100-01-01: a lease that would not lapse
-    (tmp_path / "judge.jsonl.claims").write_text(json.dumps(["k1", f"{host}:{dead.stdout.strip()}:dead0000", far]) + "\n"
-                                                 + json.dumps(["k2", f"{host}:{os.getppid()}:alive000", far]) + "\n"
-                                                 + json.dumps(["k3", f"elsewhere:{dead.stdout.strip()}:remote00", far]) + "\n")
-    mine, theirs = JudgeCache(path).reserve(["k1", "k2", "k3"])
-    assert mine == ["k1"] and theirs == ["k2", "k3"]  # a running process here, or any process on another host, is waited for
-
-
-def test_a_notebook_judging_again_after_deleting_the_cache_does_not_wait(tmp_path, monkeypatch):
-    """Judge, delete judge.jsonl, judge again with a new judge object in the same process: the first judge's finished
-    reservations (and any of this process that no call holds) do not block; a live call's reservation still does."""
-    from pyterrier_instruct.evaluation import judge as judge_module
-
-    def no_wait(seconds):
-        raise AssertionError("the judge waited for a reservation")
-    monkeypatch.setattr(judge_module, "time", type("T", (), {"time": staticmethod(judge_module.time.time), "sleep": staticmethod(no_wait)}))
-    path, items = tmp_path / "judge.jsonl", [JudgeItem("fiqa1", "I", d, t) for d, t in list(docs_for(subset_fiqa()[2]).items())[:5]]
-    first = IFIRJudge(FunctionBackend(logprobs=Script(subset_fiqa()[2])), cache=path, verbose=False)
-    scores = [j.score for j in first.judge(items)]
-    path.unlink()
-    again = IFIRJudge(FunctionBackend(logprobs=Script(subset_fiqa()[2])), cache=path, verbose=False)
-    assert [j.score for j in again.judge(items)] == scores and again.last["judged"] == 5
-    # claims written before reservations were released on storing (a finished call's, lease far off): not waited for
-    path.unlink()
-    far = 4102444800.0
-    owner = first.cache.owner
-    (tmp_path / "judge.jsonl.claims").write_text("".join(json.dumps([again.key(i), owner, far]) + "\n" for i in items))
-    third = IFIRJudge(FunctionBackend(logprobs=Script(subset_fiqa()[2])), cache=path, verbose=False)
-    assert [j.score for j in third.judge(items)] == scores and third.last["judged"] == 5
-    # a reservation a call of this process still holds blocks another judge object (it judges the rest only)
-    path.unlink()
-    holder = JudgeCache(path)
-    assert holder.reserve([again.key(items[0])]) == ([again.key(items[0])], [])
-    fourth = IFIRJudge(FunctionBackend(logprobs=Script(subset_fiqa()[2])), cache=path, verbose=False)
-    assert fourth.cache.reserve([again.key(i) for i in items])[1] == [again.key(items[0])]
-    holder.release([again.key(items[0])])
-    assert fourth.cache.reserve([again.key(items[0])]) == ([again.key(items[0])], [])

@@ -7,6 +7,8 @@ import sys
 
 import pandas as pd
 import pytest
+
+from pyterrier_instruct._fingerprint import fingerprint
 from stubs import ChatServer, openai_api, with_chat_template
 
 from pyterrier_instruct.backends import BackendUnavailable, FunctionBackend, Generation, HFBackend, OpenAIBackend, VLLMBackend
@@ -81,7 +83,7 @@ def test_instfol_against_the_http_judge_with_cache(server, tmp_path):
     is0 = run["qid"].str.endswith("_0")
     docs = {d: f"{d} text" for d in ("alpha", "beta", "gamma", "delta", "toolong")}
     opts = {"base_url": server.url, "api_key_env": None, "concurrency": 4}
-    judge = IFIRJudge("openai", model="gpt-4o-mini", backend_options=opts, cache=tmp_path / "judge.jsonl")
+    judge = IFIRJudge("openai", model="gpt-4o-mini", backend_options=opts, store=tmp_path / "calls")
     res = instfol(run[is0], run[~is0], topics, docs, judge, dataset="scifact_open")
     # weighted scores: alpha 2.8, beta 0.5, gamma 2/3·... (" 2" rejected: (2·.6 + 3·.3)/.9), delta 0
     gamma = (2 * .6 + 3 * .3) / .9
@@ -99,7 +101,7 @@ def test_instfol_against_the_http_judge_with_cache(server, tmp_path):
                for b in sent) == 1  # the no-instruction run's passage, judged against the level-2 instruction string
     # the same evaluation again: only the failed pair is asked again (and fails again)
     again = instfol(run[is0], run[~is0], topics, docs, IFIRJudge("openai", model="gpt-4o-mini", backend_options=opts,
-                                                                   cache=tmp_path / "judge.jsonl"), dataset="scifact_open")
+                                                                   store=tmp_path / "calls"), dataset="scifact_open")
     assert len(server.requests) == 10 and again.judge["hits"] == 9 and again.per_query.equals(res.per_query)
 
 
@@ -126,7 +128,8 @@ def test_a_judge_on_a_reasoning_model_refuses_before_any_request_or_turns_reason
         assert "reasoning_effort='none'" in judge.judge_id
         # a chat-model judge's cache key is what it was before reasoning models were known
         assert IFIRJudge("openai", model="gpt-4o-mini", backend_options=opts).judge_id.startswith(
-            f"gpt-4o-mini|OpenAIBackend(model='gpt-4o-mini', base_url='{server.url}', extra_body={{}})|answer|")
+            f"gpt-4o-mini|pyterrier_instruct.backends.openai.OpenAIBackend(model='gpt-4o-mini', base_url='{server.url}', "
+            "extra_body={})|answer|")
     finally:
         server.close()
 
@@ -196,7 +199,7 @@ def test_hf_score_distribution_and_the_direct_judge(judge_model):
     (j,) = judge.judge([("fiqa3", "query about dams", "d1", "dam river fish study")])
     expected = sum(v * dists[0][str(v)] for v in SCORE_VALUES) / sum(dists[0].values())
     assert j.status == "ok" and j.score == pytest.approx(expected, rel=1e-4) and 0 < j.score < 5
-    assert judge.judge_id == f'{judge_model}|{backend.identity()}|direct|prefix="{{\\n    \\"score\\": "'
+    assert judge.judge_id == f'{judge_model}|{fingerprint(backend)}|direct|prefix="{{\\n    \\"score\\": "'
     assert IFIRJudge(backend, mode="direct").judge([("fiqa3", "query about dams", "d1", "dam river fish study")])[0].status == "no_candidates"
 
 

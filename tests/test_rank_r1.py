@@ -252,3 +252,13 @@ def test_cli_rank_r1_rows_followir_and_bright(model, tmp_path, monkeypatch):
                  "--quiet", "--dataset", "bright/biology"]) == 0
     table = pd.read_csv(tmp_path / "b" / "table2.csv")
     assert table["Model"].tolist() == ["Rank-R1-7B [qwen, unrevisioned]"] and table.notna().all().all()
+
+
+def test_rank_r1_second_run_through_a_call_store_generates_nothing(model, tmp_path):
+    """``store=`` on the backend (here the scripted HF one): the second run reads every comparison from the store."""
+    first = Scripted(model, store=tmp_path / "calls")
+    out = pti.RankR1(backend=first, num_child=3, k=3, verbose=False)(frame((7, 5)))
+    second = Scripted(model, store=tmp_path / "calls")
+    again = pti.RankR1(backend=second, num_child=3, k=3, verbose=False)(frame((7, 5)))
+    assert len(first.seen) > 0 and getattr(second, "seen", []) == []
+    pd.testing.assert_frame_equal(out, again)

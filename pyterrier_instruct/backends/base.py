@@ -26,11 +26,18 @@ shaped after vLLM's ``SamplingParams`` so that a vLLM backend implements them di
 
 All prompts given to one ``generate`` call are one batch: callers put as much independent work as they have into
 one call (the listwise reranker sends every query's window at the same position together).
+
+Every backend takes ``store=`` (a :class:`~pyterrier_instruct.calls.CallStore` or its folder; families pass it in
+``backend_options``): each call of :data:`STORED_CALLS` then goes through it, and a second run makes no backend call.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
+import inspect
 import logging
+import os
+import threading
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -42,6 +49,12 @@ log = logging.getLogger(__name__)
 Messages = Sequence[Dict[str, str]]
 #: The token-id level calls a reasoning reranker (rank1) needs of its backend (see the module docstring).
 REASONING_CALLS = ("generate_until", "next_token_logprobs")
+#: The public calls that go through a backend's ``store=`` (each backend implements those it serves).
+STORED_CALLS = ("generate", "generate_logprobs", "generate_until", "next_token_logprobs", "score_distribution",
+                "answer_logits", "classify_logits")
+#: arguments of those calls that do not change the answer (left out of the key)
+_NOT_SETTINGS = ("return_exceptions", "bar")
+_INSIDE = threading.local()  # set while a store computes misses: nested public calls go straight to the model
 
 
 @dataclass(frozen=True)
@@ -73,6 +86,8 @@ class Generation:
     tokens: Tuple[str, ...]
     top_logprobs: Tuple[Candidates, ...]
     model: Optional[str] = None
+    #: the API's token counts (``prompt_tokens``, ``completion_tokens``, ``reasoning_tokens``) where it reports them
+    usage: Optional[Mapping[str, int]] = field(default=None, compare=False)
 
     def __post_init__(self):
         if len(self.tokens) != len(self.top_logprobs):
@@ -80,13 +95,13 @@ class Generation:
 
     @classmethod
     def of(cls, text: str, tokens: Iterable[str], top_logprobs: Iterable[Union[Mapping[str, float], Iterable[Tuple[str, float]]]],
-           model: Optional[str] = None) -> "Generation":
+           model: Optional[str] = None, usage: Optional[Mapping[str, int]] = None) -> "Generation":
         """A Generation from plain values: each position's candidates as a ``{token: logprob}`` dict or as pairs."""
         tops = []
         for pos in top_logprobs:
             pairs = pos.items() if isinstance(pos, Mapping) else pos
             tops.append(tuple((str(t), float(lp)) for t, lp in pairs))
-        return cls(str(text), tuple(str(t) for t in tokens), tuple(tops), model)
+        return cls(str(text), tuple(str(t) for t in tokens), tuple(tops), model, usage)
 
 
 @dataclass(frozen=True)
@@ -115,6 +130,16 @@ def as_messages(messages: Messages) -> tuple:
     return tuple(out)
 
 
+def as_store(store):
+    """A backend's (or judge's) ``store=``: ``None``, a :class:`~pyterrier_instruct.calls.CallStore` or its folder."""
+    from ..calls import CallStore
+    if store is None or isinstance(store, CallStore):
+        return store
+    if isinstance(store, (str, os.PathLike)):
+        return CallStore(store)
+    raise TypeError(f"store= must be a CallStore or the path of its folder, got {type(store).__name__}")
+
+
 class RequestError(RuntimeError):
     """One request failed for good (after the backend's retries): an HTTP error status, a timeout, a truncated or
     oversized body, an answer that is not what the protocol promises. It costs that prompt only: with
@@ -138,6 +163,8 @@ class Backend(Configured):
     Its identity (what LLM judges and the call store key on) is :func:`~pyterrier_instruct._fingerprint.fingerprint`
     of the backend: the class and the arguments in :attr:`_identity` (those that change answers), weights named by
     :attr:`_weights` with their content digest, so weights saved again over a folder never reuse old answers."""
+    _eq_exclude = ("verbose", "store")  # where answers are kept, not what they are
+    store = None
     #: the constructor arguments that change what the model answers (not how answers are fetched: batch sizes,
     #: concurrency, retries are left out): the backend's fingerprint
     _identity: Tuple[str, ...] = ()
@@ -149,19 +176,20 @@ class Backend(Configured):
             return super()._fingerprint_parts()
         return {name: getattr(self, name, None) for name in self._identity}
 
-    def identity(self) -> str:
-        """Temporary (until ``evaluation/judge.py``'s ``judge_id`` keys on ``fingerprint(backend)``): the text the judge
-        cache keys on today, ``Class(name=repr, …, revision=…)`` over :attr:`_identity`."""
-        from .._fingerprint import model_revision
-        parts = []
-        for name in self._identity:
-            value = repr(getattr(self, name, None))
-            if len(value) > 100:
-                value = "sha256:" + hashlib.sha256(value.encode("utf-8")).hexdigest()[:16]
-            parts.append(f"{name}={value}")
-            if name in self._weights:
-                parts.append(f"revision={model_revision(getattr(self, name))!r}")
-        return f"{type(self).__name__}({', '.join(parts)})"
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        for name in STORED_CALLS:
+            if name in cls.__dict__:
+                setattr(cls, name, _stored(name, cls.__dict__[name]))
+
+    def _call_identity(self) -> str:
+        """The backend's part of a call's key in a store."""
+        from .._fingerprint import fingerprint
+        return fingerprint(self)
+
+    def _sent(self, prompt) -> object:
+        """A prompt as the model is sent it: a Prompt's chat messages, or token ids."""
+        return prompt.messages if isinstance(prompt, Prompt) else [int(t) for t in prompt]
 
     def prepare(self, messages: Messages, fallback_template: Optional[str] = None) -> Prompt:
         return Prompt(as_messages(messages))
@@ -226,6 +254,32 @@ class TokenizerBackend(Backend):
     def _ids(self, prompt: Prompt) -> List[int]:
         """The prompt's token ids (rendering it here if another backend prepared it)."""
         return list(prompt.token_ids if prompt.token_ids is not None else self.prepare(prompt.messages).token_ids)
+
+    def _sent(self, prompt) -> List[int]:
+        return [int(t) for t in (self._ids(prompt) if isinstance(prompt, Prompt) else prompt)]
+
+
+def _stored(name: str, method):
+    """``method`` going through the backend's store when it has one (see the module docstring)."""
+    signature = inspect.signature(method)
+    first = list(signature.parameters)[1]
+
+    @functools.wraps(method)
+    def call(self, prompts, *args, **kwargs):
+        if self.store is None or getattr(_INSIDE, "on", False) or not len(prompts):
+            return method(self, prompts, *args, **kwargs)
+        bound = signature.bind(self, prompts, *args, **kwargs)
+        bound.apply_defaults()
+        settings = {k: v for k, v in bound.arguments.items() if k not in ("self", first, *_NOT_SETTINGS)}
+
+        def compute(todo: list):
+            _INSIDE.on = True
+            try:
+                return method(self, todo, *args, **kwargs)
+            finally:
+                _INSIDE.on = False
+        return self.store.through(self, name, compute, prompts, settings)
+    return call
 
 
 def check_logprob_args(max_new_tokens: int, top_logprobs: int, temperature: float, top_p: float) -> None:

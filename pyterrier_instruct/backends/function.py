@@ -4,7 +4,7 @@ from __future__ import annotations
 import inspect
 from typing import Callable, List, Optional, Sequence, Union
 
-from .base import Backend, Generation, Messages, Prompt, as_messages, check_logprob_args
+from .base import Backend, Generation, Messages, Prompt, as_messages, as_store, check_logprob_args
 
 
 class FunctionBackend(Backend):
@@ -30,15 +30,16 @@ class FunctionBackend(Backend):
     _identity = ("name",)
 
     def __init__(self, fn: Optional[Callable[..., Union[str, Sequence[str]]]] = None, *, tokenizer=None,
-                 name: Optional[str] = None, logprobs: Optional[Callable[..., Sequence]] = None):
+                 name: Optional[str] = None, logprobs: Optional[Callable[..., Sequence]] = None, store=None):
         if fn is None and logprobs is None:
             raise TypeError("FunctionBackend needs a callable fn (answers) and/or logprobs= (per-token log-probabilities)")
         for arg, value in (("fn", fn), ("logprobs", logprobs)):
             if value is not None and not callable(value):
                 raise TypeError(f"FunctionBackend needs a callable {arg}, got {value!r}")
         source = fn if fn is not None else logprobs
-        self.fn, self.logprobs, self.tokenizer = fn, logprobs, tokenizer
+        self.fn, self.logprobs, self.tokenizer, self.store = fn, logprobs, tokenizer, as_store(store)
         self.name = name or getattr(source, "__name__", type(source).__name__)
+        self._named = name is not None
         self._per_prompt = fn is not None and _per_prompt(fn)
         self.calls = 0
 
@@ -46,8 +47,18 @@ class FunctionBackend(Backend):
         return f"FunctionBackend({self.name})"
 
     def _fingerprint_parts(self) -> dict:
-        """The functions by their code and the values they read (a name says nothing of what they answer)."""
-        return {"fn": self.fn, "logprobs": self.logprobs}
+        """An explicit ``name=`` is what the caller says decides the answers (and changes with the function); without
+        one, the functions by their code and the values they read."""
+        return {"name": self.name} if self._named else {"fn": self.fn, "logprobs": self.logprobs}
+
+    def _call_identity(self) -> str:
+        from .._fingerprint import NotFingerprintable
+        try:
+            return super()._call_identity()
+        except NotFingerprintable as e:
+            raise ValueError(f"FunctionBackend({self.name}) in a store: its function cannot be fingerprinted ({e}), so "
+                             "stored answers could outlive a change to it; pass name='...' naming what it answers (and "
+                             "change it whenever the function changes)") from None
 
     def prepare(self, messages: Messages, fallback_template: Optional[str] = None) -> Prompt:
         messages = as_messages(messages)

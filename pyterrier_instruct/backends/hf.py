@@ -13,7 +13,7 @@ from .._optional import require
 from .._hub import from_pretrained
 from .._torch import by_length, hf_setup
 from .._tokens import common_prefix_length, encode_rendered
-from .base import Continuation, Generation, Prompt, TokenizerBackend, check_logprob_args
+from .base import Continuation, Generation, Prompt, TokenizerBackend, as_store, check_logprob_args
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +27,7 @@ class HFBackend(TokenizerBackend):
         device: ``None``/``'auto'`` (cuda, mps, cpu) or a torch device string.
         dtype: ``'auto'`` (bf16 on GPU, fp32 on CPU), ``'bf16'``, ``'fp16'``, ``'fp32'``.
         chat_template: replaces the checkpoint's chat template (a Jinja string).
+        store: a :class:`~pyterrier_instruct.calls.CallStore` (or its folder) keeping every call.
 
     transformers' loading bars follow :func:`~pyterrier_instruct.library_progress`; the stage driving the backend
     shows the package's own bar (its ``verbose``).
@@ -36,11 +37,12 @@ class HFBackend(TokenizerBackend):
     _weights = ("model_name_or_path",)
 
     def __init__(self, model_name_or_path: str, *, batch_size: int = 8, device: Optional[str] = None, dtype="auto",
-                 chat_template: Optional[str] = None):
+                 chat_template: Optional[str] = None, store=None):
         if int(batch_size) < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size!r}")
         self.model_name_or_path, self.batch_size = str(model_name_or_path), int(batch_size)
         self.device, self.dtype, self.chat_template = device, dtype, chat_template
+        self.store = as_store(store)
         self._model = self._tok = None
 
     _lazy = ("_model", "_tok")

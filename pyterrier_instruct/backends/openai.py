@@ -16,7 +16,8 @@ from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from typing import Callable, Dict, List, Optional, Sequence, Union
 
 from . import _http
-from .base import Backend, BackendUnavailable, Generation, Messages, Prompt, RequestError, as_messages, check_logprob_args
+from .base import (Backend, BackendUnavailable, Generation, Messages, Prompt, RequestError, as_messages, as_store,
+                   check_logprob_args)
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +114,7 @@ class OpenAIBackend(Backend):
                  timeout: float = 120.0,
                  max_response_bytes: int = 16 * 2 ** 20, min_tokens: bool = False, tokenizer=None, extra_body: Optional[dict] = None,
                  check_model: bool = True, reasoning: Optional[bool] = None, reasoning_effort: Optional[str] = None,
-                 reasoning_tokens: int = REASONING_TOKENS, sleep: Optional[Callable[[float], None]] = None):
+                 reasoning_tokens: int = REASONING_TOKENS, sleep: Optional[Callable[[float], None]] = None, store=None):
         if int(concurrency) < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency!r}")
         if int(max_retries) < 0:
@@ -140,7 +141,7 @@ class OpenAIBackend(Backend):
         self.concurrency, self.max_retries, self.backoff, self.max_wait = int(concurrency), int(max_retries), float(backoff), float(max_wait)
         self.max_retry_time, self.timeout, self.max_response_bytes = float(max_retry_time), float(timeout), int(max_response_bytes)
         self.min_tokens, self.extra_body, self._sleep = min_tokens, dict(extra_body or {}), sleep
-        self.tokenizer, self.check_model = tokenizer, bool(check_model)
+        self.tokenizer, self.check_model, self.store = tokenizer, bool(check_model), as_store(store)
         self._tok = None
         self.requests = 0  # HTTP requests sent, retries included
         self.served_models: Dict[str, int] = {}  # model id of each answer → answers
@@ -183,13 +184,6 @@ class OpenAIBackend(Backend):
         if self.reasons and self.reasoning_effort is not None:
             fields["reasoning_effort"] = self.reasoning_effort
         return {k: v for k, v in fields.items() if v is not None}
-
-    def identity(self) -> str:
-        """:meth:`Backend.identity`, plus the reasoning settings of a reasoning model (a chat model's is as it was)."""
-        base = super().identity()
-        if not self.reasons:
-            return base
-        return f"{base[:-1]}, reasoning_effort={self.reasoning_effort!r}, reasoning_tokens={self.reasoning_tokens!r})"
 
     def _fingerprint_parts(self) -> Dict[str, object]:
         """The arguments, the reasoning ones only for a reasoning model (a chat model's requests do not change with them)."""
@@ -398,11 +392,10 @@ class OpenAIBackend(Backend):
 
     def _spent_on_reasoning(self, payload: dict, budget: int) -> None:
         """A reasoning model's empty answer cut at the limit: its reasoning took the whole ``max_completion_tokens``."""
-        usage = payload.get("usage") if isinstance(payload.get("usage"), dict) else {}
-        details = usage.get("completion_tokens_details") if isinstance(usage.get("completion_tokens_details"), dict) else {}
         extra = 0 if self._sampling else self.reasoning_tokens
+        spent = (_usage(payload) or {}).get("reasoning_tokens", "them all")
         raise RequestError(f"{self.model} answered nothing within max_completion_tokens={budget + extra} ({extra} for reasoning + "
-                           f"{budget} for the answer): it spent {details.get('reasoning_tokens', 'them all')} on reasoning; raise "
+                           f"{budget} for the answer): it spent {spent} on reasoning; raise "
                            f"reasoning_tokens (now {self.reasoning_tokens}) or lower reasoning_effort", status=200)
 
     def _generation(self, payload: dict, key: Optional[str], budget: int) -> Generation:
@@ -411,12 +404,22 @@ class OpenAIBackend(Backend):
             content = payload["choices"][0]["logprobs"]["content"]
             tokens = [_token(c["token"]) for c in content]
             tops = [[(_token(t["token"]), _logprob(t["logprob"])) for t in c["top_logprobs"]] for c in content]
-            return Generation.of(text, tokens, tops, payload.get("model") if isinstance(payload.get("model"), str) else None)
+            served = payload.get("model") if isinstance(payload.get("model"), str) else None
+            return Generation.of(text, tokens, tops, served, _usage(payload))
         except (KeyError, IndexError, TypeError, ValueError) as err:
             problem = f"{type(err).__name__}: {err}" if isinstance(err, (TypeError, ValueError)) else f"missing {err}"
             raise RequestError(f"{self.url} returned no usable choices[0].logprobs.content with top_logprobs (does the server "
                                f"support logprobs?) — {self._quote(problem, key)}: {self._quote(json.dumps(payload), key)}",
                                status=200) from None
+
+
+def _usage(payload: dict) -> Optional[Dict[str, int]]:
+    """The answer's ``usage``: prompt, completion and (``completion_tokens_details``) reasoning tokens, where given."""
+    usage = payload.get("usage") if isinstance(payload.get("usage"), dict) else {}
+    details = usage.get("completion_tokens_details") if isinstance(usage.get("completion_tokens_details"), dict) else {}
+    found = {"prompt_tokens": usage.get("prompt_tokens"), "completion_tokens": usage.get("completion_tokens"),
+             "reasoning_tokens": details.get("reasoning_tokens")}
+    return {k: v for k, v in found.items() if type(v) is int} or None
 
 
 def _token(value) -> str:

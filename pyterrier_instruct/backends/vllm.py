@@ -18,7 +18,7 @@ import numpy as np
 from .._optional import is_available, require
 from .._progress import library_progress
 from .._hub import model_path
-from .base import Continuation, Generation, Prompt, TokenizerBackend, check_logprob_args
+from .base import Continuation, Generation, Prompt, TokenizerBackend, as_store, check_logprob_args
 
 
 #: vLLM's ``logprobs_mode`` values; the processed ones are taken after ``allowed_token_ids`` masks the other tokens
@@ -65,7 +65,7 @@ class VLLMBackend(TokenizerBackend):
 
     def __init__(self, model: str, *, tensor_parallel_size: int = 1, gpu_memory_utilization: float = 0.9,
                  max_model_len: Optional[int] = None, dtype: str = "auto", enable_prefix_caching: bool = True,
-                 chat_template: Optional[str] = None, logprobs_mode: Optional[str] = None, seed: int = 0,
+                 chat_template: Optional[str] = None, logprobs_mode: Optional[str] = None, seed: int = 0, store=None,
                  **llm_kwargs):
         if "verbose" in llm_kwargs:  # would otherwise reach vllm.LLM
             raise TypeError("VLLMBackend: verbose= is gone; vLLM's progress bar follows "
@@ -79,7 +79,7 @@ class VLLMBackend(TokenizerBackend):
         self.model, self.tensor_parallel_size = str(model), int(tensor_parallel_size)
         self.gpu_memory_utilization, self.max_model_len, self.dtype = float(gpu_memory_utilization), max_model_len, dtype
         self.enable_prefix_caching, self.chat_template, self.seed = enable_prefix_caching, chat_template, seed
-        self.logprobs_mode = logprobs_mode
+        self.logprobs_mode, self.store = logprobs_mode, as_store(store)
         self.llm_kwargs = dict(llm_kwargs)
         self._llm = None
         self._runner: Optional[str] = None  # 'pooling': set by a reranker on a sequence-classification checkpoint

@@ -6,7 +6,8 @@
 - IFIR Table 3: :func:`ifir_report` (with ``judge=`` also INSTFOL@20).
 - Promptriever Table 3 (BEIR prompts: none / selected / best): :func:`prompt_study_report`.
 - IFIR INSTFOL: :func:`instfol` (one subset, two runs, a judge), :class:`IFIRJudge` (prompts, probability-weighted
-  scores, backends), :class:`JudgeCache` (append-only JSONL); the arithmetic is :mod:`pyterrier_instruct.measures.instfol`.
+  scores, backends; judgements kept in a :class:`~pyterrier_instruct.calls.CallStore`); the judge's arithmetic is
+  :mod:`.scoring`, INSTFOL's :mod:`pyterrier_instruct.measures.instfol`.
 - InF-IR Table 2 (FollowIR, MAIR DD/FR, BRIGHT): :func:`inf_ir_report`.
 - Shared: :func:`with_paper` (published numbers and Δ beside ours), :func:`to_markdown`, :func:`plot_report`,
   :class:`PerDataset` (systems that differ per dataset), :class:`SavedRun` (a system's runs kept on disk and reused).
@@ -18,7 +19,7 @@ from .followir import (followir_experiment, followir_measures, followir_report, 
                        plot_per_query_pmrr)
 from .ifir import ifir_report
 from .instfol import doc_texts, instfol
-from .judge import IFIRJudge, JudgeCache, Judgement, JudgeItem, weighted_judge_score
+from .judge import IFIRJudge, Judgement, JudgeItem, weighted_judge_score
 from .infosearch import infosearch_measures, infosearch_report
 from .instructir import instructir_report
 from .inf_ir import inf_ir_report
@@ -26,4 +27,4 @@ from .inf_ir import inf_ir_report
 __all__ = ["followir_experiment", "followir_measures", "followir_report", "followir_table",
            "plot_per_query_pmrr", "infosearch_report", "infosearch_measures", "instructir_report", "ifir_report", "inf_ir_report",
            "prompt_study_report", "with_paper", "to_markdown", "PerDataset", "SavedRun", "plot_report", "build_table",
-           "instfol", "doc_texts", "IFIRJudge", "JudgeCache", "Judgement", "JudgeItem", "weighted_judge_score"]
+           "instfol", "doc_texts", "IFIRJudge", "Judgement", "JudgeItem", "weighted_judge_score"]

@@ -63,7 +63,7 @@ def main(argv=None) -> int:
         key_env = None if args.judge_key_env.lower() == "none" else args.judge_key_env
         options = {"openai": {"base_url": args.judge_base_url, "api_key_env": key_env}, "hf": {"device": args.device},
                    "vllm": {}}[args.judge_backend]
-        judge = pti.IFIRJudge(args.judge_backend, model=args.judge, cache=os.path.join(args.out, "judgements.jsonl"),
+        judge = pti.IFIRJudge(args.judge_backend, model=args.judge, store=os.path.join(args.out, "judgements.jsonl"),
                               backend_options=options, verbose=kw["verbose"])
     table = pti.ifir_report(systems, datasets, levels=args.levels, judge=judge)
     title = "IFIR Table 3: nDCG@20 (fractions)" + (" and INSTFOL@20 (x100)" if judge else "") + " per subset"

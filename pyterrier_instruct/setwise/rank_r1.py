@@ -64,8 +64,9 @@ class _AdapterHFBackend(HFBackend):
     _identity = HFBackend._identity + ("base_model",)
 
     def __init__(self, model_name_or_path: str, *, base_model: Optional[str] = None, batch_size: int = 8, device: Optional[str] = None,
-                 dtype="auto", chat_template: Optional[str] = None):
-        super().__init__(model_name_or_path, batch_size=batch_size, device=device, dtype=dtype, chat_template=chat_template)
+                 dtype="auto", chat_template: Optional[str] = None, store=None):
+        super().__init__(model_name_or_path, batch_size=batch_size, device=device, dtype=dtype, chat_template=chat_template,
+                         store=store)
         self.base_model = base_model
         self._base = False  # not looked up yet
 
