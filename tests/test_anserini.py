@@ -138,7 +138,8 @@ def test_every_docno_comes_back_whole(anserini_bm25, tmp_path):
     tests/test_folders.py)."""
     from test_folders import search_each
     docs = [{"docno": d, "text": f"word{i} common"} for i, d in enumerate(["x\ry", "x\ny", "x\0y", "x y", "", "d5"])]
-    assert search_each(PyseriniBM25(iter(docs), str(tmp_path / "lucene"), verbose=False), docs) == [d["docno"] for d in docs]
+    bm25 = PyseriniBM25(iter(docs), str(tmp_path / "lucene"), verbose=False)
+    assert search_each(bm25, docs) == [d["docno"] for d in docs]
 
 def test_transformer_contract(anserini_bm25):
     frame = pd.DataFrame({"qid": ["a", "b"], "query": ["coral reef bleaching", "zzqqxx"], "extra": [1, 2]})

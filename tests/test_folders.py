@@ -16,9 +16,9 @@ import pyterrier_instruct as pti
 from pyterrier_instruct import _atomic
 from pyterrier_instruct.retrieval.pisa import bm25_index
 
-#: one build of ``argv[2]`` holding the files ``a`` and ``b`` (text ``argv[3]``) with :mod:`_atomic` loaded from its file
-#: (no package import: a child starts in a tenth of a second), killed just before its ``argv[4]``-th call of the ``os``
-#: functions below (a build that makes fewer calls finishes)
+#: one build of ``argv[2]`` holding the files ``a`` and ``b`` (text ``argv[3]``) with :mod:`_atomic` loaded from its
+#: file (no package import: a child starts in a tenth of a second), killed just before its ``argv[4]``-th call of the
+#: ``os`` functions below (a build that makes fewer calls finishes)
 KILLED_BUILD = """
 import importlib.util, os, signal, sys
 spec = importlib.util.spec_from_file_location("_atomic", sys.argv[1])
@@ -94,7 +94,8 @@ def test_building_an_index_leaves_a_sibling_index_being_built(tmp_path):
         assert select.select([signal_r], [], [], 300)[0] and os.read(signal_r, 8) == b"building", child.stderr.read()
         assert [n for n in os.listdir(tmp_path) if n.endswith(".partial")], "the sibling's build in progress"
         docs = [{"docno": "d0", "text": "plain words"}, {"docno": "d1", "text": "delta plain words"}]
-        assert pti.BM25(iter(docs), path=str(tmp_path / "bm25"), verbose=False).search("delta")["docno"].tolist() == ["d1"]
+        bm25 = pti.BM25(iter(docs), path=str(tmp_path / "bm25"), verbose=False)
+        assert bm25.search("delta")["docno"].tolist() == ["d1"]
         out, err = child.communicate("go\n", timeout=300)
     finally:
         os.close(signal_r)
@@ -102,7 +103,8 @@ def test_building_an_index_leaves_a_sibling_index_being_built(tmp_path):
             child.kill()
             child.wait()
     assert child.returncode == 0, err[-3000:]
-    assert out == "['s1']\n" and sorted(os.listdir(tmp_path)) == ["bm25", "bm25.lock", "bm25.stemmed", "bm25.stemmed.lock"]
+    assert out == "['s1']\n"
+    assert sorted(os.listdir(tmp_path)) == ["bm25", "bm25.lock", "bm25.stemmed", "bm25.stemmed.lock"]
 
 
 def test_a_build_killed_at_every_step_leaves_the_previous_folder_or_the_new(tmp_path):
@@ -161,8 +163,9 @@ def test_pisa_refuses_a_docno_it_cannot_keep(tmp_path, docno):
 
 
 def test_pisa_keeps_a_nul_and_other_characters(tmp_path):
-    docs = [{"docno": d, "text": f"word{i} common"} for i, d in enumerate(["a\0b", "\0", "é\x85\u2028", "x\x1cy", "z"])]
-    assert search_each(pti.BM25(iter(docs), path=str(tmp_path / "bm25"), verbose=False), docs) == [d["docno"] for d in docs]
+    docnos = ["a\0b", "\0", "é\x85\u2028", "x\x1cy", "z"]
+    docs = [{"docno": d, "text": f"word{i} common"} for i, d in enumerate(docnos)]
+    assert search_each(pti.BM25(iter(docs), path=str(tmp_path / "bm25"), verbose=False), docs) == docnos
 
 
 def test_pisa_refuses_an_empty_corpus(tmp_path):

@@ -79,8 +79,8 @@ def _docs(corpus: Iterable[Dict], text_field: str, refused: Optional[list] = Non
         docno = str(doc["docno"])
         if refused is not None and not _PISA_DOCNO.fullmatch(docno):
             refused.append(f"BM25: corpus document #{i} has docno {docno!r}, which PISA cannot keep (it cuts docnos at "
-                           "spaces, tabs and line breaks, and skips empty ones: results would name other documents); rename it, or index "
-                           "with pti.PyseriniBM25, which keeps any docno")
+                           "spaces, tabs and line breaks, and skips empty ones: results would name other documents); "
+                           "rename it, or index with pti.PyseriniBM25, which keeps any docno")
             return
         text = str(doc[text_field] or "")
         title = doc.get("title")
