@@ -64,7 +64,7 @@ def _indexing_bar(docs: Iterable[Dict[str, str]], engine: str, verbose: bool, fi
 
 
 #: a docno PISA keeps: its docno file holds one per line, each cut at ASCII whitespace (``\0`` and any other character
-#: come back whole; Anserini keeps every docno: tests/test_folders.py)
+#: come back whole: tests/test_folders.py; Anserini keeps every docno: tests/test_anserini.py)
 _PISA_DOCNO = re.compile(r"\S+", re.ASCII)
 
 
