@@ -3,13 +3,12 @@ the new one, never a truncated mix."""
 from __future__ import annotations
 
 import contextlib
-import glob
 import json
 import os
+import re
 import shutil
-import sys
 import uuid
-from typing import Iterator, Optional
+from typing import Dict, Iterator, List, Optional
 
 
 def write_text(path: str, text: str) -> None:
@@ -79,49 +78,85 @@ def lock(path: str, timeout: Optional[float], what: str):
     return held
 
 
+#: the names of the folders :func:`replaced_folder` makes beside ``path``, after ``<path>.``: a build in progress
+#: (``<pid>-<8 hex>.partial``) and the previous folder set aside by a swap (``<pid>-<8 hex>.old``)
+_OWN = r"\.\d+-[0-9a-f]{8}\.(partial|old)"
+
+
+def _beside(path: str, kind: str) -> str:
+    return f"{path}.{os.getpid()}-{uuid.uuid4().hex[:8]}.{kind}"
+
+
 @contextlib.contextmanager
 def replaced_folder(path: str, *, lock_timeout: Optional[float] = None, what: Optional[str] = None) -> Iterator[str]:
-    """Builds a folder that replaces ``path`` whole: yields a temporary sibling (``<path>.<pid>-<random>.partial``) to
+    """Builds a folder that replaces ``path`` whole: yields a temporary sibling (``<path>.<pid>-<8 hex>.partial``) to
     write into; when the block ends without an error the sibling takes ``path``'s place, otherwise it is removed and
     ``path`` is left as it was. Under a lock at ``<path>.lock``, so a second builder waits (or, after ``lock_timeout``
-    seconds, gets a TimeoutError naming the path). Partial siblings of killed builders are removed first.
+    seconds, gets a TimeoutError naming the path).
 
-    The swap is one atomic rename where ``path`` does not exist yet, else an atomic exchange (Linux ``renameat2``
-    ``RENAME_EXCHANGE``) of the two folders; where that call is missing, ``path`` is first renamed to
-    ``<path>.<pid>-<random>.old`` and a kill between the two renames leaves the previous folder there, which the next
-    build puts back. The old folder is removed after the swap: a reader that holds its files open (or memory-mapped)
-    keeps reading them."""
+    The swap is two renames: ``path`` to ``<path>.<pid>-<8 hex>.old``, then the sibling to ``path``; the old folder is
+    removed after it (a reader that holds its files open, or memory-mapped, keeps reading them). Between the two renames
+    ``path`` is missing: :func:`settled` waits for the builder (or, after a kill there, puts the previous folder back).
+    Before and after each build, under the lock, what killed builders of ``path`` left is removed: exactly the two
+    names above, never a sibling index such as ``<path>.stemmed`` or its build in progress."""
     path = os.path.abspath(path)
-    parent = os.path.dirname(path)
-    os.makedirs(parent, exist_ok=True)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
     held = lock(path + ".lock", lock_timeout, what or path)
     try:
-        _sweep_siblings(path)
-        tmp = f"{path}.{os.getpid()}-{uuid.uuid4().hex[:8]}.partial"
+        _sweep(path)
+        tmp = _beside(path, "partial")
         os.mkdir(tmp)
-        try:
-            yield tmp
-            _fsync_tree(tmp)
-            old = _swap_in(tmp, path)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
+        yield tmp
+        _fsync_tree(tmp)
+        if os.path.lexists(path):
+            os.rename(path, _beside(path, "old"))
+        os.rename(tmp, path)
+        fsync_dir(os.path.dirname(path))
     finally:
+        _sweep(path)  # this build's partial after an error, or the old folder after the swap (put back if it failed)
         held.release()
 
 
-def _sweep_siblings(path: str) -> None:
-    """Under the lock: partial builds of killed builders are removed; a previous folder set aside by a kill between the
-    two renames of the fallback swap is put back when ``path`` is missing."""
-    for sibling in glob.glob(glob.escape(path) + ".*.partial"):
-        shutil.rmtree(sibling, ignore_errors=True)
-    olds = sorted(glob.glob(glob.escape(path) + ".*.old"), key=os.path.getmtime)
-    if olds and not os.path.exists(path):
-        os.rename(olds.pop(), path)
-    for old in olds:
-        shutil.rmtree(old, ignore_errors=True)
+def settled(path: str) -> str:
+    """``path`` as a reader should find it: where :func:`replaced_folder` set the previous folder aside and ``path`` is
+    missing (its builder is between the two renames, or was killed there), waits for the lock and puts it back."""
+    path = os.path.abspath(path)
+    if not os.path.lexists(path) and _own_siblings(path)["old"]:
+        held = lock(path + ".lock", None, path)
+        try:
+            _sweep(path)
+        finally:
+            held.release()
+    return path
+
+
+def _own_siblings(path: str) -> Dict[str, List[str]]:
+    """The folders :func:`replaced_folder` made beside ``path`` (names matched whole by :data:`_OWN`), by kind."""
+    parent, own = os.path.dirname(path), re.compile(re.escape(os.path.basename(path)) + _OWN)
+    found: Dict[str, List[str]] = {"partial": [], "old": []}
+    with contextlib.suppress(FileNotFoundError):
+        for name in os.listdir(parent):
+            match = own.fullmatch(name)
+            if match:
+                found[match.group(1)].append(os.path.join(parent, name))
+    return found
+
+
+def _sweep(path: str) -> None:
+    """Under the lock of ``path`` (so no live builder owns them): a previous folder set aside by a swap that did not
+    finish is put back where ``path`` is missing; partial builds and other set-aside folders are removed (an old one
+    renamed to a partial name first, so that a kill while removing it never leaves part of a folder under ``.old``)."""
+    found = _own_siblings(path)
+    if found["old"] and not os.path.lexists(path):
+        back = max(found["old"], key=os.path.getmtime)
+        os.rename(back, path)
+        found["old"].remove(back)
+    for old in found["old"]:
+        doomed = _beside(path, "partial")
+        os.rename(old, doomed)
+        found["partial"].append(doomed)
+    for folder in found["partial"]:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _fsync_tree(folder: str) -> None:
@@ -129,40 +164,3 @@ def _fsync_tree(folder: str) -> None:
         for name in files:
             fsync_file(os.path.join(root, name))
         fsync_dir(root)
-
-
-def _swap_in(tmp: str, path: str) -> Optional[str]:
-    """Puts ``tmp`` at ``path``; returns where the previous folder now is (to remove), or None."""
-    parent = os.path.dirname(path)
-    if not os.path.lexists(path):
-        os.rename(tmp, path)
-        fsync_dir(parent)
-        return None
-    if _exchange(tmp, path):
-        fsync_dir(parent)
-        return tmp  # the exchange left the previous folder under the temporary name
-    old = f"{path}.{os.getpid()}-{uuid.uuid4().hex[:8]}.old"
-    os.rename(path, old)
-    os.rename(tmp, path)
-    fsync_dir(parent)
-    return old
-
-
-def _exchange(a: str, b: str) -> bool:
-    """Swaps two paths atomically with Linux ``renameat2(..., RENAME_EXCHANGE)``; False where it is not available."""
-    if not sys.platform.startswith("linux"):
-        return False
-    import ctypes
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        renameat2 = libc.renameat2
-    except (OSError, AttributeError):
-        return False
-    at_fdcwd, rename_exchange = -100, 2
-    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
-    if renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0:
-        return True
-    errno = ctypes.get_errno()
-    if errno in (38, 22, 95):  # ENOSYS, EINVAL, EOPNOTSUPP: a kernel or file system without it
-        return False
-    raise OSError(errno, f"renameat2(RENAME_EXCHANGE) of {a} and {b}: {os.strerror(errno)}")

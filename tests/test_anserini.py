@@ -133,6 +133,14 @@ def test_hostile_text_is_read_as_words(anserini_bm25):
     assert top("日本のダム 三峡大坝") == []  # no indexable term: no rows
 
 
+def test_every_docno_comes_back_whole(anserini_bm25, tmp_path):
+    """Line breaks, NUL, a space, an empty docno: Lucene stores each whole (PISA refuses those it cannot keep:
+    tests/test_folders.py)."""
+    from test_folders import search_each
+    docs = [{"docno": d, "text": f"word{i} common"} for i, d in enumerate(["x\ry", "x\ny", "x\0y", "x y", "", "d5"])]
+    bm25 = PyseriniBM25(iter(docs), str(tmp_path / "lucene"), verbose=False)
+    assert search_each(bm25, docs) == [d["docno"] for d in docs]
+
 def test_transformer_contract(anserini_bm25):
     frame = pd.DataFrame({"qid": ["a", "b"], "query": ["coral reef bleaching", "zzqqxx"], "extra": [1, 2]})
     res = (anserini_bm25 % 3)(frame)

@@ -25,7 +25,7 @@ import pandas as pd
 import pyterrier as pt
 
 from ..base import check_text
-from .._atomic import replaced_folder
+from .._atomic import replaced_folder, settled
 from .._config import Configured
 from .._optional import is_available, require
 from .. import _corpus
@@ -62,7 +62,7 @@ def anserini_index(corpus: Iterable[Dict], path: Optional[str] = None, *, text_f
     _java.find_java_home()  # fail before reading the corpus when there is no usable Java
     if path is None:
         path = os.path.join(temporary_folder("pti-anserini-"), "index")
-    path = os.path.abspath(path)
+    path = settled(path)
     fields = (text_field, "title")
     if is_lucene_index(path) and not overwrite:
         _corpus.check(f"the Lucene index at {path}", _corpus.recorded(path, inside=False), corpus, fields,
@@ -116,7 +116,7 @@ class PyseriniBM25(Configured, pt.Transformer):
                 raise TypeError("PyseriniBM25: give the index path once (as the first argument or as path=)")
             corpus, path = None, os.fspath(corpus)
         if corpus is None:
-            if path is None or not is_lucene_index(path):
+            if path is None or not is_lucene_index(settled(path)):
                 raise FileNotFoundError(f"PyseriniBM25: no corpus given and no Lucene index at path={path!r}")
             _java.find_java_home()
             self.path = os.path.abspath(path)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import itertools
 import os
 import re
 import shutil
@@ -21,7 +22,7 @@ import pandas as pd
 import pyterrier as pt
 
 from ..base import check_text
-from .._atomic import replaced_folder
+from .._atomic import replaced_folder, settled
 from .._config import Configured
 from .._corpus import recorded
 from .._progress import library_progress
@@ -62,17 +63,30 @@ def _indexing_bar(docs: Iterable[Dict[str, str]], engine: str, verbose: bool, fi
     return progress_bar(docs, desc=f"{engine} indexing", unit="doc", disable=not verbose, file=file)
 
 
-def _docs(corpus: Iterable[Dict], text_field: str) -> Iterator[Dict[str, str]]:
+#: a docno PISA keeps: its docno file holds one per line, each cut at ASCII whitespace (``\0`` and any other character
+#: come back whole: tests/test_folders.py; Anserini keeps every docno: tests/test_anserini.py)
+_PISA_DOCNO = re.compile(r"\S+", re.ASCII)
+
+
+def _docs(corpus: Iterable[Dict], text_field: str, refused: Optional[list] = None) -> Iterator[Dict[str, str]]:
+    """``{docno, text}`` of each document, the title before the text. With ``refused`` (PISA, which reads in a thread
+    that only reports errors), a docno PISA cannot keep ends the documents, the reason appended to ``refused``."""
     for i, doc in enumerate(corpus):
         if "docno" not in doc:
             raise KeyError(f"BM25: corpus document #{i} has no 'docno' (keys: {sorted(doc)})")
         if text_field not in doc:
             raise KeyError(f"BM25: corpus document {doc['docno']!r} has no {text_field!r} field (keys: {sorted(doc)})")
+        docno = str(doc["docno"])
+        if refused is not None and not _PISA_DOCNO.fullmatch(docno):
+            refused.append(f"BM25: corpus document #{i} has docno {docno!r}, which PISA cannot keep (it cuts docnos at "
+                           "spaces, tabs and line breaks, and skips empty ones: results would name other documents); "
+                           "rename it, or index with pti.PyseriniBM25, which keeps any docno")
+            return
         text = str(doc[text_field] or "")
         title = doc.get("title")
         if title:
             text = f"{title} {text}"
-        yield {"docno": str(doc["docno"]), "text": text.strip()}
+        yield {"docno": docno, "text": text.strip()}
 
 
 def _remove_folder(path: str, pid: int) -> None:
@@ -105,14 +119,20 @@ def bm25_index(corpus: Iterable[Dict], path: Optional[str] = None, *, text_field
     if path is None:
         path = temporary_folder("pti-pisa-")
         overwrite = True
+    settled(path)
     settings = dict(text_field="text", stemmer=stemmer, stops=stops, threads=threads)
     index = PisaIndex(path, **settings)
     fields = (text_field, "title")
     if not index.built() or overwrite:  # built in a sibling folder that replaces path whole, its corpus record inside
         with replaced_folder(path, what=f"the PISA index at {path}") as tmp:
-            digest = _corpus.CorpusDigest(corpus, fields)
+            digest, refused = _corpus.CorpusDigest(corpus, fields), []
             with _native_stderr_silenced(not library_progress()) as bars:
-                PisaIndex(tmp, **settings, overwrite=True).index(_indexing_bar(_docs(digest, text_field), "PISA", verbose, bars))
+                docs = iter(_indexing_bar(_docs(digest, text_field, refused), "PISA", verbose, bars))
+                first = next(docs, None)  # PISA peeks at it (a StopIteration where there is none)
+                if first is not None:
+                    PisaIndex(tmp, **settings, overwrite=True).index(itertools.chain([first], docs))
+            if refused or digest.done and not digest.count:
+                raise ValueError(refused[0] if refused else "BM25: the corpus holds no documents; nothing to index")
             if not digest.done:  # PISA reads the corpus in a thread whose error it only reports: no index from part of it
                 raise RuntimeError(f"PISA: reading the corpus stopped after {digest.count} documents (the error is in the warning "
                                    f"above); {'the previous index at ' + path + ' is kept' if index.built() else 'no index was built'}")
@@ -150,7 +170,7 @@ class BM25(Configured, pt.Transformer):
                  b: float = 0.4, num_results: int = 1000, text_field: str = "text", stemmer: str = "porter2",
                  stops: str = "terrier", verbose: bool = True, threads: int = 1):
         if corpus is None:
-            if path is None or not os.path.exists(path):
+            if path is None or not os.path.exists(settled(path)):
                 raise FileNotFoundError(f"BM25: no corpus given and no PISA index at path={path!r}")
             from pyterrier_pisa import PisaIndex
             self.index = PisaIndex(path, threads=threads)

@@ -48,7 +48,8 @@ class Setwise(SetwiseBase):
             (the reference: float16 on CUDA, float32 on CPU; ours: ``'auto'``, bfloat16 on GPU); ``'vllm'``: keyword
             arguments of :class:`~pyterrier_instruct.backends.VLLMBackend`.
         scoring: ``'generation'`` (the reference's default) or ``'likelihood'``.
-        method: ``'heapsort'`` (default) or ``'bubblesort'``.
+        method: ``'heapsort'`` (default), ``'bubblesort'`` (the reference's, which can miss the top k) or
+            ``'bubblesort_exact'`` (every pass from the bottom; docs/rerankers.md).
         num_child: children per heap node / window step (3): ``num_child + 1`` passages per comparison, at most 23.
         k: the number of documents sorted to the top (10); the others follow in first-stage order.
         query_length, passage_length: tokens kept of the query and of ``"{title} {text}"`` (llm-rankers ``run.py``: 128).
