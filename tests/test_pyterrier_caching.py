@@ -183,12 +183,12 @@ def test_an_experiment_with_a_plain_cache_warns_before_any_system_runs(mini, ber
 
 # -- issue 42: the output of a cached stage is the stage's own output; any docno dtype; any input the stage accepts --
 class TextScorer(pt.Transformer):
-    """A foreign scorer reading exactly qid, query, docno and text (no score or rank)."""
+    """A foreign scorer reading qid, query, docno and text, without validation: on an empty frame it reads only query
+    and docno, so pt.inspect takes its input for an R frame (qid, query, docno, score, rank)."""
 
     def transform(self, inp):
-        pt.validate.columns(inp, includes=["qid", "query", "docno", "text"])
-        out = inp.assign(score=inp["text"].str.len().astype(float) + inp["query"].str.len().to_numpy())
-        return pt.model.add_ranks(out)
+        text = inp["text"].str.len() if len(inp) else 0
+        return pt.model.add_ranks(inp.assign(score=(inp["query"].str.len() + inp["docno"].str.len() + text).astype(float)))
 
 
 def test_a_cached_reranker_returns_its_own_output_on_a_miss_and_a_hit(mini, tiny, paired, tmp_path):
@@ -226,18 +226,20 @@ def test_integer_docnos_are_keys_once_and_come_back_as_given(mini, paired, tmp_p
 
 
 def test_the_cache_accepts_what_its_scorer_accepts(mini, paired, tmp_path):
-    """A scorer reading qid, query, docno, text (was refused: 'missing columns score, rank'); what the scorer refuses
-    the cache refuses, before anything is stored."""
+    """A frame of qid, query, docno and text, which the scorer scores, was refused ('missing columns score, rank': the
+    columns pt.inspect guessed); what the scorer refuses on an empty frame, the cache refuses before any look-up."""
     _, og, _ = paired
     cands = mini.candidates()(og.iloc[:2])[["qid", "query", "docno", "text"]]
     scorer = TextScorer()
+    assert pt.inspect.transformer_inputs(scorer) == [["qid", "query", "docno", "score", "rank"]]
     cache = pti.ScorerCache(str(tmp_path / "c"), scorer, identity="text-length")
-    assert [set(m) for m in pt.inspect.transformer_inputs(cache)] == [{"qid", "query", "docno", "text"}]
     pd.testing.assert_frame_equal(cache(cands), scorer(cands))
     pd.testing.assert_frame_equal(cache(cands), scorer(cands))
     assert (cache.hits, cache.misses) == (len(cands), len(cands))
+    strict = pti.ScorerCache(str(tmp_path / "c"), pti.SBertBiEncoder("unused-model"), identity="text-length")
     with pytest.raises(pt.validate.InputValidationError, match="text"):
-        cache(cands.drop(columns="text"))
+        strict(cands.drop(columns="text"))
+    assert strict.store._conn is None
 
 
 def test_retriever_cache_over_a_pt_apply_retriever(mini, paired, tmp_path):
