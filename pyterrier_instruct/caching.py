@@ -1,35 +1,29 @@
 """Caches of scores and retrieval results, keyed on what an instruction-following model reads.
 
-pyterrier-caching's ``ScorerCache`` keys a score on ``(query, docno)``. FollowIR's ``-og`` and ``-changed`` variants
-share the query text and differ only in the ``instruction`` column, so a plain ScorerCache hands the og score to the
-changed query (p-MRR 0 on every pair), and both variants in one frame insert the same key twice
-(``sqlite3.IntegrityError``). It does not know the scorer either: another checkpoint, template or score mode behind the
-same path hits. Its ``RetrieverCache`` keys on every input column but not on the retriever; ``KeyValueCache`` keys on
-the columns named in ``key=`` only (:func:`plain_caches` finds such caches in a system).
-
-:class:`ScorerCache` and :class:`RetrieverCache` key every row on the stage's identity (its
-:func:`~pyterrier_instruct._fingerprint.fingerprint`: class, checkpoint and weights, template, every setting; or
-``identity=``), the query as the model sees it (a query :class:`~pyterrier_instruct.rewrite.FoldInstruction` folded is
-read unfolded by this package's models, :func:`~pyterrier_instruct.instructions.query_instructions`) and the
-instruction (the stage's default when the row has none); a stage of another package is keyed on the folded ``query``
-of a folded row as well (:func:`read_keys`). Rows that share a key are looked up (and scored or retrieved) once.
+pyterrier-caching's ``ScorerCache`` keys a score on ``(query, docno)``: FollowIR's og and changed variants share the
+query text and differ only in the ``instruction``, so the changed query gets the og score (p-MRR 0), and another
+checkpoint or template behind the same path hits. :class:`ScorerCache` and :class:`RetrieverCache` key every row on the
+stage's identity (its :func:`~pyterrier_instruct._fingerprint.fingerprint`, or ``identity=``), the query as the model
+sees it (a query :class:`~pyterrier_instruct.rewrite.FoldInstruction` folded is read unfolded by this package's models)
+and the instruction (the stage's default when the row has none); a stage of another package is keyed on the folded
+``query`` of a folded row as well (:func:`read_keys`). Rows that share a key are looked up (and computed) once.
+:func:`plain_caches` finds pyterrier-caching caches keyed without the instruction in a system.
 
 Neither wraps pyterrier-caching's classes, whose storage fails between processes and kills: ``Sqlite3ScorerCache``
-creates its folder with ``os.makedirs`` (``FileExistsError`` for the second process) and stores with a plain
-``INSERT`` (``IntegrityError`` after all the scoring when another process stored a row first), and reads integer
-docnos back as strings (re-scored, inserted twice); ``DbmRetrieverCache``'s ``dbm.dumb`` has no lock (two writers lose,
-double or corrupt queries) and rewrites its whole index file, which a kill at that moment empties. Both stand on
-:class:`~pyterrier_instruct._store.SqliteStore` instead (a ``pt.Artifact`` folder, ``scorer_cache.instruct`` /
-``retriever_cache.instruct``; WAL, ``INSERT OR IGNORE`` in one transaction per call): two processes filling one cache
-both finish, each row is stored once, and a kill loses only the call in flight (``pt.Experiment(batch_size=...)``
-commits more often).
+refuses an existing folder (``FileExistsError`` for the second process), stores with a plain ``INSERT``
+(``IntegrityError`` after all the scoring when another process stored a row first) and reads integer docnos back as
+strings (re-scored, inserted twice); ``DbmRetrieverCache``'s ``dbm.dumb`` has no lock (two writers lose, double or
+corrupt queries) and rewrites its whole index, which a kill at that moment empties. Both stand on
+:class:`~pyterrier_instruct._store.SqliteStore` (``scorer_cache.instruct`` / ``retriever_cache.instruct`` artifacts;
+WAL, ``INSERT OR IGNORE`` in one transaction per call): two processes filling one cache both finish, each row is stored
+once, and a kill loses only the call in flight (``pt.Experiment(batch_size=...)`` commits more often).
 
-:class:`ScorerCache` stores one ``REAL`` per (key, docno as ``str``) and returns what the scorer itself returns: its
-output columns in its order (read from its answer to an empty frame, as ``pt.inspect`` does), every input column as
-given, ``score_0``, ``score`` and ``rank``. :class:`RetrieverCache` stores the retriever's result frame per key as a
-pickle (protocol 5): only a pickle round-trips every pandas dtype exactly (object columns holding arrays, categoricals,
-nullable and string dtypes), which Arrow/parquet convert; a hit is the stored frame under the input's qid. A pickle runs
-code when read: open only cache folders you or your own jobs wrote.
+:class:`ScorerCache` stores one ``REAL`` per (key, docno as ``str``) and returns what the scorer returns: its columns in
+its order (its answer to an empty frame, as ``pt.inspect`` reads it), every input column as given, ``score_0``,
+``score``, ``rank``. :class:`RetrieverCache` stores the retriever's result frame per key as a pickle (protocol 5), the
+one format that round-trips every pandas dtype (arrays in object columns, categoricals, nullable and string dtypes,
+which Arrow and parquet convert); a hit is that frame under the input's qid. A pickle runs code when read: open only
+cache folders your own jobs wrote.
 """
 from __future__ import annotations
 
@@ -54,7 +48,7 @@ _SEP = "\x1f"
 class ScoreStore(SqliteStore):
     """The folder of a :class:`ScorerCache`: one score per (key, docno)."""
     ARTIFACT_TYPE = "scorer_cache"
-    SCHEMA = "CREATE TABLE IF NOT EXISTS scores (key TEXT, docno TEXT, score REAL, PRIMARY KEY (key, docno)) WITHOUT ROWID"
+    SCHEMA = "CREATE TABLE IF NOT EXISTS scores (key, docno, score REAL, PRIMARY KEY (key, docno)) WITHOUT ROWID"
 
 
 class RunStore(SqliteStore):
@@ -66,9 +60,9 @@ class RunStore(SqliteStore):
 def plain_caches(system: pt.Transformer) -> List[str]:
     """The pyterrier-caching caches inside ``system`` (not this module's) whose key leaves the instruction out: a score
     cache at its default key (``group='query'``, ``key='docno'``; one keyed on columns the user chose is trusted), a
-    retriever cache keyed ``on`` columns without ``instruction``; named by their ``repr``. Empty when the system folds the instruction
-    into the query (:class:`~pyterrier_instruct.rewrite.FoldInstruction`: the query column then differs per variant) or
-    when pyterrier-caching was never imported (no such cache can be in it)."""
+    retriever cache keyed ``on`` columns without ``instruction``; named by their ``repr``. Empty when the system
+    folds the instruction into the query (:class:`~pyterrier_instruct.rewrite.FoldInstruction`: the query column
+    then differs per variant) or when pyterrier-caching was never imported (no such cache can be in it)."""
     import sys
     if "pyterrier_caching" not in sys.modules:
         return []
@@ -82,14 +76,10 @@ def plain_caches(system: pt.Transformer) -> List[str]:
         if isinstance(node, FoldInstruction):
             return []
         if not isinstance(node, _Keyed) and type(node).__module__.startswith("pyterrier_caching."):
-            if hasattr(node, "group") and hasattr(node, "key"):  # a score cache: flagged at its default key only
-                flagged = node.group in (None, "query") and node.key in (None, "docno")
-            elif hasattr(node, "on") and hasattr(node, "retriever"):  # a retriever cache: on=None keys every input column
-                on = node.on
-                flagged = on is not None and "instruction" not in ([on] if isinstance(on, str) else list(on))
-            else:
-                flagged = False
-            if flagged:
+            score_cache = hasattr(node, "group") and hasattr(node, "key")  # flagged at its default key only
+            on = getattr(node, "on", None) if hasattr(node, "retriever") else None  # None: keys every input column
+            if (node.group in (None, "query") and node.key in (None, "docno") if score_cache
+                    else on is not None and "instruction" not in ([on] if isinstance(on, str) else on)):
                 found.append(repr(node))
         try:
             children = pt.inspect.subtransformers(node)
@@ -98,19 +88,6 @@ def plain_caches(system: pt.Transformer) -> List[str]:
         for child in children.values():
             stack.extend(child if isinstance(child, (list, tuple)) else [child])
     return found
-
-
-def identity_of(stage: pt.Transformer, identity: Optional[str], who: str) -> str:
-    """``identity`` if given, else the stage's fingerprint; a stage without one is a clear error."""
-    if identity is not None:
-        return str(identity)
-    from ._fingerprint import NotFingerprintable, fingerprint
-    try:
-        return fingerprint(stage)
-    except NotFingerprintable as e:
-        raise ValueError(f"{who}: the stage has no fingerprint to key the cache on ({e}); pass identity='...' naming "
-                         "what decides its output (model, checkpoint, template, settings), and change it whenever "
-                         "any of those changes") from None
 
 
 def read_keys(stage: pt.Transformer, identity: str, inp: pd.DataFrame) -> np.ndarray:
@@ -134,11 +111,17 @@ class _Keyed(Configured, pt.Transformer):
     _store_class = SqliteStore
 
     def _start(self, stage: pt.Transformer, path, identity: Optional[str], verbose: bool) -> None:
+        from ._fingerprint import NotFingerprintable, fingerprint
         who = type(self).__name__
         if not isinstance(stage, pt.Transformer):
             raise TypeError(f"{who} needs a pt.Transformer to cache, got {type(stage).__name__}")
         self.path, self.identity, self.verbose = None if path is None else str(path), identity, verbose
-        self._key = identity_of(stage, identity, who)
+        try:
+            self._key = fingerprint(stage) if identity is None else str(identity)
+        except NotFingerprintable as e:
+            raise ValueError(f"{who}: the stage has no fingerprint to key the cache on ({e}); pass identity='...' "
+                             "naming what decides its output (model, checkpoint, template, settings), and change it "
+                             "whenever any of those changes") from None
         self.store = self._store_class(path)
         self.hits = self.misses = 0
 
@@ -149,22 +132,20 @@ class _Keyed(Configured, pt.Transformer):
 
 
 def _modes(stage: pt.Transformer, needed: List[str], keep) -> List[List[str]]:
-    """``stage``'s input modes (``pt.inspect``) that ``keep`` accepts, each with the ``needed`` columns added; ``[needed]``
-    when its inputs cannot be read."""
+    """``stage``'s input modes (``pt.inspect``) that ``keep`` accepts, plus ``needed``; ``[needed]`` if unreadable."""
     modes = pt.inspect.transformer_inputs(stage, strict=False) or []
     out = [list(m) + [c for c in needed if c not in m] for m in modes if keep(m)]
     return out or [list(needed)]
 
 
 class ScorerCache(_Keyed):
-    """A score cache around ``scorer``, keyed on the scorer's identity, the query as the model sees it, the instruction
-    and the docno (see the module docstring): og and changed variants of a query never share a score, another
-    checkpoint, template or score mode never hits, and a second pass scores no row.
+    """``scorer``'s scores keyed on its identity, the query and instruction it reads and the docno (module docstring):
+    og and changed variants never share a score, another checkpoint or template never hits, a second pass scores none.
 
     Args:
         path: the cache's folder (created on first use); ``None``: a temporary one.
-        scorer: a pointwise scorer (``R → R``); a listwise or setwise reranker or :class:`~pyterrier_instruct.PoolBM25`,
-            whose score depends on the other documents, is refused.
+        scorer: a pointwise scorer (``R → R``); a listwise or setwise reranker or
+            :class:`~pyterrier_instruct.PoolBM25`, whose score depends on the other documents, is refused.
         identity: what keys the scorer when it has no fingerprint (``pt.apply`` functions, foreign transformers).
         verbose: log each call's hits and misses (``logging``, INFO).
 
@@ -197,8 +178,8 @@ class ScorerCache(_Keyed):
         out = first_stage_columns(inp)
         unknown = [c for c in shape.columns if c not in out.columns and c not in ("score", "rank")]
         if unknown:
-            raise TypeError(f"ScorerCache keeps only the score, but {self.scorer!r} also outputs {unknown}: cache its run "
-                            "with pti.SavedRun instead")
+            raise TypeError(f"ScorerCache keeps only the score, but {self.scorer!r} also outputs {unknown}: cache its "
+                            "run with pti.SavedRun instead")
         keys, docnos = read_keys(self.scorer, self._key, inp), inp["docno"].astype(str).to_numpy()
         pairs = list(zip(keys, docnos))
         found = {(k, d): s for k, d, s in
@@ -216,9 +197,8 @@ class ScorerCache(_Keyed):
 
 
 class RetrieverCache(_Keyed):
-    """A cache of ``retriever``'s results (``Q → R``), keyed on the retriever's identity and the query and instruction
-    it reads (see the module docstring); the stored ranking comes back under the input's qids, whichever query filled
-    the cache.
+    """``retriever``'s results (``Q → R``) keyed on its identity and the query and instruction it reads (module
+    docstring); a stored ranking comes back under the input's qids, whichever query filled the cache.
 
     Args:
         path: the cache's folder; ``None``: a temporary one.
@@ -246,8 +226,8 @@ class RetrieverCache(_Keyed):
         if not len(inp):
             return self.retriever(inp)
         keys = read_keys(self.retriever, self._key, inp)
-        frames: Dict[str, pd.DataFrame] = {k: pickle.loads(blob) for k, blob in self.store.select_in(
-            "SELECT key, frame FROM runs WHERE key IN {keys}", pd.unique(keys))}
+        frames = dict(self.store.select_in("SELECT key, frame FROM runs WHERE key IN {keys}", pd.unique(keys)))
+        frames = {k: pickle.loads(blob) for k, blob in frames.items()}
         todo = ~pd.Series(keys).duplicated().to_numpy() & ~np.isin(keys, list(frames))
         if todo.any():
             new = self._retrieve(inp[todo], keys[todo])
@@ -263,8 +243,8 @@ class RetrieverCache(_Keyed):
         """The retriever's result frame for each of ``queries`` (one per key), split by qid."""
         qids = queries["qid"].astype(str)
         if qids.duplicated().any():
-            raise ValueError(f"RetrieverCache: qid {qids[qids.duplicated()].iloc[0]!r} stands for two different queries "
-                             "in one input frame; give each query its own qid")
+            raise ValueError(f"RetrieverCache: qid {qids[qids.duplicated()].iloc[0]!r} stands for two different "
+                             "queries in one input frame; give each query its own qid")
         run = self.retriever(queries)
         by_qid = run.groupby(run["qid"].astype(str), sort=False).indices
         return {k: run.iloc[by_qid.get(q, [])].reset_index(drop=True) for q, k in zip(qids, keys)}

@@ -188,7 +188,8 @@ class TextScorer(pt.Transformer):
 
     def transform(self, inp):
         text = inp["text"].str.len() if len(inp) else 0
-        return pt.model.add_ranks(inp.assign(score=(inp["query"].str.len() + inp["docno"].str.len() + text).astype(float)))
+        score = (inp["query"].str.len() + inp["docno"].str.len() + text).astype(float)
+        return pt.model.add_ranks(inp.assign(score=score))
 
 
 def test_a_cached_reranker_returns_its_own_output_on_a_miss_and_a_hit(mini, tiny, paired, tmp_path):
@@ -196,15 +197,15 @@ def test_a_cached_reranker_returns_its_own_output_on_a_miss_and_a_hit(mini, tiny
     itself returns them, whether the rows were scored or read back (was: score_0 dropped)."""
     _, og, _ = paired
     cands = mini.candidates()(og.iloc[:3]).sample(frac=1.0, random_state=1)  # rows not in rank order, index shuffled
-    for i, reranker in enumerate([pti.SBertBiEncoder(tiny["bert"], verbose=False), pti.MonoT5(tiny["t5"], verbose=False),
-                                  pti.MonoBERT(tiny["bert"], verbose=False)]):
+    for i, reranker in enumerate([pti.SBertBiEncoder(tiny["bert"], verbose=False),
+                                  pti.MonoT5(tiny["t5"], verbose=False), pti.MonoBERT(tiny["bert"], verbose=False)]):
         expected = reranker(cands)
         assert "score_0" in expected.columns
         cache = pti.ScorerCache(str(tmp_path / str(i)), reranker)
         pd.testing.assert_frame_equal(cache(cands), expected, check_exact=True)
         hit = pti.ScorerCache(str(tmp_path / str(i)), Raising(reranker), identity=cache._key)
         pd.testing.assert_frame_equal(hit(cands), expected, check_exact=True)
-        half = cands.iloc[::2]  # a part of the cached rows (the models' floats vary by 1e-7 with the batch: not rescored)
+        half = cands.iloc[::2]  # a part of the cached rows (read back: the models' floats vary by 1e-7 with the batch)
         pd.testing.assert_frame_equal(hit(half), pt.model.add_ranks(expected.loc[half.index]), check_exact=True)
         assert (cache.hits, cache.misses, hit.hits, hit.misses) == (0, len(cands), len(cands) + len(half), 0)
 

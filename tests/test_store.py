@@ -32,7 +32,7 @@ def test_a_store_folder_is_an_artifact_and_other_folders_are_refused(tmp_path):
     assert store.insert("pairs", ("k", "v"), [("a", 1)]) == 1
     meta = json.loads((tmp_path / "s" / "pt_meta.json").read_text())
     assert meta == {"type": "pairs", "format": "instruct", "package_hint": "pyterrier-instruct", "schema_version": 1}
-    with pytest.raises(StoreError, match=r"holds a pairs.instruct artifact, not the scorer_cache.instruct .* another path"):
+    with pytest.raises(StoreError, match=r"holds a pairs.instruct artifact, not the scorer_cache.instruct .* path"):
         pti.ScorerCache(tmp_path / "s", pti.MonoT5(), verbose=False).store.connection()
 
     class Newer(Pairs):
@@ -175,3 +175,15 @@ def test_a_killed_writer_loses_only_the_query_in_flight(tmp_path):
     code, out, err = _run(RETRIEVER_CHILD, tmp_path, "w", "-", "all")  # a new writer finishes the rest
     assert code == 0 and len(out.split()) == 40, err[-2000:]
     _all_hits(tmp_path)
+
+
+def test_the_artifact_entry_points_name_the_cache_stores():
+    """pyproject.toml registers each cache folder's type for ``pt.Artifact.load`` (active once the package is
+    reinstalled); each entry names the store class that writes that type."""
+    import importlib
+    import tomllib
+    entries = tomllib.loads(Path(ROOT, "pyproject.toml").read_text())["project"]["entry-points"]["pyterrier.artifact"]
+    for name in ("scorer_cache.instruct", "retriever_cache.instruct"):
+        module, cls = entries[name].split(":")
+        store = getattr(importlib.import_module(module), cls)
+        assert issubclass(store, SqliteStore) and f"{store.ARTIFACT_TYPE}.{store.ARTIFACT_FORMAT}" == name
