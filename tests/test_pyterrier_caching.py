@@ -248,7 +248,7 @@ def test_retriever_cache_over_a_pt_apply_retriever(mini, paired, tmp_path):
     1.1.2): the retriever's own output, dtypes included, on a miss and on a hit, under the input's qids."""
     topics, og, _ = paired
     candidates = mini.candidates()
-    retriever = pt.apply.generic(lambda q: candidates(q).astype({"rank": "int32"}))
+    retriever = pt.apply.generic(lambda q: candidates(q[["qid", "query", "instruction"]]).astype({"rank": "int32"}))
     cache = pti.RetrieverCache(str(tmp_path / "r"), retriever, identity="candidates-int32")
     pd.testing.assert_frame_equal(cache(og), retriever(og))
     pd.testing.assert_frame_equal(cache(topics), retriever(topics))

@@ -8,7 +8,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pandas as pd
@@ -17,6 +16,7 @@ import pytest
 
 import pyterrier_instruct as pti
 from pyterrier_instruct._store import SqliteStore, StoreError
+from store_toys import ROWS, TOPICS, retrieve, score
 
 ROOT = str(Path(__file__).resolve().parents[1])
 
@@ -55,84 +55,32 @@ def test_insert_or_ignore_and_chunked_lookups_survive_pickling(tmp_path):
     assert copy._conn is not store._conn
 
 
-def _run(script: str, *args, wait: bool = True):
+def _run(*args, wait: bool = True):
+    """``python store_toys.py <args>`` in a fresh interpreter (this worktree's package first on the path)."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]), HF_HUB_OFFLINE="1")
-    proc = subprocess.Popen([sys.executable, "-c", script, *map(str, args)], env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("store_toys.py")), *map(str, args)], env=env,
+                            text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     if not wait:
         return proc
     out, err = proc.communicate(timeout=180)
     return proc.returncode, out, err
 
 
-#: a toy retriever and scorer, defined the same way in the test and in its children
-TOYS = textwrap.dedent('''
-    import json, os, sys, time
-    import numpy as np, pandas as pd, pyterrier as pt, pyterrier_instruct as pti
-    DOCS = pd.DataFrame({"docno": [f"d{j}" for j in range(120)], "text": ["x" * (j % 50) for j in range(120)]})
-    TOPICS = pd.DataFrame({"qid": [f"q{i}" for i in range(40)], "query": [f"query number {i}" for i in range(40)]})
-
-    def retrieve(q):
-        run = q.merge(DOCS, how="cross")
-        n = run["query"].str.split().str[-1].astype(int) + 1  # from what the retriever reads, not the qid
-        return pt.model.add_ranks(run.assign(score=(run["docno"].str[1:].astype(int) * n % 97).astype(float)))
-
-    def score(df):
-        return df["docno"].str[1:].astype(float) + df["query"].str.split().str[-1].astype(float) / 10
-
-    def together(folder, me, other):
-        open(os.path.join(folder, me), "w").close()
-        for _ in range(12000):  # both children start their work together (bounded wait)
-            if os.path.exists(os.path.join(folder, other)):
-                break
-            time.sleep(0.005)
-''')
-exec(TOYS)  # noqa: S102 - the same definitions as the children's
-
-SCORER_CHILD = TOYS + textwrap.dedent('''
-    folder, me, other = sys.argv[1:4]
-    rows = pd.DataFrame({"qid": [f"q{i % 4}" for i in range(400)], "query": [f"query {i % 4}" for i in range(400)],
-                         "docno": [f"d{i // 4}" for i in range(400)]})
-    computed = []
-    scorer = pt.apply.doc_score(lambda df: computed.extend(zip(df.qid, df.docno)) or score(df), batch_size=1000)
-    cache = pti.ScorerCache(os.path.join(folder, "cache"), scorer, identity="toy", verbose=False)
-    together(folder, me, other)
-    for start in (range(0, 400, 50) if me == "a" else range(350, -1, -50)):  # overlapping, in opposite orders
-        cache(rows.iloc[start:start + 100])
-    final = cache(rows)
-    with open(os.path.join(folder, me + ".json"), "w") as f:
-        json.dump({"computed": computed, "score": final["score"].tolist()}, f)
-''')
-
-
 def test_two_processes_fill_one_scorer_cache(tmp_path):
     """Was: IntegrityError after all the scoring (4/5) or FileExistsError. Both finish, each row is computed at most
     once per process and stored once, both read the same scores."""
-    a, b = (_run(SCORER_CHILD, tmp_path, me, other, wait=False) for me, other in (("a", "b"), ("b", "a")))
+    a, b = (_run("fill_scores", tmp_path, me, other, wait=False) for me, other in (("a", "b"), ("b", "a")))
     for proc in (a, b):
         out, err = proc.communicate(timeout=180)
         assert proc.returncode == 0, err[-2000:]
     results = [json.loads((tmp_path / f"{me}.json").read_text()) for me in "ab"]
-    rows = pd.DataFrame({"qid": [f"q{i % 4}" for i in range(400)], "query": [f"query {i % 4}" for i in range(400)],
-                         "docno": [f"d{i // 4}" for i in range(400)]})
     for got in results:
         computed = [tuple(p) for p in got["computed"]]
         assert len(computed) == len(set(computed))  # at most once per process
-        assert got["score"] == score(rows).tolist()
-    assert set.union(*({tuple(p) for p in got["computed"]} for got in results)) == set(zip(rows.qid, rows.docno))
+        assert got["score"] == score(ROWS).tolist()
+    assert set.union(*({tuple(p) for p in got["computed"]} for got in results)) == set(zip(ROWS.qid, ROWS.docno))
     with sqlite3.connect(tmp_path / "cache" / "store.sqlite3") as db:
         assert db.execute("SELECT COUNT(*), COUNT(DISTINCT docno) FROM scores").fetchone() == (400, 100)
-
-
-RETRIEVER_CHILD = TOYS + textwrap.dedent('''
-    folder, me, other, which = sys.argv[1:5]
-    cache = pti.RetrieverCache(os.path.join(folder, "cache"), pt.apply.generic(retrieve), identity="toy", verbose=False)
-    if other != "-":
-        together(folder, me, other)
-    for i in range(int(which), 40, 2) if which in ("0", "1") else range(40):  # one query per call: one commit each
-        cache(TOPICS.iloc[[i]])
-        print(i, flush=True)
-''')
 
 
 def _all_hits(folder) -> None:
@@ -146,7 +94,7 @@ def _all_hits(folder) -> None:
 
 def test_two_writers_on_disjoint_queries_store_every_query_once(tmp_path):
     """Was (dbm.dumb): crashes in 6/12, a query lost and another doubled, unreadable caches."""
-    procs = [_run(RETRIEVER_CHILD, tmp_path, me, other, which, wait=False) for me, other, which in (("a", "b", 0),
+    procs = [_run("fill_runs", tmp_path, me, other, which, wait=False) for me, other, which in (("a", "b", 0),
                                                                                                     ("b", "a", 1))]
     for proc in procs:
         out, err = proc.communicate(timeout=180)
@@ -161,7 +109,7 @@ def test_a_killed_writer_loses_only_the_query_in_flight(tmp_path):
     every query answered before the kill is still a hit and the store opens fine (dbm.dumb: hits 0 of 500)."""
     answered = set()
     for k in (2, 9, 23):
-        proc = _run(RETRIEVER_CHILD, tmp_path, "w", "-", "all", wait=False)
+        proc = _run("fill_runs", tmp_path, "w", "-", "all", wait=False)
         seen = [int(proc.stdout.readline()) for _ in range(k)]
         proc.send_signal(signal.SIGKILL)
         proc.communicate(timeout=60)
@@ -172,7 +120,7 @@ def test_a_killed_writer_loses_only_the_query_in_flight(tmp_path):
         assert (hits.hits, hits.misses) == (len(answered), 0)
     with sqlite3.connect(tmp_path / "cache" / "store.sqlite3") as db:
         assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
-    code, out, err = _run(RETRIEVER_CHILD, tmp_path, "w", "-", "all")  # a new writer finishes the rest
+    code, out, err = _run("fill_runs", tmp_path, "w", "-", "all")  # a new writer finishes the rest
     assert code == 0 and len(out.split()) == 40, err[-2000:]
     _all_hits(tmp_path)
 
