@@ -1,37 +1,43 @@
-"""pyterrier-caching's caches, keyed on what an instruction-following model reads.
+"""Caches of scores and retrieval results, keyed on what an instruction-following model reads.
 
-``pyterrier_caching.ScorerCache(path, scorer)`` keys a score on ``(query, docno)`` (``scorer_cache.py``,
-``Sqlite3ScorerCache``: ``group='query'``, ``key='docno'``). FollowIR's ``-og`` and ``-changed`` variants share the query
-text and differ only in the ``instruction`` column, so a plain ScorerCache hands the og score to the changed query (p-MRR 0
-on every pair), and both variants in one frame insert the same key twice (``sqlite3.IntegrityError: UNIQUE constraint
-failed``). It does not know the scorer either: another checkpoint, template or score mode behind the same path hits. Its
-``RetrieverCache`` keys on every input column by default (the instruction included) but not on the retriever, and keeps
-the qid of the query that filled it (``on='query'`` then also ignores the instruction); ``KeyValueCache`` keys on the
-columns named in ``key=`` only.
+pyterrier-caching's ``ScorerCache`` keys a score on ``(query, docno)``: FollowIR's og and changed variants share the
+query text and differ only in the ``instruction``, so the changed query gets the og score (p-MRR 0), and another
+checkpoint or template behind the same path hits. :class:`ScorerCache` and :class:`RetrieverCache` key every row on the
+stage's identity (its :func:`~pyterrier_instruct._fingerprint.fingerprint`, or ``identity=``), the query as the model
+sees it (a query :class:`~pyterrier_instruct.rewrite.FoldInstruction` folded is read unfolded by this package's models)
+and the instruction (the stage's default when the row has none); a stage of another package is keyed on the folded
+``query`` of a folded row as well (:func:`read_keys`). Rows that share a key are looked up (and computed) once.
+:func:`plain_caches` finds pyterrier-caching caches keyed without the instruction in a system.
 
-:class:`ScorerCache` and :class:`RetrieverCache` are pyterrier-caching's ``Sqlite3ScorerCache`` and
-``DbmRetrieverCache`` fed a frame whose ``qid`` is a key of what the stage reads: the stage's identity (its
-:func:`~pyterrier_instruct._fingerprint.fingerprint`: class, checkpoint and revision, template, every setting; or
-``identity=``), the query as the model sees it (a query :class:`~pyterrier_instruct.rewrite.FoldInstruction` folded is read
-unfolded by this package's models, :func:`~pyterrier_instruct.instructions.query_instructions`) and the instruction (the
-stage's default when the row has none). A stage of another package is keyed on the folded ``query`` of a folded row as
-well. Rows
-that share a key are looked up (and scored or retrieved) once. The output is the input with ``score`` and ``rank``
-(:class:`ScorerCache`) or the stage's ranking under the input's qids (:class:`RetrieverCache`; its text columns as
-``object``, as pyterrier-caching reads a hit back with pandas' string dtype).
+Neither wraps pyterrier-caching's classes, whose storage fails between processes and kills: ``Sqlite3ScorerCache``
+refuses an existing folder (``FileExistsError`` for the second process), stores with a plain ``INSERT``
+(``IntegrityError`` after all the scoring when another process stored a row first) and reads integer docnos back as
+strings (re-scored, inserted twice); ``DbmRetrieverCache``'s ``dbm.dumb`` has no lock (two writers lose, double or
+corrupt queries) and rewrites its whole index, which a kill at that moment empties. Both stand on
+:class:`~pyterrier_instruct._store.SqliteStore` (``scorer_cache.instruct`` / ``retriever_cache.instruct`` artifacts;
+WAL, ``INSERT OR IGNORE`` in one transaction per call): two processes filling one cache both finish, each row is stored
+once, and a kill loses only the call in flight (``pt.Experiment(batch_size=...)`` commits more often).
+
+:class:`ScorerCache` stores one ``REAL`` per (key, docno as ``str``) and returns what the scorer returns: its columns in
+its order (its answer to an empty frame, as ``pt.inspect`` reads it), every input column as given, ``score_0``,
+``score``, ``rank``. :class:`RetrieverCache` stores the retriever's result frame per key as a pickle (protocol 5), the
+one format that round-trips every pandas dtype (arrays in object columns, categoricals, nullable and string dtypes,
+which Arrow and parquet convert); a hit is that frame under the input's qid. A pickle runs code when read: open only
+cache folders your own jobs wrote.
 """
 from __future__ import annotations
 
 import hashlib
 import logging
-from typing import List, Optional
+import pickle
+from typing import Dict, List, Optional
 
 import numpy as np
 import pandas as pd
 import pyterrier as pt
 
 from ._config import Configured
-from ._optional import require
+from ._store import SqliteStore
 
 __all__ = ["ScorerCache", "RetrieverCache"]
 
@@ -39,12 +45,24 @@ log = logging.getLogger(__name__)
 _SEP = "\x1f"
 
 
+class ScoreStore(SqliteStore):
+    """The folder of a :class:`ScorerCache`: one score per (key, docno)."""
+    ARTIFACT_TYPE = "scorer_cache"
+    SCHEMA = "CREATE TABLE IF NOT EXISTS scores (key, docno, score REAL, PRIMARY KEY (key, docno)) WITHOUT ROWID"
+
+
+class RunStore(SqliteStore):
+    """The folder of a :class:`RetrieverCache`: one pickled result frame per key."""
+    ARTIFACT_TYPE = "retriever_cache"
+    SCHEMA = "CREATE TABLE IF NOT EXISTS runs (key TEXT PRIMARY KEY, frame BLOB NOT NULL) WITHOUT ROWID"
+
+
 def plain_caches(system: pt.Transformer) -> List[str]:
     """The pyterrier-caching caches inside ``system`` (not this module's) whose key leaves the instruction out: a score
     cache at its default key (``group='query'``, ``key='docno'``; one keyed on columns the user chose is trusted), a
-    retriever cache keyed ``on`` columns without ``instruction``; named by their ``repr``. Empty when the system folds the instruction
-    into the query (:class:`~pyterrier_instruct.rewrite.FoldInstruction`: the query column then differs per variant) or
-    when pyterrier-caching was never imported (no such cache can be in it)."""
+    retriever cache keyed ``on`` columns without ``instruction``; named by their ``repr``. Empty when the system
+    folds the instruction into the query (:class:`~pyterrier_instruct.rewrite.FoldInstruction`: the query column
+    then differs per variant) or when pyterrier-caching was never imported (no such cache can be in it)."""
     import sys
     if "pyterrier_caching" not in sys.modules:
         return []
@@ -58,14 +76,10 @@ def plain_caches(system: pt.Transformer) -> List[str]:
         if isinstance(node, FoldInstruction):
             return []
         if not isinstance(node, _Keyed) and type(node).__module__.startswith("pyterrier_caching."):
-            if hasattr(node, "group") and hasattr(node, "key"):  # a score cache: flagged at its default key only
-                flagged = node.group in (None, "query") and node.key in (None, "docno")
-            elif hasattr(node, "on") and hasattr(node, "retriever"):  # a retriever cache: on=None keys every input column
-                on = node.on
-                flagged = on is not None and "instruction" not in ([on] if isinstance(on, str) else list(on))
-            else:
-                flagged = False
-            if flagged:
+            score_cache = hasattr(node, "group") and hasattr(node, "key")  # flagged at its default key only
+            on = getattr(node, "on", None) if hasattr(node, "retriever") else None  # None: keys every input column
+            if (node.group in (None, "query") and node.key in (None, "docno") if score_cache
+                    else on is not None and "instruction" not in ([on] if isinstance(on, str) else on)):
                 found.append(repr(node))
         try:
             children = pt.inspect.subtransformers(node)
@@ -74,19 +88,6 @@ def plain_caches(system: pt.Transformer) -> List[str]:
         for child in children.values():
             stack.extend(child if isinstance(child, (list, tuple)) else [child])
     return found
-
-
-def identity_of(stage: pt.Transformer, identity: Optional[str], who: str) -> str:
-    """``identity`` if given, else the stage's fingerprint; a stage without one is a clear error."""
-    if identity is not None:
-        return str(identity)
-    from ._fingerprint import NotFingerprintable, fingerprint
-    try:
-        return fingerprint(stage)
-    except NotFingerprintable as e:
-        raise ValueError(f"{who}: the stage has no fingerprint to key the cache on ({e}); pass identity='...' naming "
-                         "what decides its output (model, checkpoint, template, settings), and change it whenever "
-                         "any of those changes") from None
 
 
 def read_keys(stage: pt.Transformer, identity: str, inp: pd.DataFrame) -> np.ndarray:
@@ -105,129 +106,116 @@ def read_keys(stage: pt.Transformer, identity: str, inp: pd.DataFrame) -> np.nda
     return np.array([hashlib.sha256((head + text).encode("utf-8")).hexdigest() for text in joined], dtype=object)
 
 
-def _start(cache, stage: pt.Transformer, path, identity: Optional[str], verbose: bool) -> None:
-    """The state both caches share: the folder, the stage's key, nothing opened, the counters at 0."""
-    who = type(cache).__name__
-    require("pyterrier_caching", "caching")
-    if not isinstance(stage, pt.Transformer):
-        raise TypeError(f"{who} needs a pt.Transformer to cache, got {type(stage).__name__}")
-    cache.path, cache.identity, cache.verbose = None if path is None else str(path), identity, verbose
-    cache._key = identity_of(stage, identity, who)
-    cache._cache = None
-    cache.hits = cache.misses = 0
-
-
 class _Keyed(Configured, pt.Transformer):
-    """What the two caches share: the lazily opened pyterrier-caching object and the counters."""
-    _lazy = ("_cache",)
+    """What the two caches share: the store, the stage's key and the counters."""
+    _store_class = SqliteStore
+
+    def _start(self, stage: pt.Transformer, path, identity: Optional[str], verbose: bool) -> None:
+        from ._fingerprint import NotFingerprintable, fingerprint
+        who = type(self).__name__
+        if not isinstance(stage, pt.Transformer):
+            raise TypeError(f"{who} needs a pt.Transformer to cache, got {type(stage).__name__}")
+        self.path, self.identity, self.verbose = None if path is None else str(path), identity, verbose
+        try:
+            self._key = fingerprint(stage) if identity is None else str(identity)
+        except NotFingerprintable as e:
+            raise ValueError(f"{who}: the stage has no fingerprint to key the cache on ({e}); pass identity='...' "
+                             "naming what decides its output (model, checkpoint, template, settings), and change it "
+                             "whenever any of those changes") from None
+        self.store = self._store_class(path)
+        self.hits = self.misses = 0
 
     def _count(self, rows: int, missed: int) -> None:
-        self.hits += rows - missed
+        self.hits, self.misses = self.hits + rows - missed, self.misses + missed
         if self.verbose:
             log.info("%r: %d hit(s), %d miss(es)", self, rows - missed, missed)
 
 
 def _modes(stage: pt.Transformer, needed: List[str], keep) -> List[List[str]]:
-    """``stage``'s input modes (``pt.inspect``) that ``keep`` accepts, each with the ``needed`` columns added; ``[needed]``
-    when its inputs cannot be read."""
+    """``stage``'s input modes (``pt.inspect``) that ``keep`` accepts, plus ``needed``; ``[needed]`` if unreadable."""
     modes = pt.inspect.transformer_inputs(stage, strict=False) or []
     out = [list(m) + [c for c in needed if c not in m] for m in modes if keep(m)]
     return out or [list(needed)]
 
 
 class ScorerCache(_Keyed):
-    """pyterrier-caching's ``ScorerCache`` (SQLite) around ``scorer``, keyed on the scorer's identity, the query as the
-    model sees it, the instruction and the docno (see the module docstring): og and changed variants of a query never
-    share a score, another checkpoint, template or score mode never hits, and a second pass scores no row.
+    """``scorer``'s scores keyed on its identity, the query and instruction it reads and the docno (module docstring):
+    og and changed variants never share a score, another checkpoint or template never hits, a second pass scores none.
 
     Args:
         path: the cache's folder (created on first use); ``None``: a temporary one.
-        scorer: a pointwise scorer (``R → R``); a listwise reranker's score depends on the other documents and is refused.
+        scorer: a pointwise scorer (``R → R``); a listwise or setwise reranker or
+            :class:`~pyterrier_instruct.PoolBM25`, whose score depends on the other documents, is refused.
         identity: what keys the scorer when it has no fingerprint (``pt.apply`` functions, foreign transformers).
-        verbose: log each call's hits and misses (``logging``, INFO; pyterrier-caching's own line is a ``print``).
+        verbose: log each call's hits and misses (``logging``, INFO).
 
     ``hits`` and ``misses`` count the rows found and scored so far (rows sharing a key count once).
     """
     schematic = {"label": "ScorerCache"}
+    _store_class = ScoreStore
 
     def __init__(self, path: Optional[str] = None, scorer: Optional[pt.Transformer] = None, *,
                  identity: Optional[str] = None, verbose: bool = True):
-        from .listwise import ListwiseReranker
-        if isinstance(scorer, ListwiseReranker):
-            raise TypeError(f"ScorerCache: {scorer!r} is listwise (a document's score depends on the others ranked with "
-                            "it), so its scores cannot be cached per document; cache its run with pti.SavedRun")
+        from . import ListwiseReranker, PoolBM25
+        from .setwise.base import SetwiseBase
+        if isinstance(scorer, (ListwiseReranker, SetwiseBase, PoolBM25)):
+            raise TypeError(f"ScorerCache: {scorer!r} is listwise, setwise or fitted on the pool (a document's score "
+                            "depends on the others ranked with it), so its scores cannot be cached per document; cache "
+                            "its run with pti.SavedRun")
         self.scorer = scorer
-        _start(self, scorer, path, identity, verbose)
-
-    def cache(self):
-        """The pyterrier-caching ``Sqlite3ScorerCache`` underneath (opened on first use; its ``qid`` groups are keys)."""
-        if self._cache is None:
-            from pyterrier_caching import Sqlite3ScorerCache
-            self._cache = Sqlite3ScorerCache(self.path, _Counting(self.scorer, self), group="qid", key="docno")
-        return self._cache
+        self._start(scorer, path, identity, verbose)
 
     def transform_inputs(self) -> List[List[str]]:
         """The scorer's reranking modes (``pt.inspect``), each with ``qid``, ``query`` and ``docno``."""
         return _modes(self.scorer, ["qid", "query", "docno"], lambda m: "qid" in m and "docno" in m)
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
-        pt.validate.columns(inp, includes=["qid", "query", "docno"])
+        shape = self.scorer(inp.iloc[:0])  # the scorer's own output columns and dtypes; refuses what it refuses
         if not len(inp):
-            return inp.drop(columns=["score", "rank"], errors="ignore").assign(score=pd.Series(dtype=float),
-                                                                               rank=pd.Series(dtype=int))
-        keys = read_keys(self.scorer, self._key, inp)
-        work = inp.assign(qid=keys)
-        unique = work.drop_duplicates(["qid", "docno"])
-        before = self.misses
-        scored = self.cache()(unique)
-        self._count(len(unique), self.misses - before)
-        score = dict(zip(zip(scored["qid"], scored["docno"]), scored["score"].astype(float)))
-        out = inp.drop(columns=["score", "rank"], errors="ignore")
-        out = out.assign(score=[score[k] for k in zip(keys, inp["docno"])])
-        return pt.model.add_ranks(out)
-
-
-class _Counting(pt.Transformer):
-    """The scorer as pyterrier-caching calls it on the misses: counts the rows it is given."""
-
-    def __init__(self, scorer: pt.Transformer, owner):
-        self.scorer, self.owner = scorer, owner
-
-    def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
-        self.owner.misses += len(inp)
-        return self.scorer(inp)
-
-    def __repr__(self) -> str:
-        return repr(self.scorer)
+            return shape
+        pt.validate.columns(inp, includes=["qid", "query", "docno"])
+        from .base import first_stage_columns
+        out = first_stage_columns(inp)
+        unknown = [c for c in shape.columns if c not in out.columns and c not in ("score", "rank")]
+        if unknown:
+            raise TypeError(f"ScorerCache keeps only the score, but {self.scorer!r} also outputs {unknown}: cache its "
+                            "run with pti.SavedRun instead")
+        keys, docnos = read_keys(self.scorer, self._key, inp), inp["docno"].astype(str).to_numpy()
+        pairs = list(zip(keys, docnos))
+        found = {(k, d): s for k, d, s in
+                 self.store.select_in("SELECT key, docno, score FROM scores WHERE key IN {keys}", pd.unique(keys))}
+        todo = ~pd.Series(pairs).duplicated().to_numpy() & np.array([p not in found for p in pairs], dtype=bool)
+        if todo.any():
+            scored = self.scorer(inp[todo])
+            got = dict(zip(zip(scored["qid"].astype(str), scored["docno"].astype(str)), scored["score"].astype(float)))
+            new = [(k, d, got[(q, d)]) for k, q, d in zip(keys[todo], inp["qid"].astype(str)[todo], docnos[todo])]
+            self.store.insert("scores", ("key", "docno", "score"), new)
+            found.update(((k, d), s) for k, d, s in new)
+        self._count(len(set(pairs)), int(todo.sum()))
+        out["score"] = np.array([found[p] for p in pairs], dtype=float).astype(shape["score"].dtype)
+        return pt.model.add_ranks(out)[list(shape.columns)]
 
 
 class RetrieverCache(_Keyed):
-    """pyterrier-caching's ``RetrieverCache`` (``dbm.dumb``) around ``retriever`` (``Q → R``), keyed on the retriever's
-    identity and the query and instruction it reads (see the module docstring); the ranking comes back under the input's
-    qids, whichever query filled the cache.
+    """``retriever``'s results (``Q → R``) keyed on its identity and the query and instruction it reads (module
+    docstring); a stored ranking comes back under the input's qids, whichever query filled the cache.
 
     Args:
         path: the cache's folder; ``None``: a temporary one.
         retriever: a first stage (``Q → R``), e.g. a dense retriever reading the instruction, or BM25 after
             :class:`~pyterrier_instruct.rewrite.FoldInstruction`.
         identity: what keys the retriever when it has no fingerprint.
-        verbose: log each call's hits and misses (``logging``, INFO; pyterrier-caching's own line is a ``print``).
+        verbose: log each call's hits and misses (``logging``, INFO).
 
     ``hits`` and ``misses`` count the queries found and retrieved so far (queries sharing a key count once).
     """
     schematic = {"label": "RetrieverCache"}
+    _store_class = RunStore
 
     def __init__(self, path: Optional[str] = None, retriever: Optional[pt.Transformer] = None, *,
                  identity: Optional[str] = None, verbose: bool = True):
         self.retriever = retriever
-        _start(self, retriever, path, identity, verbose)
-
-    def cache(self):
-        """The pyterrier-caching ``DbmRetrieverCache`` underneath (its ``qid`` keys are keys of what is read)."""
-        if self._cache is None:
-            from pyterrier_caching import DbmRetrieverCache
-            self._cache = DbmRetrieverCache(self.path, _Counting(self.retriever, self), on="qid")
-        return self._cache
+        self._start(retriever, path, identity, verbose)
 
     def transform_inputs(self) -> List[List[str]]:
         """The retriever's query modes (``pt.inspect``), each with ``qid`` and ``query``."""
@@ -238,13 +226,25 @@ class RetrieverCache(_Keyed):
         if not len(inp):
             return self.retriever(inp)
         keys = read_keys(self.retriever, self._key, inp)
-        unique = inp.assign(qid=keys).drop_duplicates("qid")
-        before = self.misses
-        found = self.cache()(unique)
-        self._count(len(unique), self.misses - before)
-        added: List[str] = [c for c in found.columns if c not in inp.columns or c in ("docno", "score", "rank")]
-        found = found[["qid"] + [c for c in added if c != "qid"]].rename(columns={"qid": "_pti_key"})
-        strings = [c for c in found.columns if isinstance(found[c].dtype, pd.StringDtype)]
-        found = found.astype({c: object for c in strings})  # a hit is read back with pandas' string dtype; a miss is not
-        out = inp.assign(_pti_key=keys).merge(found, on="_pti_key", how="inner").drop(columns="_pti_key")
+        frames = dict(self.store.select_in("SELECT key, frame FROM runs WHERE key IN {keys}", pd.unique(keys)))
+        frames = {k: pickle.loads(blob) for k, blob in frames.items()}
+        todo = ~pd.Series(keys).duplicated().to_numpy() & ~np.isin(keys, list(frames))
+        if todo.any():
+            new = self._retrieve(inp[todo], keys[todo])
+            self.store.insert("runs", ("key", "frame"), [(k, pickle.dumps(f, protocol=5)) for k, f in new.items()])
+            frames.update(new)
+        self._count(len(set(keys)), int(todo.sum()))
+        parts = [frames[k] for k in keys]
+        out = pd.concat(parts, ignore_index=True)
+        out["qid"] = pd.Series(np.repeat(inp["qid"].to_numpy(), [len(p) for p in parts])).astype(out["qid"].dtype)
         return out
+
+    def _retrieve(self, queries: pd.DataFrame, keys: np.ndarray) -> Dict[str, pd.DataFrame]:
+        """The retriever's result frame for each of ``queries`` (one per key), split by qid."""
+        qids = queries["qid"].astype(str)
+        if qids.duplicated().any():
+            raise ValueError(f"RetrieverCache: qid {qids[qids.duplicated()].iloc[0]!r} stands for two different "
+                             "queries in one input frame; give each query its own qid")
+        run = self.retriever(queries)
+        by_qid = run.groupby(run["qid"].astype(str), sort=False).indices
+        return {k: run.iloc[by_qid.get(q, [])].reset_index(drop=True) for q, k in zip(qids, keys)}

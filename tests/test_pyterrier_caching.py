@@ -1,6 +1,7 @@
 """pyterrier-caching's caches with instruction-following runs: the plain ScorerCache (keyed on query and docno) gives
 FollowIR's changed queries the og scores or crashes; pti.ScorerCache and pti.RetrieverCache key on the stage's identity
 and on what it reads. Hits are proven with a scorer that raises (pyterrier-caching's own test style)."""
+import os
 import pickle
 
 import numpy as np
@@ -25,7 +26,7 @@ class Raising(pt.Transformer):
 
     def transform(self, inp):
         if len(inp):
-            raise AssertionError("retrieved a query the cache holds")
+            raise AssertionError("computed a row the cache holds")
         return self.like(inp)
 
 
@@ -78,13 +79,13 @@ def test_og_and_changed_in_one_frame_and_a_second_pass_scores_nothing(mini, bert
     pd.testing.assert_series_equal(first["score"], expected["score"], check_exact=False, atol=1e-6)
     assert first["rank"].tolist() == expected["rank"].tolist() and cache.misses == len(cands)
     # a second pass, by another object whose scorer raises, under the same identity: every row from the cache
-    again = pti.ScorerCache(str(tmp_path / "c"), pt.apply.score(raising), identity="tiny-bert")
+    again = pti.ScorerCache(str(tmp_path / "c"), Raising(bert), identity="tiny-bert")
     pd.testing.assert_frame_equal(again(cands), first)
     assert (again.hits, again.misses) == (len(cands), 0)
     # a new instruction for cached (query, docno) pairs is scored; the unchanged rows are not
     new = cands.assign(instruction=cands["instruction"].where(cands["qid"] != cands["qid"].iloc[0], "only dams in Asia"))
     changed = int((new["instruction"] != cands["instruction"]).sum())
-    with pytest.raises(AssertionError, match="scored a row the cache holds"):
+    with pytest.raises(AssertionError, match="computed a row the cache holds"):
         again(new)
     out = cache(new)
     assert cache.misses == len(cands) + changed and cache.hits == len(cands) - changed
@@ -101,7 +102,7 @@ def test_the_query_the_model_reads_and_the_scorer_identity(mini, bert, tiny, pai
     cache(cands)
     folded = pti.FoldInstruction()(cands)
     same = pti.SBertBiEncoder(tiny["bert"], verbose=False)
-    same.transform = raising  # the same identity; any row scored would raise
+    same.transform = Raising(bert).transform  # the same identity; any row scored would raise
     strict = pti.ScorerCache(path, same)
     pd.testing.assert_series_equal(strict(folded)["score"], cache(cands)["score"])
     assert strict.misses == 0
@@ -120,14 +121,17 @@ def test_contract_errors_and_pickling(mini, bert, tiny, paired, tmp_path):
     cands = mini.candidates()(og.iloc[:2])
     with pytest.raises(ValueError, match=r"ScorerCache: the stage has no fingerprint .* pass identity="):
         pti.ScorerCache(tmp_path / "x", pt.apply.score(np.negative))  # a C function: no code to read
-    with pytest.raises(TypeError, match="listwise .* pti.SavedRun"):
-        pti.ScorerCache(tmp_path / "x", pti.RankZephyr(tiny["mistral"]))
-    cache = pti.ScorerCache(str(tmp_path / "c"), bert)
-    assert repr(cache) == f"ScorerCache({str(tmp_path / 'c')!r}, {bert!r})"
+    for pooled in (pti.RankZephyr(tiny["mistral"]), pti.Setwise(tiny["t5"]), pti.PoolBM25()):  # scores depend on the pool
+        with pytest.raises(TypeError, match="listwise, setwise or fitted on the pool .* pti.SavedRun"):
+            pti.ScorerCache(tmp_path / "x", pooled)
+    fresh = pti.SBertBiEncoder(tiny["bert"], verbose=False)
+    cache = pti.ScorerCache(str(tmp_path / "c"), fresh)
+    assert repr(cache) == f"ScorerCache({str(tmp_path / 'c')!r}, {fresh!r})"
     empty = cache(cands.iloc[:0])
-    assert cache._cache is None and empty.columns.tolist()[-2:] == ["score", "rank"]
+    assert cache.store._conn is None and not os.path.exists(cache.path)  # nothing opened, no folder, no model
+    assert empty.columns.tolist()[-3:] == ["score_0", "score", "rank"] and fresh._embedder is None
     first = cache(cands)
-    assert first.columns.tolist() == empty.columns.tolist() and sorted(first.columns) == sorted(cands.columns)
+    assert first.columns.tolist() == empty.columns.tolist() and sorted(first.columns) == sorted([*cands, "score_0"])
     copy = pickle.loads(pickle.dumps(cache))
     pd.testing.assert_frame_equal(copy(cands), first)
     assert copy.misses == cache.misses and copy.hits == len(cands)  # counters travel; nothing scored again
@@ -148,9 +152,8 @@ def test_retriever_cache_over_dense_retrieval_with_instructions(mini, bert, pair
     cache(og)
     got = cache(topics)
     key = ["qid", "rank"]
-    pd.testing.assert_frame_equal(got.sort_values(key).reset_index(drop=True)[expected.columns],
-                                  expected.sort_values(key).reset_index(drop=True), check_exact=False, atol=1e-6,
-                                  check_dtype=False)  # string columns come back as object, hit or miss
+    pd.testing.assert_frame_equal(got.sort_values(key).reset_index(drop=True),
+                                  expected.sort_values(key).reset_index(drop=True), check_exact=False, atol=1e-6)
     assert (cache.hits, cache.misses) == (len(og), len(topics))
     again = pti.RetrieverCache(str(tmp_path / "ours"), Raising(retriever), identity=cache._key)
     pd.testing.assert_frame_equal(again(topics), got)
@@ -177,3 +180,81 @@ def test_an_experiment_with_a_plain_cache_warns_before_any_system_runs(mini, ber
         plain_og = ptc.ScorerCache(str(tmp_path / "plain2"), bert)
         pt.Experiment([mini.candidates() >> plain_og], topics[topics.qid.str.endswith("-og")], qrels, ["map"])
     assert not [w for w in seen if "keys its entries without the instruction" in str(w.message)]
+
+
+# -- issue 42: the output of a cached stage is the stage's own output; any docno dtype; any input the stage accepts --
+class TextScorer(pt.Transformer):
+    """A foreign scorer reading qid, query, docno and text, without validation: on an empty frame it reads only query
+    and docno, so pt.inspect takes its input for an R frame (qid, query, docno, score, rank)."""
+
+    def transform(self, inp):
+        text = inp["text"].str.len() if len(inp) else 0
+        score = (inp["query"].str.len() + inp["docno"].str.len() + text).astype(float)
+        return pt.model.add_ranks(inp.assign(score=score))
+
+
+def test_a_cached_reranker_returns_its_own_output_on_a_miss_and_a_hit(mini, tiny, paired, tmp_path):
+    """Every input column, score_0 (the first stage's score), score, rank, dtypes, row order and index as the reranker
+    itself returns them, whether the rows were scored or read back (was: score_0 dropped)."""
+    _, og, _ = paired
+    cands = mini.candidates()(og.iloc[:3]).sample(frac=1.0, random_state=1)  # rows not in rank order, index shuffled
+    for i, reranker in enumerate([pti.SBertBiEncoder(tiny["bert"], verbose=False),
+                                  pti.MonoT5(tiny["t5"], verbose=False), pti.MonoBERT(tiny["bert"], verbose=False)]):
+        expected = reranker(cands)
+        assert "score_0" in expected.columns
+        cache = pti.ScorerCache(str(tmp_path / str(i)), reranker)
+        pd.testing.assert_frame_equal(cache(cands), expected, check_exact=True)
+        hit = pti.ScorerCache(str(tmp_path / str(i)), Raising(reranker), identity=cache._key)
+        pd.testing.assert_frame_equal(hit(cands), expected, check_exact=True)
+        half = cands.iloc[::2]  # a part of the cached rows (read back: the models' floats vary by 1e-7 with the batch)
+        pd.testing.assert_frame_equal(hit(half), pt.model.add_ranks(expected.loc[half.index]), check_exact=True)
+        assert (cache.hits, cache.misses, hit.hits, hit.misses) == (0, len(cands), len(cands) + len(half), 0)
+
+
+def test_integer_docnos_are_keys_once_and_come_back_as_given(mini, paired, tmp_path):
+    """Integer docnos were read back as strings: re-scored and inserted twice (IntegrityError)."""
+    _, og, _ = paired
+    cands = mini.candidates()(og.iloc[:2])
+    cands = cands.assign(docno=pd.factorize(cands["docno"])[0].astype("int64") + 7)
+    scored = []
+    scorer = pt.apply.doc_score(lambda df: scored.append(len(df)) or df["docno"].to_numpy() * 0.5, batch_size=1000)
+    cache = pti.ScorerCache(str(tmp_path / "c"), scorer, identity="half-docno")
+    first = cache(cands)
+    second = cache(cands)
+    assert scored == [len(cands)] and (cache.hits, cache.misses) == (len(cands), len(cands))  # the second pass: 0 rows
+    pd.testing.assert_frame_equal(second, first)
+    pd.testing.assert_frame_equal(first, scorer(cands))
+    assert second["docno"].dtype == "int64" and second["docno"].tolist() == cands["docno"].tolist()
+
+
+def test_the_cache_accepts_what_its_scorer_accepts(mini, paired, tmp_path):
+    """A frame of qid, query, docno and text, which the scorer scores, was refused ('missing columns score, rank': the
+    columns pt.inspect guessed); what the scorer refuses on an empty frame, the cache refuses before any look-up."""
+    _, og, _ = paired
+    cands = mini.candidates()(og.iloc[:2])[["qid", "query", "docno", "text"]]
+    scorer = TextScorer()
+    assert pt.inspect.transformer_inputs(scorer) == [["qid", "query", "docno", "score", "rank"]]
+    cache = pti.ScorerCache(str(tmp_path / "c"), scorer, identity="text-length")
+    pd.testing.assert_frame_equal(cache(cands), scorer(cands))
+    pd.testing.assert_frame_equal(cache(cands), scorer(cands))
+    assert (cache.hits, cache.misses) == (len(cands), len(cands))
+    strict = pti.ScorerCache(str(tmp_path / "c"), pti.SBertBiEncoder("unused-model"), identity="text-length")
+    with pytest.raises(pt.validate.InputValidationError, match="text"):
+        strict(cands.drop(columns="text"))
+    assert strict.store._conn is None
+
+
+def test_retriever_cache_over_a_pt_apply_retriever(mini, paired, tmp_path):
+    """RetrieverCache(identity=) over pt.apply (failed inside pyterrier-caching: extra_cols, renamed in PyTerrier
+    1.1.2): the retriever's own output, dtypes included, on a miss and on a hit, under the input's qids."""
+    topics, og, _ = paired
+    candidates = mini.candidates()
+    retriever = pt.apply.generic(lambda q: candidates(q[["qid", "query", "instruction"]]).astype({"rank": "int32"}))
+    cache = pti.RetrieverCache(str(tmp_path / "r"), retriever, identity="candidates-int32")
+    pd.testing.assert_frame_equal(cache(og), retriever(og))
+    pd.testing.assert_frame_equal(cache(topics), retriever(topics))
+    assert (cache.hits, cache.misses) == (len(og), len(topics))
+    hit = pti.RetrieverCache(str(tmp_path / "r"), Raising(retriever), identity="candidates-int32")
+    renamed = og.assign(qid="q" + og["qid"])  # another qid, the same query and instruction: a hit under the new qid
+    pd.testing.assert_frame_equal(hit(renamed), retriever(og).assign(qid="q" + retriever(og)["qid"]))
+    assert (hit.hits, hit.misses) == (len(og), 0)
