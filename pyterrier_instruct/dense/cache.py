@@ -59,7 +59,8 @@ class VectorCache(SqliteStore):
         CREATE TABLE IF NOT EXISTS spaces (id INTEGER PRIMARY KEY, doc_key TEXT NOT NULL, revision TEXT NOT NULL,
                                            UNIQUE (doc_key, revision));
         CREATE TABLE IF NOT EXISTS vectors (space INTEGER NOT NULL, passage BLOB NOT NULL, vector BLOB NOT NULL,
-                                            PRIMARY KEY (space, passage)) WITHOUT ROWID"""
+                                            PRIMARY KEY (space, passage))"""  # a rowid table: 3× faster than
+    # WITHOUT ROWID and half the size on disk for rows of kilobytes (benchmarks/bench_doccache.py)
 
     def space(self, doc_key: str, revision: Optional[str]) -> int:
         """The id of the space of vectors encoded with ``doc_key`` by the weights at ``revision`` (created if new)."""
