@@ -209,3 +209,18 @@ def test_the_index_and_the_cache_are_artifacts_that_travel_as_packages(tmp_path,
     assert type(from_hf) is VectorCache
     hits, vectors = from_hf.lookup(from_hf.space("m", "r1"), ["two", "three", "one"])
     assert hits.tolist() == [0, 2] and vectors.tolist() == np.eye(2, 4)[::-1].tolist()
+
+
+def test_an_index_fingerprints_by_its_rows_in_memory_and_its_revision_on_disk(tmp_path):
+    from pyterrier_instruct._fingerprint import fingerprint
+    vectors = np.eye(3, dtype=np.float32)
+    same = [fingerprint(EmbeddingIndex.from_vectors(["a", "b", "c"], vectors.copy())) for _ in range(2)]
+    assert same[0] == same[1] != fingerprint(EmbeddingIndex.from_vectors(["a", "b", "d"], vectors))
+    assert same[0] != fingerprint(EmbeddingIndex.from_vectors(["a", "b", "c"], vectors[::-1]))
+    path = str(tmp_path / "index")
+    before = fingerprint(EmbeddingIndex(path))
+    TaggedEncoder(dim=8).index(tagged_corpus("A", 3), path)
+    built = fingerprint(EmbeddingIndex(path))
+    assert before != built and path in built and fingerprint(pt.Artifact.load(path)) == built
+    TaggedEncoder(dim=8).index(tagged_corpus("B", 3), path, overwrite=True)
+    assert fingerprint(EmbeddingIndex(path)) not in (before, built)

@@ -69,7 +69,7 @@ class EmbeddingIndex(pt.Artifact):
         """In memory its rows; on disk its path and revision (:func:`.._fingerprint.index_revision`)."""
         from .._fingerprint import fingerprint, index_revision
         if self.path is None and self.built():
-            return f"EmbeddingIndex({fingerprint([self.docnos, np.asarray(self.vectors)])})"
+            return f"EmbeddingIndex({fingerprint([self.docnos.tolist(), np.asarray(self.vectors)])})"
         return f"EmbeddingIndex({self.path!r}, revision={index_revision(self.path)!r})"
 
     def __len__(self) -> int:
