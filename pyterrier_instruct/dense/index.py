@@ -258,9 +258,10 @@ class IndexWriter:
         fsync_dir(self._tmp)
         os.rename(self._tmp, os.path.join(self.path, self.version))
         fsync_dir(self.path)
-        if not os.path.exists(os.path.join(self.path, "pt_meta.json")):
-            write_json(os.path.join(self.path, "pt_meta.json"), {"type": EmbeddingIndex.ARTIFACT_TYPE, "format":
-                       EmbeddingIndex.ARTIFACT_FORMAT, "package_hint": EmbeddingIndex.ARTIFACT_PACKAGE_HINT})
+        if not os.path.exists(os.path.join(self.path, "pt_meta.json")):  # what pt.Artifact.load reads
+            a = EmbeddingIndex
+            write_json(os.path.join(self.path, "pt_meta.json"),
+                       {"type": a.ARTIFACT_TYPE, "format": a.ARTIFACT_FORMAT, "package_hint": a.ARTIFACT_PACKAGE_HINT})
         meta = {**meta, "count": len(self.docnos), "dim": self.dim or 0, "version": self.version}
         write_json(os.path.join(self.path, "meta.json"), meta)
         fsync_dir(self.path)
