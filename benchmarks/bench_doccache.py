@@ -117,9 +117,10 @@ def main():
             folder = os.path.join(tmp, name)
             size, seconds = build(module, folder, args.rows, args.dim)
             r = measure(module, folder, args.lookup)
-            print(f"{name:>6} ({args.before if name == 'before' else 'this tree'}): write {args.rows / seconds:9,.0f} rows/s, "
-                  f"{size / mib:6.0f} MiB on disk; open + lookup {r['seconds'] * 1000:6.1f} ms, heap peak "
-                  f"{r['heap'] / mib:6.2f} MiB ({r['heap'] / size:.4f} × the cache), RSS peak +{r['rss'] / mib:6.1f} MiB "
+            label = args.before if name == "before" else "this tree"
+            print(f"{name:>6} ({label}): write {args.rows / seconds:9,.0f} rows/s, {size / mib:6.0f} MiB on disk; "
+                  f"open + lookup {r['seconds'] * 1000:6.1f} ms, heap peak {r['heap'] / mib:6.2f} MiB "
+                  f"({r['heap'] / size:.4f} × the cache), RSS peak +{r['rss'] / mib:6.1f} MiB "
                   f"({r['rss'] / size:.4f} × the cache)")
 
 

@@ -138,7 +138,7 @@ def test_on_disk_index_roundtrip_and_refusals(tiny, mini, tmp_path):
     with pytest.raises(FileExistsError):
         model.index(iter(corpus), str(tmp_path / "idx"))
     assert len(model.index(iter(corpus[:5]), str(tmp_path / "idx"), overwrite=True)) == 5 == len(EmbeddingIndex(str(tmp_path / "idx")))
-    assert model.index(iter([{"docno": "a\nb", "text": "y"}])).docnos.tolist() == ["a\nb"]  # round-trips (test_dense_store)
+    assert model.index(iter([{"docno": "a\nb", "text": "y"}])).docnos.tolist() == ["a\nb"]  # round-trips
     with pytest.raises(ValueError, match="rebuild it"):
         BiEncoder(tiny["bert"], pooling="cls").retriever(reopened)(topics)
     with pytest.raises(KeyError, match="lack field"):

@@ -57,8 +57,8 @@ def test_an_index_refuses_weights_saved_since_it_was_built(tiny, tmp_path):
     topics = pd.DataFrame({"qid": ["1"], "query": ["a doc"]})
     assert len(pti.BiEncoder(str(model)).retriever(str(tmp_path / "index"), num_results=2)(topics)) == 2
     os.utime(next(p for p in model.iterdir() if p.suffix == ".safetensors"), ns=(1, 1))
-    with pytest.raises(ValueError, match=r"was built with revision files:\w+ of the weights, the model now has files:\w+; "
-                                         "rebuild it"):
+    with pytest.raises(ValueError, match=r"was built with revision files:\w+ of the weights, the model now has "
+                                         r"files:\w+; rebuild it"):
         pti.BiEncoder(str(model)).retriever(str(tmp_path / "index"), num_results=2)(topics)
 
 
@@ -147,7 +147,7 @@ def test_opening_a_vector_cache_costs_memory_in_proportion_to_the_lookup(tmp_pat
     np.testing.assert_array_equal(found, vectors[5:6])
 
 
-# -- docnos ----------------------------------------------------------------------------------------------------------------
+# -- docnos ------------------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("char", ["\r", "\n", "\0", "\r\n"])
 def test_docnos_with_line_breaks_and_nuls_round_trip(tmp_path, char):
     corpus = tagged_corpus("A", 6)
@@ -166,7 +166,7 @@ def test_an_index_written_before_docnos_json_reads_a_carriage_return(tmp_path):
     assert EmbeddingIndex(str(tmp_path / "index")).docnos.tolist() == ["A0\rold", "A1", "A2"]
 
 
-# -- artifacts -------------------------------------------------------------------------------------------------------------
+# -- artifacts ---------------------------------------------------------------------------------------------------------
 class _Quiet(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *args):
         pass
