@@ -1,32 +1,32 @@
-"""Peak memory of opening the dense document cache (``DocCache``) to look up a few passages, as a ratio to the cache's
-size on disk, against the previous reader (which read every key and vector into memory) measured in the same run.
+"""The dense document cache on disk, now (``VectorCache``, SQLite) against the cache at ``--before`` (a git revision
+of this repository, loaded from ``git show``; by default the hand-written journal ``DocCache``): the time to write
+``--rows`` random passages × ``--dim`` float32 dimensions in blocks of 16,384, the size on disk, and, in a fresh Python
+process per cache, the time and peak memory of opening it to look up ``--lookup`` passages: the Python heap peak
+(tracemalloc, numpy buffers included) and the process's peak resident set (``VmHWM``) above what it held after its
+imports, each divided by the cache's size.
 
-Writes a cache of ``--rows`` random passages × ``--dim`` float32 dimensions once, then in a fresh Python process per
-reader: opens the cache and looks up ``--lookup`` passages. Reported per reader: the Python heap peak (tracemalloc,
-numpy buffers included) and the process's peak resident set (``VmHWM``) above what it held after its imports, each
-divided by the cache's size. The previous reader is the module as it was at ``--before`` (a git revision of this
-repository), loaded from ``git show``.
-
-Usage: ``python benchmarks/bench_doccache.py [--rows 200000] [--dim 384] [--lookup 10] [--before ee307c3]``
+Usage: ``python benchmarks/bench_doccache.py [--rows 200000] [--dim 384] [--lookup 10] [--before 28095df]``
 """
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+BEFORE = "pyterrier_instruct.dense.cache_before"  # the module name the previous cache is loaded under
 
 CHILD = r"""
-import importlib.util, json, sys, tracemalloc
-import numpy as np
+import importlib, importlib.util, json, sys, time, tracemalloc
 module_path, cache_dir, lookup = sys.argv[1], sys.argv[2], int(sys.argv[3])
-if module_path.endswith(".py"):  # the previous reader, from git
-    spec = importlib.util.spec_from_file_location("doccache_under_test", module_path)
+if module_path.endswith(".py"):  # the previous cache, from git
+    spec = importlib.util.spec_from_file_location("pyterrier_instruct.dense.cache_before", module_path)
     mod = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = mod
     spec.loader.exec_module(mod)
@@ -43,27 +43,53 @@ try:  # reset the peak to the current resident set (Linux 4.0+)
 except OSError:
     pass
 base = hwm_kib("VmRSS")
+texts = [f"passage {i}" for i in range(0, lookup * 997, 997)]
 tracemalloc.start()
-cache = mod.DocCache(cache_dir, "bench", "r1")
-rows, missing = cache.lookup([f"passage {i}" for i in range(0, lookup * 997, 997)])
-vectors = cache.vectors(rows)
+t = time.perf_counter()
+if hasattr(mod, "VectorCache"):
+    cache = mod.VectorCache(cache_dir)
+    hits, vectors = cache.lookup(cache.space("bench", "r1"), texts)
+    found = len(hits)
+else:
+    cache = mod.DocCache(cache_dir, "bench", "r1")
+    rows, missing = cache.lookup(texts)
+    vectors, found = cache.vectors(rows), lookup - len(missing)
+seconds = time.perf_counter() - t
 heap = tracemalloc.get_traced_memory()[1]
 tracemalloc.stop()
-assert not missing and vectors.shape[0] == lookup
-print(json.dumps({"heap": heap, "rss": (hwm_kib() - base) * 1024, "rows": len(cache)}))
+assert found == lookup and vectors.shape[0] == lookup
+print(json.dumps({"heap": heap, "rss": (hwm_kib() - base) * 1024, "seconds": seconds}))
 """
 
 
-def build(cache_dir: str, rows: int, dim: int) -> int:
-    """A cache of ``rows`` passages written with the current DocCache, in blocks; its size in bytes."""
-    import numpy as np
+def _module(path: str):
+    if not path.endswith(".py"):
+        return importlib.import_module(path)
+    spec = importlib.util.spec_from_file_location(BEFORE, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod
 
-    from pyterrier_instruct.dense.cache import DocCache
-    cache, rng, block = DocCache(cache_dir, "bench", "r1"), np.random.default_rng(0), 16384
+
+def build(module_path: str, cache_dir: str, rows: int, dim: int):
+    """A cache of ``rows`` passages written in blocks with the cache of ``module_path``: (bytes on disk, seconds)."""
+    import numpy as np
+    mod, rng, block = _module(module_path), np.random.default_rng(0), 16384
+    t = time.perf_counter()
+    if hasattr(mod, "VectorCache"):
+        store = mod.VectorCache(cache_dir)
+        space = store.space("bench", "r1")
+        add = lambda texts, vectors: store.add(space, texts, vectors)  # noqa: E731
+    else:
+        add = mod.DocCache(cache_dir, "bench", "r1").add
     for start in range(0, rows, block):
         n = min(block, rows - start)
-        cache.add([f"passage {i}" for i in range(start, start + n)], rng.standard_normal((n, dim), dtype=np.float32))
-    return sum(f.stat().st_size for f in Path(cache.folder).iterdir())
+        add([f"passage {i}" for i in range(start, start + n)], rng.standard_normal((n, dim), dtype=np.float32))
+    seconds = time.perf_counter() - t
+    if hasattr(mod, "VectorCache"):
+        store.close()  # the last connection checkpoints the write-ahead log into the database
+    return sum(f.stat().st_size for f in Path(cache_dir).rglob("*") if f.is_file()), seconds
 
 
 def measure(module_path: str, cache_dir: str, lookup: int) -> dict:
@@ -77,23 +103,25 @@ def main():
     ap.add_argument("--rows", type=int, default=200_000)
     ap.add_argument("--dim", type=int, default=384)
     ap.add_argument("--lookup", type=int, default=10)
-    ap.add_argument("--before", default="ee307c3", help="git revision of the previous reader")
+    ap.add_argument("--before", default="28095df", help="git revision of the previous cache")
     args = ap.parse_args()
     if args.rows < args.lookup * 997:
         ap.error(f"--rows must be at least {args.lookup * 997} (the looked-up passages are spread over the cache)")
+    mib = 2 ** 20
+    print(f"{args.rows:,} passages × {args.dim} dims; lookup of {args.lookup} passages")
     with tempfile.TemporaryDirectory() as tmp:
-        size = build(tmp, args.rows, args.dim)
         before = Path(tmp) / "cache_before.py"
         before.write_text(subprocess.run(["git", "-C", str(ROOT), "show", f"{args.before}:pyterrier_instruct/dense/cache.py"],
                                          check=True, capture_output=True, text=True).stdout)
-        results = {"before": measure(str(before), tmp, args.lookup),
-                   "now": measure("pyterrier_instruct.dense.cache", tmp, args.lookup)}
-    mib = 2 ** 20
-    print(f"cache: {args.rows:,} passages × {args.dim} dims, {size / mib:.0f} MiB on disk; lookup of {args.lookup} passages")
-    for name, r in results.items():
-        print(f"{name:>6} ({args.before if name == 'before' else 'this tree'}): heap peak {r['heap'] / mib:7.1f} MiB "
-              f"({r['heap'] / size:.3f} × the cache)   RSS peak +{r['rss'] / mib:7.1f} MiB ({r['rss'] / size:.3f} × the cache)")
-    print(f"heap peak ratio before/now: {results['before']['heap'] / max(results['now']['heap'], 1):.0f}×")
+        for name, module in (("before", str(before)), ("now", "pyterrier_instruct.dense.cache")):
+            folder = os.path.join(tmp, name)
+            size, seconds = build(module, folder, args.rows, args.dim)
+            r = measure(module, folder, args.lookup)
+            label = args.before if name == "before" else "this tree"
+            print(f"{name:>6} ({label}): write {args.rows / seconds:9,.0f} rows/s, {size / mib:6.0f} MiB on disk; "
+                  f"open + lookup {r['seconds'] * 1000:6.1f} ms, heap peak {r['heap'] / mib:6.2f} MiB "
+                  f"({r['heap'] / size:.4f} × the cache), RSS peak +{r['rss'] / mib:6.1f} MiB "
+                  f"({r['rss'] / size:.4f} × the cache)")
 
 
 if __name__ == "__main__":

@@ -1,9 +1,7 @@
 """On-disk caches keyed by content and safe to interrupt or share: SavedRun (runs keyed by the system's fingerprint and
-the topics, checked on read) and the dense document cache (journaled appends, torn tails ignored, corruption named,
-several processes on one cache)."""
+the topics, checked on read); the dense document cache is in test_dense_store.py."""
 import json
 import logging
-import multiprocessing
 import os
 import shutil
 from pathlib import Path
@@ -15,8 +13,6 @@ import pytest
 
 import pyterrier_instruct as pti
 from pyterrier_instruct._fingerprint import NotFingerprintable, fingerprint, model_revision
-from pyterrier_instruct.dense.cache import CacheError, DocCache
-from tiny_models import resave_weights
 
 
 class Weighted(pt.Transformer):
@@ -140,114 +136,3 @@ def test_a_damaged_stored_run_is_computed_again(mini, tmp_path, counted, caplog)
     assert len(counted) == 2 and "SHA-256 differs" in caplog.text
     pd.testing.assert_frame_equal(again, first)
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".partial")]
-
-
-# -- the dense document cache -------------------------------------------------------------------------
-DOCS = pd.DataFrame({"docno": ["a", "b", "c"], "text": ["one doc", "another doc", "a third one"]})
-
-
-def _folder(cache_dir) -> Path:
-    (folder,) = [p for p in Path(cache_dir).iterdir() if p.is_dir()]
-    return folder
-
-
-def test_a_torn_tail_is_ignored_then_cut_off(tiny, tmp_path):
-    model = pti.BiEncoder(tiny["bert"], cache_dir=str(tmp_path))
-    a = np.stack(model.doc_encoder()(DOCS.iloc[:2])["doc_vec"])
-    folder = _folder(tmp_path)
-    sizes = {n: (folder / n).stat().st_size for n in ("keys.txt", "vectors.f32")}
-    with open(folder / "vectors.f32", "ab") as f:  # an append cut short: half a vector, never committed
-        f.write(np.ones(5, dtype=np.float32).tobytes())
-    with open(folder / "keys.txt", "ab") as f:
-        f.write(b"deadbeef")
-    reader = pti.BiEncoder(tiny["bert"], cache_dir=str(tmp_path))
-    b = np.stack(reader.doc_encoder()(DOCS.iloc[:2])["doc_vec"])
-    assert reader.stats.cache_hits == 2 and not reader.loaded
-    np.testing.assert_array_equal(a, b)
-    reader.doc_encoder()(DOCS)  # a new passage: the writer cuts the torn tail before appending
-    dim = a.shape[1]
-    assert (folder / "keys.txt").stat().st_size == sizes["keys.txt"] + 65
-    assert (folder / "vectors.f32").stat().st_size == sizes["vectors.f32"] + 4 * dim
-    third = pti.BiEncoder(tiny["bert"], cache_dir=str(tmp_path))
-    third.doc_encoder()(DOCS)
-    assert third.stats.cache_hits == 3 and not third.loaded
-
-
-def test_a_corrupt_committed_part_names_the_folder_to_delete(tiny, tmp_path):
-    pti.BiEncoder(tiny["bert"], cache_dir=str(tmp_path)).doc_encoder()(DOCS)
-    folder = _folder(tmp_path)
-    data = bytearray((folder / "vectors.f32").read_bytes())
-    data[5] ^= 0xFF
-    (folder / "vectors.f32").write_bytes(bytes(data))
-    with pytest.raises(CacheError, match=f"the document cache in {folder} is damaged: the 3 committed rows do not match their "
-                                         "checksums; delete that folder to rebuild it"):
-        pti.BiEncoder(tiny["bert"], cache_dir=str(tmp_path)).doc_encoder()(DOCS)
-    (folder / "vectors.f32").write_bytes(bytes(data[:8]))
-    with pytest.raises(CacheError, match="3 rows are committed but keys.txt or vectors.f32 is shorter"):
-        pti.BiEncoder(tiny["bert"], cache_dir=str(tmp_path)).doc_encoder()(DOCS)
-    shutil.rmtree(folder)  # the advertised fix
-    rebuilt = pti.BiEncoder(tiny["bert"], cache_dir=str(tmp_path))
-    rebuilt.doc_encoder()(DOCS)
-    assert rebuilt.stats.passage_texts == 3
-
-
-def test_each_configuration_and_weights_revision_has_its_own_folder(tiny, tmp_path):
-    model = tmp_path / "bert"
-    shutil.copytree(tiny["bert"], model)
-    pti.BiEncoder(str(model), cache_dir=str(tmp_path / "cache")).doc_encoder()(DOCS)
-    cls = pti.BiEncoder(str(model), pooling="cls", cache_dir=str(tmp_path / "cache"))
-    cls.doc_encoder()(DOCS)
-    assert cls.stats.passage_texts == 3 and len(list((tmp_path / "cache").iterdir())) == 2
-    resave_weights(model)  # the checkpoint was saved again, with other weights
-    retrained = pti.BiEncoder(str(model), cache_dir=str(tmp_path / "cache"))
-    retrained.doc_encoder()(DOCS)
-    assert retrained.stats.passage_texts == 3 and len(list((tmp_path / "cache").iterdir())) == 3
-    folder = Path(retrained._doc_store().folder)
-    (folder / "meta.json").write_text(json.dumps({"model": "other", "revision": None}))
-    with pytest.raises(CacheError, match="meta.json names 'other'"):  # a folder that does not hold what its name says
-        DocCache(str(tmp_path / "cache"), retrained.doc_key(), retrained.revision())
-
-
-def test_an_index_refuses_weights_saved_since_it_was_built(tiny, tmp_path):
-    model = tmp_path / "bert"
-    shutil.copytree(tiny["bert"], model)
-    docs = [{"docno": d, "text": t} for d, t in zip(DOCS["docno"], DOCS["text"])]
-    pti.BiEncoder(str(model)).index(docs, str(tmp_path / "index"))
-    topics = pd.DataFrame({"qid": ["1"], "query": ["a doc"]})
-    assert len(pti.BiEncoder(str(model)).retriever(str(tmp_path / "index"), num_results=2)(topics)) == 2
-    resave_weights(model)
-    with pytest.raises(ValueError, match=r"was built with revision digest:\w+ of the weights, the model now has "
-                                         r"digest:\w+; rebuild it"):
-        pti.BiEncoder(str(model)).retriever(str(tmp_path / "index"), num_results=2)(topics)
-
-
-def _encode_in_steps(bert, cache_dir, texts, barrier, out):
-    barrier.wait()
-    model = pti.BiEncoder(bert, cache_dir=cache_dir)
-    for start in range(0, len(texts), 3):  # several appends, interleaving with the other process
-        chunk = texts[start:start + 3]
-        model.doc_encoder()(pd.DataFrame({"docno": [str(i) for i in range(len(chunk))], "text": chunk}))
-    out.put(model.stats.as_dict())
-
-
-def test_two_processes_share_one_cache(tiny, tmp_path):
-    texts = [f"passage number {i} about topic {i % 4}" for i in range(24)]
-    ctx = multiprocessing.get_context("spawn")
-    barrier, out = ctx.Barrier(2), ctx.Queue()
-    procs = [ctx.Process(target=_encode_in_steps, args=(tiny["bert"], str(tmp_path), part, barrier, out))
-             for part in (texts[:16], texts[8:])]  # 8 passages in common
-    for p in procs:
-        p.start()
-    stats = [out.get(timeout=120) for _ in procs]
-    for p in procs:
-        p.join(timeout=60)
-        assert p.exitcode == 0
-    assert sum(s["passage_texts"] + s["cache_hits"] for s in stats) == 32
-    model = pti.BiEncoder(tiny["bert"], cache_dir=str(tmp_path))  # a third process reuses what both committed
-    vectors = model.encode_passages(np.array(texts, dtype=object))
-    assert model.stats.cache_hits == 24 and model.stats.forward_passes == 0 and not model.loaded
-    folder = _folder(tmp_path)
-    commit = json.loads((folder / "commit.json").read_text())
-    assert commit["count"] == 24 and (folder / "keys.txt").stat().st_size == 24 * 65  # each passage stored once
-    fresh = pti.BiEncoder(tiny["bert"]).encode_passages(np.array(texts, dtype=object))
-    np.testing.assert_allclose(vectors, fresh, atol=1e-5)

@@ -97,9 +97,9 @@ def test_on_disk_cache_is_reused_and_checked(tiny, tmp_path):
     b = np.stack(second.doc_encoder()(docs.iloc[::-1])["doc_vec"])
     assert second.stats.passage_texts == 0 and second.stats.cache_hits == 2 and not second.loaded
     np.testing.assert_array_equal(a, b[::-1])
-    other = BiEncoder(tiny["bert"], pooling="cls", cache_dir=str(tmp_path / "cache"))  # another passage side: its own folder
+    other = BiEncoder(tiny["bert"], pooling="cls", cache_dir=str(tmp_path / "cache"))  # another passage side
     other.doc_encoder()(docs)
-    assert other.stats.passage_texts == 2 and len(list((tmp_path / "cache").iterdir())) == 2
+    assert other.stats.passage_texts == 2 and other._doc_store().space != second._doc_store().space
 
 
 # -- the index --------------------------------------------------------------------------------------
@@ -138,8 +138,7 @@ def test_on_disk_index_roundtrip_and_refusals(tiny, mini, tmp_path):
     with pytest.raises(FileExistsError):
         model.index(iter(corpus), str(tmp_path / "idx"))
     assert len(model.index(iter(corpus[:5]), str(tmp_path / "idx"), overwrite=True)) == 5 == len(EmbeddingIndex(str(tmp_path / "idx")))
-    with pytest.raises(ValueError, match="newlines"):
-        model.index(iter([{"docno": "a\nb", "text": "y"}]))
+    assert model.index(iter([{"docno": "a\nb", "text": "y"}])).docnos.tolist() == ["a\nb"]  # round-trips
     with pytest.raises(ValueError, match="rebuild it"):
         BiEncoder(tiny["bert"], pooling="cls").retriever(reopened)(topics)
     with pytest.raises(KeyError, match="lack field"):

@@ -9,7 +9,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tracemalloc
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +21,6 @@ from pyterrier_instruct._fingerprint import fingerprint, path_revision
 from pyterrier_instruct.backends import HFBackend, VLLMBackend
 from pyterrier_instruct.datasets._files import DataError, iter_jsonl
 from pyterrier_instruct.datasets.docstore import DocStore
-from pyterrier_instruct.dense.cache import DocCache
 from pyterrier_instruct.evaluation import IFIRJudge
 from pyterrier_instruct.evaluation.runs import SavedRun, run_key, sweep_partials
 from pyterrier_instruct.reproduce.common import read_report
@@ -145,28 +143,7 @@ def test_5_topics_differing_inside_a_long_vector_get_different_runs(mini):
     assert key_a == run_key(system, topics.assign(query_vec=[a.copy()]))
 
 
-# -- 6. opening the doc cache reads only what is looked up --------------------------------------------------------------
-def test_6_opening_a_doc_cache_costs_memory_in_proportion_to_the_lookup(tmp_path):
-    texts = [f"passage {i}" for i in range(4096)]
-    writer = DocCache(str(tmp_path), "m", "r1")
-    rng = np.random.default_rng(0)
-    vectors = rng.standard_normal((len(texts), 768)).astype(np.float32)
-    writer.add(texts, vectors)
-    size = sum(f.stat().st_size for f in Path(writer.folder).iterdir())
-    assert size > 12 * 2 ** 20
-    tracemalloc.start()
-    try:
-        reader = DocCache(str(tmp_path), "m", "r1")
-        rows, missing = reader.lookup(texts[100:110])
-        found = reader.vectors(rows)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    assert missing == [] and len(reader) == 4096
-    np.testing.assert_array_equal(found, vectors[100:110])
-    assert peak < 0.1 * size, f"opening a {size} byte cache to read 10 rows peaked at {peak} bytes"
-    absent, missing = reader.lookup(["not cached", texts[5]])
-    assert missing == [0] and absent[1] == 5
+# -- 6. opening the doc cache reads only what is looked up: tests/test_dense_store.py -------------------------------
 
 
 # -- 8. killed SavedRun writers leave nothing behind ----------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """``pti.on_ray`` without a cluster: how frames are cut into blocks, the wrapper's identity (repr, equality, pickling, the
-saved-run key of what it wraps), what the worker checks and counts, the shard store, the CLI options. The runs on a
-cluster are in tests/test_ray.py."""
+saved-run key of what it wraps), what the worker checks and counts, the shards kept in a vector cache, the CLI options.
+The runs on a cluster are in tests/test_ray.py."""
 from __future__ import annotations
 
 import os
@@ -17,7 +17,6 @@ import pyterrier_instruct as pti
 from pyterrier_instruct._fingerprint import fingerprint
 from pyterrier_instruct.scale import OnRay, on_ray
 from pyterrier_instruct.scale import blocks as B
-from pyterrier_instruct.scale.dense import ShardStore
 from pyterrier_instruct.scale.worker import add_counts, counted, difference, http_backends, model_paths, vllm_backends, vllm_gpus
 
 
@@ -133,18 +132,39 @@ def test_worker_reads_paths_backends_and_counters(tmp_path):
     assert mono.truncated == 4
 
 
-def test_shard_store_keys_and_done_markers(tmp_path):
-    store = ShardStore(str(tmp_path), "model-a")
-    docnos, texts = ["d1", "d2"], np.array(["one", "two"], dtype=object)
-    key = store.key(docnos, texts)
-    assert key != store.key(["d1", "d3"], texts) and key != store.key(docnos, np.array(["one", "tw"], dtype=object))
-    assert key != ShardStore(str(tmp_path), "model-b").key(docnos, texts)
-    assert key != store.key(["d1d", "2"], np.array(["one", "two"], dtype=object))
-    assert not store.done(key)
-    vectors = np.arange(6, dtype=np.float32).reshape(2, 3)
-    store.save(key, vectors)
-    assert store.done(key) and sorted(os.listdir(tmp_path)) == [f"{key}.done", f"{key}.npy"]
-    np.testing.assert_array_equal(store.load(key), vectors)
+class _LocalBlocks:
+    """What ``scale.dense.encode_corpus`` uses of ``on_ray(model)``, run in this process."""
+
+    def __init__(self, model):
+        self.transformer = model
+
+    def run_blocks(self, model, mode, payloads, n_blocks):
+        for n, strings in payloads:
+            yield n, model.encode_passages(strings)
+
+
+def test_shards_are_kept_in_a_vector_cache_and_reused(tmp_path):
+    from stubs import TaggedEncoder, tagged_corpus
+
+    from pyterrier_instruct.dense.cache import VectorCache
+    from pyterrier_instruct.scale.dense import encode_corpus
+
+    def run(docs, dim=4):
+        stats = {}
+        out = list(encode_corpus(_LocalBlocks(TaggedEncoder(dim=dim)), iter(docs), str(tmp_path), shard_size=4,
+                                 stats=stats))
+        return [d for d, _ in out], np.concatenate([v for _, v in out]), stats
+    docs = tagged_corpus("A", 10)
+    docnos, vectors, stats = run(docs)
+    assert stats == {"shards": 3, "reused": 0, "encoded": 3}
+    assert isinstance(pt.Artifact.load(str(tmp_path)), VectorCache)
+    assert docnos == [[f"A{i}" for i in range(s, min(s + 4, 10))] for s in (0, 4, 8)]
+    assert vectors[:, 1].tolist() == list(range(10))
+    docs[5] = {"docno": "A5", "text": "A50"}  # one passage changed: its shard alone is encoded again
+    again, changed, stats = run(docs)
+    assert stats == {"shards": 3, "reused": 2, "encoded": 1} and again == docnos and changed[5, 1] == 50
+    np.testing.assert_array_equal(np.delete(changed, 5, 0), np.delete(vectors, 5, 0))
+    assert run(docs, dim=8)[2] == {"shards": 3, "reused": 0, "encoded": 3}  # another passage side: nothing reused
 
 
 def test_cli_options():

@@ -11,7 +11,7 @@ The query side reads the instruction: ``query_template`` filled with the compose
 of :mod:`pyterrier_instruct.instructions`); the passage side ``passage_template`` filled with the document. Strings are
 encoded by :class:`.encoder.Embedder` (loaded on first non-empty use). Queries are deduplicated on the final string
 (so different instructions never share a vector); passage vectors are cached per exact passage string
-(:class:`.cache.DocCache`). ``stats`` counts forward passes and encoded strings.
+(:class:`.cache.DocCache`, on disk a :class:`.cache.VectorCache`). ``stats`` counts forward passes and encoded strings.
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ from ..base import InstructReranker, check_text
 from .._torch import check_batch_size
 from .._validation import text_hint
 from .._progress import tqdm as progress_bar
-from .cache import DocCache, EncodeStats
+from .cache import DocCache, EncodeStats, VectorCache
 from .encoder import PADDING_SIDES, POOLINGS, Embedder
 
 
@@ -67,8 +67,9 @@ class BiEncoder(InstructReranker):
             error measured in docs/performance.md): the usual; verbose: progress bars while encoding (on by default;
             ``False`` silences them).
         text_field, title_field: document columns (the title is used when its column is present).
-        doc_cache: keep passage vectors in memory; cache_dir: also keep them on disk in this folder (a subfolder per
-            passage configuration and weights revision, :mod:`.cache`; processes may share it).
+        doc_cache: keep passage vectors in memory; cache_dir: keep them on disk instead, in the
+            :class:`.cache.VectorCache` at this folder (a space per passage configuration and weights revision;
+            processes may share it).
     """
 
     def __init__(self, model_name_or_path: str, *, base_model: Optional[str] = None, query_template: str = "{query}",
@@ -220,20 +221,17 @@ class BiEncoder(InstructReranker):
             self.stats.passage_texts += len(uniq)
             return self._embed(uniq, self._limit(limit), "passages", progress)[inv]
         store = self._doc_store()
-        rows, missing = store.lookup(uniq)
-        self.stats.cache_hits += len(uniq) - len(missing)
-        if not missing:
-            return store.vectors(rows)[inv]
+        hits, cached = store.lookup(uniq)
+        self.stats.cache_hits += len(hits)
+        if len(hits) == len(uniq):
+            return cached[inv]
+        missing = np.setdiff1d(np.arange(len(uniq)), hits)
         self.stats.passage_texts += len(missing)
         new = self._embed(uniq[missing], self._limit(limit), "passages", progress)
-        if fill_cache:
-            rows[missing] = store.add(uniq[missing], new)
-            return store.vectors(rows)[inv]
         vectors = np.empty((len(uniq), new.shape[1]), dtype=np.float32)
-        hit = rows >= 0
-        if hit.any():
-            vectors[hit] = store.vectors(rows[hit])
-        vectors[missing] = new
+        vectors[missing] = store.add(uniq[missing], new) if fill_cache else new
+        if len(hits):
+            vectors[hits] = cached
         return vectors[inv]
 
     def _embed(self, texts: np.ndarray, limit: int, what: str, progress: bool = True) -> np.ndarray:
@@ -251,7 +249,8 @@ class BiEncoder(InstructReranker):
             if self.cache_dir is not None and revision is None:  # a hub model not downloaded yet: fetch it to know its revision
                 self.embedder()
                 revision = self.revision() or "unresolved"
-            self._cache = DocCache(self.cache_dir, self.doc_key(), revision)
+            store = None if self.cache_dir is None else VectorCache(self.cache_dir)
+            self._cache = DocCache(store, self.doc_key(), revision)
         return self._cache
 
     # -- explicit PyTerrier stages (pyterrier_dr's model/stage split) -----------------------------

@@ -1,16 +1,19 @@
 """Retrieval mode: a corpus encoded once into float32 vectors, searched by exact inner product.
 
-On disk an ``EmbeddingIndex`` is a folder whose ``meta.json`` (count, dim, the model's ``doc_key()``: a query model
-whose passage side differs is refused; the weights' revision; the corpus digest) names the version folder holding the
-rows: ``<version>/vectors.f32`` (N × dim, read as a numpy memmap) and ``<version>/docnos.txt`` (one per line). Without
-a path it lives in memory. It needs nothing beyond numpy; with pyterrier-dr installed a model composes with its
-FlexIndex directly (``model >> FlexIndex(path).indexer()``, ``model >> FlexIndex(path).np_retriever()``).
+On disk an ``EmbeddingIndex`` is a ``pt.Artifact`` (``pt_meta.json``: type ``dense_index``, format ``instruct``, so
+``pt.Artifact.load(path)`` opens it and ``build_package``/``from_url``/``to_hf``/``from_hf`` move it), a folder whose
+``meta.json`` (count, dim, the model's ``doc_key()``: a query model whose passage side differs is refused; the weights'
+revision; the corpus digest) names the version folder holding the rows: ``<version>/vectors.f32`` (N × dim, read as a
+numpy memmap) and ``<version>/docnos.json`` (a JSON array: any docno round-trips, carriage returns, newlines and
+NULs included; an index written before it has ``docnos.txt``, one a line). Without a path it lives in memory. It
+needs nothing beyond numpy; with pyterrier-dr installed a model composes with its FlexIndex directly
+(``model >> FlexIndex(path).indexer()``, ``model >> FlexIndex(path).np_retriever()``).
 
 Written whole or not at all (:class:`IndexWriter`): a build takes the lock ``<path>/.lock`` (a second builder waits,
 or after ``lock_timeout`` seconds gets a TimeoutError naming the path), writes a new version folder under a
 ``.partial`` name, flushes it to disk, renames it into place and commits by replacing ``meta.json`` atomically; only
 then are older versions removed. A killed build leaves the previous index (and a ``.partial`` folder the next build
-removes). Files are never rewritten in place: a reader opens ``meta.json``, ``docnos.txt`` and ``vectors.f32`` of one
+removes). Files are never rewritten in place: a reader opens ``meta.json``, ``docnos.json`` and ``vectors.f32`` of one
 version together and keeps reading them after an overwrite (:meth:`EmbeddingIndex.changed` tells it a newer one was
 committed). An index written before versions (the three files side by side) is read as it is.
 """
@@ -37,11 +40,13 @@ VERSION_PREFIX = "v-"
 OPEN_ATTEMPTS = 5
 
 
-class EmbeddingIndex:
+class EmbeddingIndex(pt.Artifact):
     """Document vectors and docnos (on disk at ``path``, or in memory when ``path`` is None)."""
+    ARTIFACT_TYPE, ARTIFACT_FORMAT, ARTIFACT_PACKAGE_HINT = "dense_index", "instruct", "pyterrier-instruct"
 
     def __init__(self, path: Optional[str] = None):
-        self.path = None if path is None else str(path)
+        super().__init__(pt.Artifact.NO_PATH if path is None else path)
+        self.path = None if path is None else str(path)  # every reader takes a str, None in memory
         self._vectors: Optional[np.ndarray] = None
         self._docnos: Optional[np.ndarray] = None
         self._meta: Optional[dict] = None
@@ -59,6 +64,13 @@ class EmbeddingIndex:
 
     def __repr__(self) -> str:
         return f"EmbeddingIndex({self.path!r})" if self.path else f"EmbeddingIndex(<memory, {len(self)} docs>)"
+
+    def _fingerprint_(self) -> str:
+        """In memory its rows; on disk its path and revision (:func:`.._fingerprint.index_revision`)."""
+        from .._fingerprint import fingerprint, index_revision
+        if self.path is None and self.built():
+            return f"EmbeddingIndex({fingerprint([self.docnos.tolist(), np.asarray(self.vectors)])})"
+        return f"EmbeddingIndex({self.path!r}, revision={index_revision(self.path)!r})"
 
     def __len__(self) -> int:
         return int(self.meta["count"]) if self.built() else 0
@@ -110,8 +122,12 @@ class EmbeddingIndex:
 
     def _rows(self, meta: dict, folder: str) -> Tuple[np.ndarray, np.ndarray]:
         count, dim = int(meta["count"]), int(meta["dim"])
-        with open(os.path.join(folder, "docnos.txt"), encoding="utf-8") as f:
-            docnos = np.array(f.read().split("\n")[:count] if count else [], dtype=object)
+        if os.path.exists(os.path.join(folder, "docnos.json")):
+            with open(os.path.join(folder, "docnos.json"), encoding="utf-8") as f:
+                docnos = np.array(json.load(f), dtype=object)
+        else:  # written before docnos.json: one a line, read untranslated (a "\r" stays in its docno)
+            with open(os.path.join(folder, "docnos.txt"), encoding="utf-8", newline="") as f:
+                docnos = np.array(f.read().split("\n")[:count] if count else [], dtype=object)
         vectors_path = os.path.join(folder, "vectors.f32")
         size = os.path.getsize(vectors_path)
         if len(docnos) != count or size != count * dim * 4:
@@ -235,14 +251,17 @@ class IndexWriter:
         self._sink.flush()
         os.fsync(self._sink.fileno())
         self._sink.close()
-        docnos_path = os.path.join(self._tmp, "docnos.txt")
-        with open(docnos_path, "w", encoding="utf-8") as f:
-            f.write("\n".join(self.docnos))
+        with open(os.path.join(self._tmp, "docnos.json"), "w", encoding="utf-8") as f:
+            json.dump(self.docnos, f)
             f.flush()
             os.fsync(f.fileno())
         fsync_dir(self._tmp)
         os.rename(self._tmp, os.path.join(self.path, self.version))
         fsync_dir(self.path)
+        if not os.path.exists(os.path.join(self.path, "pt_meta.json")):  # what pt.Artifact.load reads
+            a = EmbeddingIndex
+            write_json(os.path.join(self.path, "pt_meta.json"),
+                       {"type": a.ARTIFACT_TYPE, "format": a.ARTIFACT_FORMAT, "package_hint": a.ARTIFACT_PACKAGE_HINT})
         meta = {**meta, "count": len(self.docnos), "dim": self.dim or 0, "version": self.version}
         write_json(os.path.join(self.path, "meta.json"), meta)
         fsync_dir(self.path)
@@ -345,6 +364,4 @@ def _checked(chunk, text_field: str) -> pd.DataFrame:
     missing = [c for c in ("docno", text_field) if c not in frame.columns]
     if missing:
         raise KeyError(f"corpus documents lack field(s) {missing}; found {list(frame.columns)}")
-    if frame["docno"].astype(str).str.contains("\n", regex=False).any():
-        raise ValueError("docnos must not contain newlines")
     return frame

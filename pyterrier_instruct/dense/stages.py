@@ -113,13 +113,11 @@ class DenseRetriever(_Stage):
         return (self.model, self._index_key, self.num_results)
 
     def _fingerprint_parts(self) -> dict:
-        """A built index by its revision (on disk: its ``meta.json``; in memory: its vectors); an index still to be built
+        """A built index by its revision (on disk: its ``meta.json``; in memory: its rows); an index still to be built
         by the corpus it will be built from."""
-        from .._fingerprint import index_revision
-        parts = {"model": self.model, "index": self.index.path, "num_results": self.num_results}
+        parts = {"model": self.model, "index": self.index, "num_results": self.num_results}
         if not self.index.built():
             return {**parts, "corpus": self.corpus}
         if self.index.path is not None:
             self._check_corpus()  # a saved run keyed on this index is never read for another corpus
-            return {**parts, "revision": index_revision(self.index.path)}
-        return {**parts, "docnos": self.index.docnos, "vectors": np.asarray(self.index.vectors)}
+        return parts

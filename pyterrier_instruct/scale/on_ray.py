@@ -91,9 +91,9 @@ class OnRay(Configured, pt.Transformer):
     def index(self, corpus_iter, path: Optional[str] = None, *, overwrite: bool = False, shard_size: int = 4096,
               wave_shards: int = 256, keep_shards: bool = False, lock_timeout: Optional[float] = None):
         """A dense model's :class:`~pyterrier_instruct.dense.index.EmbeddingIndex` of ``corpus_iter``, encoded on the cluster
-        in shards of ``shard_size`` documents. Each finished shard is written under ``<path>/shards/`` with a done-marker
-        as it arrives, so a re-run after a failure encodes only the shards not done. ``wave_shards``: shards per Ray run
-        (the corpus is read lazily, one wave at a time). The index is committed whole or not at all, under a lock a
+        in shards of ``shard_size`` documents. Each finished shard is stored whole as it arrives, in the vector cache at
+        ``<path>/shards/``, so a re-run after a failure encodes only the shards not stored. ``wave_shards``: shards per
+        Ray run (the corpus is read lazily, one wave at a time). The index is committed whole or not at all, under a lock a
         second builder waits on (``lock_timeout``). See :func:`.dense.build_index`."""
         from .dense import build_index
         return build_index(self, corpus_iter, path, overwrite=overwrite, shard_size=shard_size, wave_shards=wave_shards,
