@@ -13,7 +13,7 @@ from ir_measures import nDCG
 from test_experiment import _tiny_paired
 
 import pyterrier_instruct as pti
-from pyterrier_instruct._pt_compat import FINGERPRINT_SUFFIX
+from pyterrier_instruct.evaluation.runs import FINGERPRINT_SUFFIX
 
 
 def _systems():
@@ -36,7 +36,8 @@ def test_another_system_under_the_same_name_is_computed_again_not_read_back(tmp_
     first = pt.Experiment([a], topics, qrels, ms, names=["model"], **saved)
     pd.testing.assert_frame_equal(first, own_a)
     stored = json.loads((tmp_path / ("model.res.gz" + FINGERPRINT_SUFFIX)).read_text())
-    assert set(stored) == {"key", "system"} and "SourceTransformer" in stored["system"]
+    assert stored["checkable"] and "SourceTransformer" in stored["system"] and stored["name"] == "model"
+    assert stored["size"] == (tmp_path / "model.res.gz").stat().st_size and len(stored["sha256"]) == 64
 
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
@@ -58,7 +59,8 @@ def test_another_system_under_the_same_name_is_computed_again_not_read_back(tmp_
 
     # other topics under the same name: computed again
     og = topics[topics["qid"].str.endswith("-og")]
-    with pytest.warns(UserWarning, match="was written by another system under the name 'model'.*or for other topics"):
+    with pytest.warns(UserWarning, match="was written by the system now named 'model' for other topics: it is computed "
+                                         "again"):
         pt.Experiment([b], og, qrels, [pti.OG(nDCG @ 5)], names=["model"], **saved)
 
 
