@@ -1,0 +1,148 @@
+"""Saved runs under SIGKILL and two processes: ``pt.Experiment(save_dir=..., save_mode="reuse")`` with the package's
+measures, and ``pti.SavedRun``. Every run reused afterwards is the system's own (compared with an uncached
+computation), whatever moment the writer died at; two processes sharing a folder both finish, each run computed once."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pandas as pd
+import pyterrier as pt
+import pytest
+from ir_measures import nDCG
+
+import pyterrier_instruct as pti
+from pyterrier_instruct.evaluation.runs import FINGERPRINT_SUFFIX, identify, read_record
+
+HERE = Path(__file__).resolve().parent
+MEASURES = [pti.pMRR, nDCG @ 5]
+
+# the systems of these tests, built the same way in this process and in the subprocesses (a fixed random run each)
+_SYSTEMS = """
+import numpy as np, pandas as pd, pyterrier as pt, pyterrier_instruct as pti
+from test_experiment import _tiny_paired
+topics, qrels, run = _tiny_paired(6)
+def system(seed):
+    scores = np.random.default_rng(seed).random(len(run))
+    return pt.Transformer.from_df(pt.model.add_ranks(run.assign(score=scores)))
+A, B, C = system(1), system(2), system(3)
+"""
+exec(_SYSTEMS)  # noqa: S102 - A, B, C, topics, qrels here as in the subprocesses
+
+# a subprocess: the experiment [B, C] under the names [model, other], SIGKILLed at the point named by argv[2]
+_KILLED = _SYSTEMS + """
+import os, signal, sys
+from ir_measures import nDCG
+import pyterrier.transformer
+point, log = sys.argv[2], sys.argv[3]
+def die():
+    os.kill(os.getpid(), signal.SIGKILL)
+real_transform, real_write = pyterrier.transformer.SourceTransformer.transform, pt.io.write_results
+def transform(self, topics):
+    if not len(topics):  # pt.Experiment's validation (pt.inspect), not a run
+        return real_transform(self, topics)
+    with open(log, "a") as f:
+        f.write(("B" if self is B else "C" if self is C else "?") + "\\n")
+    if point == "computing " + ("B" if self is B else "C"):
+        die()
+    return real_transform(self, topics)
+def write_results(res, filename, *args, **kwargs):
+    real_write(res, filename, *args, **kwargs)
+    if point == "written " + ("B" if len(res) and res["score"].iloc[0] in B.df["score"].values else "C"):
+        die()
+pyterrier.transformer.SourceTransformer.transform = transform
+pt.io.write_results = write_results
+names = sys.argv[4].split(",") if len(sys.argv) > 4 else ["model", "other"]
+pt.Experiment([B, C], topics, qrels, [pti.pMRR, nDCG @ 5], names=names, save_dir=sys.argv[1], save_mode="reuse")
+"""
+
+
+def _run(code: str, *args, timeout: int = 180, wait: bool = True):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE.parent), str(HERE)] + sys.path),
+           "PYTHONWARNINGS": "ignore"}
+    proc = subprocess.Popen([sys.executable, "-c", code, *map(str, args)], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    if not wait:
+        return proc
+    out, err = proc.communicate(timeout=timeout)
+    return proc.returncode, err.decode()[-3000:]
+
+
+def _own(system, name):
+    return pt.Experiment([system], topics, qrels, MEASURES, names=[name])
+
+
+def _assert_every_checked_run_is_its_systems(folder: Path, names=("model", "other")):
+    """Every run in ``folder`` whose bytes match its record is the output of the system its record names."""
+    for name in names:
+        path = folder / f"{name}.res.gz"
+        if not path.exists():
+            continue
+        record, problem = read_record(str(path))
+        if record is None or problem is not None:
+            continue  # not reusable: computed again
+        owner = {k: s for k, s in {"A": A, "B": B, "C": C}.items() if identify(s, topics)["key"] == record["key"]}
+        assert len(owner) == 1, f"{path.name}: its record names no system of these tests"
+        [owner] = owner.values()
+        stored = pt.io.read_results(str(path)).sort_values(["qid", "docno"]).reset_index(drop=True)
+        expected = owner.df.astype({"qid": str}).sort_values(["qid", "docno"]).reset_index(drop=True)
+        assert stored["docno"].tolist() == expected["docno"].tolist()
+        assert stored["score"].to_numpy() == pytest.approx(expected["score"].to_numpy(), abs=1e-12)
+
+
+@pytest.mark.parametrize("point", ["computing B", "written B", "computing C", "written C"])
+def test_a_killed_experiment_never_leaves_a_run_under_another_systems_fingerprint(tmp_path, point):
+    """A under 'model', then B and C under 'model' and 'other' killed at ``point``: A's rerun gets A's own numbers (was: B's run reused
+    under A's fingerprint, when killed after B's run was written), and B's rerun B's."""
+    saved = dict(save_dir=str(tmp_path), save_mode="reuse")
+    pt.Experiment([A], topics, qrels, MEASURES, names=["model"], **saved)
+    log = tmp_path / "computed.log"
+    code, err = _run(_KILLED, tmp_path, point, log)
+    assert code == -9, err  # the fault was injected
+    assert log.read_text().split()[-1] == point.split()[-1]
+    _assert_every_checked_run_is_its_systems(tmp_path)
+    replaced = point.endswith("C")  # B's run was published before the kill: A's run is computed again, with a warning
+    with pytest.warns(UserWarning, match="was written by another system under the name 'model'") if replaced else _no_warning():
+        again = pt.Experiment([A, C], topics, qrels, MEASURES, names=["model", "other"], **saved)
+    pd.testing.assert_frame_equal(again, pd.concat([_own(A, "model"), _own(C, "other")], ignore_index=True))
+    _assert_every_checked_run_is_its_systems(tmp_path)
+    with pytest.warns(UserWarning, match="was written by another system under the name 'model'"):
+        b = pt.Experiment([B], topics, qrels, MEASURES, names=["model"], **saved)
+    pd.testing.assert_frame_equal(b, _own(B, "model"))
+
+
+class _no_warning:
+    def __enter__(self):
+        import warnings
+        self.catch = warnings.catch_warnings(record=True)
+        self.record = self.catch.__enter__()
+        warnings.simplefilter("always")
+
+    def __exit__(self, *exc):
+        self.catch.__exit__(*exc)
+        saved = [str(w.message) for w in self.record if "saved run" in str(w.message)]
+        assert saved == [], saved
+
+
+def test_two_processes_share_a_save_dir(tmp_path):
+    """The same experiment in two processes at once (each waits up to 3 s in a system for the other to reach it): both
+    exit 0, each system computed once (the second process waits for the first's run and reads it back; was: both
+    computed it and wrote one file at once), every run matching its record and its system's fingerprint."""
+    for trial in range(2):
+        folder = tmp_path / f"runs{trial}"
+        folder.mkdir()
+        log = tmp_path / f"computed{trial}.log"
+        procs = [_run(_KILLED, folder, "together", log, wait=False) for _ in range(2)]
+        for p in procs:
+            _, err = p.communicate(timeout=180)
+            assert p.returncode == 0, err.decode()[-3000:]
+        _assert_every_checked_run_is_its_systems(folder)
+        for name, system in (("model", B), ("other", C)):
+            record, problem = read_record(str(folder / f"{name}.res.gz"))
+            assert problem is None and record["key"] == identify(system, topics)["key"]
+        assert sorted(log.read_text().split()) == ["B", "C"]  # once per system, never twice
+    assert not [p.name for p in tmp_path.rglob("*.partial*")]
