@@ -33,12 +33,13 @@ A, B, C = system(1), system(2), system(3)
 """
 exec(_SYSTEMS)  # noqa: S102 - A, B, C, topics, qrels here as in the subprocesses
 
-# a subprocess: the experiment [B, C] under the names [model, other], SIGKILLed at the point named by argv[2]
-_KILLED = _SYSTEMS + """
+# in a subprocess (argv: the folder, a point, a log file): each system run is logged; SIGKILL at the point named
+# ("computing B", "written C": after PyTerrier wrote C's run, "rename 2": before the second rename into the folder);
+# "together": started with the other process, each system waits (3 s at most) for the other process to reach it
+_HOOKS = _SYSTEMS + """
 import os, signal, sys
-from ir_measures import nDCG
 import pyterrier.transformer
-point, log = sys.argv[2], sys.argv[3]
+folder, point, log = sys.argv[1], sys.argv[2], sys.argv[3]
 def die():
     os.kill(os.getpid(), signal.SIGKILL)
 real_transform, real_write = pyterrier.transformer.SourceTransformer.transform, pt.io.write_results
@@ -56,8 +57,29 @@ def write_results(res, filename, *args, **kwargs):
         die()
 pyterrier.transformer.SourceTransformer.transform = transform
 pt.io.write_results = write_results
-names = sys.argv[4].split(",") if len(sys.argv) > 4 else ["model", "other"]
-pt.Experiment([B, C], topics, qrels, [pti.pMRR, nDCG @ 5], names=names, save_dir=sys.argv[1], save_mode="reuse")
+def rendezvous(name, seconds):  # wait (a bounded time) for the other process to reach this point too
+    import glob, time
+    mine = f"{log}.{name}.{os.getpid()}"
+    open(mine, "w").close()
+    for _ in range(int(seconds * 100)):
+        if len(glob.glob(f"{log}.{name}.*")) > 1:
+            break
+        time.sleep(0.01)
+real_replace, renames = os.replace, []
+def replace(src, dst):
+    if os.path.dirname(os.path.abspath(dst)) == os.path.abspath(folder):
+        renames.append(dst)
+        if point == f"rename {len(renames)}":
+            die()
+    return real_replace(src, dst)
+os.replace = replace
+if point == "together":
+    rendezvous("start", 60)
+"""
+# the experiment [B, C] under the names [model, other]
+_KILLED = _HOOKS + """
+from ir_measures import nDCG
+pt.Experiment([B, C], topics, qrels, [pti.pMRR, nDCG @ 5], names=["model", "other"], save_dir=folder, save_mode="reuse")
 """
 
 
@@ -129,7 +151,8 @@ class _no_warning:
 
 
 def test_two_processes_share_a_save_dir(tmp_path):
-    """The same experiment in two processes at once (each waits up to 3 s in a system for the other to reach it): both
+    """The same experiment in two processes at once (started together; each waits up to 3 s in a
+    system for the other to reach it): both
     exit 0, each system computed once (the second process waits for the first's run and reads it back; was: both
     computed it and wrote one file at once), every run matching its record and its system's fingerprint."""
     for trial in range(2):
@@ -146,3 +169,53 @@ def test_two_processes_share_a_save_dir(tmp_path):
             assert problem is None and record["key"] == identify(system, topics)["key"]
         assert sorted(log.read_text().split()) == ["B", "C"]  # once per system, never twice
     assert not [p.name for p in tmp_path.rglob("*.partial*")]
+
+
+# -- pti.SavedRun ----------------------------------------------------------------------------------------------------
+# SavedRun(B, key="k"); killed before the n-th rename into the folder (1: the record, 2: the TREC file, 3: the parquet)
+_KILLED_SAVED_RUN = _HOOKS + """
+pti.SavedRun(B, folder, key="k", verbose=False)(topics)
+"""
+
+
+def _trec_matches(saved, run: pd.DataFrame) -> bool:
+    trec = pt.io.read_results(saved.paths(topics)["trec"]).sort_values(["qid", "docno"])
+    run = run.sort_values(["qid", "docno"])
+    return (trec[["qid", "docno", "rank"]].values.tolist() == run[["qid", "docno", "rank"]].values.tolist()
+            and bool((abs(trec["score"].to_numpy() - run["score"].to_numpy()) < 1e-9).all()))
+
+
+@pytest.mark.parametrize("point", [1, 2, 3])
+def test_a_killed_saved_run_writer_never_leaves_a_reusable_wrong_run(tmp_path, point):
+    """A's run under key 'k', its TREC file damaged; B under the same key killed before its ``point``-th rename: A's
+    SavedRun then returns A's own run, and the TREC file beside it is that run (was: B's TREC file beside A's run,
+    reused, when killed between the TREC file and the parquet file)."""
+    saved = pti.SavedRun(A, tmp_path, key="k", verbose=False)
+    own = saved(topics)
+    trec = Path(saved.paths(topics)["trec"])
+    trec.write_text(trec.read_text().replace(" 1 ", " 2 ", 1))  # damaged: the next writer must replace the run
+    code, err = _run(_KILLED_SAVED_RUN, tmp_path, f"rename {point}", tmp_path / "computed.log")
+    assert code == -9, err
+    again = saved(topics)
+    pd.testing.assert_frame_equal(again, own)
+    assert _trec_matches(saved, again)
+    assert not [p.name for p in tmp_path.iterdir() if ".partial" in p.name]
+
+
+def test_two_processes_share_a_saved_run(tmp_path):
+    """SavedRun of one system in two processes started together: both exit 0; the run is computed once (the second process
+    waits on the run's lock and reads it back), its files match its record and the system's own output."""
+    log = tmp_path / "computed.log"
+    procs = [_run(_KILLED_SAVED_RUN, tmp_path, "together", log, wait=False) for _ in range(2)]
+    for p in procs:
+        _, err = p.communicate(timeout=180)
+        assert p.returncode == 0, err.decode()[-3000:]
+    assert log.read_text().split() == ["B"]  # was: computed by both
+    saved = pti.SavedRun(B, tmp_path, key="k", verbose=False)
+    record, problem = read_record(saved.paths(topics)["parquet"])
+    assert problem is None and record["key"] == identify(B, topics, "k")["key"]
+    assert json.loads(Path(saved.paths(topics)["json"]).read_text()) == record
+    run = saved(topics)
+    assert _trec_matches(saved, run)
+    direct = B(topics).sort_values(["qid", "docno"])["score"].to_numpy()
+    assert run.sort_values(["qid", "docno"])["score"].to_numpy() == pytest.approx(direct, abs=0)
