@@ -371,10 +371,10 @@ def _paired_execution(original, bound, plan: str):
     if batch_size is not None and transformers and isinstance(topics, pd.DataFrame):
         _check_batches(measures, topics, int(batch_size), plan)
     _warn_plain_caches(systems, arguments["names"], topics, measures, names)
-    if arguments.get("save_dir") is not None and isinstance(topics, pd.DataFrame) and "_run_and_evaluate" in original.__globals__:
-        saved = _SavedRuns(arguments["save_dir"], arguments["names"], systems, topics,
-                           original.__globals__["_run_and_evaluate"])
-        original = _with_globals(original, _run_and_evaluate=saved.run_and_evaluate)  # each system's run as it is saved
+    per_system = original.__globals__.get("_run_and_evaluate")  # linear_execution's, called once per system
+    if arguments.get("save_dir") is not None and isinstance(topics, pd.DataFrame) and per_system is not None:
+        saved = _SavedRuns(arguments["save_dir"], arguments["names"], systems, topics, per_system)
+        original = _with_globals(original, _run_and_evaluate=saved.run_and_evaluate)
     qids = frozenset(qrels["qid"].astype(str)) if isinstance(qrels, pd.DataFrame) else frozenset()
     reuses = arguments.get("save_dir") is not None and arguments.get("save_mode") == "reuse"
     topic_qids = frozenset(topics["qid"].astype(str)) if isinstance(topics, pd.DataFrame) and "qid" in topics else None
@@ -421,8 +421,8 @@ class _SavedRuns:
     (:func:`~pyterrier_instruct.evaluation.runs.read_record`) and its record holds the fingerprint of this system and
     these topics (:func:`~pyterrier_instruct.evaluation.runs.identify`); otherwise PyTerrier computes it, writes it to a
     temporary file, the record is written (fingerprint taken again: a model downloaded or an index built on the way) and
-    the file renamed over the run. A system without a fingerprint gets a record marked ``"checkable": false`` and is never
-    reused. A run without a record (PyTerrier's own) is reused with a warning, as PyTerrier does."""
+    the file renamed over the run. A system without a fingerprint gets a record marked ``"checkable": false`` and is
+    never reused. A run without a record (PyTerrier's own) is reused with a warning, as PyTerrier does."""
 
     def __init__(self, save_dir: str, names, systems, topics: pd.DataFrame, original):
         self.save_dir, self.topics, self.original = save_dir, topics, original
@@ -437,8 +437,8 @@ class _SavedRuns:
             return run(system, None)  # a frame is its own run: never replaced by a file of that name
         from ._atomic import fsync_file, lock
         from .evaluation.runs import partial, sweep_partials
-        name = next(n for n in self.names if save_file[len(os.path.join(self.save_dir, n)):] in (".res.gz", ".mod", ".custom")
-                    and save_file.startswith(os.path.join(self.save_dir, n)))
+        name = next(n for n in self.names if save_file.startswith(os.path.join(self.save_dir, n))
+                    and save_file[len(os.path.join(self.save_dir, n)):] in (".res.gz", ".mod", ".custom"))
         held = lock(save_file + ".lock", None, f"the saved run {save_file}")
         try:
             exists = os.path.exists(save_file)
@@ -465,7 +465,7 @@ class _SavedRuns:
             held.release()
 
     def _identity(self, name: str) -> dict:
-        """The record of ``name``'s run now; ``{"checkable": False, "part": …}`` when its system has no fingerprint."""
+        """The record of ``name``'s run now; ``{"checkable": False, "part": …}`` for a system without fingerprint."""
         from ._fingerprint import NotFingerprintable
         from .evaluation.runs import identify
         try:
@@ -478,29 +478,29 @@ class _SavedRuns:
         write_record(path, written, {"name": name, **self._identity(name)})
 
     def _reusable(self, path: str, name: str, save_format) -> Optional[pd.DataFrame]:
-        """The run at ``path`` read back when it is this system's, else None (with a warning saying why). Under its lock."""
+        """The run at ``path`` read back when it is this system's, else None (a warning says why). Under its lock."""
         from ._fingerprint import differing_part
         from .evaluation.runs import FINGERPRINT_SUFFIX, read_record
         where = f"pt.Experiment(save_dir={self.save_dir!r}, save_mode='reuse'): the saved run {path!r}"
         now = self._identity(name)
         if not now["checkable"]:
-            warn_user(f"{where} cannot be checked against the system now named {name!r}: {now['part']}: {now['reason']}. "
-                      "It is computed again on every call, never reused unchecked. Give the system a key, "
-                      f"pti.SavedRun(system, 'runs/{name}', key='{name}-v1') in the list (change the key whenever the "
-                      "system changes), or use stages that have a fingerprint.")
+            warn_user(f"{where} cannot be checked against the system now named {name!r}: {now['part']}: "
+                      f"{now['reason']}. It is computed again on every call, never reused unchecked. Give the system a "
+                      f"key, pti.SavedRun(system, 'runs/{name}', key='{name}-v1') in the list (change the key "
+                      "whenever the system changes), or use stages that have a fingerprint.")
             return None
         stored, problem = read_record(path)
         if stored is None and problem is None:
             warn_user(f"{where} has no fingerprint beside it ({os.path.basename(path) + FINGERPRINT_SUFFIX}: it was "
-                      "written by an experiment without pyterrier_instruct's measures), so it cannot be checked against "
-                      f"the system now named {name!r}; it is reused as PyTerrier does, by name. Delete it to compute it "
-                      "again.")
+                      "written by an experiment without pyterrier_instruct's measures), so it cannot be checked "
+                      f"against the system now named {name!r}; it is reused as PyTerrier does, by name. Delete it to "
+                      "compute it again.")
             return _read_run(path, save_format)
         if problem is not None:
             why = f"does not hold the run its record names ({problem}: a write was interrupted, or the file replaced)"
         elif not stored.get("checkable", True):
-            why = (f"was written by a system that could not be checked ({stored.get('part')}), and a run that cannot be "
-                   "checked is never reused")
+            why = (f"was written by a system that could not be checked ({stored.get('part')}), and a run that "
+                   "cannot be checked is never reused")
         elif stored.get("key") == now["key"]:
             return _read_run(path, save_format)
         elif stored.get("system") != now["system"]:

@@ -108,7 +108,8 @@ def test_a_system_without_a_fingerprint_is_computed_again_never_reused_unchecked
         assert fb.calls == calls  # computed every time
         [warned] = _saved_run_warnings(record)
         assert "cannot be checked against the system now named 'model': " in str(warned.message)
-        assert "_Foreign" in str(warned.message) and "pti.SavedRun(system, 'runs/model', key='model-v1')" in str(warned.message)
+        assert "_Foreign" in str(warned.message)
+        assert "pti.SavedRun(system, 'runs/model', key='model-v1')" in str(warned.message)
     keyed = pti.SavedRun(fb, str(tmp_path / "keyed"), key="foreign-b", verbose=False)
     with pytest.warns(UserWarning, match="written by a system that could not be checked"):
         pt.Experiment([keyed], topics, qrels, ms, names=["model"], **saved)

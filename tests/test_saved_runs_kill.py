@@ -118,8 +118,8 @@ def _assert_every_checked_run_is_its_systems(folder: Path, names=("model", "othe
 
 @pytest.mark.parametrize("point", ["computing B", "written B", "computing C", "written C"])
 def test_a_killed_experiment_never_leaves_a_run_under_another_systems_fingerprint(tmp_path, point):
-    """A under 'model', then B and C under 'model' and 'other' killed at ``point``: A's rerun gets A's own numbers (was: B's run reused
-    under A's fingerprint, when killed after B's run was written), and B's rerun B's."""
+    """A under 'model', then B and C under 'model' and 'other' killed at ``point``: A's rerun gets A's own numbers
+    (was: B's run reused under A's fingerprint, when killed after B's run was written), and B's rerun B's."""
     saved = dict(save_dir=str(tmp_path), save_mode="reuse")
     pt.Experiment([A], topics, qrels, MEASURES, names=["model"], **saved)
     log = tmp_path / "computed.log"
@@ -128,7 +128,8 @@ def test_a_killed_experiment_never_leaves_a_run_under_another_systems_fingerprin
     assert log.read_text().split()[-1] == point.split()[-1]
     _assert_every_checked_run_is_its_systems(tmp_path)
     replaced = point.endswith("C")  # B's run was published before the kill: A's run is computed again, with a warning
-    with pytest.warns(UserWarning, match="was written by another system under the name 'model'") if replaced else _no_warning():
+    refused = "was written by another system under the name 'model'"
+    with pytest.warns(UserWarning, match=refused) if replaced else _no_warning():
         again = pt.Experiment([A, C], topics, qrels, MEASURES, names=["model", "other"], **saved)
     pd.testing.assert_frame_equal(again, pd.concat([_own(A, "model"), _own(C, "other")], ignore_index=True))
     _assert_every_checked_run_is_its_systems(tmp_path)
@@ -203,8 +204,8 @@ def test_a_killed_saved_run_writer_never_leaves_a_reusable_wrong_run(tmp_path, p
 
 
 def test_two_processes_share_a_saved_run(tmp_path):
-    """SavedRun of one system in two processes started together: both exit 0; the run is computed once (the second process
-    waits on the run's lock and reads it back), its files match its record and the system's own output."""
+    """SavedRun of one system in two processes started together: both exit 0; the run is computed once (the second
+    process waits on the run's lock and reads it back), its files match its record and the system's own output."""
     log = tmp_path / "computed.log"
     procs = [_run(_KILLED_SAVED_RUN, tmp_path, "together", log, wait=False) for _ in range(2)]
     for p in procs:

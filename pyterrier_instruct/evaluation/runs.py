@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 import pyterrier as pt
 
-from .._atomic import fsync_dir, fsync_file, lock
+from .._atomic import fsync_dir, fsync_file, lock, write_json
 from .._fingerprint import NotFingerprintable, fingerprint
 
 RUN_COLUMNS = ["qid", "docno", "score", "rank"]
@@ -158,23 +158,12 @@ def identify(system, topics: pd.DataFrame, key: Optional[str] = None) -> dict:
 def write_record(path: str, written: str, record: dict) -> None:
     """Writes the record of the run ``path`` (``<path>.fingerprint.json``, replaced whole): ``record`` plus the SHA-256
     and size of the bytes at ``written``, the finished temporary file about to be renamed to ``path`` (or ``path``)."""
-    record = {**record, "sha256": _sha256(written), "size": os.path.getsize(written)}
-    target = path + FINGERPRINT_SUFFIX
-    tmp = partial(target)
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(record, f, indent=1)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, target)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    write_json(path + FINGERPRINT_SUFFIX, {**record, "sha256": _sha256(written), "size": os.path.getsize(written)})
 
 
 def read_record(path: str) -> Tuple[Optional[dict], Optional[str]]:
-    """``(record, None)`` when the run ``path`` holds the bytes its record names; ``(None, None)`` when it has no record;
-    ``(record or None, what is wrong)`` otherwise. Call it under the run's lock (writers replace both under it)."""
+    """``(record, None)`` when the run ``path`` holds the bytes its record names; ``(None, None)`` when it has no
+    record; ``(record or None, what is wrong)`` otherwise. Call it under the run's lock (writers hold it)."""
     try:
         with open(path + FINGERPRINT_SUFFIX, encoding="utf-8") as f:
             record = json.load(f)
@@ -232,9 +221,10 @@ class SavedRun(pt.Transformer):
         can check a run of a system that has no fingerprint of its own once it is wrapped with a key)."""
         return describe(self.system, self.key)
 
-    def paths(self, topics: pd.DataFrame) -> dict:
-        """The files of the run of ``topics``: ``{'parquet', 'trec', 'json'}`` → path (``json``: the record)."""
-        base = os.path.join(self.directory, run_key(self.system, topics, self.key))
+    def paths(self, topics: pd.DataFrame, key: Optional[str] = None) -> dict:
+        """The files of the run of ``topics`` (or of the run key ``key``): ``{'parquet', 'trec', 'json'}`` → path
+        (``json``: the record)."""
+        base = os.path.join(self.directory, key or run_key(self.system, topics, self.key))
         return {"parquet": base + ".parquet", "trec": base + ".trec", "json": base + ".parquet" + FINGERPRINT_SUFFIX}
 
     def transform(self, topics: pd.DataFrame) -> pd.DataFrame:
@@ -258,14 +248,15 @@ class SavedRun(pt.Transformer):
         return merged.assign(_o=order).sort_values(["_o", "rank"], kind="stable").drop(columns="_o").reset_index(drop=True)
 
     def _read(self, paths: dict) -> Optional[pd.DataFrame]:
-        """The stored run, or None when there is none or it does not match its record (then a warning). Under its lock."""
+        """The stored run, or None when there is none or it does not match its record (a warning). Under its lock."""
         if not os.path.isfile(paths["parquet"]):
             return None
         record, problem = read_record(paths["parquet"])
         run = None
         if problem is None and record is None:
             problem = f"it has no record ({os.path.basename(paths['json'])})"
-        elif problem is None and (not os.path.isfile(paths["trec"]) or _sha256(paths["trec"]) != record.get("trec_sha256")):
+        elif problem is None and not (os.path.isfile(paths["trec"])
+                                      and _sha256(paths["trec"]) == record.get("trec_sha256")):
             problem = f"its TREC file {os.path.basename(paths['trec'])} is not the one recorded"
         elif problem is None:
             try:
@@ -296,10 +287,9 @@ class SavedRun(pt.Transformer):
             res = pt.model.add_ranks(res)
         run = res[RUN_COLUMNS].astype({"qid": str, "docno": str, "score": "float64", "rank": "int64"}).reset_index(drop=True)
         record = identify(self.system, topics, self.key)  # keyed again: a model downloaded or an index built on the way
-        base = os.path.join(self.directory, record["key"])
         held = None
-        if base + ".parquet" != paths["parquet"]:
-            paths = {"parquet": base + ".parquet", "trec": base + ".trec", "json": base + ".parquet" + FINGERPRINT_SUFFIX}
+        if self.paths(topics, record["key"]) != paths:
+            paths = self.paths(topics, record["key"])
             held = lock(paths["parquet"] + ".lock", None, f"the saved run {paths['parquet']}")
         sweep_partials(self.directory)
         tmp = {ext: partial(paths[ext]) for ext in ("parquet", "trec")}
@@ -311,7 +301,7 @@ class SavedRun(pt.Transformer):
             record.update(repr=repr(self.system), topics_count=int(len(topics)), queries=int(topics["qid"].nunique()),
                           rows=int(len(run)), trec_sha256=_sha256(tmp["trec"]), seconds=round(time.time() - t0, 3),
                           created=time.strftime("%Y-%m-%dT%H:%M:%S"))
-            write_record(paths["parquet"], tmp["parquet"], record)  # first: until the renames, the files do not match it
+            write_record(paths["parquet"], tmp["parquet"], record)  # first: until the renames the files do not match it
             os.replace(tmp["trec"], paths["trec"])
             os.replace(tmp["parquet"], paths["parquet"])
             fsync_dir(self.directory)
