@@ -443,9 +443,8 @@ class _SavedRuns:
         try:
             exists = os.path.exists(save_file)
             if exists and save_mode == "reuse":
-                reused = self._reusable(save_file, name, save_format)
-                if reused is not None:
-                    return run(reused, None)
+                if self._reusable(save_file, name):
+                    return run(system, save_file)  # PyTerrier reads it back, still under the lock
             elif exists and save_mode != "overwrite":
                 result = run(system, save_file)  # PyTerrier's 'warn' or 'error' on the file itself
                 self._record(save_file, save_file, name)
@@ -477,8 +476,8 @@ class _SavedRuns:
         from .evaluation.runs import write_record
         write_record(path, written, {"name": name, **self._identity(name)})
 
-    def _reusable(self, path: str, name: str, save_format) -> Optional[pd.DataFrame]:
-        """The run at ``path`` read back when it is this system's, else None (a warning says why). Under its lock."""
+    def _reusable(self, path: str, name: str) -> bool:
+        """Whether the run at ``path`` is this system's (else a warning says why). Under its lock."""
         from ._fingerprint import differing_part
         from .evaluation.runs import FINGERPRINT_SUFFIX, read_record
         where = f"pt.Experiment(save_dir={self.save_dir!r}, save_mode='reuse'): the saved run {path!r}"
@@ -488,21 +487,21 @@ class _SavedRuns:
                       f"{now['reason']}. It is computed again on every call, never reused unchecked. Give the system a "
                       f"key, pti.SavedRun(system, 'runs/{name}', key='{name}-v1') in the list (change the key "
                       "whenever the system changes), or use stages that have a fingerprint.")
-            return None
+            return False
         stored, problem = read_record(path)
         if stored is None and problem is None:
             warn_user(f"{where} has no fingerprint beside it ({os.path.basename(path) + FINGERPRINT_SUFFIX}: it was "
                       "written by an experiment without pyterrier_instruct's measures), so it cannot be checked "
                       f"against the system now named {name!r}; it is reused as PyTerrier does, by name. Delete it to "
                       "compute it again.")
-            return _read_run(path, save_format)
+            return True
         if problem is not None:
             why = f"does not hold the run its record names ({problem}: a write was interrupted, or the file replaced)"
         elif not stored.get("checkable", True):
             why = (f"was written by a system that could not be checked ({stored.get('part')}), and a run that "
                    "cannot be checked is never reused")
         elif stored.get("key") == now["key"]:
-            return _read_run(path, save_format)
+            return True
         elif stored.get("system") != now["system"]:
             why = (f"was written by another system under the name {name!r} (the fingerprints differ in "
                    f"{differing_part(str(stored.get('system')), now['system'])})")
@@ -510,16 +509,7 @@ class _SavedRuns:
             why = f"was written by the system now named {name!r} for other topics"
         warn_user(f"{where} {why}: it is computed again and replaced (PyTerrier keys saved runs by the system's name "
                   "only)")
-        return None
-
-
-def _read_run(path: str, save_format) -> pd.DataFrame:
-    """A saved run read back as PyTerrier's ``_run_and_evaluate`` reads it."""
-    import pyterrier as pt
-    if save_format == "trec":
-        return pt.io.read_results(path)
-    with pt.io.autoopen(path, "rb") as f:
-        return save_format.load(f) if isinstance(save_format, types.ModuleType) else save_format[0](f)
+        return False
 
 
 def _to_dict(original):
