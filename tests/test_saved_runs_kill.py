@@ -254,7 +254,8 @@ def test_the_readme_reuse_snippet_run_twice_reuses_every_run(tmp_path):
     for i in range(2):
         code, err = _run(_README, runs, tmp_path / f"out{i}.json", timeout=600)
         assert code == 0, err
-        stamps.append({p.name: p.stat().st_mtime_ns for p in runs.glob("*.res.gz*")})
+        files = [*runs.glob("*.res.gz"), *runs.glob("*" + FINGERPRINT_SUFFIX)]
+        stamps.append({p.name: p.stat().st_mtime_ns for p in files})
         outputs.append(json.loads((tmp_path / f"out{i}.json").read_text()))
     assert outputs[1]["warnings"] == [], outputs[1]["warnings"]
     assert len(stamps[0]) == 6 and stamps[1] == stamps[0]  # three runs and their records, none written again
