@@ -433,12 +433,12 @@ class _SavedRuns:
         def run(system, save_file, save_mode=save_mode):
             return self.original(system, topics, qrels, metrics, pbar=pbar, save_mode=save_mode, save_file=save_file,
                                  save_format=save_format, **kwargs)
-        if save_file is None or isinstance(system, pd.DataFrame):
+        stem = os.path.relpath(save_file, self.save_dir) if save_file is not None else None
+        name = next((n for n in self.names if stem in (f"{n}.res.gz", f"{n}.mod", f"{n}.custom")), None)
+        if name is None or isinstance(system, pd.DataFrame):
             return run(system, None)  # a frame is its own run: never replaced by a file of that name
         from ._atomic import fsync_file, lock
         from .evaluation.runs import partial, sweep_partials
-        name = next(n for n in self.names if save_file.startswith(os.path.join(self.save_dir, n))
-                    and save_file[len(os.path.join(self.save_dir, n)):] in (".res.gz", ".mod", ".custom"))
         held = lock(save_file + ".lock", None, f"the saved run {save_file}")
         try:
             exists = os.path.exists(save_file)

@@ -132,3 +132,31 @@ def test_a_refused_reuse_names_the_part_of_the_fingerprint_that_differed(tmp_pat
     assert "was written by another system under the name 'model' (the fingerprints differ in k=2 → k=3)" in str(
         warned.message)
     assert repr(a % 3) not in str(warned.message)  # no reprs: they may read the same for different systems
+
+
+def test_batched_and_warned_runs_get_a_record_that_matches_them(tmp_path):
+    """batch_size= (PyTerrier appends each batch to the run) and save_mode='warn' over an existing run (PyTerrier writes
+    the file itself): both leave a run whose record names its bytes, reused afterwards without a word."""
+    from pyterrier_instruct.evaluation.runs import read_record
+    topics, qrels, a, b = _systems()
+    topics = topics.assign(base=topics["qid"].str.split("-").str[0]).sort_values(["base", "qid"]).drop(columns="base")
+    ms = [pti.pMRR, nDCG @ 5]
+    own_a, own_b = (pt.Experiment([s], topics, qrels, ms, names=["model"]) for s in (a, b))
+    batched = pt.Experiment([a], topics, qrels, ms, names=["model"], save_dir=str(tmp_path), batch_size=4)
+    pd.testing.assert_frame_equal(batched, own_a)
+    run = str(tmp_path / "model.res.gz")
+    assert read_record(run)[1] is None and len(pt.io.read_results(run)) == len(a.df)
+    with pytest.warns(UserWarning, match="save_dir is set, but the file .* already exists"):
+        pt.Experiment([b], topics, qrels, ms, names=["model"], save_dir=str(tmp_path), save_mode="warn")
+    record, problem = read_record(run)
+    assert problem is None and record["system"] == identify_system(b, topics)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        again = pt.Experiment([b], topics, qrels, ms, names=["model"], save_dir=str(tmp_path), save_mode="reuse")
+    pd.testing.assert_frame_equal(again, own_b)
+    assert _saved_run_warnings(caught) == []
+
+
+def identify_system(system, topics):
+    from pyterrier_instruct.evaluation.runs import identify
+    return identify(system, topics)["system"]
