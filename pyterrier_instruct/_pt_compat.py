@@ -20,10 +20,12 @@ the layer changes what PyTerrier would otherwise get wrong:
 - ``batch_size=`` that would put the variants of one query (or one Robustness group) in different batches is
   refused before any system runs: PyTerrier evaluates each batch on its own.
 
-- with ``save_dir=``, a run read back (``save_mode="reuse"``) is checked against the system that wrote it: a
-  fingerprint of the system and the topics is written beside each run (``<name>.res.gz.fingerprint.json``), and a run
-  written by another system under the same name is recomputed, with a warning naming it (PyTerrier keys saved runs by the
-  name alone); a run without a fingerprint is reused as PyTerrier does, with a warning that it cannot be checked.
+- with ``save_dir=``, each system's run is written with its record (``<name>.res.gz.fingerprint.json``: the
+  fingerprint of the system and the topics, the SHA-256 and size of the run) as soon as the system has run; a run read
+  back (``save_mode="reuse"``) must hold the bytes its record names and the system's fingerprint, else it is computed
+  again with a warning naming the part of the key that differed (PyTerrier keys saved runs by the name alone); a system
+  without a fingerprint is computed again on every call, with a warning; a run without a record (written by PyTerrier
+  alone) is reused as PyTerrier does, with a warning that it cannot be checked.
 
 An experiment with none of the package's measures (as objects or as names) runs PyTerrier's code untouched: the same
 output and warnings, byte for byte (names such as ``"nDCG@10"`` are then PyTerrier's to refuse). The layer adds no call
@@ -318,14 +320,18 @@ def by_name(eval_metrics):
 def _experiment(original):
     """PyTerrier's ``Experiment``, the same code object (so no call stands between the user and it, and its warnings name
     the user's line), whose calls to ``_validate``, ``linear_execution`` and ``tree_execution`` go through this module."""
-    names = dict(original.__globals__)
-    names.update(_validate=_validation(names["_validate"]),
-                 linear_execution=_execution(names["linear_execution"], "linear"),
-                 tree_execution=_execution(names["tree_execution"], "tree"))
-    experiment = types.FunctionType(original.__code__, names, original.__name__, original.__defaults__,
-                                    original.__closure__)
-    experiment.__kwdefaults__ = original.__kwdefaults__
-    return functools.update_wrapper(experiment, original)
+    names = original.__globals__
+    return _with_globals(original, _validate=_validation(names["_validate"]),
+                         linear_execution=_execution(names["linear_execution"], "linear"),
+                         tree_execution=_execution(names["tree_execution"], "tree"))
+
+
+def _with_globals(original, **names):
+    """``original``'s code object run with some of its global names bound to others (no frame added)."""
+    function = types.FunctionType(original.__code__, {**original.__globals__, **names}, original.__name__,
+                                  original.__defaults__, original.__closure__)
+    function.__kwdefaults__ = original.__kwdefaults__
+    return functools.update_wrapper(function, original)
 
 
 def _when_ours(original, then):
@@ -365,10 +371,10 @@ def _paired_execution(original, bound, plan: str):
     if batch_size is not None and transformers and isinstance(topics, pd.DataFrame):
         _check_batches(measures, topics, int(batch_size), plan)
     _warn_plain_caches(systems, arguments["names"], topics, measures, names)
-    saved = None
-    if arguments.get("save_dir") is not None and isinstance(topics, pd.DataFrame):
-        saved = _SavedRuns(arguments["save_dir"], arguments.get("save_mode"), arguments.get("save_format"),
-                           arguments["names"], systems, topics)
+    per_system = original.__globals__.get("_run_and_evaluate")  # linear_execution's, called once per system
+    if arguments.get("save_dir") is not None and isinstance(topics, pd.DataFrame) and per_system is not None:
+        saved = _SavedRuns(arguments["save_dir"], arguments["names"], systems, topics, per_system)
+        original = _with_globals(original, _run_and_evaluate=saved.run_and_evaluate)
     qids = frozenset(qrels["qid"].astype(str)) if isinstance(qrels, pd.DataFrame) else frozenset()
     reuses = arguments.get("save_dir") is not None and arguments.get("save_mode") == "reuse"
     topic_qids = frozenset(topics["qid"].astype(str)) if isinstance(topics, pd.DataFrame) and "qid" in topics else None
@@ -380,8 +386,6 @@ def _paired_execution(original, bound, plan: str):
         return original(*bound.args, **bound.kwargs)
     finally:
         _ACTIVE.reset(token)
-        if saved is not None:
-            saved.record()
 
 
 def _warn_plain_caches(systems, system_names, topics, measures, names) -> None:
@@ -408,96 +412,104 @@ def _warn_plain_caches(systems, system_names, topics, measures, names) -> None:
                       "instruction into the query first (pti.FoldInstruction()).")
 
 
-#: what is written beside a saved run ``<save_dir>/<name>.<ext>``: its fingerprint
-FINGERPRINT_SUFFIX = ".fingerprint.json"
-
-
 class _SavedRuns:
-    """The runs of an experiment with ``save_dir=``: checked against the system before it runs, fingerprinted after.
+    """The runs of an experiment with ``save_dir=``, each checked and written as PyTerrier reaches its system (the
+    ``_run_and_evaluate`` that ``linear_execution`` calls, one system at a time; ``plan="tree"`` refuses ``save_dir``).
 
-    PyTerrier keys a saved run by the system's name only. The fingerprint of a system and its topics
-    (:func:`pyterrier_instruct.evaluation.runs.run_key`: the content fingerprint of every stage, model and index
-    revisions, every topic column; the ``repr`` of a stage whose settings cannot be read) is written beside each run
-    this experiment writes. With ``save_mode="reuse"``, a run whose fingerprint differs is removed before the system
-    runs, so PyTerrier computes and saves it again (a warning names it); a run with no fingerprint is reused, with a
-    warning that it cannot be checked."""
+    PyTerrier keys a saved run by the system's name only. Under a lock on the run (a second process waits, then reads
+    it back): a run is reused (``save_mode="reuse"``) only when its bytes are those its record names
+    (:func:`~pyterrier_instruct.evaluation.runs.read_record`) and its record holds the fingerprint of this system and
+    these topics (:func:`~pyterrier_instruct.evaluation.runs.identify`); otherwise PyTerrier computes it, writes it to a
+    temporary file, the record is written (fingerprint taken again: a model downloaded or an index built on the way) and
+    the file renamed over the run. A system without a fingerprint gets a record marked ``"checkable": false`` and is
+    never reused. A run without a record (PyTerrier's own) is reused with a warning, as PyTerrier does."""
 
-    def __init__(self, save_dir: str, save_mode, save_format, names, systems, topics: pd.DataFrame):
-        ext = _save_ext(save_format)
-        self.entries: List[tuple] = []
-        if ext is None:
-            return  # PyTerrier refuses it
-        for name, system in zip(names, systems):
-            if isinstance(system, pd.DataFrame):
-                continue
-            path = os.path.join(save_dir, f"{name}.{ext}")
-            key, described = _run_fingerprint(system, topics)
-            before = _stat(path)
-            if save_mode == "reuse" and before is not None:
-                stored = _read_fingerprint(path + FINGERPRINT_SUFFIX)
-                where = f"pt.Experiment(save_dir={save_dir!r}, save_mode='reuse'): the saved run {path!r}"
-                if stored is None:
-                    warn_user(f"{where} has no fingerprint beside it ({os.path.basename(path) + FINGERPRINT_SUFFIX}: it "
-                              "was written by an experiment without pyterrier_instruct's measures), so it cannot be "
-                              f"checked against the system now named {name!r}, {described}; it is reused as PyTerrier "
-                              "does, by name. Delete it to compute it again.")
-                    continue
-                if stored.get("key") == key:
-                    continue
-                warn_user(f"{where} was written by another system under the name {name!r} ({stored.get('system')}; "
-                          f"now {described}), or for other topics: it is computed again and replaced (PyTerrier keys "
-                          "saved runs by the system's name only)")
-                os.remove(path)
-                before = None
-            self.entries.append((path, key, described, before))
+    def __init__(self, save_dir: str, names, systems, topics: pd.DataFrame, original):
+        self.save_dir, self.topics, self.original = save_dir, topics, original
+        self.names = {str(n): s for n, s in zip(names, systems)}
 
-    def record(self) -> None:
-        """Writes the fingerprint beside each run this experiment wrote."""
-        for path, key, described, before in self.entries:
-            now = _stat(path)
-            if now is not None and now != before:
-                with open(path + FINGERPRINT_SUFFIX, "w", encoding="utf-8") as f:
-                    json.dump({"key": key, "system": described}, f, indent=1)
+    def run_and_evaluate(self, system, topics, qrels, metrics, pbar=None, save_mode=None, save_file=None,
+                         save_format="trec", **kwargs):
+        def run(system, save_file, save_mode=save_mode):
+            return self.original(system, topics, qrels, metrics, pbar=pbar, save_mode=save_mode, save_file=save_file,
+                                 save_format=save_format, **kwargs)
+        stem = os.path.relpath(save_file, self.save_dir) if save_file is not None else None
+        name = next((n for n in self.names if stem in (f"{n}.res.gz", f"{n}.mod", f"{n}.custom")), None)
+        if name is None or isinstance(system, pd.DataFrame):
+            return run(system, None)  # a frame is its own run: never replaced by a file of that name
+        from ._atomic import fsync_file, lock
+        from .evaluation.runs import partial, sweep_partials
+        held = lock(save_file + ".lock", None, f"the saved run {save_file}")
+        try:
+            exists = os.path.exists(save_file)
+            if exists and save_mode == "reuse":
+                if self._reusable(save_file, name):
+                    return run(system, save_file)  # PyTerrier reads it back, still under the lock
+            elif exists and save_mode != "overwrite":
+                result = run(system, save_file)  # PyTerrier's 'warn' or 'error' on the file itself
+                self._record(save_file, save_file, name)
+                return result
+            sweep_partials(self.save_dir)
+            tmp = partial(save_file, keep_ext=True)  # .gz kept: PyTerrier compresses by the name
+            try:
+                result = run(system, tmp, "overwrite")
+                fsync_file(tmp)
+                self._record(save_file, tmp, name)  # first: until the rename, the run does not match its record
+                os.replace(tmp, save_file)
+            finally:
+                if os.path.exists(tmp):
+                    os.remove(tmp)
+            return result
+        finally:
+            held.release()
 
+    def _identity(self, name: str) -> dict:
+        """The record of ``name``'s run now; ``{"checkable": False, "part": …}`` for a system without fingerprint."""
+        from ._fingerprint import NotFingerprintable
+        from .evaluation.runs import identify
+        try:
+            return {**identify(self.names[name], self.topics), "checkable": True}
+        except NotFingerprintable as e:
+            return {"key": None, "system": None, "checkable": False, "part": e.part, "reason": e.reason}
 
-def _save_ext(save_format) -> Optional[str]:
-    """The extension PyTerrier gives a saved run (``linear_execution``)."""
-    if save_format == "trec":
-        return "res.gz"
-    if isinstance(save_format, types.ModuleType):
-        return "mod"
-    if isinstance(save_format, tuple):
-        return "custom"
-    return None
+    def _record(self, path: str, written: str, name: str) -> None:
+        from .evaluation.runs import write_record
+        write_record(path, written, {"name": name, **self._identity(name)})
 
-
-def _stat(path: str) -> Optional[Tuple[int, int]]:
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        return None
-    return st.st_size, st.st_mtime_ns
-
-
-def _read_fingerprint(path: str) -> Optional[dict]:
-    try:
-        with open(path, encoding="utf-8") as f:
-            stored = json.load(f)
-    except (FileNotFoundError, ValueError):
-        return None
-    return stored if isinstance(stored, dict) else None
-
-
-def _run_fingerprint(system, topics: pd.DataFrame) -> Tuple[str, str]:
-    """(the key of ``system``'s run on ``topics``, the system as the warnings name it)."""
-    from ._fingerprint import NotFingerprintable, _stable
-    from .evaluation.runs import run_key
-    text = _stable(repr(system))
-    described = text if len(text) <= 200 else text[:197] + "..."
-    try:
-        return run_key(system, topics), described
-    except NotFingerprintable:
-        return run_key(system, topics, key="repr:" + text), described
+    def _reusable(self, path: str, name: str) -> bool:
+        """Whether the run at ``path`` is this system's (else a warning says why). Under its lock."""
+        from ._fingerprint import differing_part
+        from .evaluation.runs import FINGERPRINT_SUFFIX, read_record
+        where = f"pt.Experiment(save_dir={self.save_dir!r}, save_mode='reuse'): the saved run {path!r}"
+        now = self._identity(name)
+        if not now["checkable"]:
+            warn_user(f"{where} cannot be checked against the system now named {name!r}: {now['part']}: "
+                      f"{now['reason']}. It is computed again on every call, never reused unchecked. Give the system a "
+                      f"key, pti.SavedRun(system, 'runs/{name}', key='{name}-v1') in the list (change the key "
+                      "whenever the system changes), or use stages that have a fingerprint.")
+            return False
+        stored, problem = read_record(path)
+        if stored is None and problem is None:
+            warn_user(f"{where} has no fingerprint beside it ({os.path.basename(path) + FINGERPRINT_SUFFIX}: it was "
+                      "written by an experiment without pyterrier_instruct's measures), so it cannot be checked "
+                      f"against the system now named {name!r}; it is reused as PyTerrier does, by name. Delete it to "
+                      "compute it again.")
+            return True
+        if problem is not None:
+            why = f"does not hold the run its record names ({problem}: a write was interrupted, or the file replaced)"
+        elif not stored.get("checkable", True):
+            why = (f"was written by a system that could not be checked ({stored.get('part')}), and a run that "
+                   "cannot be checked is never reused")
+        elif stored.get("key") == now["key"]:
+            return True
+        elif stored.get("system") != now["system"]:
+            why = (f"was written by another system under the name {name!r} (the fingerprints differ in "
+                   f"{differing_part(str(stored.get('system')), now['system'])})")
+        else:
+            why = f"was written by the system now named {name!r} for other topics"
+        warn_user(f"{where} {why}: it is computed again and replaced (PyTerrier keys saved runs by the system's name "
+                  "only)")
+        return False
 
 
 def _to_dict(original):
@@ -661,4 +673,4 @@ def _suggestion(measures, topics: pd.DataFrame, batch_size: int, plan: str) -> s
     return advice
 
 
-__all__ = ["install", "uninstall", "TESTED", "STATUS", "FINGERPRINT_SUFFIX"]
+__all__ = ["install", "uninstall", "TESTED", "STATUS"]

@@ -129,7 +129,7 @@ def test_a_damaged_stored_run_is_computed_again(mini, tmp_path, counted, caplog)
     first = saved(topics)
     parquet = Path(saved.paths(topics)["parquet"])
     meta = json.loads(Path(saved.paths(topics)["json"]).read_text())
-    assert meta["rows"] == len(first) and len(meta["parquet_sha256"]) == 64 and "PoolBM25(k1=1.5" in meta["system"]
+    assert meta["rows"] == len(first) and len(meta["sha256"]) == 64 and "PoolBM25(k1=1.5" in meta["system"]
     first.head(3)[["qid", "docno", "score", "rank"]].to_parquet(parquet, index=False)  # another (shorter) valid run
     with caplog.at_level(logging.WARNING, logger="pyterrier_instruct.evaluation.runs"):
         again = saved(topics)

@@ -2,8 +2,12 @@
 topics (and the same system) reads it back instead of recomputing.
 
 A run is stored under ``directory`` as ``<key>.parquet`` (``qid, docno, score, rank``: exact scores, the source a re-run
-reads), ``<key>.trec`` (the same run in TREC format, for trec_eval and friends) and ``<key>.json`` (the system's
-fingerprint and repr, the row count and SHA-256 of the parquet file, topic count, seconds, creation time).
+reads), ``<key>.trec`` (the same run in TREC format, for trec_eval and friends) and its record
+``<key>.parquet.fingerprint.json``: the one record format of every saved run, also written beside the runs of
+``pt.Experiment(save_dir=...)`` (:func:`write_record`): the key, the system's fingerprint text (so a refused reuse names
+the part that differed), the SHA-256 and size of the run's bytes, and for SavedRun its repr, row count, topic count,
+seconds and creation time. The record is written before the run is renamed into place, so a kill between the two leaves
+a run that does not match its record: it is computed again, never reused.
 
 ``key`` hashes the system's content fingerprint (:func:`pyterrier_instruct._fingerprint.fingerprint`: its resolved
 configuration through every stage of a pipeline, the revisions of the models and indexes it reads, the dataset files
@@ -28,13 +32,13 @@ import re
 import socket
 import time
 import uuid
-from typing import Optional
+from typing import Optional, Tuple
 
 import numpy as np
 import pandas as pd
 import pyterrier as pt
 
-from .._atomic import fsync_dir, fsync_file
+from .._atomic import fsync_dir, fsync_file, lock, write_json
 from .._fingerprint import NotFingerprintable, fingerprint
 
 RUN_COLUMNS = ["qid", "docno", "score", "rank"]
@@ -69,20 +73,31 @@ def _cell(value) -> str:
     return str(value)  # as pandas' astype(str): exact for strings and numbers (Python's float repr)
 
 
+def _topics_text(topics: pd.DataFrame) -> str:
+    """The exact value of every topic column (arrays by their bytes), rows sorted."""
+    columns = sorted(topics.columns)
+    frame = pd.DataFrame({c: [_cell(v) for v in topics[c]] for c in columns}, columns=columns)
+    return frame.sort_values(["qid"] + [c for c in columns if c != "qid"]).to_csv(index=False)
+
+
 def run_key(system, topics: pd.DataFrame, key: Optional[str] = None) -> str:
     """The storage key of ``system``'s run on ``topics`` (16 hex digits): :func:`describe` and the exact value of every
     topic column (arrays by their bytes)."""
-    columns = sorted(topics.columns)
-    frame = pd.DataFrame({c: [_cell(v) for v in topics[c]] for c in columns}, columns=columns)
-    frame = frame.sort_values(["qid"] + [c for c in columns if c != "qid"])
-    digest = hashlib.sha256(describe(system, key).encode("utf-8"))
-    digest.update(frame.to_csv(index=False).encode("utf-8"))
-    return digest.hexdigest()[:16]
+    return identify(system, topics, key)["key"]
 
 
 #: this host in the name of a writer's temporary files, so a sweep only judges the processes it can see
 _WRITER = hashlib.sha256(socket.gethostname().encode("utf-8")).hexdigest()[:8]
-_PARTIAL = re.compile(r"\.([0-9a-f]{8})-(\d+)-[0-9a-f]{8}\.partial$")
+_PARTIAL = re.compile(r"\.([0-9a-f]{8})-(\d+)-[0-9a-f]{8}\.partial(\.[A-Za-z0-9]+)?$")
+#: the record of a saved run ``<run>``: ``<run>.fingerprint.json``
+FINGERPRINT_SUFFIX = ".fingerprint.json"
+
+
+def partial(path: str, keep_ext: bool = False) -> str:
+    """A temporary name beside ``path`` for this process (swept by :func:`sweep_partials` once it has died); with
+    ``keep_ext``, ending in ``path``'s extension (``.gz``: writers pick the compression from it)."""
+    root, ext = os.path.splitext(path) if keep_ext else (path, "")
+    return f"{root}.{_WRITER}-{os.getpid()}-{uuid.uuid4().hex[:8]}.partial{ext}"
 
 
 def _alive(pid: int) -> bool:
@@ -114,7 +129,7 @@ def sweep_partials(directory: str) -> int:
             except FileNotFoundError:  # another sweeper was first
                 pass
     if removed:
-        logger.info("SavedRun: removed %d temporary file(s) of killed writers in %s", removed, directory)
+        logger.info("removed %d temporary file(s) of killed writers in %s", removed, directory)
     return removed
 
 
@@ -126,19 +141,61 @@ def _sha256(path: str) -> str:
     return h.hexdigest()
 
 
+def identify(system, topics: pd.DataFrame, key: Optional[str] = None) -> dict:
+    """What a run of ``system`` on ``topics`` is recorded under: ``{'key': run_key, 'system': describe(system, key),
+    'topics': 16 hex digits of the topics}`` (the parts, so that a refused reuse names the one that differed).
+
+    Raises:
+        NotFingerprintable: as :func:`describe`.
+    """
+    system_text, topics_text = describe(system, key), _topics_text(topics)
+    digest = hashlib.sha256(system_text.encode("utf-8"))
+    digest.update(topics_text.encode("utf-8"))
+    return {"key": digest.hexdigest()[:16], "system": system_text,
+            "topics": hashlib.sha256(topics_text.encode("utf-8")).hexdigest()[:16]}
+
+
+def write_record(path: str, written: str, record: dict) -> None:
+    """Writes the record of the run ``path`` (``<path>.fingerprint.json``, replaced whole): ``record`` plus the SHA-256
+    and size of the bytes at ``written``, the finished temporary file about to be renamed to ``path`` (or ``path``)."""
+    write_json(path + FINGERPRINT_SUFFIX, {**record, "sha256": _sha256(written), "size": os.path.getsize(written)})
+
+
+def read_record(path: str) -> Tuple[Optional[dict], Optional[str]]:
+    """``(record, None)`` when the run ``path`` holds the bytes its record names; ``(None, None)`` when it has no
+    record; ``(record or None, what is wrong)`` otherwise. Call it under the run's lock (writers hold it)."""
+    try:
+        with open(path + FINGERPRINT_SUFFIX, encoding="utf-8") as f:
+            record = json.load(f)
+    except FileNotFoundError:
+        return None, None
+    except (OSError, ValueError) as e:
+        return None, f"its record {os.path.basename(path) + FINGERPRINT_SUFFIX} cannot be read ({e})"
+    if not isinstance(record, dict) or not {"sha256", "size"} <= set(record):
+        return None, f"its record {os.path.basename(path) + FINGERPRINT_SUFFIX} names no SHA-256 and size"
+    try:
+        size = os.path.getsize(path)
+        if size != record["size"] or _sha256(path) != record["sha256"]:
+            return record, f"its SHA-256 differs from the one recorded ({size} bytes, {record['size']} recorded)"
+    except OSError as e:
+        return record, f"it cannot be read ({e})"
+    return record, None
+
+
 class SavedRun(pt.Transformer):
     """``Q → R``: ``system`` run once per distinct topic frame, its run kept in ``directory`` and reused afterwards.
 
     The output is the topics joined with the stored run (``qid, docno, score, rank`` plus every topic column), whether
-    the run was just computed or read back, so results do not depend on which happened. Runs are written atomically
-    (temporary files renamed into place under a file lock, the parquet file last) and checked when read: a stored run whose row count or
-    SHA-256 differs from its ``.json`` record is recomputed, with a warning. A run is keyed again after it is computed,
-    so a model downloaded or an index built on the way is part of the key a re-run looks up.
+    the run was just computed or read back, so results do not depend on which happened. A run is computed and
+    published under a lock on it (a second process waits, then reads it back): temporary files, then the record (with
+    the SHA-256 of both files), then the files renamed into place; a stored run whose bytes differ from its record (a
+    kill between the renames, an edit) is recomputed, with a warning. A run is keyed again after it is computed, so a
+    model downloaded or an index built on the way is part of the key a re-run looks up.
 
     Args:
         system: the transformer to run (``Q → R``); it must be fingerprintable (see the module docstring) unless
             ``key`` is given.
-        directory: where its runs go (created on first write).
+        directory: where its runs go (created on first use).
         key: a name for the system's configuration, replacing its fingerprint (required for ``pt.apply`` stages,
             functions and transformer classes of other packages); change it whenever the system changes.
         verbose: log one line when a stored run is reused.
@@ -159,10 +216,16 @@ class SavedRun(pt.Transformer):
         key = "" if self.key is None else f", key={self.key!r}"
         return f"SavedRun({self.system!r}, {self.directory!r}{key})"
 
-    def paths(self, topics: pd.DataFrame) -> dict:
-        """The files of the run of ``topics``: ``{'parquet', 'trec', 'json'}`` → path."""
-        key = run_key(self.system, topics, self.key)
-        return {ext: os.path.join(self.directory, f"{key}.{ext}") for ext in ("parquet", "trec", "json")}
+    def _fingerprint_(self) -> str:
+        """Its output is the system's: the system's fingerprint, or ``key=<key>`` (so ``pt.Experiment(save_dir=)``
+        can check a run of a system that has no fingerprint of its own once it is wrapped with a key)."""
+        return describe(self.system, self.key)
+
+    def paths(self, topics: pd.DataFrame, key: Optional[str] = None) -> dict:
+        """The files of the run of ``topics`` (or of the run key ``key``): ``{'parquet', 'trec', 'json'}`` → path
+        (``json``: the record)."""
+        base = os.path.join(self.directory, key or run_key(self.system, topics, self.key))
+        return {"parquet": base + ".parquet", "trec": base + ".trec", "json": base + ".parquet" + FINGERPRINT_SUFFIX}
 
     def transform(self, topics: pd.DataFrame) -> pd.DataFrame:
         pt.validate.query_frame(topics, ["qid"])
@@ -170,33 +233,39 @@ class SavedRun(pt.Transformer):
         if topics.empty:
             return pd.DataFrame(columns=topic_cols + RUN_COLUMNS[1:])
         paths = self.paths(topics)
-        run = self._read(paths)
-        if run is None:
-            run = self._compute(topics, paths)
-        elif self.verbose:
-            logger.info("reusing the saved run %s (%d rows)", paths["parquet"], len(run))
+        os.makedirs(self.directory, exist_ok=True)
+        held = lock(paths["parquet"] + ".lock", None, f"the saved run {paths['parquet']}")
+        try:
+            run = self._read(paths)
+            if run is None:
+                run = self._compute(topics, paths)
+            elif self.verbose:
+                logger.info("reusing the saved run %s (%d rows)", paths["parquet"], len(run))
+        finally:
+            held.release()
         merged = topics[topic_cols].astype({"qid": str}).merge(run, on="qid", how="inner", sort=False)
         order = pd.Categorical(merged["qid"], categories=pd.unique(topics["qid"].astype(str)), ordered=True)
         return merged.assign(_o=order).sort_values(["_o", "rank"], kind="stable").drop(columns="_o").reset_index(drop=True)
 
     def _read(self, paths: dict) -> Optional[pd.DataFrame]:
-        """The stored run, or None when there is none or it does not match its record (then a warning)."""
+        """The stored run, or None when there is none or it does not match its record (a warning). Under its lock."""
         if not os.path.isfile(paths["parquet"]):
             return None
-        from filelock import FileLock
-        problem = None
-        try:
-            with FileLock(paths["parquet"] + ".lock"):  # a writer replaces the record and the run together
-                with open(paths["json"], encoding="utf-8") as f:
-                    meta = json.load(f)
-                if meta.get("parquet_sha256") != _sha256(paths["parquet"]):
-                    problem = "its SHA-256 differs from the one recorded"
-                else:
-                    run = pd.read_parquet(paths["parquet"])
-                    if len(run) != meta.get("rows") or list(run.columns) != RUN_COLUMNS:
-                        problem = f"it holds {len(run)} rows, {meta.get('rows')} were recorded"
-        except (OSError, ValueError) as e:
-            problem = f"it or its record cannot be read ({e})"
+        record, problem = read_record(paths["parquet"])
+        run = None
+        if problem is None and record is None:
+            problem = f"it has no record ({os.path.basename(paths['json'])})"
+        elif problem is None and not (os.path.isfile(paths["trec"])
+                                      and _sha256(paths["trec"]) == record.get("trec_sha256")):
+            problem = f"its TREC file {os.path.basename(paths['trec'])} is not the one recorded"
+        elif problem is None:
+            try:
+                run = pd.read_parquet(paths["parquet"])
+            except (OSError, ValueError) as e:
+                problem = f"it cannot be read ({e})"
+            else:
+                if len(run) != record.get("rows") or list(run.columns) != RUN_COLUMNS:
+                    problem = f"it holds {len(run)} rows, {record.get('rows')} were recorded"
         if problem is not None:
             logger.warning("SavedRun: ignoring the stored run %s: %s; computing it again", paths["parquet"], problem)
             return None
@@ -217,27 +286,29 @@ class SavedRun(pt.Transformer):
         if "rank" not in res.columns or res["rank"].isna().any():
             res = pt.model.add_ranks(res)
         run = res[RUN_COLUMNS].astype({"qid": str, "docno": str, "score": "float64", "rank": "int64"}).reset_index(drop=True)
-        paths = self.paths(topics)  # keyed again: a model downloaded or an index built during the run is now part of it
-        os.makedirs(self.directory, exist_ok=True)
+        record = identify(self.system, topics, self.key)  # keyed again: a model downloaded or an index built on the way
+        held = None
+        if self.paths(topics, record["key"]) != paths:
+            paths = self.paths(topics, record["key"])
+            held = lock(paths["parquet"] + ".lock", None, f"the saved run {paths['parquet']}")
         sweep_partials(self.directory)
-        tmp = {ext: f"{p}.{_WRITER}-{os.getpid()}-{uuid.uuid4().hex[:8]}.partial" for ext, p in paths.items()}
+        tmp = {ext: partial(paths[ext]) for ext in ("parquet", "trec")}
         try:
             run.to_parquet(tmp["parquet"], index=False)
             pt.io.write_results(run, tmp["trec"], format="trec", run_name="pyterrier-instruct")
-            meta = {"system": describe(self.system, self.key), "repr": repr(self.system), "topics": int(len(topics)),
-                    "queries": int(topics["qid"].nunique()), "rows": int(len(run)), "parquet_sha256": _sha256(tmp["parquet"]),
-                    "seconds": round(time.time() - t0, 3), "created": time.strftime("%Y-%m-%dT%H:%M:%S")}
-            with open(tmp["json"], "w", encoding="utf-8") as f:
-                json.dump(meta, f, indent=1)
-            from filelock import FileLock
             for p in tmp.values():
                 fsync_file(p)  # on disk before the renames publish them
-            with FileLock(paths["parquet"] + ".lock"):
-                for ext in ("trec", "json", "parquet"):  # the parquet file last: it marks a complete run
-                    os.replace(tmp[ext], paths[ext])
+            record.update(repr=repr(self.system), topics_count=int(len(topics)), queries=int(topics["qid"].nunique()),
+                          rows=int(len(run)), trec_sha256=_sha256(tmp["trec"]), seconds=round(time.time() - t0, 3),
+                          created=time.strftime("%Y-%m-%dT%H:%M:%S"))
+            write_record(paths["parquet"], tmp["parquet"], record)  # first: until the renames the files do not match it
+            os.replace(tmp["trec"], paths["trec"])
+            os.replace(tmp["parquet"], paths["parquet"])
             fsync_dir(self.directory)
         finally:
             for p in tmp.values():
                 if os.path.exists(p):
                     os.remove(p)
+            if held is not None:
+                held.release()
         return run
