@@ -44,7 +44,6 @@ import functools
 import importlib.abc
 import importlib.util
 import inspect
-import json
 import math
 import os
 import re

@@ -234,17 +234,32 @@ class RetrieverCache(_Keyed):
             self.store.insert("runs", ("key", "frame"), [(k, pickle.dumps(f, protocol=5)) for k, f in new.items()])
             frames.update(new)
         self._count(len(set(keys)), int(todo.sum()))
-        parts = [frames[k] for k in keys]
-        out = pd.concat(parts, ignore_index=True)
-        out["qid"] = pd.Series(np.repeat(inp["qid"].to_numpy(), [len(p) for p in parts])).astype(out["qid"].dtype)
-        return out
+        rows = inp.reset_index(drop=True)
+        return pd.concat([_ranking(frames[k], rows.iloc[i]) for i, k in enumerate(keys)], ignore_index=True)
 
-    def _retrieve(self, queries: pd.DataFrame, keys: np.ndarray) -> Dict[str, pd.DataFrame]:
-        """The retriever's result frame for each of ``queries`` (one per key), split by qid."""
+    def _retrieve(self, queries: pd.DataFrame, keys: np.ndarray) -> Dict[str, tuple]:
+        """The retriever's result for each of ``queries`` (one per key), split by qid, as stored (:func:`_stored_ranking`)."""
         qids = queries["qid"].astype(str)
         if qids.duplicated().any():
             raise ValueError(f"RetrieverCache: qid {qids[qids.duplicated()].iloc[0]!r} stands for two different "
                              "queries in one input frame; give each query its own qid")
         run = self.retriever(queries)
         by_qid = run.groupby(run["qid"].astype(str), sort=False).indices
-        return {k: run.iloc[by_qid.get(q, [])].reset_index(drop=True) for q, k in zip(qids, keys)}
+        return {k: _stored_ranking(run.iloc[by_qid.get(q, [])].reset_index(drop=True), row)
+                for (_, row), q, k in zip(queries.iterrows(), qids, keys)}
+
+
+def _stored_ranking(ranking: pd.DataFrame, query: pd.Series) -> tuple:
+    """What is stored of a query's ranking: its columns in order, the names of the input columns the retriever passed
+    through unchanged (``qid`` among them), and the ranking without those, which a hit takes from its own input row
+    (so a query sharing the key, e.g. under another ``base_qid``, keeps its own columns)."""
+    same = [c for c in ranking.columns if c in query.index and
+            (c == "qid" or (ranking[c].astype(object) == query[c]).all())]
+    return list(ranking.columns), {c: ranking[c].dtype for c in same}, ranking.drop(columns=same)
+
+
+def _ranking(stored: tuple, query: pd.Series) -> pd.DataFrame:
+    """A stored ranking under ``query``'s own values of the passed-through columns."""
+    columns, same, ranking = stored
+    own = {c: pd.Series([query[c]] * len(ranking), dtype=object, index=ranking.index).astype(t) for c, t in same.items()}
+    return ranking.assign(**own)[columns]

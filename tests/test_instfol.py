@@ -4,7 +4,6 @@ second system, interrupted run, an earlier version's judge.jsonl), and INSTFOL i
 import hashlib
 import json
 import math
-import os
 import re
 from pathlib import Path
 

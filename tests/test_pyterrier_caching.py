@@ -258,3 +258,20 @@ def test_retriever_cache_over_a_pt_apply_retriever(mini, paired, tmp_path):
     renamed = og.assign(qid="q" + og["qid"])  # another qid, the same query and instruction: a hit under the new qid
     pd.testing.assert_frame_equal(hit(renamed), retriever(og).assign(qid="q" + retriever(og)["qid"]))
     assert (hit.hits, hit.misses) == (len(og), 0)
+
+
+def test_a_hit_keeps_its_own_input_columns(mini, paired, tmp_path):
+    """A query that shares the key (query and instruction) with the one that filled the cache, under another qid and
+    other columns (base_qid, variant): a hit carries its own values of the columns the retriever passes through, as the
+    retriever itself would (before, the first query's base_qid came back and grouped it with the wrong pair)."""
+    _, og, _ = paired
+    candidates = mini.candidates()
+    retriever = pt.apply.generic(lambda q: candidates(q))
+    cache = pti.RetrieverCache(str(tmp_path / "r"), retriever, identity="candidates-passthrough")
+    pd.testing.assert_frame_equal(cache(og), retriever(og))
+    other = og.assign(qid="x" + og["qid"], base_qid="x" + og["base_qid"], variant="changed")
+    hit = pti.RetrieverCache(str(tmp_path / "r"), Raising(retriever), identity="candidates-passthrough")
+    own = retriever(og)  # what the retriever gives the renamed queries: their own qid, base_qid and variant
+    expected = own.assign(qid="x" + own["qid"], base_qid="x" + own["base_qid"], variant="changed")
+    pd.testing.assert_frame_equal(hit(other), expected)
+    assert (hit.hits, hit.misses) == (len(og), 0)

@@ -7,7 +7,6 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pandas as pd
@@ -31,7 +30,9 @@ def system(seed):
     return pt.Transformer.from_df(pt.model.add_ranks(run.assign(score=scores)))
 A, B, C = system(1), system(2), system(3)
 """
-exec(_SYSTEMS)  # noqa: S102 - A, B, C, topics, qrels here as in the subprocesses
+_NS: dict = {}
+exec(_SYSTEMS, _NS)  # A, B, C, topics, qrels here as in the subprocesses
+A, B, C, topics, qrels = (_NS[k] for k in ("A", "B", "C", "topics", "qrels"))
 
 # in a subprocess (argv: the folder, a point, a log file): each system run is logged; SIGKILL at the point named
 # ("computing B", "written C": after PyTerrier wrote C's run, "rename 2": before the second rename into the folder);

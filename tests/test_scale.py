@@ -3,7 +3,6 @@ saved-run key of what it wraps), what the worker checks and counts, the shards k
 The runs on a cluster are in tests/test_ray.py."""
 from __future__ import annotations
 
-import os
 import pickle
 import sys
 from collections import Counter

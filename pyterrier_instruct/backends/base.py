@@ -33,7 +33,6 @@ Every backend takes ``store=`` (a :class:`~pyterrier_instruct.calls.CallStore` o
 from __future__ import annotations
 
 import functools
-import hashlib
 import inspect
 import logging
 import os
