@@ -1,8 +1,11 @@
 """The instruction data model: one place for joining instructions to queries and for paired topics.
 
-Topics carry ``qid, query, instruction``; a missing ``instruction`` column means the empty
-instruction. The instruction is never baked into ``query`` at load time: stages that only read
-``query`` get it through :class:`~pyterrier_instruct.rewrite.FoldInstruction`, which keeps the original query as ``query_0``.
+Topics carry ``qid, query, instruction``; a missing ``instruction`` column means the empty instruction. The instruction
+is never baked into ``query`` at load time: stages that only read ``query`` get it through
+:class:`~pyterrier_instruct.rewrite.FoldInstruction`, which keeps the original query as ``query_0``. An
+instruction-aware stage reads the prompt view (:func:`query_instructions`: the query unfolded, its one default
+instruction applied) and fills its template's ``{query}`` slot with :meth:`QuerySlot.frame`, the one function that
+joins a query and an instruction.
 
 Paired evaluation (FollowIR, InfoSearch) gives each instruction variant of a base query its own qid
 ``<base_qid>-<variant>`` (the mteb convention), in topics, runs and qrels alike, with ``base_qid``
@@ -152,13 +155,6 @@ def compose(query: str, instruction: Optional[str] = "", composer: str = DEFAULT
     """
     view = pd.DataFrame({"query": [query], "instruction": [instruction or ""]}, dtype=object)
     return query_slot(composer, "compose").frame(view)[0]
-
-
-def compose_frame(df: pd.DataFrame, composer: str = DEFAULT_COMPOSER, default_instruction: str = "") -> np.ndarray:
-    """The composed string for every row of ``df`` (``query`` + optional ``instruction`` columns, read as
-    :func:`query_instructions` reads them with ``default_instruction``); ``composer`` is a format string or the name of
-    a rule in :data:`COMPOSERS`."""
-    return query_slot(composer, "compose_frame").frame(query_instructions(df, default_instruction))
 
 
 #: The column :class:`~pyterrier_instruct.rewrite.FoldInstruction` adds: the query it produced. A row whose ``query``

@@ -4,8 +4,8 @@ import pyterrier as pt
 import pytest
 
 import pyterrier_instruct as pti
-from pyterrier_instruct.instructions import (E5_EMPTY_INSTRUCTION, TART_EMPTY_INSTRUCTION, by_variant, compose_frame,
-                                             query_instructions, split_qids, variant_frame)
+from pyterrier_instruct.instructions import (E5_EMPTY_INSTRUCTION, TART_EMPTY_INSTRUCTION, by_variant, query_instructions,
+                                             split_qids, variant_frame)
 
 
 def test_compose_append_rule():
@@ -20,12 +20,15 @@ def test_compose_append_rule():
         pti.compose("q", "i", composer="nope")
 
 
-def test_compose_frame_matches_compose_and_missing_column():
+def test_query_slot_frame_matches_compose_and_missing_column():
     df = pd.DataFrame({"qid": ["1", "2"], "query": ["a b ", "c"], "instruction": ["x", None]})
-    assert list(compose_frame(df)) == [pti.compose("a b ", "x"), "c"]
-    assert list(compose_frame(df[["qid", "query"]])) == ["a b", "c"]
-    assert list(compose_frame(df, "{instruction}: {query}")) == ["x: a b", ": c"]
-    assert list(compose_frame(df, composer="mteb")) == ["a b x", "c"]
+
+    def frame(df, composer=pti.DEFAULT_COMPOSER):
+        return list(pti.QuerySlot(composer).frame(query_instructions(df)))
+    assert frame(df) == [pti.compose("a b ", "x"), "c"]
+    assert frame(df[["qid", "query"]]) == ["a b", "c"]
+    assert frame(df, "{instruction}: {query}") == ["x: a b", ": c"]
+    assert frame(df, "mteb") == ["a b x", "c"]
 
 
 def test_fold_instruction_keeps_query_0_and_is_byte_identical_when_empty():
