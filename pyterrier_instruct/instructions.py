@@ -132,8 +132,8 @@ class QuerySlot(NamedTuple):
         return self
 
     def frame(self, view: pd.DataFrame) -> np.ndarray:
-        """The ``{query}`` slot's text for every row of a prompt view (:func:`query_instructions`): the one place a query
-        and its instruction are joined."""
+        """The ``{query}`` slot's text for every row of a prompt view (:func:`query_instructions`): the one place a
+        query and its instruction are joined."""
         queries, instructions = view["query"].astype(str), view["instruction"].astype(str)
         if self.composer == DEFAULT_COMPOSER:  # vectorised fast path for the common composer
             return (queries + " " + instructions).str.strip().to_numpy(dtype=object)
@@ -177,7 +177,8 @@ def query_instructions(df: pd.DataFrame, default: str = "") -> pd.DataFrame:
       (or the column is absent): one default for every way of having no instruction;
     - ``query``: the query the model reads; a row :class:`~pyterrier_instruct.rewrite.FoldInstruction` folded (its
       ``query`` still :data:`FOLDED`) reads its unfolded ``query_0``, so the instruction is never joined twice:
-      ``FoldInstruction() >> bm25 >> reranker`` scores as ``FoldInstruction() >> bm25 >> pt.rewrite.reset() >> reranker``.
+      ``FoldInstruction() >> bm25 >> reranker`` scores as
+      ``FoldInstruction() >> bm25 >> pt.rewrite.reset() >> reranker``.
     """
     given = df["instruction"].fillna("").astype(str) if "instruction" in df.columns else pd.Series("", index=df.index)
     out = df.assign(instruction=given.where(given.str.strip() != "", default).to_numpy(dtype=object))

@@ -74,7 +74,8 @@ PROMPTS['qwen3_reranker'] = TrueFalse(
     "<|im_start|>system\nJudge whether the Document meets the requirements based on the Query and the Instruct provided. Note that the answer can only be \"yes\" or \"no\".<|im_end|>\n<|im_start|>user\n<Instruct>: {instruction}\n<Query>: {query}\n<Document>: {text}<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n",
     'yes', 'no', QuerySlot("verbatim"))
 #: Qwen3-Embedding's query string (README "Embedding Model / Transformers Usage", ``get_detailed_instruct``): no space after
-#: ``Query:``; documents carry no prefix. A dense query template naming ``{instruction}`` (``query_slot=QuerySlot("verbatim")``).
+#: ``Query:``; documents carry no prefix. A dense query template naming ``{instruction}``
+#: (``query_slot=QuerySlot("verbatim")``).
 QWEN3_EMBEDDING_QUERY = "Instruct: {instruction}\nQuery:{query}"
 
 # -- mxbai-rerank-v2 (AnswerDotAI rerankers 0.10.0, rerankers/models/mxbai_v2.py; mixedbread-ai/mxbai-rerank) ------------

@@ -4,8 +4,8 @@ import pyterrier as pt
 import pytest
 
 import pyterrier_instruct as pti
-from pyterrier_instruct.instructions import (E5_EMPTY_INSTRUCTION, TART_EMPTY_INSTRUCTION, by_variant, query_instructions,
-                                             split_qids, variant_frame)
+from pyterrier_instruct.instructions import (E5_EMPTY_INSTRUCTION, TART_EMPTY_INSTRUCTION, by_variant,
+                                             query_instructions, split_qids, variant_frame)
 
 
 def test_compose_append_rule():
@@ -94,7 +94,8 @@ def test_one_default_for_a_missing_or_blank_instruction():
     qwen = pti.Qwen3Embedding("never-loaded", instruction="mine").query_strings(rows).tolist()
     assert qwen == ["Instruct: x\nQuery:q"] + ["Instruct: mine\nQuery:q"] * 3
     # a blank instruction is no instruction, for every rule (mxbai-v2 wrote an "instruction:   " line for it)
-    assert pti.QuerySlot("mxbai_v2").frame(query_instructions(rows)).tolist() == ["instruction: x\nquery: q"] + ["query: q"] * 3
+    mxbai = pti.QuerySlot("mxbai_v2").frame(query_instructions(rows)).tolist()
+    assert mxbai == ["instruction: x\nquery: q"] + ["query: q"] * 3
 
 
 def test_a_stage_builds_its_prompt_view_once(monkeypatch):
@@ -112,7 +113,7 @@ def test_a_stage_builds_its_prompt_view_once(monkeypatch):
         if getattr(module, "query_instructions", None) is real:
             monkeypatch.setattr(module, "query_instructions", counted)
     model, seen = pti.BiEncoder("never-loaded", instruction="mine"), []
-    monkeypatch.setattr(model, "encode_queries", lambda strings: seen.append(list(strings)) or np.ones((len(strings), 2)))
+    monkeypatch.setattr(model, "encode_queries", lambda s: seen.append(list(s)) or np.ones((len(s), 2)))
     monkeypatch.setattr(model, "encode_passages", lambda strings: np.ones((len(strings), 2)))
     topics = pd.DataFrame({"qid": ["1", "2"], "query": ["what is x?", "y"], "instruction": ["only y", " "]})
     folded = pti.FoldInstruction()(topics).assign(docno=["d1", "d2"], text=["t1", "t2"])

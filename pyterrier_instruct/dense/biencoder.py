@@ -165,8 +165,8 @@ class BiEncoder(InstructReranker):
         return self._query_strings(self.prompt_view(df))
 
     def _query_strings(self, view: pd.DataFrame) -> np.ndarray:
-        """``query_template`` filled per row of a prompt view: ``{query}`` by ``query_slot``, ``{instruction}`` (where the
-        template places it itself, as Qwen3-Embedding's) by the instruction."""
+        """``query_template`` filled per row of a prompt view: ``{query}`` by ``query_slot``, ``{instruction}`` (where
+        the template places it itself, as Qwen3-Embedding's) by the instruction."""
         return np.array([self._finish(T.fill(self.query_template, query=q, instruction=i))
                          for q, i in zip(self.query_slot.frame(view), view["instruction"])], dtype=object)
 

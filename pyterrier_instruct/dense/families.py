@@ -117,7 +117,8 @@ class E5Mistral(_Family):
 
     ``style='followir'`` (default): as FollowIR/InfoSearch ran it (FollowIR ``models/e5/evaluate_e5.py``): query
     ``(query + " " + instruction).strip()``, a missing or blank instruction replaced by ``instruction=`` (default:
-    ``"Given a web search query, retrieve relevant passages that answer the query"``), no ``Instruct:`` wrapper (FollowIR used fp16: pass ``dtype='fp16'``).
+    ``"Given a web search query, retrieve relevant passages that answer the query"``), no ``Instruct:`` wrapper
+    (FollowIR used fp16: pass ``dtype='fp16'``).
     ``style='model_card'``: ``"Instruct: {task}\\nQuery: " + f"{query.strip()} {instruction}".strip()`` (the model
     card's form, mteb's ``E5_INSTRUCTION``); ``task`` is only read by this style (IFIR: ``prompts.IFIR_E5_TASK``).
 

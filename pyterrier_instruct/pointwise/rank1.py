@@ -131,7 +131,7 @@ class Rank1(InstructReranker):
         """rank1's raw prompt (no chat template) per row of a prompt view (:meth:`prompt_view`)."""
         queries = self.query_slot.frame(view)
         texts = view[self.text_field].astype(str)
-        if self.title_field and self.title_field in view.columns:  # rank1: f"{title} {text}" if there is a title, unstripped
+        if self.title_field and self.title_field in view.columns:  # rank1: f"{title} {text}" given a title, unstripped
             titles = view[self.title_field].fillna("").astype(str)
             texts = texts.where(titles == "", titles + " " + texts)
         return [fill(RANK1.template, query=q, text=t) for q, t in zip(queries, texts)]

@@ -56,8 +56,8 @@ class SetwiseBase(InstructReranker, family=False):
         return [self.truncate(t, self.passage_length) for t in text]
 
     def queries(self, view: pd.DataFrame) -> List[str]:
-        """The query of each row of a prompt view (:meth:`prompt_view`) cut to ``query_length`` tokens, then composed with
-        the row's instruction by ``query_slot``."""
+        """The query of each row of a prompt view (:meth:`prompt_view`) cut to ``query_length`` tokens, then composed
+        with the row's instruction by ``query_slot``."""
         queries = view["query"].astype(str)
         cut = {q: self.truncate(q, self.query_length) for q in pd.unique(queries)}
         return self.query_slot.frame(view.assign(query=queries.map(cut))).tolist()
