@@ -126,11 +126,6 @@ class QuerySlot(NamedTuple):
     """
     composer: str = DEFAULT_COMPOSER
 
-    def check(self, owner: str) -> "QuerySlot":
-        """Itself, after checking ``composer`` (errors name ``owner``)."""
-        check_composer(self.composer, owner)
-        return self
-
     def frame(self, view: pd.DataFrame) -> np.ndarray:
         """The ``{query}`` slot's text for every row of a prompt view (:func:`query_instructions`): the one place a
         query and its instruction are joined."""
@@ -144,7 +139,9 @@ class QuerySlot(NamedTuple):
 def query_slot(value, owner: str) -> QuerySlot:
     """A checked :class:`QuerySlot` from a ``query_slot=`` argument (a QuerySlot, or a composer: a format string or rule
     name); errors name ``owner``."""
-    return (value if isinstance(value, QuerySlot) else QuerySlot(value)).check(owner)
+    slot = value if isinstance(value, QuerySlot) else QuerySlot(value)
+    check_composer(slot.composer, owner)
+    return slot
 
 
 def compose(query: str, instruction: Optional[str] = "", composer: str = DEFAULT_COMPOSER) -> str:
