@@ -10,8 +10,8 @@ The first-stage score: an incoming ``score`` is kept as ``score_0``, unless the 
 
 Missing text, one rule for every family (:func:`check_text`, also used by the dense encoders and the BM25 first
 stages): a NaN/None ``query`` or document text is an error naming the column and the first rows, never scored as
-the string ``"nan"`` or as an empty document; a NaN/None ``instruction`` is a missing instruction, replaced by the
-reranker's ``instruction=`` default (``""`` unless set), exactly as when the column is absent. A NaN title is an
+the string ``"nan"`` or as an empty document; a NaN/None or blank ``instruction`` is a missing instruction, replaced by
+the reranker's ``instruction=`` default (``""`` unless set), exactly as when the column is absent. A NaN title is an
 empty title.
 """
 from __future__ import annotations
@@ -86,14 +86,16 @@ FAMILIES: Dict[str, type] = {}
 
 
 class InstructReranker(Configured, pt.Transformer):
-    """Base class: subclasses implement ``_score(df) -> np.ndarray`` (one float per row).
+    """Base class: subclasses implement ``_score(view) -> np.ndarray`` (one float per row).
 
-    ``df`` passed to ``_score`` is the input frame (its first-stage ``score``/``rank`` still there) as
-    :func:`~pyterrier_instruct.instructions.query_instructions` gives it: an ``instruction`` column filled with the
-    default instruction where the input had none or NaN/None (the one place it is filled), a query that
-    ``FoldInstruction`` folded read unfolded; its ``query`` and text columns free of NaN/None (:func:`check_text`). Subclasses store
-    ``text_field``, ``instruction`` (the default instruction) and ``verbose``. A model that writes more than the score
-    (rank1's reasoning text) names those columns in ``extra_outputs`` and returns ``(scores, {column: values})``.
+    ``view`` is the prompt view of the input frame (:meth:`prompt_view`, built once per call): the input's columns
+    (its first-stage ``score``/``rank`` still there), its ``query`` and text columns free of NaN/None
+    (:func:`check_text`), ``query`` the query the model reads (a query ``FoldInstruction`` folded read unfolded) and
+    ``instruction`` the row's, or the stage's default ``instruction`` where it is missing or blank. A family fills its
+    prompt's ``{query}`` slot from it with its ``query_slot`` (:meth:`QuerySlot.frame
+    <pyterrier_instruct.instructions.QuerySlot.frame>`, the one place query and instruction are joined). Subclasses
+    store ``text_field``, ``instruction`` (the default instruction) and ``verbose``. A model that writes more than the
+    score (rank1's reasoning text) names those columns in ``extra_outputs`` and returns ``(scores, {column: values})``.
     """
     extra_outputs: tuple = ()
     text_field: str = "text"
@@ -114,9 +116,7 @@ class InstructReranker(Configured, pt.Transformer):
         out = first_stage_columns(inp)
         if len(out) == 0:
             return empty_result(out, self.extra_outputs)
-        check_text(inp, ["query", self.text_field], type(self).__name__)
-        work = query_instructions(inp, self.instruction)
-        scores, extra = self._score(work), {}
+        scores, extra = self._score(self.prompt_view(inp)), {}
         if self.extra_outputs:
             scores, extra = scores
         scores = np.asarray(scores, dtype="float64")
@@ -127,7 +127,13 @@ class InstructReranker(Configured, pt.Transformer):
         out["score"] = scores
         return pt.model.add_ranks(out)
 
-    def _score(self, df: pd.DataFrame) -> np.ndarray:  # pragma: no cover - abstract
+    def prompt_view(self, df: pd.DataFrame) -> pd.DataFrame:
+        """``df`` as this stage reads it (see above): the query and text checked, the query unfolded, the default
+        instruction applied (:func:`~pyterrier_instruct.instructions.query_instructions`)."""
+        check_text(df, ["query", self.text_field], type(self).__name__)
+        return query_instructions(df, self.instruction)
+
+    def _score(self, view: pd.DataFrame) -> np.ndarray:  # pragma: no cover - abstract
         raise NotImplementedError  # abstract
 
     def _tqdm(self, iterable, total=None, desc=None, unit="batch"):

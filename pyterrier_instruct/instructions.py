@@ -1,8 +1,11 @@
 """The instruction data model: one place for joining instructions to queries and for paired topics.
 
-Topics carry ``qid, query, instruction``; a missing ``instruction`` column means the empty
-instruction. The instruction is never baked into ``query`` at load time: stages that only read
-``query`` get it through :class:`~pyterrier_instruct.rewrite.FoldInstruction`, which keeps the original query as ``query_0``.
+Topics carry ``qid, query, instruction``; a missing ``instruction`` column means the empty instruction. The instruction
+is never baked into ``query`` at load time: stages that only read ``query`` get it through
+:class:`~pyterrier_instruct.rewrite.FoldInstruction`, which keeps the original query as ``query_0``. An
+instruction-aware stage reads the prompt view (:func:`query_instructions`: the query unfolded, its one default
+instruction applied) and fills its template's ``{query}`` slot with :meth:`QuerySlot.frame`, the one function that
+joins a query and an instruction.
 
 Paired evaluation (FollowIR, InfoSearch) gives each instruction variant of a base query its own qid
 ``<base_qid>-<variant>`` (the mteb convention), in topics, runs and qrels alike, with ``base_qid``
@@ -114,64 +117,31 @@ def check_composer(composer, owner: str) -> str:
 class QuerySlot(NamedTuple):
     """Where a template's instruction goes: the template's ``{query}`` slot is filled with ``composer`` over the query and
     the instruction (a format string over ``{query}`` and ``{instruction}``, the result stripped, or the name of a rule
-    in :data:`COMPOSERS`); an empty instruction is replaced by ``empty`` when set (TART, E5-Mistral, Qwen3's default
-    task), otherwise it drops out with its separator (``"{query} {instruction}"`` gives the query, stripped).
+    in :data:`COMPOSERS`); an empty instruction drops out with its separator (``"{query} {instruction}"`` gives the
+    query, stripped). What replaces a missing or blank instruction is the stage's ``instruction=`` (TART, E5-Mistral,
+    Qwen3's default task): :func:`query_instructions` applies it, once, before any slot is filled.
 
     A template that names ``{instruction}`` itself (e.g. ``"<Instruct>: {instruction}\\n<Query>: {query}"``) pairs with
-    ``QuerySlot("{query}")``: its ``{instruction}`` is filled with the same (possibly replaced) instruction.
+    ``QuerySlot("verbatim")``: its ``{instruction}`` is filled with the same instruction.
     """
     composer: str = DEFAULT_COMPOSER
-    empty: Optional[str] = None
 
-    def check(self, owner: str) -> "QuerySlot":
-        """Itself, after checking ``composer`` and ``empty`` (errors name ``owner``)."""
-        check_composer(self.composer, owner)
-        if self.empty is not None and not isinstance(self.empty, str):
-            raise TypeError(f"{owner}: QuerySlot.empty must be a str or None, got {type(self.empty).__name__}")
-        return self
-
-    def instruction(self, instruction: Optional[str]) -> str:
-        """The instruction as the template sees it: ``empty`` where it is empty or blank (when ``empty`` is set)."""
-        instruction = instruction or ""
-        return self.empty if self.empty is not None and not instruction.strip() else instruction
-
-    def fill(self, query: str, instruction: Optional[str] = "") -> str:
-        """The ``{query}`` slot's text for one query and instruction."""
-        return self.rule()(query, self.instruction(instruction))
-
-    def rule(self) -> Callable[[str, Optional[str]], str]:
-        """The joining function of ``composer``."""
-        return COMPOSERS.get(self.composer) or _format(self.composer)
-
-    def instructions(self, df: pd.DataFrame) -> pd.Series:
-        """:meth:`instruction` for every row of a frame whose ``instruction`` column is filled (:func:`query_instructions`)."""
-        instructions = df["instruction"].astype(str)
-        return instructions if self.empty is None else instructions.where(instructions.str.strip() != "", self.empty)
-
-    def frame(self, df: pd.DataFrame) -> np.ndarray:
-        """:meth:`fill` for every row of a frame whose ``instruction`` column is filled (:func:`query_instructions`)."""
-        instructions = self.instructions(df)
+    def frame(self, view: pd.DataFrame) -> np.ndarray:
+        """The ``{query}`` slot's text for every row of a prompt view (:func:`query_instructions`): the one place a
+        query and its instruction are joined."""
+        queries, instructions = view["query"].astype(str), view["instruction"].astype(str)
         if self.composer == DEFAULT_COMPOSER:  # vectorised fast path for the common composer
-            return (df["query"].astype(str) + " " + instructions).str.strip().to_numpy(dtype=object)
-        rule = self.rule()
-        return np.array([rule(q, i) for q, i in zip(df["query"].astype(str), instructions)], dtype=object)
+            return (queries + " " + instructions).str.strip().to_numpy(dtype=object)
+        rule = COMPOSERS.get(self.composer) or _format(self.composer)
+        return np.array([rule(q, i) for q, i in zip(queries, instructions)], dtype=object)
 
 
-def query_slot(value, owner: str, composer: Optional[str] = None, empty_instruction: Optional[str] = None) -> QuerySlot:
-    """A :class:`QuerySlot` from a ``query_slot=`` argument (a QuerySlot, or a composer: a format string or rule name).
-
-    ``composer``/``empty_instruction`` are the keywords ``query_slot`` replaced (0.2): given, they build the slot, with a
-    DeprecationWarning naming the one-line migration.
-    """
-    if composer is not None or empty_instruction is not None:
-        import warnings
-        base = value if isinstance(value, QuerySlot) else QuerySlot(value)
-        value = QuerySlot(base.composer if composer is None else composer,
-                          base.empty if empty_instruction is None else empty_instruction)
-        warnings.warn(f"{owner}: composer=/empty_instruction= are deprecated; write query_slot={value!r} "
-                      "(pyterrier_instruct.QuerySlot)", DeprecationWarning, stacklevel=4)
+def query_slot(value, owner: str) -> QuerySlot:
+    """A checked :class:`QuerySlot` from a ``query_slot=`` argument (a QuerySlot, or a composer: a format string or rule
+    name); errors name ``owner``."""
     slot = value if isinstance(value, QuerySlot) else QuerySlot(value)
-    return slot.check(owner)
+    check_composer(slot.composer, owner)
+    return slot
 
 
 def compose(query: str, instruction: Optional[str] = "", composer: str = DEFAULT_COMPOSER) -> str:
@@ -180,17 +150,8 @@ def compose(query: str, instruction: Optional[str] = "", composer: str = DEFAULT
 
     With the default composer an empty (or ``None``) instruction reproduces ``query.strip()``.
     """
-    check_composer(composer, "compose")
-    return QuerySlot(composer).fill(query, instruction)
-
-
-def compose_frame(df: pd.DataFrame, composer: str = DEFAULT_COMPOSER, default_instruction: str = "",
-                  empty_instruction: Optional[str] = None) -> np.ndarray:
-    """The composed string for every row of ``df`` (``query`` + optional ``instruction`` columns);
-    ``composer`` is a format string or the name of a rule in :data:`COMPOSERS`; ``empty_instruction`` replaces
-    empty instructions (TART, E5-Mistral as run for FollowIR)."""
-    check_composer(composer, "compose_frame")
-    return QuerySlot(composer, empty_instruction).frame(df.assign(instruction=instructions_of(df, default_instruction)))
+    view = pd.DataFrame({"query": [query], "instruction": [instruction or ""]}, dtype=object)
+    return query_slot(composer, "compose").frame(view)[0]
 
 
 #: The column :class:`~pyterrier_instruct.rewrite.FoldInstruction` adds: the query it produced. A row whose ``query``
@@ -206,26 +167,22 @@ def folded_rows(df: pd.DataFrame) -> np.ndarray:
 
 
 def query_instructions(df: pd.DataFrame, default: str = "") -> pd.DataFrame:
-    """``df`` as every instruction-aware stage reads it; the one place the rules of the instruction data model apply:
+    """The prompt view: ``df`` as every instruction-aware stage, dense model and cache reads it, built once per call;
+    the one place the rules of the instruction data model apply:
 
-    - the ``instruction`` column filled, missing values (or a missing column) as ``default`` (the stage's
-      ``instruction=``), once;
-    - a query that :class:`~pyterrier_instruct.rewrite.FoldInstruction` folded (marked by :data:`FOLDED`) read unfolded
-      (its ``query_0``), so the instruction is never joined twice: ``FoldInstruction() >> bm25 >> reranker`` scores as
+    - ``instruction``: the row's, or ``default`` (the stage's ``instruction=``) where it is missing, NaN/None or blank
+      (or the column is absent): one default for every way of having no instruction;
+    - ``query``: the query the model reads; a row :class:`~pyterrier_instruct.rewrite.FoldInstruction` folded (its
+      ``query`` still :data:`FOLDED`) reads its unfolded ``query_0``, so the instruction is never joined twice:
+      ``FoldInstruction() >> bm25 >> reranker`` scores as
       ``FoldInstruction() >> bm25 >> pt.rewrite.reset() >> reranker``.
     """
-    out = df.assign(instruction=instructions_of(df, default).to_numpy())
+    given = df["instruction"].fillna("").astype(str) if "instruction" in df.columns else pd.Series("", index=df.index)
+    out = df.assign(instruction=given.where(given.str.strip() != "", default).to_numpy(dtype=object))
     folded = folded_rows(df)
     if folded.any():
         out["query"] = np.where(folded, df["query_0"].astype(object).to_numpy(), df["query"].to_numpy())
     return out
-
-
-def instructions_of(df: pd.DataFrame, default: str = "") -> pd.Series:
-    """The ``instruction`` column of ``df`` with missing values (or a missing column) as ``default``."""
-    if "instruction" not in df.columns:
-        return pd.Series(default, index=df.index, dtype=object)
-    return df["instruction"].fillna(default).astype(str)
 
 
 def paired_qid(base_qid: str, variant: str) -> str:

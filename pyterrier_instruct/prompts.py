@@ -65,16 +65,17 @@ PROMPTS['mt5_mmarco'] = TrueFalse(PROMPTS['monot5'].template, 'yes', 'no')  # mT
 
 # -- Qwen3-Reranker (QwenLM/Qwen3-Embedding at f4ad0c4, README "Reranker Model / Transformers Usage") -----------------
 # The reference writes prefix + "<Instruct>: {instruction}\n<Query>: {query}\n<Document>: {doc}" + suffix: the template
-# names {instruction} in its own line, {query} is the query alone, as given (``QuerySlot("verbatim", empty=<the default>)``).
+# names {instruction} in its own line, {query} is the query alone, as given (``QuerySlot("verbatim")``).
 # The prompt of the official vLLM example differs (\n\n between fields, <|im_end|>\n twice) and is not used.
 #: The default instruction of the Qwen3-Reranker/-Embedding README and model cards (their examples/ scripts and mteb use
 #: "Given the user query, retrieval the relevant passages" instead).
 QWEN3_DEFAULT_INSTRUCTION = "Given a web search query, retrieve relevant passages that answer the query"
 PROMPTS['qwen3_reranker'] = TrueFalse(
     "<|im_start|>system\nJudge whether the Document meets the requirements based on the Query and the Instruct provided. Note that the answer can only be \"yes\" or \"no\".<|im_end|>\n<|im_start|>user\n<Instruct>: {instruction}\n<Query>: {query}\n<Document>: {text}<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n",
-    'yes', 'no', QuerySlot("verbatim", empty=QWEN3_DEFAULT_INSTRUCTION))
+    'yes', 'no', QuerySlot("verbatim"))
 #: Qwen3-Embedding's query string (README "Embedding Model / Transformers Usage", ``get_detailed_instruct``): no space after
-#: ``Query:``; documents carry no prefix. A dense query template naming ``{instruction}`` (``query_slot=QuerySlot("verbatim", empty=...)``).
+#: ``Query:``; documents carry no prefix. A dense query template naming ``{instruction}``
+#: (``query_slot=QuerySlot("verbatim")``).
 QWEN3_EMBEDDING_QUERY = "Instruct: {instruction}\nQuery:{query}"
 
 # -- mxbai-rerank-v2 (AnswerDotAI rerankers 0.10.0, rerankers/models/mxbai_v2.py; mixedbread-ai/mxbai-rerank) ------------

@@ -18,11 +18,12 @@ class FoldInstruction(Configured, pt.Transformer):
     ``pt.rewrite.reset()`` restores it. With the default composer an empty instruction
     reproduces the query byte for byte.
 
-    The folded query is also kept as ``folded_query``, which marks the frame: a later instruction-aware stage (every
-    reranker and dense encoder of this package) reads a row whose ``query`` is still the folded one with its unfolded
-    ``query_0``, so the instruction is never joined twice (``FoldInstruction() >> bm25 >> reranker`` scores exactly as
-    ``FoldInstruction() >> bm25 >> pt.rewrite.reset() >> reranker``), and a second FoldInstruction folds the unfolded query
-    again (with its own composer).
+    The instruction stays in its column and the folded query is also kept as ``folded_query``, which marks the frame:
+    the prompt view (:func:`~pyterrier_instruct.instructions.query_instructions`, which every instruction-aware stage
+    of this package and its caches read, once per call) reads a row whose ``query`` is still the folded one with its
+    unfolded ``query_0``, so the instruction is never joined twice (``FoldInstruction() >> bm25 >> reranker`` scores
+    exactly as ``FoldInstruction() >> bm25 >> pt.rewrite.reset() >> reranker``), and a second FoldInstruction folds the
+    unfolded query again (with its own composer).
 
     Args:
         composer: how the instruction joins the query: a format string over ``{query}`` and ``{instruction}`` (the
@@ -47,10 +48,9 @@ class FoldInstruction(Configured, pt.Transformer):
                 idx += 1
             for i in range(idx, 0, -1):
                 out[f"query_{i}"] = out[f"query_{i - 1}"]
-        # a row folded by an earlier FoldInstruction is folded again from its unfolded query, never on top of the fold
-        source = query_instructions(inp)
-        out["query_0"] = source["query"].to_numpy()
-        out["query"] = out[FOLDED] = QuerySlot(self.composer).frame(source)
+        view = query_instructions(inp)  # a row an earlier FoldInstruction folded is folded again from its query_0
+        out["query_0"] = view["query"].to_numpy()
+        out["query"] = out[FOLDED] = QuerySlot(self.composer).frame(view)
         return out
 
 

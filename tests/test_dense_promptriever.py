@@ -178,7 +178,7 @@ def test_promptriever_embeddings_equal_the_reference_recipe(llama, max_len, padd
 
 def test_lora_merge_matters_and_base_model_override(llama):
     merged = Promptriever(llama["hub_named"], base_model=llama["base"])  # the config names the hub id: the override is used
-    plain = BiEncoder(llama["base"], pooling="eos", query_template=T.PROMPTRIEVER_QUERY, composer="promptriever")
+    plain = BiEncoder(llama["base"], pooling="eos", query_template=T.PROMPTRIEVER_QUERY, query_slot="promptriever")
     a = np.stack(merged.query_encoder()(QUERIES)["query_vec"])
     b = np.stack(plain.query_encoder()(QUERIES)["query_vec"])
     assert np.abs(a - b).max() > 1e-2

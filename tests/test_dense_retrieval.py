@@ -233,7 +233,7 @@ def test_bad_configuration_and_input():
     with pytest.raises(ValueError, match="padding_side"):
         BiEncoder("m", padding_side="middle")
     with pytest.raises(ValueError, match="composer"):
-        BiEncoder("m", composer="no placeholders")
+        BiEncoder("m", query_slot="no placeholders")
     with pytest.raises(ValueError, match="passage_template"):
         BiEncoder("m", passage_template="passage: {query}")
     with pytest.raises(ValueError, match="style"):

@@ -4,7 +4,8 @@ import pyterrier as pt
 import pytest
 
 import pyterrier_instruct as pti
-from pyterrier_instruct.instructions import by_variant, compose_frame, query_instructions, split_qids, variant_frame
+from pyterrier_instruct.instructions import (E5_EMPTY_INSTRUCTION, TART_EMPTY_INSTRUCTION, by_variant,
+                                             query_instructions, split_qids, variant_frame)
 
 
 def test_compose_append_rule():
@@ -19,12 +20,15 @@ def test_compose_append_rule():
         pti.compose("q", "i", composer="nope")
 
 
-def test_compose_frame_matches_compose_and_missing_column():
+def test_query_slot_frame_matches_compose_and_missing_column():
     df = pd.DataFrame({"qid": ["1", "2"], "query": ["a b ", "c"], "instruction": ["x", None]})
-    assert list(compose_frame(df)) == [pti.compose("a b ", "x"), "c"]
-    assert list(compose_frame(df[["qid", "query"]])) == ["a b", "c"]
-    assert list(compose_frame(df, "{instruction}: {query}")) == ["x: a b", ": c"]
-    assert list(compose_frame(df, composer="mteb")) == ["a b x", "c"]
+
+    def frame(df, composer=pti.DEFAULT_COMPOSER):
+        return list(pti.QuerySlot(composer).frame(query_instructions(df)))
+    assert frame(df) == [pti.compose("a b ", "x"), "c"]
+    assert frame(df[["qid", "query"]]) == ["a b", "c"]
+    assert frame(df, "{instruction}: {query}") == ["x: a b", ": c"]
+    assert frame(df, "mteb") == ["a b x", "c"]
 
 
 def test_fold_instruction_keeps_query_0_and_is_byte_identical_when_empty():
@@ -55,16 +59,69 @@ def test_fold_instruction_marks_the_frame_and_never_folds_twice():
 
 
 def test_query_slot_owns_the_instruction_place():
-    slot = pti.QuerySlot("{query} [SEP] {instruction}", empty="default task")
-    assert slot.fill("q", "") == "q [SEP] default task" and slot.fill("q", "i") == "q [SEP] i"
-    assert pti.QuerySlot().fill(" q ", "") == "q" and pti.QuerySlot("rank_llm").fill(" q ", " ") == " q "
+    slot = pti.QuerySlot("{query} [SEP] {instruction}")
     df = pd.DataFrame({"query": ["a", "b"], "instruction": ["", "x"]})
-    assert list(slot.frame(df)) == ["a [SEP] default task", "b [SEP] x"]
-    assert list(pti.QuerySlot("{query}", empty="d").instructions(df)) == ["d", "x"]
+    assert list(slot.frame(df)) == ["a [SEP]", "b [SEP] x"]
+    assert list(pti.QuerySlot("rank_llm").frame(pd.DataFrame({"query": [" q "], "instruction": [""]}))) == [" q "]
     with pytest.raises(ValueError, match="MonoT5: composer must be"):
         pti.MonoT5("m", query_slot="no slot")
-    with pytest.warns(DeprecationWarning, match="write query_slot=QuerySlot"):
+
+
+def test_the_deprecated_composer_arguments_are_gone():
+    """composer=/empty_instruction= were spellings of query_slot= that never shipped (the 1.0.0 API has query_slot= and
+    instruction= only)."""
+    with pytest.raises(TypeError, match="composer"):
         pti.CrossEncoderReranker("m", composer="{instruction} {query}")
+    with pytest.raises(TypeError, match="empty_instruction"):
+        pti.BiEncoder("m", empty_instruction="task")
+    with pytest.raises(TypeError):
+        pti.QuerySlot("{query}", empty="task")
+
+
+def test_one_default_for_a_missing_or_blank_instruction():
+    """The stage's instruction= replaces a missing column, a NaN/None and a blank value alike (before: TART, E5-Mistral
+    and Qwen3 replaced a blank one by a second default of their query slot, and instruction= only a missing one)."""
+    rows = pd.DataFrame({"qid": list("abcd"), "query": ["q"] * 4, "instruction": ["x", "", None, "  "]})
+    view = query_instructions(rows, "mine")
+    assert view["instruction"].tolist() == ["x", "mine", "mine", "mine"]
+    assert query_instructions(rows[["qid", "query"]], "mine")["instruction"].tolist() == ["mine"] * 4
+    tart = pti.TART("never-loaded", instruction="mine")
+    assert tart.query_slot.frame(tart.prompt_view(rows)).tolist() == ["q [SEP] x"] + ["q [SEP] mine"] * 3
+    default = pti.TART("never-loaded")
+    assert default.query_slot.frame(default.prompt_view(rows)).tolist()[1:] == [f"q [SEP] {TART_EMPTY_INSTRUCTION}"] * 3
+    assert pti.E5Mistral("never-loaded", instruction="mine").query_strings(rows).tolist() == ["q x"] + ["q mine"] * 3
+    assert pti.E5Mistral("never-loaded").query_strings(rows).tolist()[1:] == [f"q {E5_EMPTY_INSTRUCTION}"] * 3
+    qwen = pti.Qwen3Embedding("never-loaded", instruction="mine").query_strings(rows).tolist()
+    assert qwen == ["Instruct: x\nQuery:q"] + ["Instruct: mine\nQuery:q"] * 3
+    # a blank instruction is no instruction, for every rule (mxbai-v2 wrote an "instruction:   " line for it)
+    mxbai = pti.QuerySlot("mxbai_v2").frame(query_instructions(rows)).tolist()
+    assert mxbai == ["instruction: x\nquery: q"] + ["query: q"] * 3
+
+
+def test_a_stage_builds_its_prompt_view_once(monkeypatch):
+    """One prompt view per call: the instruction default applied and a folded query unfolded once, by the stage's
+    transform, which its families and dense models read (before: BiEncoder and rank1 built it again)."""
+    import sys
+    import numpy as np
+    import pyterrier_instruct.instructions as instructions
+    calls, real = [], instructions.query_instructions
+
+    def counted(df, default=""):
+        calls.append(len(df))
+        return real(df, default)
+    for module in [m for name, m in sys.modules.items() if name.startswith("pyterrier_instruct") and m is not None]:
+        if getattr(module, "query_instructions", None) is real:
+            monkeypatch.setattr(module, "query_instructions", counted)
+    model, seen = pti.BiEncoder("never-loaded", instruction="mine"), []
+    monkeypatch.setattr(model, "encode_queries", lambda s: seen.append(list(s)) or np.ones((len(s), 2)))
+    monkeypatch.setattr(model, "encode_passages", lambda strings: np.ones((len(strings), 2)))
+    topics = pd.DataFrame({"qid": ["1", "2"], "query": ["what is x?", "y"], "instruction": ["only y", " "]})
+    folded = pti.FoldInstruction()(topics).assign(docno=["d1", "d2"], text=["t1", "t2"])
+    calls.clear()
+    out = model(folded)
+    assert calls == [2]
+    assert seen == [["what is x? only y", "y mine"]]
+    assert out["query"].tolist() == ["what is x? only y", "y"]  # the input columns as they came
 
 
 def test_fold_instruction_composer():

@@ -108,7 +108,7 @@ def test_cross_encoder_equals_reference_formula(tiny, frame):
         ref = torch.softmax(model(**enc).logits, -1)[:, 1].numpy()
     np.testing.assert_allclose(ours["score"], ref, atol=1e-5)
     tart = pti.TART(tiny["bert"], max_length=512)
-    composed = tart.query_slot.frame(frame.iloc[:2].assign(instruction=["", "x"]))
+    composed = tart.query_slot.frame(tart.prompt_view(frame.iloc[:2].assign(instruction=["", "x"])))
     assert composed.tolist() == [f"{frame['query'][0]} [SEP] Retrieve news paper paragraph to answer this question",
                                  f"{frame['query'][1]} [SEP] x"]
 

@@ -22,8 +22,7 @@ import numpy as np
 import pandas as pd
 import pyterrier as pt
 
-from ..instructions import COMPOSERS, QuerySlot, query_instructions
-from ..instructions import query_slot as query_slot_arg
+from ..instructions import COMPOSERS, QuerySlot, query_slot as query_slot_arg
 from .. import prompts as T
 from ..base import InstructReranker, check_text
 from .._torch import check_batch_size
@@ -52,11 +51,10 @@ class BiEncoder(InstructReranker):
         base_model: the adapter's base model (default: the adapter's ``base_model_name_or_path``), e.g. a local copy.
         query_template, passage_template: see :mod:`pyterrier_instruct.prompts` (``{query}``, and ``{instruction}`` where the
             template places the instruction itself; ``{title}``/``{text}``/``{doc}``).
-        query_slot: how the instruction joins the query in ``query_template``'s ``{query}`` and what replaces an empty
-            one (:class:`~pyterrier_instruct.instructions.QuerySlot`, or a composer: a rule name of
+        query_slot: how the instruction joins the query in ``query_template``'s ``{query}``
+            (:class:`~pyterrier_instruct.instructions.QuerySlot`, or a composer: a rule name of
             ``instructions.COMPOSERS`` or a format string with ``{query}`` and ``{instruction}``); default appended.
-        composer, empty_instruction: deprecated spellings of ``query_slot`` (a DeprecationWarning).
-        instruction: the instruction used when the input has no ``instruction`` column.
+        instruction: the instruction used where the input has none (no column, NaN/None or blank).
         pooling: ``'eos'``, ``'last'``, ``'mean'`` or ``'cls'`` (:mod:`.encoder`); normalize: L2-normalise (cosine).
         max_length, query_max_length, passage_max_length: token limits (``None``: the tokenizer's, else 512).
         padding_side: ``'right'`` or ``'left'`` (pooling finds the real tokens from the mask; see :mod:`.encoder`).
@@ -78,13 +76,12 @@ class BiEncoder(InstructReranker):
                  query_max_length: Optional[int] = None, passage_max_length: Optional[int] = None, padding_side: str = "right",
                  add_special_tokens: bool = True, strip: bool = True, batch_size: Optional[int] = None, device: Optional[str] = None,
                  dtype="auto", text_field: str = "text", title_field: Optional[str] = "title", doc_cache: bool = True,
-                 cache_dir: Optional[str] = None, verbose: bool = True, composer: Optional[str] = None,
-                 empty_instruction: Optional[str] = None):
+                 cache_dir: Optional[str] = None, verbose: bool = True):
         if pooling not in POOLINGS:
             raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
         if padding_side not in PADDING_SIDES:
             raise ValueError(f"padding_side must be one of {PADDING_SIDES}, got {padding_side!r}")
-        query_slot = query_slot_arg(query_slot, type(self).__name__, composer, empty_instruction)
+        query_slot = query_slot_arg(query_slot, type(self).__name__)
         if query_slot.composer not in COMPOSERS and "{instruction}" not in query_slot.composer:
             raise ValueError(f"{type(self).__name__}: composer must be one of {sorted(COMPOSERS)} or a template with {{query}} and "
                              f"{{instruction}}, got {query_slot.composer!r}")
@@ -108,7 +105,6 @@ class BiEncoder(InstructReranker):
         self._cache: Optional[DocCache] = None
 
     _lazy = ("_embedder", "_cache")
-    _fingerprint_exclude = ("composer", "empty_instruction")  # deprecated spellings, folded into query_slot
     schematic = {"label": "BiEncoder"}
 
     # -- the transformer ---------------------------------------------------------------------------
@@ -125,11 +121,11 @@ class BiEncoder(InstructReranker):
             return self.encode_doc_frame(inp)
         return super().transform(inp)
 
-    def _score(self, df: pd.DataFrame) -> np.ndarray:
+    def _score(self, view: pd.DataFrame) -> np.ndarray:
         """Dot product (cosine when normalised) of the composed query+instruction and passage vectors; distinct
         queries are encoded once per call, passages through the document cache."""
-        q = self.encode_queries(self.query_strings(df))
-        d = self.encode_passages(self.passage_strings(df))
+        q = self.encode_queries(self._query_strings(view))
+        d = self.encode_passages(self.passage_strings(view))
         return np.einsum("ij,ij->i", q, d).astype("float64")
 
     def encode_query_frame(self, inp: pd.DataFrame) -> pd.DataFrame:
@@ -167,13 +163,13 @@ class BiEncoder(InstructReranker):
     # -- strings -------------------------------------------------------------------------------
     def query_strings(self, df: pd.DataFrame) -> np.ndarray:
         """The exact string encoded for each row (``query`` + optional ``instruction`` columns)."""
-        check_text(df, ["query"], type(self).__name__)
-        df = query_instructions(df, self.instruction)
-        composed = self.query_slot.frame(df)
-        if "{instruction}" in self.query_template:  # the template places the instruction itself (Qwen3-Embedding)
-            return np.array([self._finish(T.fill(self.query_template, query=q, instruction=i))
-                             for q, i in zip(composed, self.query_slot.instructions(df))], dtype=object)
-        return np.array([self._finish(T.fill(self.query_template, query=q)) for q in composed], dtype=object)
+        return self._query_strings(self.prompt_view(df))
+
+    def _query_strings(self, view: pd.DataFrame) -> np.ndarray:
+        """``query_template`` filled per row of a prompt view: ``{query}`` by ``query_slot``, ``{instruction}`` (where
+        the template places it itself, as Qwen3-Embedding's) by the instruction."""
+        return np.array([self._finish(T.fill(self.query_template, query=q, instruction=i))
+                         for q, i in zip(self.query_slot.frame(view), view["instruction"])], dtype=object)
 
     def passage_strings(self, df: pd.DataFrame) -> np.ndarray:
         """The exact string encoded for each document row (``text`` + optional ``title`` columns)."""

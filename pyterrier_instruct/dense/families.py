@@ -116,8 +116,9 @@ class E5Mistral(_Family):
     L2-normalised; documents ``(title + " " + text).strip()`` with no prefix (FollowIR ``models/e5/evaluate_e5.py``).
 
     ``style='followir'`` (default): as FollowIR/InfoSearch ran it (FollowIR ``models/e5/evaluate_e5.py``): query
-    ``(query + " " + instruction).strip()``, an empty instruction replaced by ``"Given a web search query, retrieve
-    relevant passages that answer the query"``, no ``Instruct:`` wrapper (FollowIR used fp16: pass ``dtype='fp16'``).
+    ``(query + " " + instruction).strip()``, a missing or blank instruction replaced by ``instruction=`` (default:
+    ``"Given a web search query, retrieve relevant passages that answer the query"``), no ``Instruct:`` wrapper
+    (FollowIR used fp16: pass ``dtype='fp16'``).
     ``style='model_card'``: ``"Instruct: {task}\\nQuery: " + f"{query.strip()} {instruction}".strip()`` (the model
     card's form, mteb's ``E5_INSTRUCTION``); ``task`` is only read by this style (IFIR: ``prompts.IFIR_E5_TASK``).
 
@@ -137,7 +138,7 @@ class E5Mistral(_Family):
             raise ValueError(f"style must be one of {self.STYLES}, got {style!r}")
         defaults = dict(passage_template="{doc}", pooling="eos", max_length=512, padding_side="right")
         if style == "followir":
-            defaults.update(query_slot=QuerySlot(empty=E5_EMPTY_INSTRUCTION))
+            defaults.update(instruction=E5_EMPTY_INSTRUCTION)
         else:
             defaults.update(query_template=T.fill(T.E5_QUERY, task=task), query_slot=QuerySlot("mteb"), strip=False)
         self._setup(model_name_or_path, defaults, kwargs)

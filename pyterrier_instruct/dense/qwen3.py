@@ -21,8 +21,8 @@ class Qwen3Embedding(_Family):
     document cache as every :class:`~pyterrier_instruct.dense.biencoder.BiEncoder`).
 
     Queries: ``"Instruct: {instruction}\\nQuery:{query}"`` (no space after ``Query:``, nothing stripped; the query template
-    names ``{instruction}``, the query slot is ``QuerySlot("verbatim", empty=instruction)``), an empty or missing
-    instruction replaced by ``instruction=`` (default: the README's ``"Given a web search query, retrieve relevant passages
+    names ``{instruction}``, the query slot is ``QuerySlot("verbatim")``), a missing or blank instruction replaced by
+    ``instruction=`` (default: the README's ``"Given a web search query, retrieve relevant passages
     that answer the query"``). Documents: ``(title + " " + text).strip()``, no instruction. The tokenizer's own special
     tokens are kept (the checkpoints' tokenizer appends ``<|endoftext|>`` itself; nothing is appended again), left
     padding, up to 8192 tokens, the last token's hidden state, L2-normalised; score = dot product (cosine).
@@ -52,9 +52,9 @@ class Qwen3Embedding(_Family):
                  dim: Optional[int] = None, **kwargs):
         if dim is not None and int(dim) < 1:
             raise ValueError(f"dim must be a positive number of coordinates (or None), got {dim!r}")
-        defaults = dict(query_template=QWEN3_EMBEDDING_QUERY, query_slot=QuerySlot("verbatim", empty=instruction), instruction=instruction,
-                        passage_template="{doc}",
-                        pooling="last", normalize=True, padding_side="left", max_length=8192, add_special_tokens=True, strip=False)
+        defaults = dict(query_template=QWEN3_EMBEDDING_QUERY, query_slot=QuerySlot("verbatim"), instruction=instruction,
+                        passage_template="{doc}", pooling="last", normalize=True, padding_side="left", max_length=8192,
+                        add_special_tokens=True, strip=False)
         self._setup(model_name_or_path, defaults, kwargs)
         self.dim = None if dim is None else int(dim)
 

@@ -44,9 +44,9 @@ class ListwiseReranker(InstructReranker):
         system: replaces the style's system message.
         text_field, title_field: passage columns; a non-empty title gives ``"Title: {title} Content: {text}"``
             (rank_llm ``_convert_doc_to_prompt_content``: a whitespace-only title counts as a title).
-        instruction: used when the input has no ``instruction`` column; ``{query}`` in the prompt is filled by the
-            prompt's ``query_slot``: ``f"{query} {instruction}".strip()``, or the query unchanged when the instruction
-            is empty (as rank_llm passes ``query.text``).
+        instruction: used where the input has none (no column, NaN/None or blank); ``{query}`` in the prompt is
+            filled by the prompt's ``query_slot``: ``f"{query} {instruction}".strip()``, or the query unchanged when the
+            instruction is empty (as rank_llm passes ``query.text``).
         verbose: a progress bar over the windows (on by default; ``False`` silences it).
 
     Output: every input row and column, ``score`` = (candidates − final position) — ordinal, so SICR (which compares
@@ -176,8 +176,8 @@ class ListwiseReranker(InstructReranker):
         return 0
 
     def _first_stage(self, work: pd.DataFrame):
-        """Row positions per query in first-stage order (``rank``, else ``score`` descending, else input order) and
-        the composed query of each."""
+        """Row positions per query of the prompt view ``work`` in first-stage order (``rank``, else ``score``
+        descending, else input order) and the composed query of each."""
         lists, codes, qids = first_stage_lists(work)
         composed = pd.Series(self.listwise.query_slot.frame(work), index=work.index)
         per_qid = composed.groupby(codes).nunique()

@@ -14,8 +14,7 @@ import pandas as pd
 
 from ..base import InstructReranker
 from .._hub import loading
-from ..instructions import QuerySlot
-from ..instructions import query_slot as _query_slot
+from ..instructions import QuerySlot, query_slot as _query_slot
 from ..prompts import render
 from .._torch import batch_limits, by_length, check_batch_size, hf_setup
 
@@ -59,8 +58,8 @@ class PointwiseReranker(InstructReranker, family=False):
         device: ``None``/``'auto'`` (cuda, mps, cpu) or a torch device string.
         dtype: ``'auto'`` (bf16 on GPU, fp32 on CPU), ``'bf16'``, ``'fp16'``, ``'fp32'``.
         text_field, title_field: the document columns; the title is prepended when its column is present.
-        instruction: the instruction used when the input has no ``instruction`` column.
-        query_slot: where the instruction goes in the template's ``{query}`` slot and how an empty one renders
+        instruction: the instruction used where the input has none (no column, NaN/None or blank).
+        query_slot: where the instruction goes in the template's ``{query}`` slot
             (:class:`~pyterrier_instruct.instructions.QuerySlot`, or a composer string); default: the family's.
         verbose: a progress bar over the documents scored (on by default; ``False`` silences it).
     """
@@ -68,7 +67,7 @@ class PointwiseReranker(InstructReranker, family=False):
     default_max_length = 512
     _lazy = ("_model", "_tokenizer")
     template: str = "{text}"
-    #: where the instruction goes in ``template``'s ``{query}`` slot, and how an empty one renders
+    #: where the instruction goes in ``template``'s ``{query}`` slot
     query_slot: QuerySlot = QuerySlot()
 
     def __init__(self, model_name_or_path: str, *, batch_size: Optional[int] = None, max_length: Optional[int] = None,
@@ -118,7 +117,7 @@ class PointwiseReranker(InstructReranker, family=False):
                 instructions: Optional[Sequence[str]] = None) -> List[Dict[str, List[int]]]:
         """Token ids of the rendered template per row, truncated per ``truncation``. ``queries`` fill the ``{query}``
         slot (already joined with the instruction by ``query_slot``); ``instructions`` fill a template's own
-        ``{instruction}`` slot (given only when the template names one)."""
+        ``{instruction}`` slot, where it names one."""
         tok, limit = self._tokenizer, self._max_length
         instructions = [None] * len(queries) if instructions is None else instructions
         prompts = [render(self.template, q, t, i) for q, t, i in zip(queries, texts, instructions)]
@@ -187,25 +186,22 @@ class PointwiseReranker(InstructReranker, family=False):
         return lo
 
     # -- scoring ---------------------------------------------------------------------------------
-    def _score(self, df: pd.DataFrame) -> np.ndarray:
-        feats, queries = self._features(df)
+    def _score(self, view: pd.DataFrame) -> np.ndarray:
+        feats, queries = self._features(view)
         bar = self._tqdm(None, total=len(feats), unit="doc")
         try:
             return self._score_features(feats, queries, bar)
         finally:
             bar.close()
 
-    def _features(self, df: pd.DataFrame):
-        """The token ids of every row (loads the tokenizer) and each row's query key: the ``{query}`` slot's text, with the
-        instruction in front when the template places ``{instruction}`` itself (rows with one key share a prompt prefix:
-        ``share_prefix`` and the vLLM path's query-contiguous order group by it)."""
-        queries = self.query_slot.frame(df).tolist()
-        texts = document_texts(df, self.text_field, self.title_field)
+    def _features(self, view: pd.DataFrame):
+        """The token ids of every row of the prompt view (loads the tokenizer) and each row's query key, the instruction
+        and the ``{query}`` slot's text (rows with one key share a prompt prefix: ``share_prefix`` and the vLLM path's
+        query-contiguous order group by it)."""
+        queries, instructions = self.query_slot.frame(view).tolist(), view["instruction"].tolist()
+        texts = document_texts(view, self.text_field, self.title_field)
         self._load()
-        if "{instruction}" not in self.template:
-            return self._encode(queries, texts), queries
-        instructions = self.query_slot.instructions(df).tolist()  # the template places the instruction itself
-        return self._encode(queries, texts, instructions=instructions), [f"{i}\n{q}" for q, i in zip(queries, instructions)]
+        return self._encode(queries, texts, instructions), [f"{i}\n{q}" for q, i in zip(queries, instructions)]
 
     def _score_features(self, feats: List[Dict[str, List[int]]], queries: List[str], bar) -> np.ndarray:
         """All rows in batches by token length (longest first), across queries."""

@@ -6,7 +6,6 @@ from typing import Dict, List, Optional, Sequence
 
 from .._hub import from_pretrained
 from ..instructions import TART_COMPOSER, TART_EMPTY_INSTRUCTION, QuerySlot
-from ..instructions import query_slot as query_slot_arg
 from .base import PointwiseReranker
 
 CE_SCORES = ("prob", "logit")
@@ -17,10 +16,8 @@ class CrossEncoderReranker(PointwiseReranker):
 
     Args:
         model_name_or_path: hub id or local folder.
-        query_slot: how the instruction joins the query, and what replaces an empty one
-            (:class:`~pyterrier_instruct.instructions.QuerySlot`; default ``QuerySlot("{query} {instruction}")``,
-            TART's ``QuerySlot("{query} [SEP] {instruction}", empty=<TART's default task instruction>)``).
-        composer, empty_instruction: deprecated spellings of ``query_slot`` (a DeprecationWarning).
+        query_slot: how the instruction joins the query (:class:`~pyterrier_instruct.instructions.QuerySlot`; default
+            ``QuerySlot("{query} {instruction}")``, TART's ``QuerySlot("{query} [SEP] {instruction}")``).
         score: ``'prob'`` = softmax(logits)[1] for 2 labels, sigmoid for 1 (sentence-transformers' CrossEncoder);
             ``'logit'`` = the raw logit (label 1 minus label 0 for 2 labels).
         Other arguments: see :class:`~pyterrier_instruct.pointwise.base.PointwiseReranker`; truncation is always
@@ -30,13 +27,9 @@ class CrossEncoderReranker(PointwiseReranker):
     """
     schematic = {"label": "CrossEncoder"}
     padding_side = "right"
-    _fingerprint_exclude = ("composer", "empty_instruction")  # deprecated spellings, folded into query_slot
 
-    def __init__(self, model_name_or_path: str, *, query_slot: Optional[QuerySlot] = None, score: str = "prob",
-                 composer: Optional[str] = None, empty_instruction: Optional[str] = None, **kwargs):
-        if composer is not None or empty_instruction is not None:
-            query_slot = query_slot_arg(query_slot or type(self).query_slot, type(self).__name__, composer, empty_instruction)
-        super().__init__(model_name_or_path, query_slot=query_slot, **kwargs)
+    def __init__(self, model_name_or_path: str, *, score: str = "prob", **kwargs):
+        super().__init__(model_name_or_path, **kwargs)
         if score not in CE_SCORES:
             raise ValueError(f"score must be one of {CE_SCORES}, got {score!r}")
         self.score = score
@@ -47,7 +40,8 @@ class CrossEncoderReranker(PointwiseReranker):
         model = from_pretrained(transformers.AutoModelForSequenceClassification, self.model_name_or_path, dtype=self._torch_dtype)
         return model, tok
 
-    def _encode(self, queries: Sequence[str], texts: Sequence[str]) -> List[Dict[str, List[int]]]:
+    def _encode(self, queries: Sequence[str], texts: Sequence[str],
+                instructions: Optional[Sequence[str]] = None) -> List[Dict[str, List[int]]]:
         tok, limit = self._tokenizer, self._max_length
         try:
             enc = tok(list(queries), list(texts), truncation="only_second", max_length=limit)
@@ -84,8 +78,9 @@ class MonoBERT(CrossEncoderReranker):
 
 
 class TART(CrossEncoderReranker):
-    """TART-full (Asai et al., 2023): the query joined to the instruction with ``" [SEP] "``, an empty instruction replaced
-    by TART's default task instruction, max length 1024 (as FollowIR ran it).
+    """TART-full (Asai et al., 2023): the query joined to the instruction with ``" [SEP] "``, a missing or blank
+    instruction replaced by ``instruction=`` (default: TART's task instruction as FollowIR ran it,
+    :data:`~pyterrier_instruct.instructions.TART_EMPTY_INSTRUCTION`), max length 1024 (as FollowIR ran it).
 
     .. list-table::
        :header-rows: 1
@@ -96,7 +91,8 @@ class TART(CrossEncoderReranker):
          - ``facebook/tart-full-flan-t5-xl``
     """
     schematic = {"label": "TART"}
-    query_slot = QuerySlot(TART_COMPOSER, empty=TART_EMPTY_INSTRUCTION)
+    query_slot = QuerySlot(TART_COMPOSER)
 
-    def __init__(self, model_name_or_path: str = "facebook/tart-full-flan-t5-xl", *, max_length: Optional[int] = 1024, **kwargs):
-        super().__init__(model_name_or_path, max_length=max_length, **kwargs)
+    def __init__(self, model_name_or_path: str = "facebook/tart-full-flan-t5-xl", *, max_length: Optional[int] = 1024,
+                 instruction: str = TART_EMPTY_INSTRUCTION, **kwargs):
+        super().__init__(model_name_or_path, max_length=max_length, instruction=instruction, **kwargs)

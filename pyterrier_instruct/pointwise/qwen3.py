@@ -10,7 +10,6 @@ from typing import List, Optional, Sequence
 
 from .._config import preset
 from .._hub import from_pretrained, model_path
-from ..instructions import QuerySlot
 from ..prompts import PROMPTS, QWEN3_DEFAULT_INSTRUCTION, render
 from .base import two_way
 from .causal import CausalLMReranker
@@ -23,10 +22,10 @@ class Qwen3Reranker(CausalLMReranker):
 
     The prompt is the README's, byte for byte: ``prefix + "<Instruct>: {instruction}\\n<Query>: {query}\\n<Document>:
     {doc}" + suffix`` (:data:`~pyterrier_instruct.prompts.PROMPTS` ``['qwen3_reranker']``); a row's ``instruction`` lands
-    in the template's own ``{instruction}`` slot, ``<Instruct>`` (the query fills ``{query}`` alone), an empty or missing one
-    is replaced by ``instruction=`` (the template's ``QuerySlot("verbatim", empty=instruction)``; default: the
-    README's and model card's ``"Given a web search query, retrieve relevant passages that answer the query"``; mteb and
-    the examples/ scripts use ``"Given the user query, retrieval the relevant passages"``).
+    in the template's own ``{instruction}`` slot, ``<Instruct>`` (the query fills ``{query}`` alone, the template's
+    ``QuerySlot("verbatim")``), a missing or blank one is replaced by ``instruction=`` (default: the README's and model
+    card's ``"Given a web search query, retrieve relevant passages that answer the query"``; mteb and the examples/
+    scripts use ``"Given the user query, retrieval the relevant passages"``).
 
     Args:
         model_name_or_path: a hub id or local folder: the causal LM (``Qwen3ForCausalLM``) or its sequence-classification
@@ -62,8 +61,7 @@ class Qwen3Reranker(CausalLMReranker):
     def __init__(self, model_name_or_path: str = "Qwen/Qwen3-Reranker-0.6B", *, instruction: str = QWEN3_DEFAULT_INSTRUCTION,
                  **kwargs):
         p = PROMPTS["qwen3_reranker"]
-        kwargs = {"template": p.template, "true_token": p.true_token, "false_token": p.false_token,
-                  "query_slot": QuerySlot(p.query_slot.composer, empty=instruction), **kwargs}
+        kwargs = {"template": p.template, "true_token": p.true_token, "false_token": p.false_token, **kwargs}
         super().__init__(model_name_or_path, instruction=instruction, **kwargs)
         self._head = None
 

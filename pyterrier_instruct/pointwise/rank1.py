@@ -22,7 +22,7 @@ from ..base import InstructReranker
 from .._config import preset
 from ..backends import Backend, HFBackend, TokenizerBackend
 from ..backends.base import REASONING_CALLS
-from ..instructions import QuerySlot, query_instructions
+from ..instructions import QuerySlot
 from ..listwise.reranker import BackendLike, _family_backend
 from ..prompts import RANK1, fill
 
@@ -127,12 +127,12 @@ class Rank1(InstructReranker):
         return cls(CHECKPOINTS[name] + ("-awq" if awq else ""), **kwargs)
 
     # -- prompts ---------------------------------------------------------------------------------------------------
-    def prompts(self, df: pd.DataFrame) -> List[str]:
-        """rank1's raw prompt per row (no chat template)."""
-        queries = self.query_slot.frame(query_instructions(df, self.instruction))
-        texts = df[self.text_field].astype(str)
-        if self.title_field and self.title_field in df.columns:  # rank1: f"{title} {text}" if there is a title, unstripped
-            titles = df[self.title_field].fillna("").astype(str)
+    def prompts(self, view: pd.DataFrame) -> List[str]:
+        """rank1's raw prompt (no chat template) per row of a prompt view (:meth:`prompt_view`)."""
+        queries = self.query_slot.frame(view)
+        texts = view[self.text_field].astype(str)
+        if self.title_field and self.title_field in view.columns:  # rank1: f"{title} {text}" given a title, unstripped
+            titles = view[self.title_field].fillna("").astype(str)
             texts = texts.where(titles == "", titles + " " + texts)
         return [fill(RANK1.template, query=q, text=t) for q, t in zip(queries, texts)]
 
@@ -145,8 +145,8 @@ class Rank1(InstructReranker):
         return ids[0][0], ids[1][0]
 
     # -- scoring ---------------------------------------------------------------------------------------------------
-    def _score(self, df: pd.DataFrame):
-        prompts = self.prompts(df)
+    def _score(self, view: pd.DataFrame):
+        prompts = self.prompts(view)
         tok = self.backend.tokenizer()
         true_id, false_id = self._answer_ids(tok)
         bar = self._tqdm(None, total=len(prompts), unit="doc")

@@ -19,8 +19,9 @@ class SetwiseBase(InstructReranker, family=False):
     """Subclasses set ``method``, ``num_child``, ``k``, ``query_length``, ``passage_length``, ``text_field``,
     ``title_field``, ``instruction``, ``verbose`` and implement ``_tokenizer()`` and ``_compare(items)``: one winner
     position per ``(query, [passage texts])``."""
-    #: where the instruction goes: after the (cut) query, in the template's query slot
-    query_slot = QuerySlot()
+    #: where the instruction goes: after the (cut) query; with no instruction, the cut query exactly as the reference
+    #: passes it (a trailing space of the cut kept)
+    query_slot = QuerySlot("rank_llm")
 
     def _setup(self, method: str, num_child: int, k: int, query_length: Optional[int], passage_length: Optional[int]) -> None:
         sort.check(method, num_child, k, type(self).__name__)
@@ -54,13 +55,12 @@ class SetwiseBase(InstructReranker, family=False):
             text = text.where(title == "", title + " " + text)
         return [self.truncate(t, self.passage_length) for t in text]
 
-    def queries(self, df: pd.DataFrame) -> List[str]:
-        """The query cut to ``query_length`` tokens, then composed with the row's instruction by ``query_slot``; with an
-        empty instruction the cut query exactly as the reference passes it (a trailing space of the cut kept)."""
-        cut = {q: self.truncate(q, self.query_length) for q in pd.unique(df["query"].astype(str))}
-        rule = self.query_slot.rule()
-        return [rule(cut[q], i) if i.strip() else cut[q]
-                for q, i in zip(df["query"].astype(str), map(self.query_slot.instruction, df["instruction"].astype(str)))]
+    def queries(self, view: pd.DataFrame) -> List[str]:
+        """The query of each row of a prompt view (:meth:`prompt_view`) cut to ``query_length`` tokens, then composed
+        with the row's instruction by ``query_slot``."""
+        queries = view["query"].astype(str)
+        cut = {q: self.truncate(q, self.query_length) for q in pd.unique(queries)}
+        return self.query_slot.frame(view.assign(query=queries.map(cut))).tolist()
 
     def _score(self, work: pd.DataFrame):
         arrays, codes, qids = first_stage_lists(work)
