@@ -25,11 +25,14 @@ from typing import Iterator, List, Optional
 
 import ir_measures
 import pandas as pd
-from ir_measures import Metric, providers
+from ir_measures import Metric, measures, providers
 
-from .._experiment_context import reusing_saved_runs, user_stacklevel
+from .._experiment_context import reusing_saved_runs, topic_qids, user_stacklevel
 from ..instructions import split_qid
 from ._runs import normalised, warn_unmatched
+
+#: an empty run (a variant the run lacks)
+EMPTY_RUN = pd.DataFrame({"qid": [], "docno": [], "score": []})
 
 
 class MissingVariantWarning(UserWarning):
@@ -131,3 +134,29 @@ def install() -> None:
     pipeline = ir_measures.DefaultPipeline
     if not any(isinstance(p, InstructProvider) for p in pipeline.providers):
         pipeline.providers.insert(0, PROVIDER)
+
+
+def unpaired(measure: str, needed, found) -> ValueError:
+    """The error of a measure whose qrels lack variants it ``needed`` (``found``: the variants they have), naming
+    what is one-sided: the topics given to ``pt.Experiment`` when they lack a variant (e.g.
+    ``ds.get_topics('og')``; PyTerrier evaluates the qrels of the topics' qids only), else the qrels."""
+    qids = topic_qids()
+    if qids is not None:
+        in_topics = {split_qid(q)[1] for q in qids} - {None}
+        lacking = [v for v in needed if v not in in_topics]
+        if lacking:  # PyTerrier keeps the qrels of the topics' qids only (filter_by_topics): the topics lack them
+            return ValueError(f"{measure} needs the topics of every variant it compares ({', '.join(needed)}): the "
+                              f"topics given to pt.Experiment have variants {sorted(in_topics)} only, no "
+                              f"'<qid>-{lacking[0]}' query; pass all the variants' topics, e.g. ds.get_topics() "
+                              f"rather than ds.get_topics('og')")
+    wanted = " and ".join(f"'<qid>-{v}'" for v in needed)
+    return ValueError(f"{measure} needs paired qrels with {wanted} query ids (see pyterrier_instruct.paired_qrels); "
+                      f"found variants {sorted(found)}")
+
+
+def register_measure(instance: PairedMeasure) -> PairedMeasure:
+    """Registers a measure with ir_measures (so it parses by name), and the provider first, where the measure is
+    defined: ``pMRR = register_measure(_pMRR())``."""
+    install()
+    measures.register(instance)
+    return instance
