@@ -8,7 +8,7 @@ import os
 import sys
 import warnings
 from dataclasses import dataclass, field
-from typing import FrozenSet, List, Optional, Sequence, Tuple
+from typing import FrozenSet, List, Optional, Tuple
 
 @dataclass
 class _Paired:
@@ -18,10 +18,9 @@ class _Paired:
     qrels_qids: FrozenSet[str]
     #: ``save_dir`` with ``save_mode="reuse"``: runs may be read back from TREC files, which keep no topic columns
     reuses_runs: bool = False
-    systems: Sequence[str] = ()        # the system names, in order
     batch_size: Optional[int] = None
-    linear: bool = True                # plan="linear": systems are evaluated one after the other, in order
-    evaluations: int = 0               # PyTerrier evaluations so far (one per system when linear without batch_size)
+    #: the name of the system being evaluated, set by the routed execution (``plan="linear"``) before it runs
+    system: Optional[str] = None
     warned: set = field(default_factory=set)
     topic_qids: Optional[FrozenSet[str]] = None  # the qids of its topics (None: not a frame)
 
@@ -30,10 +29,7 @@ def evaluated_system() -> Tuple[Optional[str], Optional[int]]:
     """(the name of the system being evaluated, when it is known; ``batch_size``) for the experiment in progress,
     (None, None) outside one."""
     active = _ACTIVE.get()
-    if active is None:
-        return None, None
-    known = active.linear and active.batch_size is None and 0 < active.evaluations <= len(active.systems)
-    return (active.systems[active.evaluations - 1] if known else None), active.batch_size
+    return (None, None) if active is None else (active.system, active.batch_size)
 
 
 def topic_qids() -> Optional[FrozenSet[str]]:

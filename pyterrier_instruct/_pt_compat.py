@@ -372,9 +372,10 @@ def _paired_execution(original, bound, plan: str):
     qids = frozenset(qrels["qid"].astype(str)) if isinstance(qrels, pd.DataFrame) else frozenset()
     reuses = arguments.get("save_dir") is not None and arguments.get("save_mode") == "reuse"
     topic_qids = frozenset(topics["qid"].astype(str)) if isinstance(topics, pd.DataFrame) and "qid" in topics else None
-    paired = _Paired(names, qids, reuses, [str(n) for n in arguments["names"]], batch_size, plan != "tree",
-                     topic_qids=topic_qids)
+    paired = _Paired(names, qids, reuses, batch_size, topic_qids=topic_qids)
     arguments["renderer"]._pti_paired = paired  # read by RenderFromPerQuery.averages once the systems ran
+    if plan == "linear":
+        original = _naming_systems(original, paired, [str(n) for n in arguments["names"]])
     token = _ACTIVE.set(paired)
     try:
         return original(*bound.args, **bound.kwargs)
@@ -382,6 +383,33 @@ def _paired_execution(original, bound, plan: str):
         _ACTIVE.reset(token)
         if saved is not None:
             saved.record()
+
+
+def _naming_systems(linear_execution, paired: _Paired, names: List[str]):
+    """PyTerrier's ``linear_execution`` that sets ``paired.system`` to the name of each system before it is run and
+    evaluated (for the measures' messages): its ``_run_and_evaluate`` is handed the system, found by identity among
+    the systems ``_precomputation`` returned (after a shared prefix, their remainders). Unchanged on a PyTerrier
+    without those two functions (the system is then unknown)."""
+    scope = dict(linear_execution.__globals__)
+    precomputation, run_and_evaluate = scope.get("_precomputation"), scope.get("_run_and_evaluate")
+    if precomputation is None or run_and_evaluate is None:
+        return linear_execution
+    executed: list = []
+    last = [-1]  # the place of the system evaluated last (a system listed twice is found at its next place)
+
+    def _precomputation(*args, **kwargs):
+        result = precomputation(*args, **kwargs)
+        executed[:] = result[2]
+        return result
+
+    def _run_and_evaluate(system, *args, **kwargs):
+        last[0] = next((i for i in range(last[0] + 1, len(executed)) if executed[i] is system), len(names))
+        paired.system = names[last[0]] if last[0] < len(names) else None
+        return run_and_evaluate(system, *args, **kwargs)
+
+    scope.update(_precomputation=_precomputation, _run_and_evaluate=_run_and_evaluate)
+    return types.FunctionType(linear_execution.__code__, scope, linear_execution.__name__,
+                              linear_execution.__defaults__, linear_execution.__closure__)
 
 
 def _warn_plain_caches(systems, system_names, topics, measures, names) -> None:
@@ -504,8 +532,6 @@ def _to_dict(original):
     @functools.wraps(original)
     def _ir_measures_to_dict(seq, measures, rev_mapping, num_q, perquery=True, backfill_qids=None):
         active = _ACTIVE.get()
-        if active is not None:
-            active.evaluations += 1
         if active is not None and backfill_qids is not None:  # a topic in the qrels is not "not found in qrels"
             backfill_qids = [q for q in backfill_qids if str(q) not in active.qrels_qids]
         return original(seq, measures, rev_mapping, num_q, perquery, backfill_qids)
