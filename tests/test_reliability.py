@@ -25,7 +25,7 @@ from pyterrier_instruct.datasets.docstore import DocStore
 from pyterrier_instruct.dense.cache import DocCache
 from pyterrier_instruct.evaluation import IFIRJudge
 from pyterrier_instruct.evaluation.runs import SavedRun, run_key, sweep_partials
-from pyterrier_instruct.reproduce.common import read_report
+from pyterrier_instruct.reproduce.output import read_report
 
 DOCS = [{"docno": d, "text": t} for d, t in [("a", "one doc"), ("b", "another doc"), ("c", "a third one")]]
 TOPICS = pd.DataFrame({"qid": ["1"], "query": ["a doc"]})

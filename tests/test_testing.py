@@ -56,7 +56,7 @@ def test_every_preset_has_a_standin():
 
 def test_every_reproduction_row_has_a_standin():
     import pyterrier_instruct.reproduce as reproduce
-    from pyterrier_instruct.reproduce.common import Row
+    from pyterrier_instruct.reproduce.arguments import Row
     rows = {}
     for info in pkgutil.iter_modules(reproduce.__path__):
         module = importlib.import_module(f"{reproduce.__name__}.{info.name}")
