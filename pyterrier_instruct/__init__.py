@@ -5,7 +5,7 @@ ir_measures, the datasets with ir_datasets (``instruct/followir/robust04``, …)
 transformers and loaders are imported on first use, and no model library (torch, transformers) is imported until a
 model is actually run.
 """
-# ruff: noqa: F401 - the imports below are the package's public names (re-exported)
+# ruff: noqa: F401, F403 - the imports below are the package's public names (re-exported)
 from __future__ import annotations
 
 import importlib
@@ -60,30 +60,22 @@ _EAGER = ["__version__", "measures", "pMRR", "OG", "Changed", "Reversed", "WISE"
           "QuerySlot", "load_dataset", "library_progress", "LIBRARY_BARS_ENV"]
 __all__ = sorted({*_EAGER, *SUBPACKAGES, *_MODULE})
 
-if TYPE_CHECKING:  # what editors and type checkers read; at run time __getattr__ imports these on first use
+if TYPE_CHECKING:  # what editors and type checkers read: each module's ``__all__`` (imported on first use)
     from . import datasets, evaluation
-    from .rewrite import FoldInstruction, SetInstruction
-    from .base import InstructReranker
-    from .errors import ModelNotFoundError, MissingTextError
-    from .pointwise import (PointwiseReranker, TrueFalseReranker, MonoT5, CausalLMReranker, FollowIR7B,
-                            CrossEncoderReranker, MonoBERT, TART, Qwen3Reranker, MxbaiRerankV2, Rank1)
-    from .listwise import (ListwiseReranker, RankZephyr, RankVicuna, RankGPT, FIRST, ReasonRank, parse_permutation,
-                           windows)
-    from .setwise import Setwise, RankR1
-    from .dense import (BiEncoder, Promptriever, RepLLaMA, E5Mistral, InFEmbed, SBertBiEncoder, Qwen3Embedding,
-                        EmbeddingIndex, EmbeddingIndexer, select_prompt, PromptSelection)
-    from .retrieval import BM25, bm25_index, PoolBM25, TerrierBM25, PyseriniBM25, anserini_index
-    from .caching import ScorerCache, RetrieverCache
-    from .backends import (Backend, BackendUnavailable, RequestError, Generation, Prompt, TokenizerBackend,
-                           FunctionBackend, HFBackend, OpenAIBackend, VLLMBackend, make_backend, Continuation)
-    from .evaluation import (followir_experiment, followir_measures, followir_report, followir_table,
-                             plot_per_query_pmrr, infosearch_report, infosearch_measures, instructir_report,
-                             ifir_report, inf_ir_report, prompt_study_report, with_paper, to_markdown, PerDataset,
-                             SavedRun, plot_report, build_table, instfol, doc_texts, IFIRJudge, JudgeCache, Judgement,
-                             JudgeItem, weighted_judge_score)
-    from .prompts import PROMPTS, LISTWISE, IFIR_JUDGE, BEIR_PROMPTS, TrueFalse, Listwise
-    from .paper import paper_numbers
-    from .scale import on_ray, OnRay, connect, local_cluster
+    from .rewrite import *
+    from .base import *
+    from .errors import *
+    from .pointwise import *
+    from .listwise import *
+    from .setwise import *
+    from .dense import *
+    from .retrieval import *
+    from .caching import *
+    from .backends import *
+    from .evaluation import *
+    from .prompts import *
+    from .paper import *
+    from .scale import *
 
 
 def __getattr__(name: str):

@@ -212,18 +212,11 @@ def _guarded(original, version: str):
 
 
 def _has(module, name) -> bool:
-    try:
-        _get(module, name)
-        return True
-    except AttributeError:
-        return False
+    return functools.reduce(lambda obj, part: getattr(obj, part, None), name.split("."), module) is not None
 
 
 def _get(module, name):
-    obj = module
-    for part in name.split("."):
-        obj = getattr(obj, part)
-    return obj
+    return functools.reduce(getattr, name.split("."), module)
 
 
 def _set(module, name, value) -> None:
@@ -318,14 +311,18 @@ def by_name(eval_metrics):
 def _experiment(original):
     """PyTerrier's ``Experiment``, the same code object (so no call stands between the user and it, and its warnings name
     the user's line), whose calls to ``_validate``, ``linear_execution`` and ``tree_execution`` go through this module."""
-    names = dict(original.__globals__)
-    names.update(_validate=_validation(names["_validate"]),
-                 linear_execution=_execution(names["linear_execution"], "linear"),
-                 tree_execution=_execution(names["tree_execution"], "tree"))
-    experiment = types.FunctionType(original.__code__, names, original.__name__, original.__defaults__,
-                                    original.__closure__)
-    experiment.__kwdefaults__ = original.__kwdefaults__
-    return functools.update_wrapper(experiment, original)
+    names = original.__globals__
+    return _rebound(original, _validate=_validation(names["_validate"]),
+                    linear_execution=_execution(names["linear_execution"], "linear"),
+                    tree_execution=_execution(names["tree_execution"], "tree"))
+
+
+def _rebound(function, **names):
+    """``function``'s own code reading ``names`` in place of those of its module."""
+    rebound = types.FunctionType(function.__code__, {**function.__globals__, **names}, function.__name__,
+                                 function.__defaults__, function.__closure__)
+    rebound.__kwdefaults__ = function.__kwdefaults__
+    return functools.update_wrapper(rebound, function)
 
 
 def _when_ours(original, then):
@@ -390,26 +387,22 @@ def _naming_systems(linear_execution, paired: _Paired, names: List[str]):
     evaluated (for the measures' messages): its ``_run_and_evaluate`` is handed the system, found by identity among
     the systems ``_precomputation`` returned (after a shared prefix, their remainders). Unchanged on a PyTerrier
     without those two functions (the system is then unknown)."""
-    scope = dict(linear_execution.__globals__)
-    precomputation, run_and_evaluate = scope.get("_precomputation"), scope.get("_run_and_evaluate")
-    if precomputation is None or run_and_evaluate is None:
+    scope = linear_execution.__globals__
+    if not {"_precomputation", "_run_and_evaluate"} <= set(scope):
         return linear_execution
-    executed: list = []
-    last = [-1]  # the place of the system evaluated last (a system listed twice is found at its next place)
+    executed, last = [], [-1]  # last: the place of the system evaluated last (a system listed twice: the next one)
 
     def _precomputation(*args, **kwargs):
-        result = precomputation(*args, **kwargs)
+        result = scope["_precomputation"](*args, **kwargs)
         executed[:] = result[2]
         return result
 
     def _run_and_evaluate(system, *args, **kwargs):
         last[0] = next((i for i in range(last[0] + 1, len(executed)) if executed[i] is system), len(names))
         paired.system = names[last[0]] if last[0] < len(names) else None
-        return run_and_evaluate(system, *args, **kwargs)
+        return scope["_run_and_evaluate"](system, *args, **kwargs)
 
-    scope.update(_precomputation=_precomputation, _run_and_evaluate=_run_and_evaluate)
-    return types.FunctionType(linear_execution.__code__, scope, linear_execution.__name__,
-                              linear_execution.__defaults__, linear_execution.__closure__)
+    return _rebound(linear_execution, _precomputation=_precomputation, _run_and_evaluate=_run_and_evaluate)
 
 
 def _warn_plain_caches(systems, system_names, topics, measures, names) -> None:

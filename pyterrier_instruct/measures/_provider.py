@@ -51,6 +51,10 @@ class PairedMeasure(ir_measures.measures.Measure):
     #: compares the runs of a query's instruction variants, so the run must carry the instructions it was made with
     COMPARES_VARIANTS = False
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls.NAME = cls.__dict__.get("__name__", getattr(cls, "NAME", None))  # ir_measures' name: the class's __name__
+
     def __init__(self, **params):
         # ir_measures checks parameters only when evaluating (and then fails inside repr); name the mistake here
         unknown = sorted(set(params) - set(self.SUPPORTED_PARAMS))

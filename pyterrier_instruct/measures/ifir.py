@@ -83,7 +83,6 @@ class _IFIR_nDCG(PairedMeasure):
     (``norm='standard'``, ir_measures nDCG@k); each (query, level) qid is one unit.
     """
     __name__ = "IFIR_nDCG"
-    NAME = __name__
     AT_PARAM = "cutoff"
     SUPPORTED_PARAMS = {
         "cutoff": measures.ParamInfo(dtype=int, required=True, desc="rank cut-off"),

@@ -326,7 +326,6 @@ class _WISE(_InfoSearchMeasure):
     .. cite.dblp:: journals/corr/abs-2410-23841
     """
     __name__ = "WISE"
-    NAME = __name__
     PRETTY_NAME = "Weighted Instruction Sensitivity Evaluation"
     SHORT_DESC = "Reward when the gold rises with the instruction and falls with the reversed one; penalty otherwise."
     SUPPORTED_PARAMS = {
@@ -347,7 +346,6 @@ WISE = register_measure(_WISE())
 class _IdealWISE(_InfoSearchMeasure):
     """The ideal WISE bound given the og run (gold at rank 1 when instructed, pushed down when reversed)."""
     __name__ = "IdealWISE"
-    NAME = __name__
     SUPPORTED_PARAMS = _WISE.SUPPORTED_PARAMS
 
     def paired_impl(self, qrels, run, cache):
@@ -366,7 +364,6 @@ class _SICR(_InfoSearchMeasure):
     .. cite.dblp:: journals/corr/abs-2410-23841
     """
     __name__ = "SICR"
-    NAME = __name__
     PRETTY_NAME = "Strict Instruction Compliance Ratio"
     SHORT_DESC = "Instances whose gold document moves up with the instruction and down with the reversed one."
     SUPPORTED_PARAMS = {
@@ -386,7 +383,6 @@ SICR = register_measure(_SICR())
 class _InfoSearch_pMRR(_InfoSearchMeasure):
     """InfoSearch's p-MRR: FollowIR's per-document rank change of the negatives, og run → changed run."""
     __name__ = "InfoSearch_pMRR"
-    NAME = __name__
     NEEDS_REVERSED = False
     SUPPORTED_PARAMS = {"ties": _TIES_INPUT}
 
@@ -401,7 +397,6 @@ InfoSearch_pMRR = register_measure(_InfoSearch_pMRR())
 class _GoldRank(_InfoSearchMeasure):
     """Mean 1-based rank of the gold documents in one variant's run (InfoSearch's R_ori/R_ins/R_rev)."""
     __name__ = "GoldRank"
-    NAME = __name__
     SUPPORTED_PARAMS = {
         "run": measures.ParamInfo(dtype=str, choices=list(VARIANTS), default="og", desc="which variant's run"),
         "ties": _TIES_INPUT,

@@ -87,7 +87,6 @@ class _PairedAccuracy(PairedMeasure):
     .. cite.dblp:: conf/eacl/WellerLD24
     """
     __name__ = "PairedAccuracy"
-    NAME = __name__
     PRETTY_NAME = "NevIR paired accuracy"
     SHORT_DESC = "Pairs of queries that each rank their own document above the other one."
     SUPPORTED_PARAMS = {

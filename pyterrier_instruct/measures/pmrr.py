@@ -123,7 +123,6 @@ class _pMRR(PairedMeasure):
     .. cite.dblp:: journals/corr/abs-2403-15246
     """
     __name__ = "pMRR"
-    NAME = __name__
     COMPARES_VARIANTS = True
     PRETTY_NAME = "pairwise Mean Reciprocal Rank"
     SHORT_DESC = "Change in reciprocal rank of the documents whose relevance changed with the instruction."

@@ -84,7 +84,6 @@ class _Robustness(PairedMeasure):
     mode of a paired frame (``Robustness(variant='changed')@10``); by default every qid is an instance.
     """
     __name__ = "Robustness"
-    NAME = __name__
     AT_PARAM = "cutoff"
     PRETTY_NAME = "Robustness@k"
     SHORT_DESC = "Worst-case nDCG@k over the instruction variants of a query, averaged over queries."

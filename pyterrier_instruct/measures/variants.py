@@ -56,9 +56,7 @@ class _OnVariant(PairedMeasure):
 
 class _OG(_OnVariant):
     """A standard measure on the ``-og`` variant (FollowIR's headline MAP/nDCG; InfoSearch "Ori")."""
-    __name__ = "OG"
-    NAME = __name__
-    VARIANT = "og"
+    __name__, VARIANT = "OG", "og"
 
 
 OG = register_measure(_OG())
@@ -66,9 +64,7 @@ OG = register_measure(_OG())
 
 class _Changed(_OnVariant):
     """A standard measure on the ``-changed`` variant against the changed qrels (InfoSearch "Ins")."""
-    __name__ = "Changed"
-    NAME = __name__
-    VARIANT = "changed"
+    __name__, VARIANT = "Changed", "changed"
 
 
 Changed = register_measure(_Changed())
@@ -76,9 +72,7 @@ Changed = register_measure(_Changed())
 
 class _Reversed(_OnVariant):
     """A standard measure on the ``-reversed`` variant against the reversed qrels (InfoSearch "Rev")."""
-    __name__ = "Reversed"
-    NAME = __name__
-    VARIANT = "reversed"
+    __name__, VARIANT = "Reversed", "reversed"
 
 
 Reversed = register_measure(_Reversed())

@@ -145,6 +145,3 @@ def reasoning_budget(args: argparse.Namespace) -> Dict[str, int]:
     """``{"max_output_tokens": --reasoning-budget}`` when given, else ``{}`` (the model's own default)."""
     return {} if args.reasoning_budget is None else {"max_output_tokens": args.reasoning_budget}
 
-
-__all__ = ["Row", "FIRST_STAGES", "parser", "parse", "dataset_label", "open_dataset", "open_datasets", "model_options",
-           "backend_options", "reasoning_budget"]

@@ -150,6 +150,3 @@ def finish(table: pd.DataFrame, args: argparse.Namespace, rows: Mapping[str, Row
           f"({report['seconds']} s)")
     return both
 
-
-__all__ = ["PACKAGES", "LOADED_PACKAGES", "environment", "models_of", "model_provenance", "miniatures", "read_report",
-           "finish"]

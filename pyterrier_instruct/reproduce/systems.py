@@ -153,6 +153,3 @@ def full_retrieval(args: argparse.Namespace, rows: Mapping[str, Row], label: str
         systems[key] = model.retriever(os.path.join(index, key), num_results=1000, corpus=ds.get_corpus_iter)
     return saved(on_cluster(systems, args), args, rows, label)
 
-
-__all__ = ["ROWS_2025", "rerankers_2025", "listwise_backend", "rank1", "ROWS_SETWISE", "setwise_rerankers",
-           "check_models", "selected", "row_name", "saved", "on_cluster", "first_stage_bm25", "full_retrieval"]
