@@ -53,8 +53,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import pandas as pd
 
-from ._experiment_context import (_ACTIVE, _Paired, evaluated_system, first_time, reusing_saved_runs,  # noqa: F401
-                                  warn_user)
+from ._experiment_context import _ACTIVE, _Paired, warn_user
 
 #: The PyTerrier versions (inclusive range) whose evaluation code this layer was tested against.
 TESTED = ("1.1.0", "1.1.2")
