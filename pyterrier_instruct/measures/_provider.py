@@ -27,7 +27,7 @@ import ir_measures
 import pandas as pd
 from ir_measures import Metric, measures, providers
 
-from .._experiment_context import reusing_saved_runs, topic_qids, user_stacklevel
+from .._experiment_context import active, user_stacklevel
 from ..instructions import split_qid
 from ._runs import normalised, warn_unmatched
 
@@ -94,7 +94,8 @@ class _Evaluator(providers.Evaluator):
         run = normalised(run.rename(columns={"query_id": "qid", "doc_id": "docno"}), "run", "run")
         names = ", ".join(repr(m) for m in self.measures)
         comparing = [repr(m) for m in self.measures if m.COMPARES_VARIANTS]
-        if comparing and "instruction" not in run.columns and len(run) and not reusing_saved_runs():
+        reused = getattr(active(), "reuses_runs", False)  # a run read back from save_dir keeps no topic columns
+        if comparing and "instruction" not in run.columns and len(run) and not reused:
             warnings.warn(f"{', '.join(comparing)}: the run has no 'instruction' column, so the system most likely never "
                           "saw the instructions and its -og and -changed runs rank alike (p-MRR 0). Evaluate runs made "
                           "from topics that carry the instruction: pyterrier_instruct.paired_topics(...) or the "
@@ -144,7 +145,7 @@ def unpaired(measure: str, needed, found) -> ValueError:
     """The error of a measure whose qrels lack variants it ``needed`` (``found``: the variants they have), naming
     what is one-sided: the topics given to ``pt.Experiment`` when they lack a variant (e.g.
     ``ds.get_topics('og')``; PyTerrier evaluates the qrels of the topics' qids only), else the qrels."""
-    qids = topic_qids()
+    qids = getattr(active(), "topic_qids", None)
     if qids is not None:
         in_topics = {split_qid(q)[1] for q in qids} - {None}
         lacking = [v for v in needed if v not in in_topics]

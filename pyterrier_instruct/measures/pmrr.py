@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from ir_measures import measures
 
-from .._experiment_context import user_stacklevel
+from .._experiment_context import active, user_stacklevel
 from ..instructions import by_variant, paired_qid
 from ._provider import EMPTY_RUN, MissingVariantWarning, PairedMeasure, register_measure, unpaired
 from ._runs import QrelsLike, RunLike, label_pairs, qrels_frame, ranks_of, run_frame, warn_unmatched
@@ -141,15 +141,15 @@ class _pMRR(PairedMeasure):
         with_docs = set(diff["qid"])
         missing = sorted(with_docs - (set(og_run["qid"]) & set(ch_run["qid"])))
         if missing:
-            from .._experiment_context import evaluated_system, first_time
-            system, batch_size = evaluated_system()
+            context = active()
+            system, batch_size = (context.system, context.batch_size) if context else (None, None)
             message = (f"pMRR{f' of {system!r}' if system else ''}: {len(missing)} base queries are skipped because "
                        f"the run has no rows for their -og or -changed topic (the system returned nothing for it) "
                        f"({missing[:5]}{'...' if len(missing) > 5 else ''})")
             if batch_size is not None:
                 message += (f"; pt.Experiment(batch_size={batch_size}) must also keep the variants of a query in "
                             "one batch")
-            if first_time(message):
+            if context is None or context.first_time(message):
                 warnings.warn(message, MissingVariantWarning, stacklevel=user_stacklevel())
         without = sorted(set(q["og"]["qid"]) - with_docs)
         if without:
