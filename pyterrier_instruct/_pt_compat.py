@@ -219,11 +219,8 @@ def _get(module, name):
 
 
 def _set(module, name, value) -> None:
-    if "." in name:
-        cls, attr = name.split(".")
-        setattr(getattr(module, cls), attr, value)
-    else:
-        setattr(module, name, value)
+    *path, attr = name.split(".")
+    setattr(functools.reduce(getattr, path, module), attr, value)
 
 
 def _is_package_measure(m) -> bool:
