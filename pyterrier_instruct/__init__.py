@@ -1,84 +1,90 @@
 """pyterrier-instruct: instruction-following retrieval for PyTerrier.
 
-``import pyterrier_instruct as pti`` registers the measures (``pMRR``, ``WISE``, ``SICR``, ``Robustness``, …) with ir_measures,
-the datasets with ir_datasets (``instruct/followir/robust04``, …), and
-exposes the public names below; transformers and loaders are imported on first use, and no model
-library (torch, transformers) is imported until a model is actually run.
+``import pyterrier_instruct as pti`` registers the measures (``pMRR``, ``WISE``, ``SICR``, ``Robustness``, …) with
+ir_measures, the datasets with ir_datasets (``instruct/followir/robust04``, …), and exposes the public names below;
+transformers and loaders are imported on first use, and no model library (torch, transformers) is imported until a
+model is actually run.
 """
+# ruff: noqa: F401, F403 - the imports below are the package's public names (re-exported)
 from __future__ import annotations
 
-import functools
 import importlib
-from typing import Dict
+from typing import TYPE_CHECKING
 
-# The eager public names (listed in _EAGER below; ``__all__`` adds the lazy ones): noqa F401, they are re-exported.
-from . import _pt_compat, measures  # noqa: F401
-from ._progress import LIBRARY_BARS_ENV, library_progress  # noqa: F401
-from ._version import __version__  # noqa: F401
+# The eager public names (listed in _EAGER below; ``__all__`` adds the lazy ones).
+from . import _pt_compat, measures
+from ._progress import LIBRARY_BARS_ENV, library_progress
+from ._version import __version__
 from .datasets.irds import register as _register_datasets
-from .datasets.opening import load as load_dataset  # noqa: F401
-from .instructions import (DEFAULT_COMPOSER, VARIANTS, QuerySlot, compose, paired_qid, paired_qrels, paired_topics,  # noqa: F401
+from .datasets.opening import load as load_dataset
+from .instructions import (DEFAULT_COMPOSER, VARIANTS, QuerySlot, compose, paired_qid, paired_qrels, paired_topics,
                            split_qid)
-from .measures import (OG, SICR, WISE, Changed, GoldRank, IdealWISE, IFIR_nDCG, InfoSearch_pMRR, PairedAccuracy,  # noqa: F401
+from .measures import (OG, SICR, WISE, Changed, GoldRank, IdealWISE, IFIR_nDCG, InfoSearch_pMRR, PairedAccuracy,
                        Reversed, Robustness, changed_docs, pMRR, pmrr)
 
 _pt_compat.install()  # pt.Experiment with paired and standard measures together (when pyterrier is imported)
 _register_datasets()  # ir_datasets ids instruct/<name>; files are located and read on first access
 
-#: The modules whose ``__all__`` is the lazy public API (``pti.<name>``), in order of precedence. A public name is
-#: declared once, in its module's ``__all__``; the index below is read from those declarations (their source, so
-#: nothing is imported until a name is used).
-PUBLIC_MODULES = ("rewrite", "base", "errors", "pointwise", "listwise", "setwise", "dense", "retrieval", "caching", "backends", "evaluation",
-                  "prompts", "paper", "scale", "calls")
+#: The lazy public names by module: ``pti.<name>`` imports its module on first use (``import pyterrier_instruct``
+#: imports no model library). tests/test_package.py checks that each module's ``__all__`` is exactly its entry here.
+LAZY = {
+    "rewrite": ("FoldInstruction", "SetInstruction"),
+    "base": ("InstructReranker",),
+    "errors": ("ModelNotFoundError", "MissingTextError"),
+    "pointwise": ("PointwiseReranker", "TrueFalseReranker", "MonoT5", "CausalLMReranker", "FollowIR7B",
+                  "CrossEncoderReranker", "MonoBERT", "TART", "Qwen3Reranker", "MxbaiRerankV2", "Rank1"),
+    "listwise": ("ListwiseReranker", "RankZephyr", "RankVicuna", "RankGPT", "FIRST", "ReasonRank", "parse_permutation",
+                 "windows"),
+    "setwise": ("Setwise", "RankR1"),
+    "dense": ("BiEncoder", "Promptriever", "RepLLaMA", "E5Mistral", "InFEmbed", "SBertBiEncoder", "Qwen3Embedding",
+              "EmbeddingIndex", "EmbeddingIndexer", "select_prompt", "PromptSelection"),
+    "retrieval": ("BM25", "bm25_index", "PoolBM25", "TerrierBM25", "PyseriniBM25", "anserini_index"),
+    "caching": ("ScorerCache", "RetrieverCache"),
+    "backends": ("Backend", "BackendUnavailable", "RequestError", "Generation", "Prompt", "TokenizerBackend",
+                 "FunctionBackend", "HFBackend", "OpenAIBackend", "VLLMBackend", "make_backend", "Continuation"),
+    "evaluation": ("followir_experiment", "followir_measures", "followir_report", "followir_table",
+                   "plot_per_query_pmrr", "infosearch_report", "infosearch_measures", "instructir_report",
+                   "ifir_report", "inf_ir_report", "prompt_study_report", "with_paper", "to_markdown", "PerDataset",
+                   "SavedRun", "plot_report", "build_table", "instfol", "doc_texts", "IFIRJudge",
+                   "Judgement", "JudgeItem", "weighted_judge_score"),
+    "prompts": ("PROMPTS", "LISTWISE", "IFIR_JUDGE", "BEIR_PROMPTS", "TrueFalse", "Listwise"),
+    "paper": ("paper_numbers",),
+    "scale": ("on_ray", "OnRay", "connect", "local_cluster"),
+    "calls": ("CallStore",),
+}
 #: Subpackages served as modules (``pti.datasets``, ``pti.evaluation``).
 SUBPACKAGES = ("datasets", "evaluation")
-_EAGER = ["__version__", "measures", "pMRR", "OG", "Changed", "Reversed", "WISE", "IdealWISE", "SICR", "InfoSearch_pMRR",
-          "GoldRank", "Robustness", "IFIR_nDCG", "PairedAccuracy", "pmrr", "changed_docs", "compose", "paired_topics", "paired_qrels",
-          "paired_qid", "split_qid", "DEFAULT_COMPOSER", "VARIANTS", "QuerySlot", "load_dataset",
-          "library_progress", "LIBRARY_BARS_ENV"]
+_MODULE = {name: module for module, names in LAZY.items() for name in names}
+_EAGER = ["__version__", "measures", "pMRR", "OG", "Changed", "Reversed", "WISE", "IdealWISE", "SICR",
+          "InfoSearch_pMRR", "GoldRank", "Robustness", "IFIR_nDCG", "PairedAccuracy", "pmrr", "changed_docs",
+          "compose", "paired_topics", "paired_qrels", "paired_qid", "split_qid", "DEFAULT_COMPOSER", "VARIANTS",
+          "QuerySlot", "load_dataset", "library_progress", "LIBRARY_BARS_ENV"]
+__all__ = sorted({*_EAGER, *SUBPACKAGES, *_MODULE})
 
-
-def _declared(path: str):
-    """The names of the ``__all__`` assigned at the top of a module's source (none without one)."""
-    import ast
-    with open(path, encoding="utf-8") as f:
-        tree = ast.parse(f.read())
-    for node in tree.body:
-        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else getattr(node, "target", None)
-        if isinstance(target, ast.Name) and target.id == "__all__" and node.value is not None:
-            return list(ast.literal_eval(node.value))
-    return []
-
-
-@functools.lru_cache(maxsize=None)
-def _index() -> Dict[str, str]:
-    """``{public name: module}`` from the ``__all__`` of :data:`PUBLIC_MODULES` and, for a subpackage, of each of its
-    public modules after its ``__init__`` (so a new family's module is found without editing its package), read from
-    their source: nothing is imported until a name is used."""
-    import os
-    here = os.path.dirname(__file__)
-    index: Dict[str, str] = {}
-    for module in PUBLIC_MODULES:
-        folder = os.path.join(here, module)
-        if not os.path.isdir(folder):
-            sources = [(module, folder + ".py")]
-        else:
-            sources = [(module, os.path.join(folder, "__init__.py"))] + [
-                (f"{module}.{f[:-3]}", os.path.join(folder, f)) for f in sorted(os.listdir(folder))
-                if f.endswith(".py") and not f.startswith("_")]
-        for name, path in sources:
-            for public in _declared(path):
-                index.setdefault(public, name)
-    return index
+if TYPE_CHECKING:  # what editors and type checkers read: each module's ``__all__`` (imported on first use)
+    from . import datasets, evaluation
+    from .rewrite import *
+    from .base import *
+    from .errors import *
+    from .pointwise import *
+    from .listwise import *
+    from .setwise import *
+    from .dense import *
+    from .retrieval import *
+    from .caching import *
+    from .backends import *
+    from .evaluation import *
+    from .prompts import *
+    from .paper import *
+    from .scale import *
+    from .calls import *
 
 
 def __getattr__(name: str):
-    if name == "__all__":
-        return sorted(set(_EAGER) | set(SUBPACKAGES) | set(_index()))
     if name in SUBPACKAGES:
         value = importlib.import_module(f".{name}", __name__)
-    elif name in _index():
-        value = getattr(importlib.import_module(f".{_index()[name]}", __name__), name)
+    elif name in _MODULE:
+        value = getattr(importlib.import_module(f".{_MODULE[name]}", __name__), name)
     else:
         raise AttributeError(f"module 'pyterrier_instruct' has no attribute {name!r}")
     globals()[name] = value
@@ -86,4 +92,4 @@ def __getattr__(name: str):
 
 
 def __dir__():
-    return __getattr__("__all__")
+    return __all__

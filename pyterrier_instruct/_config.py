@@ -21,19 +21,6 @@ import functools
 import inspect
 from typing import Dict, Tuple
 
-_RECORDS = "_records_call"
-
-
-def _record(init):
-    @functools.wraps(init)
-    def __init__(self, *args, **kwargs):
-        if "_call" not in self.__dict__:  # the outermost constructor records the call
-            self.__dict__["_call"] = (type(self).__name__, args, kwargs)
-        init(self, *args, **kwargs)
-    setattr(__init__, _RECORDS, True)
-    return __init__
-
-
 class preset:
     """Marks a classmethod building a configured instance: the instance's ``repr`` reads ``Class.method(...)``.
 
@@ -63,21 +50,30 @@ class preset:
         return build
 
 
+_VARIADIC = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+
+
 @functools.lru_cache(maxsize=None)
-def _parameters(cls) -> Tuple[str, ...]:
-    """Constructor parameter names along the MRO (subclass first), following ``**kwargs`` into base classes."""
-    names: Dict[str, None] = {}
+def _constructor(cls) -> Tuple[inspect.Parameter, ...]:
+    """The constructor's parameters along the MRO (subclass first), following ``**kwargs`` into base classes (whose
+    parameters it forwards, keyword-only)."""
+    params: Dict[str, inspect.Parameter] = {}
     for klass in cls.__mro__:
         init = klass.__dict__.get("__init__")
         if init is None or not issubclass(klass, Configured):
             continue
-        params = list(inspect.signature(inspect.unwrap(init)).parameters.values())[1:]
-        for p in params:
-            if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-                names.setdefault(p.name, None)
-        if not any(p.kind == p.VAR_KEYWORD for p in params):
+        own = list(inspect.signature(init).parameters.values())[1:]
+        for p in own:
+            if p.kind not in _VARIADIC and p.name not in params:
+                params[p.name] = p if not params else p.replace(kind=p.KEYWORD_ONLY)
+        if not any(p.kind == p.VAR_KEYWORD for p in own):
             break
-    return tuple(names)
+    return tuple(params.values())
+
+
+def _parameters(cls) -> Tuple[str, ...]:
+    """Constructor parameter names along the MRO (subclass first), following ``**kwargs`` into base classes."""
+    return tuple(p.name for p in _constructor(cls))
 
 
 def _hashable(value):
@@ -89,9 +85,25 @@ def _hashable(value):
 
 
 class _ConfiguredType(type):
-    """The metaclass of :class:`Configured`: ``dir(cls)`` leaves out the presets ``cls`` refuses (those of a base
-    class, which raise ``AttributeError`` through a subclass), so ``help(Qwen3Reranker)``, tab completion and Sphinx
-    list only the presets that work for the class."""
+    """The metaclass of :class:`Configured`: a call records itself on the instance before ``__init__`` runs (the
+    ``repr``); ``__signature__`` is the constructor's, base classes' parameters included (so Sphinx does not show
+    ``pt.Transformer.__new__``'s ``(*args, **kwargs)``); ``dir(cls)`` leaves out the presets ``cls`` refuses (those of
+    a base class, which raise ``AttributeError`` through a subclass), so ``help(Qwen3Reranker)``, tab completion and
+    Sphinx list only the presets that work for the class."""
+
+    def __call__(cls, *args, **kwargs):
+        self = cls.__new__(cls, *args, **kwargs)
+        self.__dict__["_call"] = (cls.__name__, args, kwargs)
+        self.__init__(*args, **kwargs)
+        return self
+
+    @property
+    def __signature__(cls) -> inspect.Signature:
+        """:func:`_constructor` less the parameters a base class requires (a subclass forwarding ``**kwargs`` supplies
+        those itself, e.g. FollowIR7B's ``template``)."""
+        own = inspect.signature(cls.__init__).parameters
+        shown = [p for p in _constructor(cls) if p.name in own or p.default is not p.empty]
+        return inspect.Signature(sorted(shown, key=lambda p: p.kind))
 
     def __dir__(cls):
         refused = {name for klass in cls.__mro__[1:] for name, value in vars(klass).items()
@@ -106,12 +118,6 @@ class Configured(metaclass=_ConfiguredType):
     #: constructor arguments that never change the output (besides ``verbose``), left out of the fingerprint
     _fingerprint_exclude: Tuple[str, ...] = ()
     _lazy: Tuple[str, ...] = ()
-
-    def __init_subclass__(cls, **kwargs):
-        super().__init_subclass__(**kwargs)
-        init = cls.__dict__.get("__init__")
-        if init is not None and not getattr(init, _RECORDS, False):
-            cls.__init__ = _record(init)
 
     def config(self) -> Dict[str, object]:
         """The resolved constructor arguments (every parameter stored under its own name), in signature order."""

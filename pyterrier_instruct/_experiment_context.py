@@ -8,59 +8,35 @@ import os
 import sys
 import warnings
 from dataclasses import dataclass, field
-from typing import FrozenSet, List, Optional, Sequence, Tuple
+from typing import FrozenSet, List, Optional
 
 @dataclass
 class _Paired:
-    """The experiment in progress: its measure names in the given order, the qids of its qrels, its systems and what
-    was evaluated and warned so far."""
+    """The experiment in progress (:func:`active`): its measure names in the given order, the qids of its qrels, the
+    system being evaluated and what was warned so far."""
     names: List[str]
     qrels_qids: FrozenSet[str]
-    #: ``save_dir`` with ``save_mode="reuse"``: runs may be read back from TREC files, which keep no topic columns
+    #: ``save_dir`` with ``save_mode="reuse"``: runs may be read back from TREC files, which keep no topic columns (so
+    #: a run without an ``instruction`` column proves nothing)
     reuses_runs: bool = False
-    systems: Sequence[str] = ()        # the system names, in order
     batch_size: Optional[int] = None
-    linear: bool = True                # plan="linear": systems are evaluated one after the other, in order
-    evaluations: int = 0               # PyTerrier evaluations so far (one per system when linear without batch_size)
+    #: the name of the system being evaluated, set by the routed execution (``plan="linear"``) before it runs
+    system: Optional[str] = None
     warned: set = field(default_factory=set)
-    topic_qids: Optional[FrozenSet[str]] = None  # the qids of its topics (None: not a frame)
+    #: the qids of its topics (None: not a frame): a measure that finds its variants one-sided reads them to say the
+    #: topics were (``ds.get_topics('og')``); PyTerrier keeps the qrels of the topics' qids only
+    topic_qids: Optional[FrozenSet[str]] = None
+
+    def first_time(self, message: str) -> bool:
+        """False when ``message`` was already warned (PyTerrier may evaluate a system's queries in parts)."""
+        new = message not in self.warned
+        self.warned.add(message)
+        return new
 
 
-def evaluated_system() -> Tuple[Optional[str], Optional[int]]:
-    """(the name of the system being evaluated, when it is known; ``batch_size``) for the experiment in progress,
-    (None, None) outside one."""
-    active = _ACTIVE.get()
-    if active is None:
-        return None, None
-    known = active.linear and active.batch_size is None and 0 < active.evaluations <= len(active.systems)
-    return (active.systems[active.evaluations - 1] if known else None), active.batch_size
-
-
-def topic_qids() -> Optional[FrozenSet[str]]:
-    """The qids of the topics given to the experiment in progress (None outside one, or when they are not a frame). A
-    measure that finds its variants one-sided reads them to say the topics were (``ds.get_topics('og')``): PyTerrier
-    keeps the qrels of the topics' qids only, so the qrels a measure sees cannot tell."""
-    active = _ACTIVE.get()
-    return None if active is None else active.topic_qids
-
-
-def first_time(message: str) -> bool:
-    """False when ``message`` was already warned in the experiment in progress (PyTerrier may evaluate a system's
-    queries in parts); always True outside one."""
-    active = _ACTIVE.get()
-    if active is None:
-        return True
-    if message in active.warned:
-        return False
-    active.warned.add(message)
-    return True
-
-
-def reusing_saved_runs() -> bool:
-    """An experiment in progress may evaluate runs read back from ``save_dir`` (``save_mode="reuse"``): such a run has
-    no ``instruction`` column whatever the system saw, so its absence proves nothing."""
-    active = _ACTIVE.get()
-    return bool(active and active.reuses_runs)
+def active() -> Optional[_Paired]:
+    """The ``pt.Experiment`` in progress with a package measure, or None."""
+    return _ACTIVE.get()
 
 
 def _internal_dirs() -> tuple:

@@ -54,8 +54,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import pandas as pd
 
-from ._experiment_context import (_ACTIVE, _Paired, evaluated_system, first_time, reusing_saved_runs,  # noqa: F401
-                                  warn_user)
+from ._experiment_context import _ACTIVE, _Paired, warn_user
 
 #: The PyTerrier versions (inclusive range) whose evaluation code this layer was tested against.
 TESTED = ("1.1.0", "1.1.2")
@@ -213,26 +212,16 @@ def _guarded(original, version: str):
 
 
 def _has(module, name) -> bool:
-    try:
-        _get(module, name)
-        return True
-    except AttributeError:
-        return False
+    return functools.reduce(lambda obj, part: getattr(obj, part, None), name.split("."), module) is not None
 
 
 def _get(module, name):
-    obj = module
-    for part in name.split("."):
-        obj = getattr(obj, part)
-    return obj
+    return functools.reduce(getattr, name.split("."), module)
 
 
 def _set(module, name, value) -> None:
-    if "." in name:
-        cls, attr = name.split(".")
-        setattr(getattr(module, cls), attr, value)
-    else:
-        setattr(module, name, value)
+    *path, attr = name.split(".")
+    setattr(functools.reduce(getattr, path, module), attr, value)
 
 
 def _is_package_measure(m) -> bool:
@@ -320,17 +309,17 @@ def _experiment(original):
     """PyTerrier's ``Experiment``, the same code object (so no call stands between the user and it, and its warnings name
     the user's line), whose calls to ``_validate``, ``linear_execution`` and ``tree_execution`` go through this module."""
     names = original.__globals__
-    return _with_globals(original, _validate=_validation(names["_validate"]),
-                         linear_execution=_execution(names["linear_execution"], "linear"),
-                         tree_execution=_execution(names["tree_execution"], "tree"))
+    return _rebound(original, _validate=_validation(names["_validate"]),
+                    linear_execution=_execution(names["linear_execution"], "linear"),
+                    tree_execution=_execution(names["tree_execution"], "tree"))
 
 
-def _with_globals(original, **names):
-    """``original``'s code object run with some of its global names bound to others (no frame added)."""
-    function = types.FunctionType(original.__code__, {**original.__globals__, **names}, original.__name__,
-                                  original.__defaults__, original.__closure__)
-    function.__kwdefaults__ = original.__kwdefaults__
-    return functools.update_wrapper(function, original)
+def _rebound(function, **names):
+    """``function``'s own code reading ``names`` in place of those of its module."""
+    rebound = types.FunctionType(function.__code__, {**function.__globals__, **names}, function.__name__,
+                                 function.__defaults__, function.__closure__)
+    rebound.__kwdefaults__ = function.__kwdefaults__
+    return functools.update_wrapper(rebound, function)
 
 
 def _when_ours(original, then):
@@ -373,18 +362,42 @@ def _paired_execution(original, bound, plan: str):
     per_system = original.__globals__.get("_run_and_evaluate")  # linear_execution's, called once per system
     if arguments.get("save_dir") is not None and isinstance(topics, pd.DataFrame) and per_system is not None:
         saved = _SavedRuns(arguments["save_dir"], arguments["names"], systems, topics, per_system)
-        original = _with_globals(original, _run_and_evaluate=saved.run_and_evaluate)
+        original = _rebound(original, _run_and_evaluate=saved.run_and_evaluate)
     qids = frozenset(qrels["qid"].astype(str)) if isinstance(qrels, pd.DataFrame) else frozenset()
     reuses = arguments.get("save_dir") is not None and arguments.get("save_mode") == "reuse"
     topic_qids = frozenset(topics["qid"].astype(str)) if isinstance(topics, pd.DataFrame) and "qid" in topics else None
-    paired = _Paired(names, qids, reuses, [str(n) for n in arguments["names"]], batch_size, plan != "tree",
-                     topic_qids=topic_qids)
+    paired = _Paired(names, qids, reuses, batch_size, topic_qids=topic_qids)
     arguments["renderer"]._pti_paired = paired  # read by RenderFromPerQuery.averages once the systems ran
+    if plan == "linear":
+        original = _naming_systems(original, paired, [str(n) for n in arguments["names"]])
     token = _ACTIVE.set(paired)
     try:
         return original(*bound.args, **bound.kwargs)
     finally:
         _ACTIVE.reset(token)
+
+
+def _naming_systems(linear_execution, paired: _Paired, names: List[str]):
+    """PyTerrier's ``linear_execution`` that sets ``paired.system`` to the name of each system before it is run and
+    evaluated (for the measures' messages): its ``_run_and_evaluate`` is handed the system, found by identity among
+    the systems ``_precomputation`` returned (after a shared prefix, their remainders). Unchanged on a PyTerrier
+    without those two functions (the system is then unknown)."""
+    scope = linear_execution.__globals__
+    if not {"_precomputation", "_run_and_evaluate"} <= set(scope):
+        return linear_execution
+    executed, last = [], [-1]  # last: the place of the system evaluated last (a system listed twice: the next one)
+
+    def _precomputation(*args, **kwargs):
+        result = scope["_precomputation"](*args, **kwargs)
+        executed[:] = result[2]
+        return result
+
+    def _run_and_evaluate(system, *args, **kwargs):
+        last[0] = next((i for i in range(last[0] + 1, len(executed)) if executed[i] is system), len(names))
+        paired.system = names[last[0]] if last[0] < len(names) else None
+        return scope["_run_and_evaluate"](system, *args, **kwargs)
+
+    return _rebound(linear_execution, _precomputation=_precomputation, _run_and_evaluate=_run_and_evaluate)
 
 
 def _warn_plain_caches(systems, system_names, topics, measures, names) -> None:
@@ -515,8 +528,6 @@ def _to_dict(original):
     @functools.wraps(original)
     def _ir_measures_to_dict(seq, measures, rev_mapping, num_q, perquery=True, backfill_qids=None):
         active = _ACTIVE.get()
-        if active is not None:
-            active.evaluations += 1
         if active is not None and backfill_qids is not None:  # a topic in the qrels is not "not found in qrels"
             backfill_qids = [q for q in backfill_qids if str(q) not in active.qrels_qids]
         return original(seq, measures, rev_mapping, num_q, perquery, backfill_qids)

@@ -1,13 +1,17 @@
 import os
+import shutil
 import sys
+import tempfile
 
 # Tests never touch the network or the Hugging Face hub.
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 os.environ["HF_DATASETS_OFFLINE"] = "1"
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-# Dataset ids resolve to the small fixtures in the released layouts; the cache is never a user's one.
-os.environ["PYTERRIER_INSTRUCT_DATA"] = os.path.join(os.path.dirname(__file__), "data", "layouts")
+# Dataset ids resolve to the miniature benchmarks in their released layouts, which the package's generator
+# (pyterrier_instruct.testing.layouts) writes into a temporary folder at configuration (pytest_configure); the cache
+# is never a user's one.
+os.environ["PYTERRIER_INSTRUCT_DATA"] = tempfile.mkdtemp(prefix="pti-layouts-")
 os.environ["IR_DATASETS_HOME"] = os.path.join(os.path.dirname(__file__), "data", "no-ir-datasets-home")
 
 import json  # noqa: E402
@@ -16,6 +20,15 @@ from pathlib import Path  # noqa: E402
 import pytest  # noqa: E402
 
 DATA = Path(__file__).parent / "data"
+
+
+def pytest_configure(config):
+    from pyterrier_instruct.testing.layouts import write
+    write(os.environ["PYTERRIER_INSTRUCT_DATA"])  # read by tests as $PYTERRIER_INSTRUCT_DATA (their LAYOUTS)
+
+
+def pytest_unconfigure(config):
+    shutil.rmtree(os.environ["PYTERRIER_INSTRUCT_DATA"], ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

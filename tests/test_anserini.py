@@ -260,7 +260,7 @@ def test_terrier_startup_restored_after_java_start(anserini_bm25):
 def test_cli_first_stage_pyserini(tmp_path, anserini_bm25):
     from pyterrier_instruct.reproduce.cli import main
     from pyterrier_instruct.reproduce import first_stage_bm25
-    layouts = Path(__file__).parent / "data" / "layouts" / "songtingyu"
+    layouts = Path(os.environ["PYTERRIER_INSTRUCT_DATA"]) / "songtingyu"
     argv = ["ifir", "--dataset", "ifir/fiqa", "--data-root", str(layouts), "--systems", "bm25", "--quiet"]
     assert main(argv + ["--first-stage", "pyserini", "--out", str(tmp_path / "pyserini")]) == 0
     assert main(argv + ["--out", str(tmp_path / "pisa")]) == 0  # the default: PISA

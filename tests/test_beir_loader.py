@@ -1,7 +1,8 @@
-"""The BEIR family (Promptriever's BEIR prompt study, §4.3) over ``tests/data/layouts/BeIR/scifact``: the official BEIR
+"""The BEIR family (Promptriever's BEIR prompt study, §4.3) over ``BeIR/scifact`` of the miniature layouts: the official BEIR
 layout (``corpus.jsonl``, ``queries.jsonl``, ``qrels/train.tsv`` + ``qrels/test.tsv``, no dev split, as SciFact ships),
 40 claim-style abstracts and 8 test + 12 train claims written for this package. Nothing here touches the network."""
 import gzip
+import os
 import shutil
 from pathlib import Path
 
@@ -12,14 +13,13 @@ import pyterrier as pt
 import pytest
 
 import pyterrier_instruct as pti
-from pyterrier_instruct.datasets import source
-from pyterrier_instruct.datasets import DATASETS, DataError
+from pyterrier_instruct.datasets import DATASETS, DataError, source
 from pyterrier_instruct.datasets.registry import BEIR, BEIR_URL
-from pyterrier_instruct.reproduce import dataset_label
 from pyterrier_instruct.dense.families import _installed_minilm
 from pyterrier_instruct.dense.selection import evaluate
+from pyterrier_instruct.reproduce import dataset_label
 
-SCIFACT = Path(__file__).parent / "data" / "layouts" / "BeIR" / "scifact"
+SCIFACT = Path(os.environ["PYTERRIER_INSTRUCT_DATA"]) / "BeIR" / "scifact"  # written by conftest.py
 TEST_QIDS = ["1", "3", "5", "7", "9", "11", "13", "15"]
 TRAIN_QIDS = [str(q) for q in range(0, 23, 2)]
 
@@ -194,7 +194,7 @@ def test_online_download_fetches_both_repositories_into_the_zip_layout(monkeypat
 
 
 def test_pyterrier_provider_and_ir_datasets_ids():
-    # conftest points $PYTERRIER_INSTRUCT_DATA at tests/data/layouts, which holds BeIR/scifact
+    # conftest points $PYTERRIER_INSTRUCT_DATA at the miniature layouts, which hold BeIR/scifact
     ds = pt.get_dataset("instruct:beir/scifact")
     pd.testing.assert_frame_equal(ds.get_topics(), pti.load_dataset("beir/scifact", path=str(SCIFACT)).get_topics())
     assert "beir/scifact/dev" in pti.datasets.provider.InstructDatasetProvider().list_dataset_names()

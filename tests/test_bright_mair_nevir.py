@@ -1,9 +1,10 @@
-"""BRIGHT, MAIR and NevIR over miniature snapshots in their released layouts (tests/data/layouts, pyterrier_instruct.testing.layouts):
+"""BRIGHT, MAIR and NevIR over miniature snapshots in their released layouts (written by pyterrier_instruct.testing.layouts):
 all three front ends, BRIGHT's excluded_ids rule against a hand computation, PairedAccuracy against NevIR's official rule
 (and mteb's on ties), and the inf-ir command end to end with all-MiniLM-L6-v2."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from ir_measures import nDCG
 import pyterrier_instruct as pti
 from pyterrier_instruct.datasets import DATASETS, DataError, source
 
-LAYOUTS = Path(__file__).parent / "data" / "layouts"
+LAYOUTS = Path(os.environ["PYTERRIER_INSTRUCT_DATA"])  # written by conftest.py
 IDS = ["bright/biology", "bright/biology-long", "bright/leetcode", "bright/theoremqa_questions", "mair/dd-15", "mair/fr-21",
        "mair/DD_2017", "nevir", "nevir/validation", "nevir/mteb", "nevir/mteb/train"]
 

@@ -13,7 +13,9 @@ from pyterrier_instruct import _hub
 from pyterrier_instruct._progress import silenced, tqdm
 from pyterrier_instruct.evaluation._report import footer, short_provenance
 from pyterrier_instruct.reproduce.cli import main
-from pyterrier_instruct.reproduce.common import Row, miniatures, row_name
+from pyterrier_instruct.reproduce.arguments import Row
+from pyterrier_instruct.reproduce.output import miniatures
+from pyterrier_instruct.reproduce.systems import row_name
 
 
 def test_infosearch_miniature_has_no_paper_rows_and_quiet_prints_no_bar(tmp_path, capfd):

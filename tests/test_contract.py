@@ -334,3 +334,29 @@ def test_a_preset_belongs_to_the_class_that_defines_it():
         assert not hasattr(cls, "llama_chat")
     assert repr(pti.CausalLMReranker.gritlm()) == "CausalLMReranker.gritlm()"
     assert repr(pti.Qwen3Reranker.four_b(batch_size=4)) == "Qwen3Reranker.four_b(batch_size=4)"
+
+
+def test_constructors_show_their_real_parameters():
+    """``inspect.signature`` (and so ``help`` and Sphinx, which read ``__signature__`` first) shows each public
+    configured class's constructor, the parameters it forwards to its base classes included, never
+    ``pt.Transformer.__new__``'s ``(*args, **kwargs)``; the call is still recorded before ``__init__`` runs."""
+    import inspect
+    public = [getattr(pti, n) for n in pti.__all__]
+    configured = [c for c in public if inspect.isclass(c) and issubclass(c, Configured)]
+    assert len(configured) > 40
+    for cls in configured:
+        params = inspect.signature(cls).parameters
+        own = inspect.signature(cls.__init__).parameters
+        assert not any(p.kind == p.VAR_POSITIONAL for p in params.values()), cls
+        assert {n for n, p in own.items() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)} - {"self"} <= set(params)
+    first = inspect.signature(pti.FIRST).parameters
+    assert list(first)[:2] == ["model_name_or_path", "backend"] and {"window_size", "stride", "verbose"} <= set(first)
+    assert "template" not in inspect.signature(pti.FollowIR7B).parameters  # FollowIR7B supplies CausalLMReranker's
+    seen = []
+
+    class Probe(pti.PoolBM25):
+        def __init__(self, **kwargs):
+            seen.append(repr(self))
+            super().__init__(**kwargs)
+
+    assert repr(Probe(k1=1.2)) == seen[0] == "Probe(k1=1.2)" and "k1" in inspect.signature(Probe).parameters

@@ -1,6 +1,7 @@
 """Damaged benchmark files fail at load time with a DataError naming the file, the line and the fix: bytes that are not
 UTF-8 (jsonl, json, tsv, gzip'd jsonl, corpus lines read by offset) and candidate files with no rows."""
 import gzip
+import os
 import shutil
 from pathlib import Path
 
@@ -12,7 +13,7 @@ from pyterrier_instruct.datasets import DataError, bundled_path
 from pyterrier_instruct.datasets._files import iter_jsonl, read_json, read_qrels_tsv
 from pyterrier_instruct.datasets.docstore import DocStore
 
-LAYOUTS = Path(__file__).parent / "data" / "layouts"
+LAYOUTS = Path(os.environ["PYTERRIER_INSTRUCT_DATA"])  # written by conftest.py
 LATIN1 = "caf\u00e9".encode("latin-1")  # b"caf\xe9": one byte that is not UTF-8
 
 

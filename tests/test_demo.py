@@ -40,7 +40,7 @@ def test_cli_usage_errors(capsys):
 def test_model_provenance_names_the_snapshot_commit(tmp_path, monkeypatch):
     """Each model of a system is recorded with its hub id, its folder and the commit of the snapshot it loads from."""
     import pyterrier_instruct as pti
-    from pyterrier_instruct.reproduce.common import model_provenance, models_of
+    from pyterrier_instruct.reproduce.output import model_provenance, models_of
     snapshot = tmp_path / "hub" / "models--org--tiny" / "snapshots" / "0123abcd"
     snapshot.mkdir(parents=True)
     (snapshot / "config.json").write_text("{}")

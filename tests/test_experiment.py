@@ -104,6 +104,22 @@ def test_followir_experiment_names_a_system_that_skips_paired_topics(mini):
     assert len(per_query) == 8 and res.loc[0, "pMRR"] == pytest.approx(value, abs=1e-12)
 
 
+@pytest.mark.parametrize("precompute", [False, True])
+def test_the_routed_execution_names_the_evaluated_system_in_batches(mini, precompute):
+    """The system is handed over by the linear execution, not guessed from how often PyTerrier evaluated: with
+    ``batch_size`` (one evaluation per batch) and after a shared prefix (the systems run are its remainders)."""
+    pool = mini.candidates() >> pti.PoolBM25()
+    drops = pool >> pt.apply.generic(lambda r: r[~r["qid"].isin(["102-changed", "108-og"])])
+    topics = mini.get_topics()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        pt.Experiment([pool, drops], topics, mini.get_qrels(), [pti.pMRR], names=["full", "drops"],
+                      batch_size=len(topics), precompute_prefix=precompute)
+    missing = [str(w.message) for w in caught if issubclass(w.category, pti.measures.MissingVariantWarning)]
+    assert len(missing) == 1 and missing[0].startswith("pMRR of 'drops': 2 base queries are skipped"), missing
+    assert f"pt.Experiment(batch_size={len(topics)})" in missing[0]
+
+
 # --- standard and paired measures in one pt.Experiment ---------------------------------------------------------------
 
 MIXED = [pti.pMRR, AP @ 1000, nDCG @ 5]

@@ -187,7 +187,8 @@ def test_data_md_names_every_file_of_the_original_followir_layout():
 
 def test_cli_rows_are_labelled_by_the_checkpoint_used():
     import argparse
-    from pyterrier_instruct.reproduce.common import Row, row_name
+    from pyterrier_instruct.reproduce.arguments import Row
+    from pyterrier_instruct.reproduce.systems import row_name
     rows = {"monot5-base": Row("MonoT5-base", "MonoT5-base", "castorini/monot5-base-msmarco-10k"), "bm25": Row("BM25", "BM25")}
     default = argparse.Namespace(models={"monot5-base": "castorini/monot5-base-msmarco-10k"})
     assert row_name(rows, "monot5-base", default) == "MonoT5-base" and row_name(rows, "bm25", default) == "BM25"

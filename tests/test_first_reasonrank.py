@@ -8,6 +8,7 @@ must give its order wherever all the window's identifiers are in its top 30 (the
 ``reasonrank_template.yaml`` with ``is_thinking`` on a scripted engine: every window's prompt, token ids and budgets
 (min = ranking tokens, max = reasoning budget + ranking tokens), the repair of answers with and without ``</think>``,
 and the final rankings."""
+import os
 import re
 import sys
 import threading
@@ -343,8 +344,9 @@ def test_repr_eq_presets_and_errors():
 def test_followir_cli_rows(models, tmp_path):
     """The --systems rows first and reasonrank (not run by default) on the tiny weights."""
     from pathlib import Path
+
     from pyterrier_instruct.reproduce.cli import main
-    robust04 = str(Path(__file__).parent / "data" / "layouts" / "jhu-clsp" / "robust04-instructions")
+    robust04 = str(Path(os.environ["PYTERRIER_INSTRUCT_DATA"]) / "jhu-clsp" / "robust04-instructions")
     assert main(["followir", "--dataset", "followir/robust04", "--path", robust04, "--out", str(tmp_path), "--quiet",
                  "--systems", "first,reasonrank", "--first", models["letters"], "--reasonrank", models["qwen"],
                  "--reasoning-budget", "4"]) == 0

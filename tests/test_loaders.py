@@ -1,9 +1,10 @@
-"""Dataset loaders over fixtures in the exact released layouts (tests/data/layouts, see pyterrier_instruct.testing.layouts).
+"""Dataset loaders over fixtures in the exact released layouts (written by pyterrier_instruct.testing.layouts, see conftest.py).
 
 Every registered id goes end to end: ``pt.get_dataset('instruct:<id>')`` → topics/qrels/candidates → a
 pipeline → the benchmark's paired measure, checked against the measure function on the same run.
 """
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -13,12 +14,11 @@ import pyterrier as pt
 import pytest
 
 import pyterrier_instruct as pti
-from pyterrier_instruct.datasets import source
-from pyterrier_instruct.datasets import DATASETS, DataError
+from pyterrier_instruct.datasets import DATASETS, DataError, source
 from pyterrier_instruct.datasets.docstore import DocStore
 from pyterrier_instruct.measures import infosearch_eval, infosearch_partition, robustness
 
-LAYOUTS = Path(__file__).parent / "data" / "layouts"
+LAYOUTS = Path(os.environ["PYTERRIER_INSTRUCT_DATA"])  # written by conftest.py
 PAIRED = [n for n, e in DATASETS.items() if e.family in ("bundled", "followir", "followir-mteb", "mfollowir")]
 INFOSEARCH = [n for n, e in DATASETS.items() if e.family == "infosearch"]
 IFIR = [n for n, e in DATASETS.items() if e.family == "ifir"]

@@ -1,4 +1,6 @@
 """Packaging contracts: a light import, registered measures, named errors for missing extras."""
+import ast
+import importlib
 import json
 import subprocess
 import sys
@@ -46,6 +48,35 @@ def test_lazy_public_names():
         assert getattr(pti, name) is not None
     with pytest.raises(AttributeError):
         pti.NoSuchThing
+
+
+def _declared(path: Path):
+    """The names of the ``__all__`` assigned in a module's source (none without one)."""
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and "__all__" in [t.id for t in getattr(
+                node, "targets", [getattr(node, "target", None)]) if isinstance(t, ast.Name)]:
+            return set(ast.literal_eval(node.value))
+    return set()
+
+
+def test_lazy_map_is_every_public_modules_all():
+    """``pti.LAZY`` (module -> names) is each public module's ``__all__`` (a name re-exported by two modules is mapped
+    to one, the same object), every public submodule's names are in its package's, and the ``TYPE_CHECKING`` imports
+    that editors read import every module of the map, so nothing drifts."""
+    root = Path(pti.__file__).parent
+    for module, names in pti.LAZY.items():
+        mod = importlib.import_module(f"pyterrier_instruct.{module}")
+        assert set(names) <= set(mod.__all__), module
+        assert [n for n in mod.__all__ if getattr(pti, n, None) is not getattr(mod, n)] == [], module
+        for sub in sorted((root / module).glob("[!_]*.py")):
+            assert _declared(sub) <= set(names), f"{module}/{sub.name}: names missing from {module}/__init__.py"
+    flat = [n for names in pti.LAZY.values() for n in names]
+    assert len(flat) == len(set(flat))
+    block = next(n for n in ast.parse((root / "__init__.py").read_text()).body
+                 if isinstance(n, ast.If) and getattr(n.test, "id", None) == "TYPE_CHECKING")
+    typed = {(i.module, a.name) for i in block.body for a in i.names}
+    assert typed == {(m, "*") for m in pti.LAZY} | {(None, m) for m in pti.SUBPACKAGES}
+    assert dir(pti) == pti.__all__ == sorted(set(pti.__all__)) and set(flat) | set(pti.SUBPACKAGES) <= set(pti.__all__)
 
 
 def test_missing_extra_names_the_install_command():

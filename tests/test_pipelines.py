@@ -18,7 +18,7 @@ import pyterrier_instruct as pti
 from pyterrier_instruct.reproduce.cli import COMMANDS, main
 
 ROOT = Path(__file__).parents[1]
-LAYOUTS = Path(__file__).parent / "data" / "layouts"
+LAYOUTS = Path(os.environ["PYTERRIER_INSTRUCT_DATA"])  # written by conftest.py
 ROBUST04 = str(LAYOUTS / "jhu-clsp" / "robust04-instructions")
 
 

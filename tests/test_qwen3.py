@@ -3,6 +3,7 @@ the README's transformers code (QwenLM/Qwen3-Embedding at f4ad0c4, lines 82–13
 README), mteb 2.x's Qwen3 reranker wrapper, and sentence-transformers configured from the checkpoint's own files."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -210,7 +211,7 @@ def test_reproduction_cli_rows(qwen, tmp_path):
     """The new --systems rows (not run by default: the papers did not report them) run on the tiny weights."""
     from pyterrier_instruct.reproduce.cli import main
     out = tmp_path / "followir"
-    robust04 = str(Path(__file__).parent / "data" / "layouts" / "jhu-clsp" / "robust04-instructions")
+    robust04 = str(Path(os.environ["PYTERRIER_INSTRUCT_DATA"]) / "jhu-clsp" / "robust04-instructions")
     assert main(["followir", "--dataset", "followir/robust04", "--path", robust04, "--out", str(out), "--quiet",
                  "--systems", "bm25,qwen3-reranker,mxbai-rerank-v2,qwen3-embedding", "--qwen3-reranker", qwen["reranker"],
                  "--mxbai-rerank-v2", qwen["qwen2"], "--qwen3-embedding", qwen["embedding"]]) == 0

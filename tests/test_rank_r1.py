@@ -6,6 +6,7 @@ vLLM's ``LLM.chat`` replaced by the chat template + a generator. ``random.seed(9
 reference's shuffles those of our per-query ``random.Random(929)``."""
 from __future__ import annotations
 
+import os
 import random
 import re
 import sys
@@ -14,13 +15,13 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from pyterrier_instruct.testing.models import QWEN_CHAT_TEMPLATE
 from stubs import with_chat_template
 from test_setwise import LLM_RANKERS, llmrankers  # noqa: F401 - the fixture
 
 import pyterrier_instruct as pti
 from pyterrier_instruct.backends import Continuation
 from pyterrier_instruct.setwise.rank_r1 import _AdapterHFBackend
+from pyterrier_instruct.testing.models import QWEN_CHAT_TEMPLATE
 
 QWEN_CHAT = QWEN_CHAT_TEMPLATE
 PROMPT = {"prompt_system": pti.setwise.rank_r1.SYSTEM, "prompt_user": pti.setwise.rank_r1.USER,
@@ -240,9 +241,10 @@ def test_cli_rank_r1_rows_followir_and_bright(model, tmp_path, monkeypatch):
     """``--systems rank-r1`` on FollowIR (the candidates) and on BRIGHT (``inf-ir``: BM25 top 100), through the vLLM
     stand-in (vLLM's own sampler over the tiny model, 4 tokens a comparison: --reasoning-budget)."""
     import fake_vllm
+
     from pyterrier_instruct.reproduce.cli import main
     monkeypatch.setitem(sys.modules, "vllm", fake_vllm)
-    robust04 = str(Path(__file__).parent / "data" / "layouts" / "jhu-clsp" / "robust04-instructions")
+    robust04 = str(Path(os.environ["PYTERRIER_INSTRUCT_DATA"]) / "jhu-clsp" / "robust04-instructions")
     assert main(["followir", "--dataset", "followir/robust04", "--path", robust04, "--out", str(tmp_path / "f"), "--quiet",
                  "--systems", "rank-r1", "--rank-r1", model, "--listwise-backend", "vllm", "--reasoning-budget", "4"]) == 0
     table = pd.read_csv(tmp_path / "f" / "table2.csv")

@@ -23,7 +23,7 @@ from pyterrier_instruct.datasets._files import DataError, iter_jsonl
 from pyterrier_instruct.datasets.docstore import DocStore
 from pyterrier_instruct.evaluation import IFIRJudge
 from pyterrier_instruct.evaluation.runs import SavedRun, run_key, sweep_partials
-from pyterrier_instruct.reproduce.common import read_report
+from pyterrier_instruct.reproduce.output import read_report
 from tiny_models import resave_weights
 
 DOCS = [{"docno": d, "text": t} for d, t in [("a", "one doc"), ("b", "another doc"), ("c", "a third one")]]

@@ -92,6 +92,13 @@ def test_variant_restricts_to_one_mode_of_a_paired_frame():
     assert keys == {"1"}
 
 
+def test_variant_absent_from_the_qrels_is_named():
+    qrels = pd.DataFrame({"query_id": ["1_0-og", "1_0-changed"], "doc_id": ["a", "b"], "relevance": [1, 1]})
+    run = pd.DataFrame({"query_id": ["1_0-og", "1_0-changed"], "doc_id": ["a", "b"], "score": [1.0, 1.0]})
+    with pytest.raises(ValueError, match=r"'<qid>-reversed' query ids .*found variants \['changed', 'og'\]"):
+        ir_measures.calc_aggregate([Robustness(variant="reversed") @ 10], qrels, run)
+
+
 def test_robustness_in_pt_experiment_with_baseline():
     import pyterrier as pt
     rng = np.random.default_rng(1)

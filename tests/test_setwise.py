@@ -332,7 +332,7 @@ def test_bubblesort_misses_the_top_k_as_the_reference_does_and_the_exact_variant
 def test_followir_cli_setwise_row(models, tmp_path):
     """``--systems setwise`` (not run by default: the FollowIR paper did not report it) runs on the tiny weights."""
     from pyterrier_instruct.reproduce.cli import main
-    robust04 = str(Path(__file__).parent / "data" / "layouts" / "jhu-clsp" / "robust04-instructions")
+    robust04 = str(Path(os.environ["PYTERRIER_INSTRUCT_DATA"]) / "jhu-clsp" / "robust04-instructions")
     assert main(["followir", "--dataset", "followir/robust04", "--path", robust04, "--out", str(tmp_path), "--quiet",
                  "--systems", "bm25,setwise", "--setwise", models["t5"]]) == 0
     table = pd.read_csv(tmp_path / "table2.csv")

@@ -25,11 +25,14 @@ from typing import Iterator, List, Optional
 
 import ir_measures
 import pandas as pd
-from ir_measures import Metric, providers
+from ir_measures import Metric, measures, providers
 
-from .._experiment_context import reusing_saved_runs, user_stacklevel
+from .._experiment_context import active, user_stacklevel
 from ..instructions import split_qid
 from ._runs import normalised, warn_unmatched
+
+#: an empty run (a variant the run lacks)
+EMPTY_RUN = pd.DataFrame({"qid": [], "docno": [], "score": []})
 
 
 class MissingVariantWarning(UserWarning):
@@ -47,6 +50,10 @@ class PairedMeasure(ir_measures.measures.Measure):
     QREL_INPUTS = ["query_id", "doc_id", "relevance"]
     #: compares the runs of a query's instruction variants, so the run must carry the instructions it was made with
     COMPARES_VARIANTS = False
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls.NAME = cls.__dict__.get("__name__", getattr(cls, "NAME", None))  # ir_measures' name: the class's __name__
 
     def __init__(self, **params):
         # ir_measures checks parameters only when evaluating (and then fails inside repr); name the mistake here
@@ -87,7 +94,8 @@ class _Evaluator(providers.Evaluator):
         run = normalised(run.rename(columns={"query_id": "qid", "doc_id": "docno"}), "run", "run")
         names = ", ".join(repr(m) for m in self.measures)
         comparing = [repr(m) for m in self.measures if m.COMPARES_VARIANTS]
-        if comparing and "instruction" not in run.columns and len(run) and not reusing_saved_runs():
+        reused = getattr(active(), "reuses_runs", False)  # a run read back from save_dir keeps no topic columns
+        if comparing and "instruction" not in run.columns and len(run) and not reused:
             warnings.warn(f"{', '.join(comparing)}: the run has no 'instruction' column, so the system most likely never "
                           "saw the instructions and its -og and -changed runs rank alike (p-MRR 0). Evaluate runs made "
                           "from topics that carry the instruction: pyterrier_instruct.paired_topics(...) or the "
@@ -131,3 +139,29 @@ def install() -> None:
     pipeline = ir_measures.DefaultPipeline
     if not any(isinstance(p, InstructProvider) for p in pipeline.providers):
         pipeline.providers.insert(0, PROVIDER)
+
+
+def unpaired(measure: str, needed, found) -> ValueError:
+    """The error of a measure whose qrels lack variants it ``needed`` (``found``: the variants they have), naming
+    what is one-sided: the topics given to ``pt.Experiment`` when they lack a variant (e.g.
+    ``ds.get_topics('og')``; PyTerrier evaluates the qrels of the topics' qids only), else the qrels."""
+    qids = getattr(active(), "topic_qids", None)
+    if qids is not None:
+        in_topics = {split_qid(q)[1] for q in qids} - {None}
+        lacking = [v for v in needed if v not in in_topics]
+        if lacking:  # PyTerrier keeps the qrels of the topics' qids only (filter_by_topics): the topics lack them
+            return ValueError(f"{measure} needs the topics of every variant it compares ({', '.join(needed)}): the "
+                              f"topics given to pt.Experiment have variants {sorted(in_topics)} only, no "
+                              f"'<qid>-{lacking[0]}' query; pass all the variants' topics, e.g. ds.get_topics() "
+                              f"rather than ds.get_topics('og')")
+    wanted = " and ".join(f"'<qid>-{v}'" for v in needed)
+    return ValueError(f"{measure} needs paired qrels with {wanted} query ids (see pyterrier_instruct.paired_qrels); "
+                      f"found variants {sorted(found)}")
+
+
+def register_measure(instance: PairedMeasure) -> PairedMeasure:
+    """Registers a measure with ir_measures (so it parses by name), and the provider first, where the measure is
+    defined: ``pMRR = register_measure(_pMRR())``."""
+    install()
+    measures.register(instance)
+    return instance

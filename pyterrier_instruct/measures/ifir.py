@@ -16,7 +16,9 @@ from typing import Dict, Tuple, Union
 import ir_measures
 import numpy as np
 import pandas as pd
+from ir_measures import measures
 
+from ._provider import PairedMeasure, register_measure
 from ._runs import TIES, QrelsLike, RunLike, per_query_values, qrels_frame, run_frame, warn_unmatched
 
 NORMS = ("ifir_code", "standard")
@@ -74,3 +76,29 @@ def ifir_ndcg(run: RunLike, qrels: QrelsLike, k: int = 20, *, norm: str = "ifir_
         raise ValueError("IFIR nDCG is undefined: the qrels are empty")
     value = float(values.mean())
     return (value, {str(q): float(v) for q, v in values.items()}) if per_query else value
+
+
+class _IFIR_nDCG(PairedMeasure):
+    """IFIR nDCG@k: IDCG from the retrieved top-k's own gold count (the IFIR code, default) or standard
+    (``norm='standard'``, ir_measures nDCG@k); each (query, level) qid is one unit.
+    """
+    __name__ = "IFIR_nDCG"
+    AT_PARAM = "cutoff"
+    SUPPORTED_PARAMS = {
+        "cutoff": measures.ParamInfo(dtype=int, required=True, desc="rank cut-off"),
+        "norm": measures.ParamInfo(dtype=str, choices=["ifir_code", "standard"], default="ifir_code",
+                                   desc="IDCG from the retrieved list (IFIR code) or from the qrels (trec_eval)"),
+        "ties": measures.ParamInfo(dtype=str, choices=["docno", "input"], default="docno",
+                                   desc="tie-break of the top-k list: docno descending or run row order"),
+    }
+
+    def unit(self, qid):
+        return None  # each (query, level) qid is one unit
+
+    def paired_impl(self, qrels, run, cache):
+        values = ifir_ndcg_per_query(run, qrels, self.params["cutoff"], self.params.get("norm", "ifir_code"),
+                                     self.params.get("ties", "docno"), warn=False)  # the provider checked the ids
+        return ((str(q), float(v)) for q, v in values.items())
+
+
+IFIR_nDCG = register_measure(_IFIR_nDCG())

@@ -30,8 +30,11 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import pandas as pd
+from ir_measures import measures
 
 from .._experiment_context import user_stacklevel
+from ..instructions import VARIANTS, by_variant, paired_qid
+from ._provider import EMPTY_RUN, PairedMeasure, register_measure, unpaired
 from ._runs import QrelsLike, RunLike, label_pairs, ranks_and_scores, run_frame, warn_unmatched
 from .pmrr import pmrr_values
 
@@ -280,6 +283,132 @@ def infosearch_pmrr(ori_run: RunLike, ins_run: RunLike, rev_run: Optional[RunLik
     by_query = _per_query(neg["qid"], pmrr_values(neg["ori_rank"], neg["ins_rank"]))
     value = float(by_query.mean())
     return (value, {str(q): float(v) for q, v in by_query.items()}) if per_query else value
+
+
+_TIES_INPUT = measures.ParamInfo(dtype=str, choices=["input", "docno"], default="input",
+                                 desc="tie-break: run row order (the InfoSearch reference) or docno descending")
+
+
+class _InfoSearchMeasure(PairedMeasure):
+    """Base of the InfoSearch measures: one rank table (partition ranks in the three runs) per evaluation."""
+    NEEDS_REVERSED = True
+    COMPARES_VARIANTS = True
+
+    def table(self, qrels: pd.DataFrame, run: pd.DataFrame, cache: dict) -> RankTable:
+        if "variants" not in cache:  # split the paired frames once per evaluation
+            cache["variants"] = (by_variant(qrels), by_variant(run))
+        q, r = cache["variants"]
+        if "og" not in q or "changed" not in q:
+            raise unpaired(str(self), ("og", "changed"), q)
+        with_rev = self.NEEDS_REVERSED or "reversed" in r  # p-MRR shares the three-run table when there is one
+        key = ("infosearch", self.params.get("ties", "input"), with_rev)
+        if key not in cache:
+            rev = r.get("reversed", EMPTY_RUN) if with_rev else None
+            cache[key] = RankTable(r.get("og", EMPTY_RUN), r.get("changed", EMPTY_RUN), rev,
+                                   infosearch_partition(q["og"], q["changed"]), key[1], check_ids=False)
+        return cache[key]
+
+    @staticmethod
+    def emit(values: pd.Series):
+        for base, value in values.items():
+            yield paired_qid(base, "og"), float(value)
+
+    @classmethod
+    def emit_mean(cls, qids: pd.Series, values):
+        """One value per instance: the mean of ``values`` over its documents, keyed by ``<qid>-og``."""
+        return cls.emit(pd.Series(values, index=qids.to_numpy()).groupby(level=0, sort=False).mean())
+
+
+class _WISE(_InfoSearchMeasure):
+    """WISE (InfoSearch): rank-aware reward/penalty of the gold document across the og (core query),
+    changed (instructed) and reversed runs; raw in [-1, 1]. Default: the 2024 reference code.
+
+    .. cite.dblp:: journals/corr/abs-2410-23841
+    """
+    __name__ = "WISE"
+    PRETTY_NAME = "Weighted Instruction Sensitivity Evaluation"
+    SHORT_DESC = "Reward when the gold rises with the instruction and falls with the reversed one; penalty otherwise."
+    SUPPORTED_PARAMS = {
+        "version": measures.ParamInfo(dtype=str, choices=list(WISE_VERSIONS), default="2024",
+                                      desc="2024 code (default), 2025 code (sqrt reward, -1 penalty) or the paper"),
+        "ties": _TIES_INPUT,
+    }
+
+    def paired_impl(self, qrels, run, cache):
+        pos = self.table(qrels, run, cache).positive
+        return self.emit_mean(pos["qid"], wise_values(pos["ori_rank"], pos["ins_rank"], pos["rev_rank"],
+                                                      pos["sum_count"], self.params.get("version", "2024")))
+
+
+WISE = register_measure(_WISE())
+
+
+class _IdealWISE(_InfoSearchMeasure):
+    """The ideal WISE bound given the og run (gold at rank 1 when instructed, pushed down when reversed)."""
+    __name__ = "IdealWISE"
+    SUPPORTED_PARAMS = _WISE.SUPPORTED_PARAMS
+
+    def paired_impl(self, qrels, run, cache):
+        pos = self.table(qrels, run, cache).positive
+        values = ideal_wise_values(pos["ori_rank"], pos["sum_count"], self.params.get("version", "2024"))
+        return self.emit_mean(pos["qid"], values)
+
+
+IdealWISE = register_measure(_IdealWISE())
+
+
+class _SICR(_InfoSearchMeasure):
+    """SICR (InfoSearch): share of instances whose gold rises (rank and raw score) with the instruction
+    and falls with the reversed one; raw in [0, 1]. Default: the reference code (last-gold quirk).
+
+    .. cite.dblp:: journals/corr/abs-2410-23841
+    """
+    __name__ = "SICR"
+    PRETTY_NAME = "Strict Instruction Compliance Ratio"
+    SHORT_DESC = "Instances whose gold document moves up with the instruction and down with the reversed one."
+    SUPPORTED_PARAMS = {
+        "version": measures.ParamInfo(dtype=str, choices=list(SICR_VERSIONS), default="code",
+                                      desc="reference code (default), true mean over golds, or the paper's eq. 4"),
+        "ties": _TIES_INPUT,
+    }
+
+    def paired_impl(self, qrels, run, cache):
+        pos = self.table(qrels, run, cache).positive
+        return self.emit(sicr_per_query(pos, self.params.get("version", "code")))
+
+
+SICR = register_measure(_SICR())
+
+
+class _InfoSearch_pMRR(_InfoSearchMeasure):
+    """InfoSearch's p-MRR: FollowIR's per-document rank change of the negatives, og run → changed run."""
+    __name__ = "InfoSearch_pMRR"
+    NEEDS_REVERSED = False
+    SUPPORTED_PARAMS = {"ties": _TIES_INPUT}
+
+    def paired_impl(self, qrels, run, cache):
+        neg = self.table(qrels, run, cache).negative
+        return self.emit_mean(neg["qid"], pmrr_values(neg["ori_rank"], neg["ins_rank"]))
+
+
+InfoSearch_pMRR = register_measure(_InfoSearch_pMRR())
+
+
+class _GoldRank(_InfoSearchMeasure):
+    """Mean 1-based rank of the gold documents in one variant's run (InfoSearch's R_ori/R_ins/R_rev)."""
+    __name__ = "GoldRank"
+    SUPPORTED_PARAMS = {
+        "run": measures.ParamInfo(dtype=str, choices=list(VARIANTS), default="og", desc="which variant's run"),
+        "ties": _TIES_INPUT,
+    }
+
+    def paired_impl(self, qrels, run, cache):
+        pos = self.table(qrels, run, cache).positive
+        col = {"og": "ori_rank", "changed": "ins_rank", "reversed": "rev_rank"}[self.params.get("run", "og")]
+        return self.emit_mean(pos["qid"], pos[col].to_numpy(dtype="float64"))
+
+
+GoldRank = register_measure(_GoldRank())
 
 
 __all__: List[str] = ["infosearch_partition", "infosearch_eval", "wise", "sicr", "infosearch_pmrr",

@@ -18,6 +18,9 @@ from __future__ import annotations
 from typing import Dict, Iterator, Tuple
 
 import pandas as pd
+from ir_measures import measures
+
+from ._provider import PairedMeasure, register_measure
 
 TIES = ("strict", "mteb")
 
@@ -73,3 +76,30 @@ def paired_accuracy(run: pd.DataFrame, qrels: pd.DataFrame, ties: str = "strict"
     if not values:
         raise ValueError("PairedAccuracy: the qrels hold no query pair")
     return sum(values) / len(values)
+
+
+class _PairedAccuracy(PairedMeasure):
+    """NevIR paired accuracy: the share of query pairs in which each query scores its own document strictly above the
+    other one (the official rule: a tie is wrong; ``ties='mteb'``: its own document first in its whole run, mteb's docno
+    tie-break). One value per pair, keyed by
+    its ``<pair>_q1`` qid. See :mod:`.nevir`.
+
+    .. cite.dblp:: conf/eacl/WellerLD24
+    """
+    __name__ = "PairedAccuracy"
+    PRETTY_NAME = "NevIR paired accuracy"
+    SHORT_DESC = "Pairs of queries that each rank their own document above the other one."
+    SUPPORTED_PARAMS = {
+        "ties": measures.ParamInfo(dtype=str, choices=list(TIES), default="strict",
+                                   desc="own document strictly above the other (official NevIR code) or first in the "
+                                        "whole run, ties by docno descending (mteb's recall@1)"),
+    }
+
+    def unit(self, qid):
+        return pair_of(qid)
+
+    def paired_impl(self, qrels, run, cache):
+        return paired_accuracy_per_pair(run, qrels, self.params.get("ties", "strict"))
+
+
+PairedAccuracy = register_measure(_PairedAccuracy())

@@ -16,8 +16,11 @@ from typing import Dict, Optional, Tuple, Union
 
 import numpy as np
 import pandas as pd
+from ir_measures import measures
 
-from .._experiment_context import user_stacklevel
+from .._experiment_context import active, user_stacklevel
+from ..instructions import by_variant, paired_qid
+from ._provider import EMPTY_RUN, MissingVariantWarning, PairedMeasure, register_measure, unpaired
 from ._runs import QrelsLike, RunLike, label_pairs, qrels_frame, ranks_of, run_frame, warn_unmatched
 
 ChangedDocs = Union[pd.DataFrame, Dict[str, list]]
@@ -111,3 +114,52 @@ def pmrr(og_run: RunLike, changed_run: RunLike, changed: Optional[ChangedDocs] =
     if per_query:
         return value, {str(q): float(v) for q, v in by_query.items()}
     return value
+
+
+class _pMRR(PairedMeasure):
+    """p-MRR (FollowIR): mean over base queries of the pairwise reciprocal-rank change of the
+    documents whose label changed between the og and the changed qrels. Raw value in (-1, 1).
+
+    .. cite.dblp:: journals/corr/abs-2403-15246
+    """
+    __name__ = "pMRR"
+    COMPARES_VARIANTS = True
+    PRETTY_NAME = "pairwise Mean Reciprocal Rank"
+    SHORT_DESC = "Change in reciprocal rank of the documents whose relevance changed with the instruction."
+    SUPPORTED_PARAMS = {
+        "ties": measures.ParamInfo(dtype=str, choices=["docno", "input"], default="docno",
+                                   desc="tie-break: docno descending (current mteb) or run row order (mteb 1.7)"),
+    }
+
+    def paired_impl(self, qrels: pd.DataFrame, run: pd.DataFrame, cache: dict):
+        q = by_variant(qrels)
+        if "og" not in q or "changed" not in q:
+            raise unpaired("pMRR", ("og", "changed"), q)
+        diff = changed_docs(q["og"], q["changed"])
+        r = by_variant(run)
+        og_run, ch_run = r.get("og", EMPTY_RUN), r.get("changed", EMPTY_RUN)
+        with_docs = set(diff["qid"])
+        missing = sorted(with_docs - (set(og_run["qid"]) & set(ch_run["qid"])))
+        if missing:
+            context = active()
+            system, batch_size = (context.system, context.batch_size) if context else (None, None)
+            message = (f"pMRR{f' of {system!r}' if system else ''}: {len(missing)} base queries are skipped because "
+                       f"the run has no rows for their -og or -changed topic (the system returned nothing for it) "
+                       f"({missing[:5]}{'...' if len(missing) > 5 else ''})")
+            if batch_size is not None:
+                message += (f"; pt.Experiment(batch_size={batch_size}) must also keep the variants of a query in "
+                            "one batch")
+            if context is None or context.first_time(message):
+                warnings.warn(message, MissingVariantWarning, stacklevel=user_stacklevel())
+        without = sorted(set(q["og"]["qid"]) - with_docs)
+        if without:
+            warnings.warn(f"pMRR: {len(without)} queries have no changed documents and are excluded "
+                          f"({without[:5]}{'...' if len(without) > 5 else ''})", stacklevel=user_stacklevel())
+        docs = pmrr_per_doc(og_run, ch_run, diff, ties=self.params.get("ties", "docno"), warn=False)
+        if len(docs) == 0:
+            raise ValueError("pMRR is undefined: no query has a changed document with both its -og and -changed run")
+        for base, value in docs.groupby("qid", sort=False)["pmrr"].mean().items():
+            yield paired_qid(base, "og"), float(value)
+
+
+pMRR = register_measure(_pMRR())

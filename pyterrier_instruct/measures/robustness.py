@@ -16,7 +16,10 @@ from typing import Callable, Dict, Optional
 
 import ir_measures
 import pandas as pd
+from ir_measures import measures
 
+from ..instructions import VARIANTS, by_variant, split_qid
+from ._provider import EMPTY_RUN, PairedMeasure, register_measure, unpaired
 from ._runs import QrelsLike, RunLike, per_query_values, qrels_frame, run_frame, warn_unmatched
 
 
@@ -73,3 +76,35 @@ def robustness(run: RunLike, qrels: QrelsLike, k: int = 10, *, per_group: bool =
     """Robustness@k (raw): mean over groups of the minimum nDCG@k; ``per_group`` also returns ``{group: min}``."""
     result = robustness_eval(run, qrels, k, group or group_of)
     return (result["robustness"], result["per_group_min"]) if per_group else result["robustness"]
+
+
+class _Robustness(PairedMeasure):
+    """Robustness@k (InstructIR): mean over groups (qid up to the first ``_``) of the minimum nDCG@k of
+    the group's instances; one value per group, keyed by the group. ``variant`` restricts it to one
+    mode of a paired frame (``Robustness(variant='changed')@10``); by default every qid is an instance.
+    """
+    __name__ = "Robustness"
+    AT_PARAM = "cutoff"
+    PRETTY_NAME = "Robustness@k"
+    SHORT_DESC = "Worst-case nDCG@k over the instruction variants of a query, averaged over queries."
+    SUPPORTED_PARAMS = {
+        "cutoff": measures.ParamInfo(dtype=int, required=True, desc="nDCG cut-off"),
+        "variant": measures.ParamInfo(dtype=str, choices=list(VARIANTS), default=None,
+                                      desc="evaluate only this variant's qids (paired frames)"),
+    }
+
+    def unit(self, qid):
+        return group_of(split_qid(qid)[0])
+
+    def paired_impl(self, qrels, run, cache):
+        variant = self.params.get("variant")
+        if variant is not None:
+            variants = by_variant(qrels)
+            if variant not in variants:
+                raise unpaired(str(self), (variant,), variants)
+            qrels, run = variants[variant], by_variant(run).get(variant, EMPTY_RUN)
+        result = robustness_eval(run, qrels, self.params["cutoff"], warn=False)  # the provider checked the ids
+        return result["per_group_min"].items()
+
+
+Robustness = register_measure(_Robustness())

@@ -20,8 +20,9 @@ import sys
 
 import pyterrier_instruct as pti
 from pyterrier_instruct.datasets import DATASETS as KNOWN
-from pyterrier_instruct.reproduce.common import (Row, check_models, finish, full_retrieval, model_options, open_dataset, open_datasets,
-                                                 parse, parser, selected)
+from pyterrier_instruct.reproduce.arguments import Row, model_options, open_dataset, open_datasets, parse, parser
+from pyterrier_instruct.reproduce.output import finish
+from pyterrier_instruct.reproduce.systems import check_models, full_retrieval, selected
 
 #: the CLI command (``pyterrier-instruct beir-prompts``) and its line in the overview; the CLI finds it here
 COMMAND = ('beir-prompts', 'Promptriever Table 3: BEIR nDCG@10 with no prompt, the selected prompt, the best prompt')

@@ -40,7 +40,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     from pyterrier_instruct.datasets import load
     from pyterrier_instruct.evaluation import followir_experiment, followir_table, plot_per_query_pmrr, to_markdown
     from pyterrier_instruct.reproduce.baselines import followir_baselines
-    from pyterrier_instruct.reproduce.common import environment, model_provenance, models_of
+    from pyterrier_instruct.reproduce.output import environment, model_provenance, models_of
 
     t0 = time.time()
     dataset = load(args.dataset, path=args.path)
@@ -78,7 +78,7 @@ def labelled(name: str, system) -> str:
     """``name`` with a note on the weights it loads when they are a stand-in or record no revision
     (``"MonoT5-base (rerank) [stand-in]"``; :func:`pyterrier_instruct._hub.checkpoint_note`)."""
     from pyterrier_instruct._hub import checkpoint_note
-    from pyterrier_instruct.reproduce.common import models_of
+    from pyterrier_instruct.reproduce.output import models_of
     notes = list(dict.fromkeys(n for n in map(checkpoint_note, models_of(system)) if n))
     return f"{name} [{', '.join(notes)}]" if notes else name
 

@@ -21,10 +21,11 @@ from __future__ import annotations
 import sys
 
 import pyterrier_instruct as pti
-from pyterrier_instruct.reproduce.common import (ROWS_2025, Row, backend_options, check_models, finish, listwise_backend, model_options,
-                                                 on_cluster, open_datasets, parse, parser, rank1, reasoning_budget as budget, rerankers_2025, saved,
-                                                 selected,
-                                                 ROWS_SETWISE, setwise_rerankers)
+from pyterrier_instruct.reproduce.arguments import (Row, backend_options, model_options, open_datasets, parse, parser,
+                                                    reasoning_budget as budget)
+from pyterrier_instruct.reproduce.output import finish
+from pyterrier_instruct.reproduce.systems import (ROWS_2025, ROWS_SETWISE, check_models, listwise_backend, on_cluster,
+                                                  rank1, rerankers_2025, saved, selected, setwise_rerankers)
 
 #: the CLI command (``pyterrier-instruct followir``) and its line in the overview; the CLI finds it here
 COMMAND = ('followir', 'FollowIR Table 2: MAP@1000/nDCG@5 and p-MRR of the rerankers on Robust04, News21, Core17')

@@ -20,8 +20,9 @@ import sys
 
 import pyterrier_instruct as pti
 from pyterrier_instruct.prompts import IFIR_E5_TASK
-from pyterrier_instruct.reproduce.common import (ROWS_2025, Row, check_models, finish, full_retrieval, model_options, open_datasets, parse, parser,
-                                                 selected)
+from pyterrier_instruct.reproduce.arguments import Row, model_options, open_datasets, parse, parser
+from pyterrier_instruct.reproduce.output import finish
+from pyterrier_instruct.reproduce.systems import ROWS_2025, check_models, full_retrieval, selected
 
 #: the CLI command (``pyterrier-instruct ifir``) and its line in the overview; the CLI finds it here
 COMMAND = ('ifir', 'IFIR Table 3: nDCG@20 per subset and level (INSTFOL@20 with --judge)')

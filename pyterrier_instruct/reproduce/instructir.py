@@ -17,8 +17,9 @@ import os
 import sys
 
 import pyterrier_instruct as pti
-from pyterrier_instruct.reproduce.common import (Row, check_models, finish, full_retrieval, model_options, on_cluster, open_datasets, parse, parser,
-                                                 saved, selected)
+from pyterrier_instruct.reproduce.arguments import Row, model_options, open_datasets, parse, parser
+from pyterrier_instruct.reproduce.output import finish
+from pyterrier_instruct.reproduce.systems import check_models, full_retrieval, on_cluster, saved, selected
 
 #: the CLI command (``pyterrier-instruct instructir``) and its line in the overview; the CLI finds it here
 COMMAND = ('instructir', 'InstructIR: nDCG@10 and Robustness@10 (FollowIR Table 4, Promptriever Table 1)')

@@ -7,9 +7,9 @@ Content is synthetic and tiny, but keeps every property the loaders rely on: Fol
 relevant documents than changed ones over the same judged set, candidate lists are not in docno order,
 InfoSearch has og/changed/reversed qrels with string scores in one dimension and a query without og
 qrels in Keyword, IFIR has levels 1–3 (or a single level stored as 0), InstructIR has ``[SEP]`` queries; BEIR's
-scifact (a hand-written copy, ``testing/data/BeIR/scifact``) has test and train qrels. The package's own tests read
-the copy committed under ``tests/data/layouts`` (``python -m pyterrier_instruct.testing.layouts tests/data/layouts``
-rewrites it; a test checks it equals this output).
+scifact (a hand-written copy, ``testing/data/BeIR/scifact``) has test and train qrels. The package's own tests write
+them into a temporary folder once per session (``tests/conftest.py``); ``python -m pyterrier_instruct.testing.layouts
+DIR`` writes them under ``DIR``.
 """
 from __future__ import annotations
 
