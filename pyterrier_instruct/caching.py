@@ -156,7 +156,8 @@ class ScorerCache(_Keyed):
 
     def __init__(self, path: Optional[str] = None, scorer: Optional[pt.Transformer] = None, *,
                  identity: Optional[str] = None, verbose: bool = True):
-        from . import ListwiseReranker, PoolBM25
+        from .listwise import ListwiseReranker
+        from .retrieval import PoolBM25
         from .setwise.base import SetwiseBase
         if isinstance(scorer, (ListwiseReranker, SetwiseBase, PoolBM25)):
             raise TypeError(f"ScorerCache: {scorer!r} is listwise, setwise or fitted on the pool (a document's score "

@@ -25,6 +25,10 @@ class FunctionBackend(Backend):
     ``(text, tokens, top_logprobs)`` triple (each position's candidates a ``{token: logprob}`` dict or pairs), or an
     Exception instance for a request that failed. An entry that is none of these is a ValueError for that prompt (in
     place, with ``return_exceptions``). ``fn`` may be ``None`` when only ``logprobs`` is used.
+
+    Identity (what saved runs and a ``store=`` key its answers on): the functions' code and the values they read
+    (:func:`~pyterrier_instruct._fingerprint.fingerprint`), so a function that logs into a list it closes over changes
+    its key with every call; ``name=`` given is the key instead (change it whenever the function changes).
     """
 
     _identity = ("name",)
