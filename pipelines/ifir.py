@@ -19,7 +19,8 @@ parser.add_argument("--monot5", default="castorini/monot5-base-msmarco-10k")
 parser.add_argument("--judge", default="gpt-4o-mini", help="the judge model's name on the server")
 parser.add_argument("--base-url", default=None, help="the OpenAI-compatible server (…/v1); --standins: a stand-in on 127.0.0.1")
 parser.add_argument("--api-key-env", default=None, help="the environment variable holding the key (none for a local server)")
-parser.add_argument("--cache", default="instfol-judgements.jsonl", help="the judgements kept between runs")
+parser.add_argument("--store", default="instfol-judgements",
+                    help="the folder of the judgements kept between runs (a pti.CallStore; an old .jsonl is read in once)")
 parser.add_argument("--k", type=int, default=100, help="BM25 depth reranked")
 parser.add_argument("--standins", action="store_true", help="tiny random models and the miniature benchmarks (pyterrier_instruct.testing)")
 args = parser.parse_args()
@@ -39,7 +40,7 @@ systems = {"BM25": pti.FoldInstruction() >> bm25,        # the instruction (leve
            "BM25 » MonoT5": bm25 % args.k >> ds.text_loader() >> pti.MonoT5(args.monot5)}
 print(pt.Experiment(list(systems.values()), topics, qrels, [pti.IFIR_nDCG@20], names=list(systems)).round(3).to_string(index=False))
 
-judge = pti.IFIRJudge("openai", model=args.judge, cache=args.cache,
+judge = pti.IFIRJudge("openai", model=args.judge, store=args.store,
                       backend_options={"base_url": args.base_url, "api_key_env": args.api_key_env})
 for name, system in systems.items():
     run = system(topics)                                  # level 0 (query only) and levels 1-3 (query + instruction)

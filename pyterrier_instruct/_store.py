@@ -21,6 +21,7 @@ import os
 import sqlite3
 import tempfile
 import threading
+import time
 from typing import Iterable, Iterator, List, Optional, Sequence
 
 import pyterrier as pt
@@ -95,7 +96,7 @@ class SqliteStore(pt.Artifact):
                 conn = sqlite3.connect(os.path.join(self.path, DB_NAME), timeout=BUSY_TIMEOUT, isolation_level=None,
                                        check_same_thread=False)
                 conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT * 1000)}")
-                conn.execute("PRAGMA journal_mode = WAL")
+                _when_free(lambda: conn.execute("PRAGMA journal_mode = WAL"))
                 conn.execute("PRAGMA synchronous = NORMAL")
                 if self.SCHEMA:
                     with _immediate(conn):
@@ -158,6 +159,21 @@ class SqliteStore(pt.Artifact):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({str(self.path)!r})"
+
+
+def _when_free(step, wait: float = BUSY_TIMEOUT):
+    """``step()`` retried while another process holds the lock SQLite needs for it: switching a new database to WAL
+    takes an exclusive lock without calling the busy handler, so two processes opening a new store at once would
+    otherwise get "database is locked"."""
+    deadline, pause = time.monotonic() + wait, 0.005
+    while True:
+        try:
+            return step()
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) and "busy" not in str(e) or time.monotonic() > deadline:
+                raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.2)
 
 
 @contextlib.contextmanager
