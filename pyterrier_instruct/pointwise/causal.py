@@ -47,27 +47,14 @@ class CausalLMReranker(TrueFalseReranker):
         score, batch_size, max_length (default ``min(2048, model_max_length)``), truncation, device, dtype,
         text_field, title_field, instruction, verbose: see :class:`~pyterrier_instruct.pointwise.base.PointwiseReranker`.
 
-    .. list-table::
-       :header-rows: 1
+    Presets (checkpoint, prompt):
 
-       * - preset
-         - checkpoint
-         - prompt
-       * - ``CausalLMReranker.mistral_instruct()``
-         - ``mistralai/Mistral-7B-Instruct-v0.2``
-         - FollowIR's zero-shot prompt
-       * - ``CausalLMReranker.mistral_instruct(style="infosearch")``
-         - ``mistralai/Mistral-7B-Instruct-v0.2``
-         - InfoSearch's prompt
-       * - ``CausalLMReranker.llama_chat()``
-         - ``meta-llama/Llama-2-7b-chat-hf``
-         - FollowIR's Llama-2 chat prompt
-       * - ``CausalLMReranker.llama()``
-         - ``meta-llama/Meta-Llama-3.1-8B-Instruct``
-         - InfoSearch's plain Llama prompt
-       * - ``CausalLMReranker.gritlm()``
-         - ``GritLM/GritLM-7B``
-         - FollowIR's GritLM reranking prompt
+    - ``CausalLMReranker.mistral_instruct()``: ``mistralai/Mistral-7B-Instruct-v0.2``; FollowIR's zero-shot prompt
+    - ``CausalLMReranker.mistral_instruct(style="infosearch")``: ``mistralai/Mistral-7B-Instruct-v0.2``; InfoSearch's
+      prompt
+    - ``CausalLMReranker.llama_chat()``: ``meta-llama/Llama-2-7b-chat-hf``; FollowIR's Llama-2 chat prompt
+    - ``CausalLMReranker.llama()``: ``meta-llama/Meta-Llama-3.1-8B-Instruct``; InfoSearch's plain Llama prompt
+    - ``CausalLMReranker.gritlm()``: ``GritLM/GritLM-7B``; FollowIR's GritLM reranking prompt
 
     FollowIR-7B has its own class, :class:`FollowIR7B`.
     """
@@ -267,13 +254,9 @@ class FollowIR7B(CausalLMReranker):
     """FollowIR-7B (Weller et al., 2024; ``jhu-clsp/FollowIR-7B``, Mistral-7B-Instruct-v0.2 fine-tuned): the exact prompt of
     FollowIR's ``rerank.py`` (literal ``<s>`` + BOS, trailing space), left padding, pad = eos, P(true) from the last position.
 
-    .. list-table::
-       :header-rows: 1
+    Presets (checkpoint):
 
-       * - preset
-         - checkpoint
-       * - ``FollowIR7B()``
-         - ``jhu-clsp/FollowIR-7B``
+    - ``FollowIR7B()``: ``jhu-clsp/FollowIR-7B``
 
     Arguments: see :class:`CausalLMReranker` (``share_prefix``: each query's prompt prefix is computed once, by default)."""
     schematic = {"label": "FollowIR-7B"}

@@ -32,15 +32,10 @@ class MxbaiRerankV2(CausalLMReranker):
             two or more candidates; see :class:`~pyterrier_instruct.pointwise.causal.CausalLMReranker`).
         score, batch_size, device, dtype, text_field, title_field, instruction, verbose: see :class:`CausalLMReranker`.
 
-    .. list-table::
-       :header-rows: 1
+    Presets (checkpoint):
 
-       * - preset
-         - checkpoint
-       * - ``MxbaiRerankV2()``
-         - ``mixedbread-ai/mxbai-rerank-base-v2``
-       * - ``MxbaiRerankV2.large()``
-         - ``mixedbread-ai/mxbai-rerank-large-v2``
+    - ``MxbaiRerankV2()``: ``mixedbread-ai/mxbai-rerank-base-v2``
+    - ``MxbaiRerankV2.large()``: ``mixedbread-ai/mxbai-rerank-large-v2``
     """
     schematic = {"label": "mxbai-v2"}
     default_max_length = 8192

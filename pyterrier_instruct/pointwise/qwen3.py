@@ -40,17 +40,11 @@ class Qwen3Reranker(CausalLMReranker):
         score: ``'prob'`` (p(yes), the README's), ``'logprob'`` or ``'logit_diff'``; all rank identically.
         batch_size, device, dtype, text_field, title_field, verbose: see :class:`CausalLMReranker`.
 
-    .. list-table::
-       :header-rows: 1
+    Presets (checkpoint):
 
-       * - preset
-         - checkpoint
-       * - ``Qwen3Reranker()``
-         - ``Qwen/Qwen3-Reranker-0.6B``
-       * - ``Qwen3Reranker.four_b()``
-         - ``Qwen/Qwen3-Reranker-4B``
-       * - ``Qwen3Reranker.eight_b()``
-         - ``Qwen/Qwen3-Reranker-8B``
+    - ``Qwen3Reranker()``: ``Qwen/Qwen3-Reranker-0.6B``
+    - ``Qwen3Reranker.four_b()``: ``Qwen/Qwen3-Reranker-4B``
+    - ``Qwen3Reranker.eight_b()``: ``Qwen/Qwen3-Reranker-8B``
     """
     schematic = {"label": "Qwen3Reranker"}
     default_max_length = 8192
