@@ -15,7 +15,6 @@ encoded by :class:`.encoder.Embedder` (loaded on first non-empty use). Queries a
 """
 from __future__ import annotations
 
-import os
 from typing import Optional, Sequence
 
 import numpy as np
@@ -149,12 +148,11 @@ class BiEncoder(InstructReranker):
         return repr((self.model_name_or_path,) + tuple(getattr(self, k) for k in keys))
 
     def revision(self) -> Optional[str]:
-        """The weights' revision (:func:`~pyterrier_instruct._fingerprint.model_revision`; a LoRA adapter's joined by its
-        base's), which the on-disk passage cache and an index record; None while a hub model is not downloaded."""
+        """The weights' revision (:func:`~pyterrier_instruct._fingerprint.model_revision`: a LoRA adapter's adds its
+        base's; ``base_model=`` adds that one's), which the on-disk passage cache and an index record; None while a hub
+        model is not downloaded."""
         from .._fingerprint import model_revision
-        from .encoder import adapter_base
-        base = self.base_model or (adapter_base(self.model_name_or_path) if os.path.isdir(self.model_name_or_path) else None)
-        revisions = [model_revision(self.model_name_or_path)] + ([model_revision(base)] if base else [])
+        revisions = [model_revision(m) for m in (self.model_name_or_path, self.base_model) if m]
         return None if None in revisions else " + ".join(revisions)
 
     def _fingerprint_parts(self) -> dict:
