@@ -23,11 +23,9 @@ __all__ = ["FIRST"]
 class FIRST(ListwiseReranker):
     """FIRST: each window ranked by the first token's log-probabilities of its passage identifiers.
 
-    ==============================  ================================  ===============================================
-    constructor                     checkpoint                        notes
-    ==============================  ================================  ===============================================
-    ``FIRST()``                     ``castorini/first_mistral``       the paper checkpoint (Mistral-7B-Instruct-v0.3)
-    ==============================  ================================  ===============================================
+    Constructors (checkpoint, notes):
+
+    - ``FIRST()``: ``castorini/first_mistral``; the paper checkpoint (Mistral-7B-Instruct-v0.3)
 
     The prompt is rank_llm 0.26.0's ``rank_zephyr_alpha_template.yaml`` (``style='first'``), the checkpoint's chat
     template, then ``[``; the next token's values over the window's identifiers (each must be one token after ``[``)

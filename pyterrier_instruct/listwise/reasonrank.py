@@ -18,13 +18,11 @@ class ReasonRank(ListwiseReranker):
     """ReasonRank: each window's answer reasons in ``<think>…</think>``, then ranks; the ranking is read after the last
     ``</think>`` (all of the answer when the budget ran out while reasoning, as rank_llm does).
 
-    ================================  ===============================  ==================================================
-    constructor                       checkpoint                       notes
-    ================================  ===============================  ==================================================
-    ``ReasonRank()``                  ``liuwenhan/reasonrank-7B``      Qwen2.5-7B-Instruct, SFT + RL
-    ``ReasonRank.reasonrank_32b()``   ``liuwenhan/reasonrank-32B``     Qwen2.5-32B-Instruct, the LoRA merged (the paper's
-                                                                       main row; rank_llm's demo)
-    ================================  ===============================  ==================================================
+    Constructors (checkpoint, notes):
+
+    - ``ReasonRank()``: ``liuwenhan/reasonrank-7B``; Qwen2.5-7B-Instruct, SFT + RL
+    - ``ReasonRank.reasonrank_32b()``: ``liuwenhan/reasonrank-32B``; Qwen2.5-32B-Instruct, the LoRA merged (the paper's
+      main row; rank_llm's demo)
 
     The defaults are rank_llm's demo (``src/rank_llm/demo/rerank_reasonrank_bm25_beir.py``): context 32768, reasoning
     budget 3072, window 20, stride 10, 300 words per passage; greedy decoding.

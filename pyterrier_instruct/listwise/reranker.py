@@ -241,12 +241,10 @@ def _family_backend(cls, backend: BackendLike, model: str, default: str, options
 class RankZephyr(ListwiseReranker):
     """RankZephyr (Pradeep et al. 2023, "RankZephyr: Effective and Robust Zero-Shot Listwise Reranking is a Breeze!").
 
-    ================================  ============================================  ================================
-    constructor                       checkpoint                                     notes
-    ================================  ============================================  ================================
-    ``RankZephyr()``                  ``castorini/rank_zephyr_7b_v1_full``           the paper checkpoint
-    ``RankZephyr.zephyr_beta()``      ``HuggingFaceH4/zephyr-7b-beta``               InfoSearch's "Zephyr-beta"
-    ================================  ============================================  ================================
+    Constructors (checkpoint, notes):
+
+    - ``RankZephyr()``: ``castorini/rank_zephyr_7b_v1_full``; the paper checkpoint
+    - ``RankZephyr.zephyr_beta()``: ``HuggingFaceH4/zephyr-7b-beta``; InfoSearch's "Zephyr-beta"
 
     Styles: ``'rank_zephyr'`` (default) is rank_llm <= 0.20's prompt (checked against 0.20.3), the template the
     checkpoint was trained and first evaluated with; ``'rank_llm_0.26'`` is byte-identical to rank_llm 0.26.0's
@@ -277,11 +275,9 @@ class RankZephyr(ListwiseReranker):
 class RankVicuna(ListwiseReranker):
     """RankVicuna (Pradeep et al. 2023, "RankVicuna: Zero-Shot Listwise Document Reranking with Open-Source LLMs").
 
-    ==============================  ===================================  =======================
-    constructor                     checkpoint                           notes
-    ==============================  ===================================  =======================
-    ``RankVicuna()``                ``castorini/rank_vicuna_7b_v1``      the paper checkpoint
-    ==============================  ===================================  =======================
+    Constructors (checkpoint, notes):
+
+    - ``RankVicuna()``: ``castorini/rank_vicuna_7b_v1``; the paper checkpoint
 
     The conversation is fastchat's ``vicuna_v1.1`` (``USER: … ASSISTANT:``) when the tokenizer has no chat template,
     as rank_llm does. Styles: ``'rank_vicuna'`` (default, rank_llm <= 0.20: fastchat's vicuna system message) and
@@ -301,11 +297,9 @@ class RankVicuna(ListwiseReranker):
 class RankGPT(ListwiseReranker):
     """RankGPT (Sun et al. 2023, "Is ChatGPT Good at Search?"): the multi-turn permutation prompt on a chat model.
 
-    ======================  ===========  ===============================================================
-    constructor             model        notes
-    ======================  ===========  ===============================================================
-    ``RankGPT()``           ``gpt-4o``   on an OpenAI-compatible server (InfoSearch's GPT-4o runs)
-    ======================  ===========  ===============================================================
+    Constructors (model, notes):
+
+    - ``RankGPT()``: ``gpt-4o``; on an OpenAI-compatible server (InfoSearch's GPT-4o runs)
 
     Styles: ``'rank_gpt'`` (default: the RankGPT repository's prompt, as rank_llm's SafeOpenai sent it in 2024) and
     ``'rank_llm_0.26'`` (rank_llm 0.26.0's ``rank_gpt_template.yaml``, an alias of ``'rank_gpt_0.26'``).
