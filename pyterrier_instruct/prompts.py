@@ -205,7 +205,8 @@ LISTWISE: Dict[str, Listwise] = {
     # rank_llm 0.26.0 ``rerank/prompt_templates/rank_gpt_template.yaml`` (SafeOpenai): no space before the line breaks,
     # the query masked too, every window starts at 300 words.
     'rank_gpt_0.26': _RANK_GPT._replace(prefix=_RANK_GPT.prefix.replace(" \n", "\n"),
-                                        suffix=_RANK_GPT.suffix.replace(" \n", "\n"), mask_query=True, fixed_words=True),
+                                        suffix=_RANK_GPT.suffix.replace(" \n", "\n"),
+                                        mask_query=True, fixed_words=True),
     # FIRST (Reddy et al. 2024, castorini/first_mistral): rank_llm 0.26.0 ``rerank/prompt_templates/
     # rank_zephyr_alpha_template.yaml`` (the template of its FIRST configurations, ``server/flask/api.py``): the 0.26
     # RankZephyr prompt with letters for identifiers.

@@ -20,8 +20,8 @@ import sys
 import pyterrier_instruct as pti
 from pyterrier_instruct.reproduce.arguments import Row, model_options, open_datasets, parse, parser
 from pyterrier_instruct.reproduce.output import finish
-from pyterrier_instruct.reproduce.systems import (ROW_RANK1, ROWS_2025, check_models, listwise_backend, on_cluster, rank1,
-                                                  rerankers_2025, saved, selected)
+from pyterrier_instruct.reproduce.systems import (ROW_RANK1, ROWS_2025, check_models, listwise_backend, on_cluster,
+                                                  rank1, rerankers_2025, saved, selected)
 
 #: the CLI command (``pyterrier-instruct infosearch``) and its line in the overview; the CLI finds it here
 COMMAND = ('infosearch', 'InfoSearch Tables 2-3: nDCG@10, p-MRR, WISE, SICR over the six dimensions')
