@@ -183,8 +183,8 @@ _RANK_GPT = Listwise(
     "I will provide you with {num} passages, each indicated by number identifier []. \nRank the passages based on their relevance to query: {query}.",
     "[{rank}] {passage}",
     "Search Query: {query}. \nRank the {num} passages above based on their relevance to the search query. The passages should be listed in descending order using identifiers. The most relevant passages should be listed first. The output format should be [] > [], e.g., {example}. Only response the ranking results, do not say any word or explain.",
-    example="[1] > [2]", multi_turn=True, opening="Okay, please provide the passages.", ack="Received passage [{rank}].",
-    mask_query=False, budget_window=None)
+    example="[1] > [2]", multi_turn=True, opening="Okay, please provide the passages.",
+    ack="Received passage [{rank}].", mask_query=False, budget_window=None)
 
 LISTWISE: Dict[str, Listwise] = {
     # RankZephyr as rank_llm <= 0.20 ran it (checked against 0.20.3; ``rerank/listwise/rank_listwise_os_llm.py``
