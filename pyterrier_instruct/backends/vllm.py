@@ -117,13 +117,16 @@ class VLLMBackend(TokenizerBackend):
 
     def generate(self, prompts: Sequence[Prompt], *, max_new_tokens: int, min_new_tokens: int = 0) -> List[str]:
         vllm = require("vllm", "vllm")
-        llm = self._engine()
         params = vllm.SamplingParams(n=1, temperature=0.0, max_tokens=max_new_tokens, min_tokens=min_new_tokens)
+        return [o.outputs[0].text for o in self._generate(prompts, params)]
+
+    def _generate(self, prompts: Sequence[Prompt], params) -> list:
+        """One ``LLM.generate`` call over the prompts' token ids: one output per prompt, in order."""
         inputs = [{"prompt_token_ids": self._ids(p)} for p in prompts]
-        outputs = llm.generate(inputs, sampling_params=params, use_tqdm=library_progress())
+        outputs = self._engine().generate(inputs, sampling_params=params, use_tqdm=library_progress())
         if len(outputs) != len(inputs):
             raise RuntimeError(f"{self!r}: vLLM returned {len(outputs)} outputs for {len(inputs)} prompts")
-        return [o.outputs[0].text for o in outputs]
+        return outputs
 
     def generate_logprobs(self, prompts: Sequence[Prompt], *, max_new_tokens: int, top_logprobs: int, temperature: float = 0.0,
                           top_p: float = 1.0, return_exceptions: bool = False) -> List[Union[Generation, Exception]]:
@@ -136,13 +139,9 @@ class VLLMBackend(TokenizerBackend):
             raise ValueError(f"{self!r}: generate_logprobs needs log-probabilities; this engine returns logits "
                              f"(logprobs_mode={self.logprobs_mode!r}): use another VLLMBackend for judges")
         vllm = require("vllm", "vllm")
-        llm = self._engine()
         params = vllm.SamplingParams(n=1, temperature=float(temperature), top_p=float(top_p), max_tokens=int(max_new_tokens),
                                      logprobs=int(top_logprobs))
-        inputs = [{"prompt_token_ids": self._ids(p)} for p in prompts]
-        outputs = llm.generate(inputs, sampling_params=params, use_tqdm=library_progress())
-        if len(outputs) != len(inputs):
-            raise RuntimeError(f"{self!r}: vLLM returned {len(outputs)} outputs for {len(inputs)} prompts")
+        outputs = self._generate(prompts, params)
         tok = None
         result: List[Union[Generation, Exception]] = []
         for o in outputs:
