@@ -51,20 +51,17 @@ class OpenAIBackend(Backend):
     ``generate_logprobs`` (LLM judges) adds ``top_p``, ``logprobs: true`` and ``top_logprobs`` and reads
     ``choices[0].logprobs.content`` (one entry per generated token, each with its ``top_logprobs``).
 
-    Reasoning models (the o-series, gpt-5; ``reasoning=``) get what OpenAI's API accepts from them: no ``max_tokens``
-    but ``max_completion_tokens`` = the output budget + ``reasoning_tokens`` (reasoning counts against it), no
-    ``temperature`` or ``top_p`` (only their default 1 is accepted: the answers are sampled), ``reasoning_effort`` when
-    given. Their logprobs are refused, so ``generate_logprobs`` (an LLM judge) raises before any request, and
-    :class:`~pyterrier_instruct.evaluation.IFIRJudge` when it is built. ``reasoning_effort='none'`` (gpt-5.1 and
-    later) turns reasoning off: ``temperature``, ``top_p`` and logprobs are accepted again, and nothing is added to the
-    budget. An answer that is empty because reasoning spent the whole ``max_completion_tokens`` is a failed request
-    naming ``reasoning_tokens``.
+    Reasoning models (the o-series, gpt-5; ``reasoning=``) get what OpenAI's API accepts from them:
+    ``max_completion_tokens`` = the output budget + ``reasoning_tokens`` instead of ``max_tokens``, no ``temperature`` or
+    ``top_p`` (the answers are sampled) and no logprobs, so ``generate_logprobs`` (an LLM judge) raises before any request
+    (``reasoning_effort='none'``, gpt-5.1 and later, turns reasoning off and accepts them again); an answer left empty
+    because reasoning spent ``max_completion_tokens`` is a failed request naming ``reasoning_tokens``.
 
-    Failures: a request that fails for good raises :class:`~pyterrier_instruct.backends.base.RequestError` (with
-    ``return_exceptions``, it stands in place of that prompt's Generation). Raised at once, before any request or
-    instead of the batch's remaining ones (:class:`~pyterrier_instruct.backends.base.BackendUnavailable`): the key's
-    variable is not set; the server refuses connections (after 4 attempts over 3.5 s); it redirects to another origin
-    or with a 301/302/303; it answers HTTP 401/403/404 (bad key, no access, no such model or endpoint); TLS fails.
+    Failures (the table in docs/rerankers.md, "``OpenAIBackend`` failures"): a request that fails for good raises
+    :class:`~pyterrier_instruct.backends.base.RequestError` (with ``return_exceptions``, in place of that prompt's
+    Generation); :class:`~pyterrier_instruct.backends.base.BackendUnavailable` is raised at once, before any request or
+    instead of the batch's remaining ones, when no request can succeed (no key, connection refused, a redirect to another
+    origin, HTTP 401/403/404, TLS).
 
     Args:
         model: the served model name.
@@ -102,9 +99,6 @@ class OpenAIBackend(Backend):
             counted in ``served_models`` and kept with each judgement.
         sleep: the function that waits between attempts (tests pass a recorder); default: a wait that ends early when
             another request of the batch has failed for good.
-
-    Redirects: a 307/308 to the same origin (scheme, host, port) is followed with the key; any redirect to another
-    origin is refused, so the key is never sent anywhere but ``base_url``'s origin.
     """
 
     _identity = ("model", "base_url", "extra_body")
