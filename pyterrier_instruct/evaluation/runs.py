@@ -1,26 +1,11 @@
 """Resumable runs: :class:`SavedRun` keeps each system's ranking on disk as it completes, and a later call with the same
 topics (and the same system) reads it back instead of recomputing.
 
-A run is stored under ``directory`` as ``<key>.parquet`` (``qid, docno, score, rank``: exact scores, the source a re-run
-reads), ``<key>.trec`` (the same run in TREC format, for trec_eval and friends) and its record
-``<key>.parquet.fingerprint.json``: the one record format of every saved run, also written beside the runs of
-``pt.Experiment(save_dir=...)`` (:func:`write_record`): the key, the system's fingerprint text (so a refused reuse names
-the part that differed), the SHA-256 and size of the run's bytes, and for SavedRun its repr, row count, topic count,
-seconds and creation time. The record is written before the run is renamed into place, so a kill between the two leaves
-a run that does not match its record: it is computed again, never reused.
-
-``key`` hashes the system's content fingerprint (:func:`pyterrier_instruct._fingerprint.fingerprint`: its resolved
-configuration through every stage of a pipeline, the revisions of the models and indexes it reads, the dataset files
-its candidates come from) and every column of the topics, so a different model, checkpoint, prompt, instruction, index
-or topic set never reuses a stale run. A stage whose behaviour cannot be read (``pt.apply.*``, a function, a transformer
-class of another package) makes :class:`SavedRun` refuse the system unless ``key=`` names it; that name then stands
-for the whole configuration, and changing it is the caller's job.
-
-Why not pyterrier-caching: its ``RetrieverCache`` and ``ScorerCache`` key entries on the input rows only (query text,
-or query and docno), never on the system, so the caller must pick a new path for every configuration, exactly the
-bookkeeping that let stale runs through; ``ScorerCache`` also cannot tell two instructions apart without ``group=``, and
-listwise scores depend on the whole candidate list. They cache per query or per pair, which would split the batches a
-reranker forms across queries, and they keep no TREC file. A whole run per (system, topics) is what the reports reuse.
+A run is ``<key>.parquet`` (exact scores), ``<key>.trec`` and its record ``<key>.parquet.fingerprint.json``
+(:func:`write_record`, also beside ``pt.Experiment(save_dir=...)`` runs), written before the run is renamed into place,
+so a kill between the two leaves a run that is computed again, never reused. ``key`` hashes the system's
+:func:`~pyterrier_instruct._fingerprint.fingerprint` and every topic column; a stage whose behaviour cannot be read is
+refused unless ``key=`` names it. The record's fields and why not pyterrier-caching: docs/caching.md.
 """
 from __future__ import annotations
 
