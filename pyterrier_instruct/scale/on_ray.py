@@ -1,23 +1,9 @@
 """``pti.on_ray(transformer, workers=N)``: a transformer's heavy stage run by an actor pool on a Ray cluster.
 
-The wrapper runs the wrapped transformer's own ``transform`` in the driver, with the expensive part handed to Ray Data
-(``ray.data.from_items(blocks).map_batches(BlockWorker, compute=ActorPoolStrategy(size=workers), num_gpus=…)``): one
-actor per worker, each holding one copy of the model (the transformer is pickled without its weights and loads them
-once, on its first block), blocks streamed through the pool and collected as they finish.
-
-- a reranker (``InstructReranker``: pointwise, listwise, dense R→R, pool BM25): its scores. Blocks are whole queries;
-  pointwise blocks are length-sorted (:mod:`.blocks`); validation, ``score_0``, the empty shortcut and ``add_ranks``
-  stay the reranker's own, so the output equals the single-process run's (scores to float rounding, input order);
-- a bi-encoder (R→R, Q→Q ``query_vec``, D→D ``doc_vec``; its stages and ``retriever``): the distinct query / passage
-  strings, length-sorted; a retriever builds its index with the sharded, resumable :meth:`OnRay.index` and searches in
-  the driver;
-- any other transformer: blocks of whole queries (or of rows) through its ``transform``, concatenated in input order.
-
-Faults: actors restart and their unfinished blocks are retried (``max_restarts``/``max_task_retries``), and results are
-collected per block, so no row is lost or doubled. HTTP backends (OpenAI-compatible) share one global concurrency
-limit: at most ``concurrency`` actors, each allowed ``concurrency // actors`` requests in flight. vLLM engines that span
-several GPUs (``tensor_parallel_size`` × ``pipeline_parallel_size``) get a placement group of that many GPUs per actor
-and vLLM's own Ray executor; data parallelism is across actors.
+The wrapped transformer's own ``transform`` runs in the driver, its expensive part handed to Ray Data
+(``map_batches(BlockWorker, compute=ActorPoolStrategy(size=workers))``): one model copy per actor, loaded on its first
+block. Rerankers get blocks of whole queries (output equal to the single-process run's), bi-encoders the distinct
+query/passage strings, others blocks of rows. Faults, HTTP concurrency and multi-GPU vLLM actors: docs/scaling.md.
 """
 from __future__ import annotations
 
