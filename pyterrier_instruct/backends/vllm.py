@@ -46,17 +46,13 @@ class VLLMBackend(TokenizerBackend):
     Args:
         model: a hub id or a local folder.
         tensor_parallel_size: GPUs to shard over.
-        gpu_memory_utilization: the fraction of GPU memory vLLM pre-allocates (rank_llm hard-codes 0.90; lower it
-            when another model shares the GPU).
-        max_model_len: the engine's context length (``None``: the model's); rank_llm uses context size + output budget.
+        gpu_memory_utilization: the fraction of GPU memory vLLM pre-allocates (rank_llm's 0.90).
+        max_model_len: the engine's context length (``None``: the model's).
         dtype: vLLM's ``dtype`` (``'auto'``, ``'bfloat16'``, ``'float16'``).
-        enable_prefix_caching: reuse the KV cache of shared prompt prefixes (the system message and instructions).
+        enable_prefix_caching: reuse the KV cache of shared prompt prefixes.
         chat_template: replaces the checkpoint's chat template.
-        logprobs_mode: vLLM's ``logprobs_mode`` (``None``: vLLM's default, ``'raw_logprobs'``). Pointwise rerankers
-            (:meth:`answer_logits`) need ``'processed_logprobs'`` or ``'processed_logits'`` and build their backend with
-            ``'processed_logprobs'``.
-        seed: the engine seed. vLLM's own progress bar (``use_tqdm``) follows
-            :func:`~pyterrier_instruct.library_progress`.
+        logprobs_mode: vLLM's; :meth:`answer_logits` needs ``'processed_logprobs'`` or ``'processed_logits'``.
+        seed: the engine seed.
         **llm_kwargs: passed to ``vllm.LLM`` as they are (e.g. ``enforce_eager``, ``quantization``).
     """
 
