@@ -29,14 +29,10 @@ class _Family(BiEncoder):
 
 class Promptriever(_Family):
     """Promptriever (Weller et al., 2024, "Promptriever: Instruction-Trained Retrievers Can Be Prompted Like Language
-    Models"): a LoRA adapter merged into its base at load (the base is read from the adapter's
-    ``adapter_config.json``; ``base_model=`` a local copy); EOS pooling (truncate to 511 tokens, append EOS, right
-    padding, BOS), L2-normalised, max length 512, bf16 on GPU (the tevatron fork's encoding scripts,
-    ``--query_max_len 512 --passage_max_len 512``).
+    Models"): a LoRA adapter merged into its base at load (``base_model=`` a local copy); EOS pooling, L2-normalised,
+    max length 512, bf16 on GPU, as the tevatron fork's encoding scripts. Details: docs/dense.md.
 
-    ``style``: ``'tevatron'`` (default; the tevatron fork's ``format_query``/``format_passage``, byte-exact),
-    ``'mteb'`` (mteb's strings, used for FollowIR and InstructIR there) or ``'ifir'`` (IFIR's ``src/utils/inst_llms.py``:
-    no ``?``, max length 1024).
+    ``style``: ``'tevatron'`` (default; byte-exact), ``'mteb'`` or ``'ifir'`` (IFIR's, max length 1024).
 
     Presets (adapter, base):
 
