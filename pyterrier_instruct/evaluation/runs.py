@@ -170,24 +170,19 @@ def read_record(path: str) -> Tuple[Optional[dict], Optional[str]]:
 class SavedRun(pt.Transformer):
     """``Q → R``: ``system`` run once per distinct topic frame, its run kept in ``directory`` and reused afterwards.
 
-    The output is the topics joined with the stored run (``qid, docno, score, rank`` plus every topic column), whether
-    the run was just computed or read back, so results do not depend on which happened. A run is computed and
-    published under a lock on it (a second process waits, then reads it back): temporary files, then the record (with
-    the SHA-256 of both files), then the files renamed into place; a stored run whose bytes differ from its record (a
-    kill between the renames, an edit) is recomputed, with a warning. A run is keyed again after it is computed, so a
-    model downloaded or an index built on the way is part of the key a re-run looks up.
+    The output is the topics joined with the stored run, whether just computed or read back. A run is published under a
+    lock (a second process waits, then reads it back); a stored run whose bytes differ from its record is recomputed,
+    with a warning. The on-disk layout and the publishing order: docs/caching.md.
 
     Args:
-        system: the transformer to run (``Q → R``); it must be fingerprintable (see the module docstring) unless
-            ``key`` is given.
+        system: the transformer to run (``Q → R``); fingerprintable unless ``key`` is given.
         directory: where its runs go (created on first use).
         key: a name for the system's configuration, replacing its fingerprint (required for ``pt.apply`` stages,
             functions and transformer classes of other packages); change it whenever the system changes.
         verbose: log one line when a stored run is reused.
 
     Raises:
-        NotFingerprintable: (a ``TypeError``) on construction, when ``system`` cannot be fingerprinted and no ``key``
-            was given.
+        NotFingerprintable: (a ``TypeError``) on construction, when ``system`` is not fingerprintable and has no ``key``.
     """
 
     def __init__(self, system: pt.Transformer, directory: str, *, key: Optional[str] = None, verbose: bool = True):
