@@ -37,13 +37,9 @@ class CausalLMReranker(TrueFalseReranker):
         template: the full prompt, with ``{query}`` (query + instruction) and ``{text}``; presets hold the verbatim
             reference prompts (:data:`pyterrier_instruct.prompts.PROMPTS`).
         true_token, false_token: vocabulary entries (no ``▁``) whose logits are compared.
-        share_prefix: compute the key/value cache of the prompt prefix a query's candidates share (template head +
-            query + instruction, as token ids) once per query and run only each document's suffix through the model;
-            the same scores as the plain path (within float rounding, tested to 1e-5), less compute. ``None``
-            (default): on the transformers path, for each query with at least ``SHARE_MIN_ROWS`` candidates and a
-            shared prefix of at least ``SHARE_MIN_TOKENS`` tokens (the other rows run whole, in batches across
-            queries); on vLLM the engine's prefix cache does it. ``True``: every query shares; ``False``: every row
-            runs whole. Measured in docs/performance.md.
+        share_prefix: compute the key/value cache of the prefix a query's candidates share once per query (the same
+            scores within float rounding); ``None``: where it pays (``SHARE_MIN_ROWS``, ``SHARE_MIN_TOKENS``); on vLLM
+            the engine's prefix cache does it. Measured in docs/performance.md.
         score, batch_size, max_length (default ``min(2048, model_max_length)``), truncation, device, dtype,
         text_field, title_field, instruction, verbose: see :class:`~pyterrier_instruct.pointwise.base.PointwiseReranker`.
 
