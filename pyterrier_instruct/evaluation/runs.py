@@ -182,7 +182,7 @@ class SavedRun(pt.Transformer):
         verbose: log one line when a stored run is reused.
 
     Raises:
-        NotFingerprintable: (a ``TypeError``) on construction, when ``system`` is not fingerprintable and has no ``key``.
+        NotFingerprintable: (a ``TypeError``) on construction: ``system`` is not fingerprintable, no ``key``.
     """
 
     def __init__(self, system: pt.Transformer, directory: str, *, key: Optional[str] = None, verbose: bool = True):

@@ -29,7 +29,8 @@ class ListwiseReranker(InstructReranker):
     the paper families with their checkpoints and default styles.
 
     Args:
-        backend: a :class:`~pyterrier_instruct.backends.Backend` or a callable (:class:`~pyterrier_instruct.backends.FunctionBackend`).
+        backend: a :class:`~pyterrier_instruct.backends.Backend` or a callable
+            (:class:`~pyterrier_instruct.backends.FunctionBackend`).
         style: the prompt recipe, a key of :data:`pyterrier_instruct.prompts.LISTWISE` (docs/rerankers.md).
         template: a custom :class:`~pyterrier_instruct.prompts.Listwise` (the full prompt); replaces ``style``.
         window_size, stride, depth: rank_llm's 20 / 10 / 100; documents below ``depth`` keep their first-stage order.
