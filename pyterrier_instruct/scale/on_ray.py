@@ -318,20 +318,16 @@ def on_ray(transformer: pt.Transformer, workers: Optional[int] = None, gpus_per_
     """``transformer``'s heavy stage on a Ray cluster: a ``pt.Transformer`` with the same output.
 
     Args:
-        transformer: a reranker (pointwise, listwise, dense), a dense model or one of its stages/retrievers, or any
-            transformer whose queries (or rows) can be processed independently.
-        workers: actors, each with one copy of the model (default: one per GPU of the cluster, else one per CPU; at most
-            the ``concurrency`` of an OpenAI-compatible backend).
-        gpus_per_worker: GPUs each actor reserves (default: 1 when the cluster has a GPU, else 0); a vLLM engine with
-            ``tensor_parallel_size`` × ``pipeline_parallel_size`` > 1 reserves that many per actor instead.
-        address: the cluster (``"auto"``, ``"ray://head:10001"``, ``"head:6379"``); ``None``: the initialised Ray, else
-            ``$RAY_ADDRESS``, else a new local cluster listening on 127.0.0.1 only.
+        transformer: a reranker, a dense model or one of its stages, or any transformer working per query (or row).
+        workers: actors, each with one copy of the model (default: one per GPU of the cluster, else one per CPU).
+        gpus_per_worker: GPUs each actor reserves (default: 1 when the cluster has a GPU, else 0).
+        address: the cluster (``"auto"``, ``"ray://head:10001"``); ``None``: the initialised Ray, ``$RAY_ADDRESS``, or
+            a new local cluster.
         cpus_per_worker: CPUs each actor reserves (1).
-        block_rows: rows per block (default: about four blocks per worker, at most 8192 rows); a query is never split.
+        block_rows: rows per block (default: about four blocks per worker); a query is never split.
         max_retries: restarts of a failed actor and retries of its unfinished blocks (3).
         runtime_env: Ray's runtime environment for the actors (``env_vars``, ``pip``, …).
-        verbose: a progress bar over the blocks as they finish (on by default; ``False`` silences it). Ray Data's
-            own bars and logs follow :func:`~pyterrier_instruct.library_progress` instead.
+        verbose: a progress bar over the blocks as they finish. Defaults and limits in detail: docs/scaling.md.
 
     ``repr`` reads as this call; saved runs (``SavedRun``) key on the wrapped transformer, whose output this equals.
     """
