@@ -20,7 +20,7 @@ class Qwen3Embedding(_Family):
     """Qwen3-Embedding as a dense family (``R → R``, ``Q → Q`` + ``query_vec``, ``D → D`` + ``doc_vec``, indexing and the
     document cache as every :class:`~pyterrier_instruct.dense.biencoder.BiEncoder`).
 
-    Queries: ``"Instruct: {instruction}\nQuery:{query}"`` as the README (no space after ``Query:``), a missing or blank
+    Queries: ``"Instruct: {instruction}\\nQuery:{query}"`` as the README (no space after ``Query:``), a missing or blank
     instruction replaced by ``instruction=``; documents ``(title + " " + text).strip()``; last-token pooling, left
     padding, up to 8192 tokens, L2-normalised. Details: docs/dense.md.
 

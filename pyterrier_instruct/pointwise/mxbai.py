@@ -17,7 +17,7 @@ class MxbaiRerankV2(CausalLMReranker):
     """mxbai-rerank-v2 over (instruction, query, document).
 
     Token ids as AnswerDotAI ``rerankers`` 0.10.0 builds them (:data:`~pyterrier_instruct.prompts.MXBAI_V2`;
-    ``"instruction: {instruction}\n"`` only when non-empty, the query part cut to ``max_length * 3 // 4`` tokens);
+    ``"instruction: {instruction}\\n"`` only when non-empty, the query part cut to ``max_length * 3 // 4`` tokens);
     score ``logit("1") - logit("0")`` (``score='logit_diff'``, the reference's). Details: docs/rerankers.md.
 
     Args:
