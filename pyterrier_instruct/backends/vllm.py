@@ -163,24 +163,12 @@ class VLLMBackend(TokenizerBackend):
 
     def answer_logits(self, prompts: Sequence[Sequence[int]], answer_ids: Sequence[int]) -> np.ndarray:
         """For each token-id prompt, the next-token values of ``answer_ids``: an ``(n, len(answer_ids))`` float64 array
-        whose softmax over a row is exactly the softmax of the model's logits restricted to those tokens (the
-        transformers path's 2-way softmax; shift-invariant, so logits and log-probabilities serve alike, and a logit
-        difference is the same from either).
-
-        From vLLM 0.22.1 (:func:`named_logprobs`): one ``generate`` call with ``SamplingParams(temperature=0,
-        max_tokens=1, logprob_token_ids=answer_ids)`` (``sampling_params.py``; the V1 sampler gathers the named tokens'
-        values, ``v1/sample/sampler.py`` ``gather_specific_token_logprobs``): the full-vocabulary log-probabilities (or
-        logits) of exactly those tokens, whatever the engine's ``logprobs_mode``.
-
-        Older vLLM: one ``generate`` call, ``SamplingParams(temperature=0, max_tokens=1, allowed_token_ids=answer_ids,
-        logprobs=len(answer_ids))`` on an engine with ``logprobs_mode`` ``'processed_logprobs'``/``'processed_logits'``:
-        vLLM's V1 sampler (docs of ``vllm.v1.sample.sampler``, v0.10.2) applies the ``allowed_token_ids`` whitelist
-        (step 3) before the processed values are taken, and with greedy sampling returns them before temperature
-        (step 7a); the top ``len(answer_ids)`` of those are exactly the answer tokens, the rest being ``-inf``. vLLM's
-        default, ``raw_logprobs``, is taken before the whitelist (step 1) over the whole vocabulary, so the answer
-        tokens may fall outside the top k: that engine is refused. Prompts are submitted in the order given, so
-        requests that share a prefix (a query's candidates) hit the prefix cache; ``stats`` counts the requests,
-        prompt tokens and prompt tokens served from the cache (``RequestOutput.num_cached_tokens``)."""
+        whose row softmax is exactly the softmax of the model's logits restricted to those tokens (as the transformers
+        path). vLLM >= 0.22.1 (:func:`named_logprobs`): ``SamplingParams(logprob_token_ids=answer_ids)``, any
+        ``logprobs_mode``. Older vLLM: ``allowed_token_ids=answer_ids, logprobs=len(answer_ids)`` on an engine with
+        ``logprobs_mode`` ``'processed_logprobs'``/``'processed_logits'`` (the V1 sampler whitelists before taking them;
+        ``raw_logprobs`` is refused). Prompts go in the order given (prefix-cache hits); ``stats`` counts requests,
+        prompt tokens and cached ones."""
         answer_ids = [int(i) for i in answer_ids]
         if len(set(answer_ids)) != len(answer_ids) or len(answer_ids) < 2:
             raise ValueError(f"answer_ids must be at least two distinct token ids, got {answer_ids!r}")
