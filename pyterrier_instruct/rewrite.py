@@ -14,21 +14,13 @@ from .instructions import DEFAULT_COMPOSER, FOLDED, QuerySlot, check_composer, q
 class FoldInstruction(Configured, pt.Transformer):
     """Folds the instruction into ``query`` for stages that only read the query (e.g. BM25).
 
-    The previous query is kept as ``query_0`` (PyTerrier's query-rewrite convention), so
-    ``pt.rewrite.reset()`` restores it. With the default composer an empty instruction
-    reproduces the query byte for byte.
-
-    The instruction stays in its column and the folded query is also kept as ``folded_query``, which marks the frame:
-    the prompt view (:func:`~pyterrier_instruct.instructions.query_instructions`, which every instruction-aware stage
-    of this package and its caches read, once per call) reads a row whose ``query`` is still the folded one with its
-    unfolded ``query_0``, so the instruction is never joined twice (``FoldInstruction() >> bm25 >> reranker`` scores
-    exactly as ``FoldInstruction() >> bm25 >> pt.rewrite.reset() >> reranker``), and a second FoldInstruction folds the
-    unfolded query again (with its own composer).
+    The previous query is kept as ``query_0`` (``pt.rewrite.reset()`` restores it) and the folded one as
+    ``folded_query``, so instruction-aware stages downstream never join the instruction twice
+    (``FoldInstruction() >> bm25 >> reranker`` scores as with ``pt.rewrite.reset()`` before the reranker).
 
     Args:
-        composer: how the instruction joins the query: a format string over ``{query}`` and ``{instruction}`` (the
-            result is stripped) or the name of a rule in :data:`pyterrier_instruct.instructions.COMPOSERS`
-            (``"append"``, ``"mteb"``, ``"promptriever"``, ``"promptriever_mteb"``).
+        composer: a format string over ``{query}`` and ``{instruction}`` (stripped) or a rule name in
+            :data:`pyterrier_instruct.instructions.COMPOSERS`; the default leaves a query with an empty instruction as is.
     """
     schematic = {"label": "FoldInstr"}
 

@@ -1,34 +1,13 @@
 """The one small interface between prompt builders (listwise reranking, LLM judges) and text generators.
 
-A prompt is a list of chat messages (``{"role": ..., "content": ...}``). A backend
-
-- ``prepare(messages, fallback_template=None) -> Prompt``: renders the messages the way the model will see them
-  (for tokenizer backends: the checkpoint's chat template, ``add_generation_prompt=True``, then ``ftfy.fix_text``
-  as rank_llm does) and counts its tokens when it can (``Prompt.n_tokens``, ``None`` if unknown);
-- ``count(text) -> int | None``: ``len(tokenizer.encode(text))`` (special tokens included, as the references count);
-- ``generate(prompts, max_new_tokens=, min_new_tokens=) -> list[str]``: greedy answers, one per prompt, in order;
-- ``generate_logprobs(prompts, max_new_tokens=, top_logprobs=, temperature=, top_p=) -> list[Generation]`` (LLM
-  judges): the answer with, for **every generated token**, its text and the ``top_logprobs`` most likely candidates
-  at that position as ``(token text, log-probability)`` pairs. Judges such as IFIR's read the score token inside a
-  JSON answer, not the first token, so the whole answer's per-token candidates are returned (OpenAI ``logprobs`` +
-  ``top_logprobs``; vLLM ``SamplingParams(logprobs=k)``; HF: log-softmax of the logits at each step).
-
-Reasoning rerankers (rank1) use two token-id level calls, implemented by :class:`~.hf.HFBackend` and
-:class:`~.vllm.VLLMBackend` (``REASONING_CALLS``; a backend without them is refused when the reranker is built) and
-shaped after vLLM's ``SamplingParams`` so that a vLLM backend implements them directly:
-
-- ``generate_until(token_ids, max_new_tokens=, stop=, top_logprobs=) -> list[Continuation]``: greedy generation that ends
-  at an end-of-sequence token, when the decoded text (special tokens kept) contains one of the ``stop`` strings, or at
-  the budget (vLLM ``SamplingParams(temperature=0, max_tokens=, stop=, logprobs=, skip_special_tokens=False)``), with
-  the top log-probabilities of the **last** step by token id;
-- ``next_token_logprobs(token_ids, allowed=) -> list[dict]``: one step restricted to ``allowed`` token ids (vLLM
-  ``SamplingParams(max_tokens=1, allowed_token_ids=)``), their log-probabilities renormalised over ``allowed``.
-
-All prompts given to one ``generate`` call are one batch: callers put as much independent work as they have into
-one call (the listwise reranker sends every query's window at the same position together).
-
-Every backend takes ``store=`` (a :class:`~pyterrier_instruct.calls.CallStore` or its folder; families pass it in
-``backend_options``): each call of :data:`STORED_CALLS` then goes through it, and a second run makes no backend call.
+A prompt is a list of chat messages. A backend has ``prepare`` (render as the model sees it, chat template + ftfy as
+rank_llm does, and count its tokens when it can), ``count`` (``len(tokenizer.encode(text))``, special tokens included),
+``generate`` (greedy answers, one per prompt, in order) and ``generate_logprobs`` (LLM judges: every generated token's
+top candidates, since IFIR's judge reads the score token inside a JSON answer). Reasoning rerankers (rank1) use the
+token-id calls ``generate_until`` and ``next_token_logprobs`` (``REASONING_CALLS``, shaped after vLLM's
+``SamplingParams``; :class:`~.hf.HFBackend`, :class:`~.vllm.VLLMBackend`). All prompts of one call are one batch.
+Every backend takes ``store=`` (a :class:`~pyterrier_instruct.calls.CallStore`): each call of :data:`STORED_CALLS`
+goes through it, and a second run makes no backend call. Details: ARCHITECTURE.md and docs/rerankers.md.
 """
 from __future__ import annotations
 

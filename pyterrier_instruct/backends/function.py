@@ -16,19 +16,14 @@ class FunctionBackend(Backend):
     - **batched**, ``fn(list_of_message_lists, max_new_tokens) -> list of str`` (two positional parameters, or
       ``*args``): called once per batch with every prompt's messages (``[{"role": ..., "content": ...}, ...]``).
 
-    Any other signature is a TypeError naming both. ``tokenizer`` (optional, anything with ``.encode(str) -> list``)
-    counts tokens over the concatenated message contents so callers can apply their context budget; without it counts
-    are unknown. ``calls`` counts the calls of ``fn`` (and of ``logprobs``).
+    Any other signature is a TypeError. ``tokenizer`` (``.encode(str) -> list``) counts tokens; ``calls`` counts calls.
 
     ``logprobs`` (optional; LLM judges): ``logprobs(list_of_message_lists, max_new_tokens=, top_logprobs=,
-    temperature=, top_p=) -> list``, one entry per prompt: a :class:`~pyterrier_instruct.backends.base.Generation`, a
-    ``(text, tokens, top_logprobs)`` triple (each position's candidates a ``{token: logprob}`` dict or pairs), or an
-    Exception instance for a request that failed. An entry that is none of these is a ValueError for that prompt (in
-    place, with ``return_exceptions``). ``fn`` may be ``None`` when only ``logprobs`` is used.
+    temperature=, top_p=) -> list`` of :class:`~pyterrier_instruct.backends.base.Generation`, ``(text, tokens,
+    top_logprobs)`` triples or Exceptions, one per prompt; ``fn`` may be ``None`` when only ``logprobs`` is used.
 
-    Identity (what saved runs and a ``store=`` key its answers on): the functions' code and the values they read
-    (:func:`~pyterrier_instruct._fingerprint.fingerprint`), so a function that logs into a list it closes over changes
-    its key with every call; ``name=`` given is the key instead (change it whenever the function changes).
+    Identity: the functions' code and the values they read (:func:`~pyterrier_instruct._fingerprint.fingerprint`);
+    ``name=`` given is the key instead (change it whenever the function changes).
     """
 
     _identity = ("name",)

@@ -47,64 +47,29 @@ class _Aborted(Exception):
 
 
 class OpenAIBackend(Backend):
-    """``POST {base_url}/chat/completions`` per prompt, ``temperature=0``, ``max_tokens`` = the output budget.
-    ``generate_logprobs`` (LLM judges) adds ``top_p``, ``logprobs: true`` and ``top_logprobs`` and reads
-    ``choices[0].logprobs.content`` (one entry per generated token, each with its ``top_logprobs``).
-
-    Reasoning models (the o-series, gpt-5; ``reasoning=``) get what OpenAI's API accepts from them: no ``max_tokens``
-    but ``max_completion_tokens`` = the output budget + ``reasoning_tokens`` (reasoning counts against it), no
-    ``temperature`` or ``top_p`` (only their default 1 is accepted: the answers are sampled), ``reasoning_effort`` when
-    given. Their logprobs are refused, so ``generate_logprobs`` (an LLM judge) raises before any request, and
-    :class:`~pyterrier_instruct.evaluation.IFIRJudge` when it is built. ``reasoning_effort='none'`` (gpt-5.1 and
-    later) turns reasoning off: ``temperature``, ``top_p`` and logprobs are accepted again, and nothing is added to the
-    budget. An answer that is empty because reasoning spent the whole ``max_completion_tokens`` is a failed request
-    naming ``reasoning_tokens``.
-
-    Failures: a request that fails for good raises :class:`~pyterrier_instruct.backends.base.RequestError` (with
-    ``return_exceptions``, it stands in place of that prompt's Generation). Raised at once, before any request or
-    instead of the batch's remaining ones (:class:`~pyterrier_instruct.backends.base.BackendUnavailable`): the key's
-    variable is not set; the server refuses connections (after 4 attempts over 3.5 s); it redirects to another origin
-    or with a 301/302/303; it answers HTTP 401/403/404 (bad key, no access, no such model or endpoint); TLS fails.
+    """``POST {base_url}/chat/completions`` per prompt, ``temperature=0``, ``max_tokens`` = the output budget;
+    ``generate_logprobs`` (LLM judges) adds ``top_p``, ``logprobs``, ``top_logprobs``. Reasoning models get
+    ``max_completion_tokens`` and no ``temperature``/``top_p``/logprobs; failures (``RequestError``,
+    ``BackendUnavailable``), retries and reasoning models: docs/rerankers.md ("``OpenAIBackend`` failures").
 
     Args:
         model: the served model name.
         base_url: e.g. ``https://api.openai.com/v1`` or ``http://localhost:8000/v1`` (``vllm serve``).
-        api_key_env: the environment variable holding the API key, read when a batch is sent; unset or empty, the
-            batch raises before any request. ``None``: send no key (a local ``vllm serve`` or llama.cpp server
-            started without ``--api-key``).
+        api_key_env: the environment variable holding the API key, read when a batch is sent; ``None``: send no key.
         concurrency: requests in flight at once.
-        max_retries, backoff, max_wait: a request answered HTTP 408/409/429/5xx, reset, or cut short is sent again
-            up to ``max_retries`` times, after ``backoff * 2**attempt`` seconds or the server's ``Retry-After``,
-            either capped at ``max_wait``. A ``Retry-After`` longer than ``max_wait`` fails the request at once (the
-            server says it will not be ready in time), and so does a wait that would take the request's waits past
-            ``max_retry_time`` seconds in total. Other failures are not retried.
-        timeout: seconds one request may take from connecting to the last byte of the answer (a hard deadline,
-            whatever the server's pace); not retried.
+        max_retries, backoff, max_wait: retries of HTTP 408/409/429/5xx, resets, cut answers (capped backoff).
+        max_retry_time: the most seconds a request's retry waits may take in total.
+        timeout: seconds one request may take from connecting to the last byte of the answer; not retried.
         max_response_bytes: the largest answer read (16 MiB); a larger one is a failed request, never read whole.
         min_tokens: also send ``min_tokens`` (a vLLM-server extension; OpenAI rejects it).
-        tokenizer: anything with ``.encode(str) -> list`` (e.g. a tiktoken encoding or a HF tokenizer) or a HF
-            tokenizer id/path; used to count prompt tokens for the caller's context budget. Without it token counts
-            are unknown and callers skip the budget.
+        tokenizer: ``.encode(str) -> list`` or a HF tokenizer id/path, to count prompt tokens (else unknown).
         extra_body: more JSON fields for every request (e.g. ``{"seed": 0}``).
-        reasoning: whether the model is a reasoning model; ``None`` (default): by its name, :func:`is_reasoning_model`
-            (the o-series and gpt-5 family of OpenAI's API). Pass it for names the rule cannot know (an Azure
-            deployment, a router's alias, a local server serving a model named like one).
-        reasoning_effort: sent as ``reasoning_effort`` (a reasoning model only): ``'none'``, ``'minimal'``, ``'low'``,
-            ``'medium'``, ``'high'``, ``'xhigh'`` as the model takes them (OpenAI's API reference); ``None``: not sent,
-            the model's default (``medium`` before gpt-5.1, ``none`` from gpt-5.1 on, but only an explicit ``'none'``
-            sends the sampling parameters and logprobs).
-        reasoning_tokens: completion tokens a reasoning model may spend reasoning, added to the output budget in
-            ``max_completion_tokens`` (25,000, the allowance OpenAI's reasoning guide advises; a cap, not a cost: only
-            the tokens generated are billed); not added at ``reasoning_effort='none'``.
-        check_model: refuse (:class:`~pyterrier_instruct.backends.base.BackendUnavailable`) an answer whose ``model`` is
-            another model than ``model`` (a dated snapshot of it, ``gpt-4o-mini-2024-07-18`` for ``gpt-4o-mini``, is the
-            same); ``False`` for a provider that answers with its own names (a deployment's). The ids that answered are
-            counted in ``served_models`` and kept with each judgement.
-        sleep: the function that waits between attempts (tests pass a recorder); default: a wait that ends early when
-            another request of the batch has failed for good.
-
-    Redirects: a 307/308 to the same origin (scheme, host, port) is followed with the key; any redirect to another
-    origin is refused, so the key is never sent anywhere but ``base_url``'s origin.
+        reasoning: whether the model is a reasoning model; ``None``: by name (:func:`is_reasoning_model`).
+        reasoning_effort: sent as ``reasoning_effort`` (a reasoning model only); ``None``: not sent.
+        reasoning_tokens: added to the output budget in ``max_completion_tokens`` (25,000; a cap, not a cost).
+        check_model: refuse an answer from another model than ``model`` (snapshots are the same); counted in
+            ``served_models``.
+        sleep: the function that waits between attempts (tests pass a recorder).
     """
 
     _identity = ("model", "base_url", "extra_body")

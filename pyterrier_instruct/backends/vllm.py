@@ -46,17 +46,13 @@ class VLLMBackend(TokenizerBackend):
     Args:
         model: a hub id or a local folder.
         tensor_parallel_size: GPUs to shard over.
-        gpu_memory_utilization: the fraction of GPU memory vLLM pre-allocates (rank_llm hard-codes 0.90; lower it
-            when another model shares the GPU).
-        max_model_len: the engine's context length (``None``: the model's); rank_llm uses context size + output budget.
+        gpu_memory_utilization: the fraction of GPU memory vLLM pre-allocates (rank_llm's 0.90).
+        max_model_len: the engine's context length (``None``: the model's).
         dtype: vLLM's ``dtype`` (``'auto'``, ``'bfloat16'``, ``'float16'``).
-        enable_prefix_caching: reuse the KV cache of shared prompt prefixes (the system message and instructions).
+        enable_prefix_caching: reuse the KV cache of shared prompt prefixes.
         chat_template: replaces the checkpoint's chat template.
-        logprobs_mode: vLLM's ``logprobs_mode`` (``None``: vLLM's default, ``'raw_logprobs'``). Pointwise rerankers
-            (:meth:`answer_logits`) need ``'processed_logprobs'`` or ``'processed_logits'`` and build their backend with
-            ``'processed_logprobs'``.
-        seed: the engine seed. vLLM's own progress bar (``use_tqdm``) follows
-            :func:`~pyterrier_instruct.library_progress`.
+        logprobs_mode: vLLM's; :meth:`answer_logits` needs ``'processed_logprobs'`` or ``'processed_logits'``.
+        seed: the engine seed.
         **llm_kwargs: passed to ``vllm.LLM`` as they are (e.g. ``enforce_eager``, ``quantization``).
     """
 
@@ -117,13 +113,16 @@ class VLLMBackend(TokenizerBackend):
 
     def generate(self, prompts: Sequence[Prompt], *, max_new_tokens: int, min_new_tokens: int = 0) -> List[str]:
         vllm = require("vllm", "vllm")
-        llm = self._engine()
         params = vllm.SamplingParams(n=1, temperature=0.0, max_tokens=max_new_tokens, min_tokens=min_new_tokens)
+        return [o.outputs[0].text for o in self._generate(prompts, params)]
+
+    def _generate(self, prompts: Sequence[Prompt], params) -> list:
+        """One ``LLM.generate`` call over the prompts' token ids: one output per prompt, in order."""
         inputs = [{"prompt_token_ids": self._ids(p)} for p in prompts]
-        outputs = llm.generate(inputs, sampling_params=params, use_tqdm=library_progress())
+        outputs = self._engine().generate(inputs, sampling_params=params, use_tqdm=library_progress())
         if len(outputs) != len(inputs):
             raise RuntimeError(f"{self!r}: vLLM returned {len(outputs)} outputs for {len(inputs)} prompts")
-        return [o.outputs[0].text for o in outputs]
+        return outputs
 
     def generate_logprobs(self, prompts: Sequence[Prompt], *, max_new_tokens: int, top_logprobs: int, temperature: float = 0.0,
                           top_p: float = 1.0, return_exceptions: bool = False) -> List[Union[Generation, Exception]]:
@@ -136,13 +135,9 @@ class VLLMBackend(TokenizerBackend):
             raise ValueError(f"{self!r}: generate_logprobs needs log-probabilities; this engine returns logits "
                              f"(logprobs_mode={self.logprobs_mode!r}): use another VLLMBackend for judges")
         vllm = require("vllm", "vllm")
-        llm = self._engine()
         params = vllm.SamplingParams(n=1, temperature=float(temperature), top_p=float(top_p), max_tokens=int(max_new_tokens),
                                      logprobs=int(top_logprobs))
-        inputs = [{"prompt_token_ids": self._ids(p)} for p in prompts]
-        outputs = llm.generate(inputs, sampling_params=params, use_tqdm=library_progress())
-        if len(outputs) != len(inputs):
-            raise RuntimeError(f"{self!r}: vLLM returned {len(outputs)} outputs for {len(inputs)} prompts")
+        outputs = self._generate(prompts, params)
         tok = None
         result: List[Union[Generation, Exception]] = []
         for o in outputs:
@@ -168,24 +163,12 @@ class VLLMBackend(TokenizerBackend):
 
     def answer_logits(self, prompts: Sequence[Sequence[int]], answer_ids: Sequence[int]) -> np.ndarray:
         """For each token-id prompt, the next-token values of ``answer_ids``: an ``(n, len(answer_ids))`` float64 array
-        whose softmax over a row is exactly the softmax of the model's logits restricted to those tokens (the
-        transformers path's 2-way softmax; shift-invariant, so logits and log-probabilities serve alike, and a logit
-        difference is the same from either).
-
-        From vLLM 0.22.1 (:func:`named_logprobs`): one ``generate`` call with ``SamplingParams(temperature=0,
-        max_tokens=1, logprob_token_ids=answer_ids)`` (``sampling_params.py``; the V1 sampler gathers the named tokens'
-        values, ``v1/sample/sampler.py`` ``gather_specific_token_logprobs``): the full-vocabulary log-probabilities (or
-        logits) of exactly those tokens, whatever the engine's ``logprobs_mode``.
-
-        Older vLLM: one ``generate`` call, ``SamplingParams(temperature=0, max_tokens=1, allowed_token_ids=answer_ids,
-        logprobs=len(answer_ids))`` on an engine with ``logprobs_mode`` ``'processed_logprobs'``/``'processed_logits'``:
-        vLLM's V1 sampler (docs of ``vllm.v1.sample.sampler``, v0.10.2) applies the ``allowed_token_ids`` whitelist
-        (step 3) before the processed values are taken, and with greedy sampling returns them before temperature
-        (step 7a); the top ``len(answer_ids)`` of those are exactly the answer tokens, the rest being ``-inf``. vLLM's
-        default, ``raw_logprobs``, is taken before the whitelist (step 1) over the whole vocabulary, so the answer
-        tokens may fall outside the top k: that engine is refused. Prompts are submitted in the order given, so
-        requests that share a prefix (a query's candidates) hit the prefix cache; ``stats`` counts the requests,
-        prompt tokens and prompt tokens served from the cache (``RequestOutput.num_cached_tokens``)."""
+        whose row softmax is exactly the softmax of the model's logits restricted to those tokens (as the transformers
+        path). vLLM >= 0.22.1 (:func:`named_logprobs`): ``SamplingParams(logprob_token_ids=answer_ids)``, any
+        ``logprobs_mode``. Older vLLM: ``allowed_token_ids=answer_ids, logprobs=len(answer_ids)`` on an engine with
+        ``logprobs_mode`` ``'processed_logprobs'``/``'processed_logits'`` (the V1 sampler whitelists before taking them;
+        ``raw_logprobs`` is refused). Prompts go in the order given (prefix-cache hits); ``stats`` counts requests,
+        prompt tokens and cached ones."""
         answer_ids = [int(i) for i in answer_ids]
         if len(set(answer_ids)) != len(answer_ids) or len(answer_ids) < 2:
             raise ValueError(f"answer_ids must be at least two distinct token ids, got {answer_ids!r}")

@@ -57,8 +57,12 @@ def decode_line(raw: bytes, path: Path, lineno, offset: Optional[int]) -> str:
         raise not_utf8(path, lineno, raw, e, offset) from None
 
 
-def decode_file(raw: bytes, path: Path) -> str:
-    """A whole file's bytes as text; a byte that is not UTF-8 is a :class:`DataError` naming its line and offset."""
+def read_text(path: Path) -> str:
+    """A whole file as text: a missing file or a byte that is not UTF-8 is a :class:`DataError` (line and offset)."""
+    if not Path(path).is_file():
+        raise DataError(f"missing file {path}")
+    with open(path, "rb") as f:
+        raw = f.read()
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -121,13 +125,8 @@ def read_jsonl(path: Path, required: Sequence[str] = ()) -> List[dict]:
 
 
 def read_json(path: Path):
-    path = Path(path)
-    if not path.is_file():
-        raise DataError(f"missing file {path}")
-    with open(path, "rb") as f:
-        text = decode_file(f.read(), path)
     try:
-        return json.loads(text)
+        return json.loads(read_text(path))
     except json.JSONDecodeError as e:
         raise DataError(f"{path}: not valid JSON ({e.msg} at line {e.lineno})") from None
 
@@ -191,12 +190,7 @@ def read_qrels_jsonl(path: Path) -> pd.DataFrame:
 def read_qrels_tsv(path: Path) -> pd.DataFrame:
     """BEIR qrels tsv: a header line (``query-id corpus-id score``; InstructIR ``qid pid score``), then one
     tab-separated ``query, document, score`` row per judgement."""
-    path = Path(path)
-    if not path.is_file():
-        raise DataError(f"missing file {path}")
-    with open(path, "rb") as f:
-        text = decode_file(f.read(), path)
-    rows = [r for r in csv.reader(io.StringIO(text, newline=""), delimiter="\t") if r]
+    rows = [r for r in csv.reader(io.StringIO(read_text(path), newline=""), delimiter="\t") if r]
     if rows and (len(rows[0]) < 3 or pd.to_numeric(pd.Series([rows[0][2]]), errors="coerce").isna().iloc[0]):
         rows = rows[1:]  # a header line (query-id/corpus-id/score, qid/pid/score, …)
     bad = next((i for i, r in enumerate(rows) if len(r) < 3), None)

@@ -15,7 +15,6 @@ encoded by :class:`.encoder.Embedder` (loaded on first non-empty use). Queries a
 """
 from __future__ import annotations
 
-import os
 from typing import Optional, Sequence
 
 import numpy as np
@@ -49,25 +48,16 @@ class BiEncoder(InstructReranker):
     Args:
         model_name_or_path: hub id or local folder; a LoRA adapter (``adapter_config.json``) is merged into its base.
         base_model: the adapter's base model (default: the adapter's ``base_model_name_or_path``), e.g. a local copy.
-        query_template, passage_template: see :mod:`pyterrier_instruct.prompts` (``{query}``, and ``{instruction}`` where the
-            template places the instruction itself; ``{title}``/``{text}``/``{doc}``).
-        query_slot: how the instruction joins the query in ``query_template``'s ``{query}``
-            (:class:`~pyterrier_instruct.instructions.QuerySlot`, or a composer: a rule name of
-            ``instructions.COMPOSERS`` or a format string with ``{query}`` and ``{instruction}``); default appended.
+        query_template, passage_template: see :mod:`pyterrier_instruct.prompts`.
+        query_slot: how the instruction joins the query (:class:`~pyterrier_instruct.instructions.QuerySlot`).
         instruction: the instruction used where the input has none (no column, NaN/None or blank).
         pooling: ``'eos'``, ``'last'``, ``'mean'`` or ``'cls'`` (:mod:`.encoder`); normalize: L2-normalise (cosine).
         max_length, query_max_length, passage_max_length: token limits (``None``: the tokenizer's, else 512).
-        padding_side: ``'right'`` or ``'left'`` (pooling finds the real tokens from the mask; see :mod:`.encoder`).
-        add_special_tokens: let the tokenizer add BOS/CLS etc.; strip: strip the filled strings.
-        batch_size: rows per forward pass; ``None`` (default): the device's measured best, batches of at most
-            :data:`~pyterrier_instruct._torch.CPU_BATCH_TOKENS` padded tokens on CPU and 32 rows on GPU.
-        device, dtype (``'auto'``: bf16 on GPU, fp32 on CPU; ``'bf16'`` on a CPU with bf16 support is faster, with the
-            error measured in docs/performance.md): the usual; verbose: progress bars while encoding (on by default;
-            ``False`` silences them).
+        padding_side, add_special_tokens, strip: tokenizer settings (see :mod:`.encoder`).
+        batch_size: rows per forward pass; ``None``: the device's measured best (docs/performance.md).
+        device, dtype (``'auto'``: bf16 on GPU, fp32 on CPU), verbose: the usual.
         text_field, title_field: document columns (the title is used when its column is present).
-        doc_cache: keep passage vectors in memory; cache_dir: keep them on disk instead, in the
-            :class:`.cache.VectorCache` at this folder (a space per passage configuration and weights revision;
-            processes may share it).
+        doc_cache, cache_dir: passage vectors in memory, or on disk in a :class:`.cache.VectorCache` (docs/dense.md).
     """
 
     def __init__(self, model_name_or_path: str, *, base_model: Optional[str] = None, query_template: str = "{query}",
@@ -149,12 +139,11 @@ class BiEncoder(InstructReranker):
         return repr((self.model_name_or_path,) + tuple(getattr(self, k) for k in keys))
 
     def revision(self) -> Optional[str]:
-        """The weights' revision (:func:`~pyterrier_instruct._fingerprint.model_revision`; a LoRA adapter's joined by its
-        base's), which the on-disk passage cache and an index record; None while a hub model is not downloaded."""
+        """The weights' revision (:func:`~pyterrier_instruct._fingerprint.model_revision`: a LoRA adapter's adds its
+        base's; ``base_model=`` adds that one's), which the on-disk passage cache and an index record; None while a hub
+        model is not downloaded."""
         from .._fingerprint import model_revision
-        from .encoder import adapter_base
-        base = self.base_model or (adapter_base(self.model_name_or_path) if os.path.isdir(self.model_name_or_path) else None)
-        revisions = [model_revision(self.model_name_or_path)] + ([model_revision(base)] if base else [])
+        revisions = [model_revision(m) for m in (self.model_name_or_path, self.base_model) if m]
         return None if None in revisions else " + ".join(revisions)
 
     def _fingerprint_parts(self) -> dict:

@@ -13,13 +13,13 @@ The last/first *real* token is found from the attention mask, whatever the paddi
 """
 from __future__ import annotations
 
-import json
 import logging
 import os
 from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
+from .. import _hub
 from .._hub import from_pretrained, loading, model_path
 from .._optional import require
 from .._torch import batch_limits, by_length, hf_setup
@@ -33,17 +33,12 @@ PADDING_SIDES = ("right", "left")
 def adapter_base(path: str) -> Optional[str]:
     """``base_model_name_or_path`` of the peft adapter at ``path`` (a folder or a hub id), or None for a plain model."""
     if os.path.isdir(path):
-        config = os.path.join(path, "adapter_config.json")
-        if not os.path.isfile(config):
-            return None
-    else:
-        hub = require("huggingface_hub", "hf")
-        try:
-            config = hub.hf_hub_download(path, "adapter_config.json")
-        except (OSError, ValueError, hub.errors.HfHubHTTPError):
-            return None
-    with open(config) as f:
-        return json.load(f)["base_model_name_or_path"]
+        return _hub.adapter_base(path)
+    hub = require("huggingface_hub", "hf")
+    try:
+        return _hub.adapter_base(os.path.dirname(hub.hf_hub_download(path, "adapter_config.json")))
+    except (OSError, ValueError, hub.errors.HfHubHTTPError):
+        return None
 
 
 def load_encoder(path: str, base_model: Optional[str], device: str, torch_dtype):

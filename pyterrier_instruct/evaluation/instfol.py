@@ -105,19 +105,15 @@ def instfol(run_q, run_inst, topics: pd.DataFrame, docs, judge: IFIRJudge, *, da
 
     Args:
         run_q: the no-instruction run (``qid, docno, score``; qids ``<base>_0`` or the base qids).
-        run_inst: the instruction run over the level qids ``<base>_<level>``. One run over all the topics can be
-            given as both (only the level-0 rows are read as ``run_q``, only the level rows as ``run_inst``).
-        topics: the subset's topics (``qid, query, instruction``, plus ``base_qid``/``variant`` from the loader);
-            every row of level ≥ 1 is one (query, level) evaluated.
+        run_inst: the instruction run over the level qids ``<base>_<level>`` (one run over all topics may be both).
+        topics: the subset's topics (``qid, query, instruction``); every row of level ≥ 1 is one (query, level).
         docs: document texts (see :func:`doc_texts`), e.g. the dataset itself.
         judge: an :class:`~pyterrier_instruct.evaluation.judge.IFIRJudge`.
-        dataset: the IFIR subset key (``fiqa``, ``scifact_open``, ``pm``, ``aila``, ``nfcorpus``, ``fire``, ``cds``;
-            ``ifir/`` prefix allowed), which picks the judge prompts.
+        dataset: the IFIR subset key (``fiqa``, ``aila``, …; ``ifir/`` prefix allowed), which picks the judge prompts.
         k: the cut-off (20 in every IFIR table); ties: the top-k tie-break (``docno`` descending or ``input`` order).
 
     Returns an :class:`~pyterrier_instruct.measures.instfol.InstfolResult` (per query and level, per level, the
-    dataset value = mean of the level means, ×``scale``; ``judge`` = this evaluation's judge counters, ``settings`` the
-    judge's settings).
+    dataset value ×``scale``, the judge's counters and settings; docs/measures.md).
     """
     if not isinstance(judge, IFIRJudge):
         raise TypeError(f"judge must be an IFIRJudge, got {type(judge).__name__}")

@@ -1,26 +1,11 @@
 """Resumable runs: :class:`SavedRun` keeps each system's ranking on disk as it completes, and a later call with the same
 topics (and the same system) reads it back instead of recomputing.
 
-A run is stored under ``directory`` as ``<key>.parquet`` (``qid, docno, score, rank``: exact scores, the source a re-run
-reads), ``<key>.trec`` (the same run in TREC format, for trec_eval and friends) and its record
-``<key>.parquet.fingerprint.json``: the one record format of every saved run, also written beside the runs of
-``pt.Experiment(save_dir=...)`` (:func:`write_record`): the key, the system's fingerprint text (so a refused reuse names
-the part that differed), the SHA-256 and size of the run's bytes, and for SavedRun its repr, row count, topic count,
-seconds and creation time. The record is written before the run is renamed into place, so a kill between the two leaves
-a run that does not match its record: it is computed again, never reused.
-
-``key`` hashes the system's content fingerprint (:func:`pyterrier_instruct._fingerprint.fingerprint`: its resolved
-configuration through every stage of a pipeline, the revisions of the models and indexes it reads, the dataset files
-its candidates come from) and every column of the topics, so a different model, checkpoint, prompt, instruction, index
-or topic set never reuses a stale run. A stage whose behaviour cannot be read (``pt.apply.*``, a function, a transformer
-class of another package) makes :class:`SavedRun` refuse the system unless ``key=`` names it; that name then stands
-for the whole configuration, and changing it is the caller's job.
-
-Why not pyterrier-caching: its ``RetrieverCache`` and ``ScorerCache`` key entries on the input rows only (query text,
-or query and docno), never on the system, so the caller must pick a new path for every configuration, exactly the
-bookkeeping that let stale runs through; ``ScorerCache`` also cannot tell two instructions apart without ``group=``, and
-listwise scores depend on the whole candidate list. They cache per query or per pair, which would split the batches a
-reranker forms across queries, and they keep no TREC file. A whole run per (system, topics) is what the reports reuse.
+A run is ``<key>.parquet`` (exact scores), ``<key>.trec`` and its record ``<key>.parquet.fingerprint.json``
+(:func:`write_record`, also beside ``pt.Experiment(save_dir=...)`` runs), written before the run is renamed into place,
+so a kill between the two leaves a run that is computed again, never reused. ``key`` hashes the system's
+:func:`~pyterrier_instruct._fingerprint.fingerprint` and every topic column; a stage whose behaviour cannot be read is
+refused unless ``key=`` names it. The record's fields and why not pyterrier-caching: docs/caching.md.
 """
 from __future__ import annotations
 
@@ -185,24 +170,19 @@ def read_record(path: str) -> Tuple[Optional[dict], Optional[str]]:
 class SavedRun(pt.Transformer):
     """``Q → R``: ``system`` run once per distinct topic frame, its run kept in ``directory`` and reused afterwards.
 
-    The output is the topics joined with the stored run (``qid, docno, score, rank`` plus every topic column), whether
-    the run was just computed or read back, so results do not depend on which happened. A run is computed and
-    published under a lock on it (a second process waits, then reads it back): temporary files, then the record (with
-    the SHA-256 of both files), then the files renamed into place; a stored run whose bytes differ from its record (a
-    kill between the renames, an edit) is recomputed, with a warning. A run is keyed again after it is computed, so a
-    model downloaded or an index built on the way is part of the key a re-run looks up.
+    The output is the topics joined with the stored run, whether just computed or read back. A run is published under a
+    lock (a second process waits, then reads it back); a stored run whose bytes differ from its record is recomputed,
+    with a warning. The on-disk layout and the publishing order: docs/caching.md.
 
     Args:
-        system: the transformer to run (``Q → R``); it must be fingerprintable (see the module docstring) unless
-            ``key`` is given.
+        system: the transformer to run (``Q → R``); fingerprintable unless ``key`` is given.
         directory: where its runs go (created on first use).
         key: a name for the system's configuration, replacing its fingerprint (required for ``pt.apply`` stages,
             functions and transformer classes of other packages); change it whenever the system changes.
         verbose: log one line when a stored run is reused.
 
     Raises:
-        NotFingerprintable: (a ``TypeError``) on construction, when ``system`` cannot be fingerprinted and no ``key``
-            was given.
+        NotFingerprintable: (a ``TypeError``) on construction: ``system`` is not fingerprintable, no ``key``.
     """
 
     def __init__(self, system: pt.Transformer, directory: str, *, key: Optional[str] = None, verbose: bool = True):

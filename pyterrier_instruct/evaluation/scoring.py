@@ -2,24 +2,10 @@
 ``src/utils/llm_metrics/GEval/``): an LLM scores one (instruction, passage) pair with the dataset- and level-specific
 prompt, and the document's score is the probability-weighted score token.
 
-One judgement, as the IFIR repository computes it (``GEval/geval.py``), in the default ``mode='answer'``:
-
-1. one chat request with one user message (the rendered prompt; no system message unless ``system_prompt=True``,
-   which adds paper Figure 8's line to the AILA prompts), ``temperature=0``, ``top_p=0.7``, ``max_tokens=512``,
-   ``logprobs`` with ``top_logprobs=10`` (the IFIR code, which produced the published numbers and whose formula sums
-   k = 1..10; the paper's text says 5, available as ``top_logprobs=5`` — it changes about half the per-query values);
-2. the answer is parsed as JSON from its first ``{`` to its last ``}`` (a missing ``}`` is appended); an unparseable
-   answer reads as score 0 and the document is **kept**;
-3. ŝ = the parsed ``score`` written as digits (missing or non-digit, e.g. ``2.5``, → 0);
-4. the **first generated token whose text equals ŝ** is the score position (none: the document scores 0.0);
-5. of that position's candidates, keep decimal-digit tokens (``" 2"`` with a space is rejected) with value 0–5 and
-   probability ≥ 1 %, summing probabilities per value: score = Σ v·P(v) / Σ P(v);
-6. no candidate kept (0/0, NaN in the IFIR code) or a failed request: the judgement has no score, and the evaluator
-   drops that rank position from both runs' lists (counted).
-
-``mode='direct'`` (HF backends only) skips generation: the answer is prefilled up to the score
-(``'{\\n    "score": '``) and the weighted score is taken over the model's full next-token probabilities of
-``"0"``–``"5"`` (same filter), one forward pass per document. It is a cheaper local judge, not the reference procedure.
+Matches the IFIR repository's ``GEval/geval.py`` (``top_logprobs=10`` as its code, not the paper's 5): the request, the
+JSON parse, the score position (the first token equal to the parsed score), the 0–5 digit filter (probability >= 1 %)
+and the dropped judgements are listed step by step in docs/measures.md, as is ``mode='direct'`` (HF only: the answer
+prefilled up to the score, one forward pass per document; a cheaper local judge, not the reference procedure).
 """
 from __future__ import annotations
 

@@ -23,28 +23,18 @@ __all__ = ["FIRST"]
 class FIRST(ListwiseReranker):
     """FIRST: each window ranked by the first token's log-probabilities of its passage identifiers.
 
-    ==============================  ================================  ===============================================
-    constructor                     checkpoint                        notes
-    ==============================  ================================  ===============================================
-    ``FIRST()``                     ``castorini/first_mistral``       the paper checkpoint (Mistral-7B-Instruct-v0.3)
-    ==============================  ================================  ===============================================
+    Constructors (checkpoint, notes):
 
-    The prompt is rank_llm 0.26.0's ``rank_zephyr_alpha_template.yaml`` (``style='first'``), the checkpoint's chat
-    template, then ``[``; the next token's values over the window's identifiers (each must be one token after ``[``)
-    give the window's order, highest first (ties keep the current order). rank_llm's configurations for this checkpoint
-    use window 20, stride 10 and context 4096 (``docs/onboarding-first.md``) or 8192 (its Flask server); letters limit a
-    window to 26 passages.
+    - ``FIRST()``: ``castorini/first_mistral``; the paper checkpoint (Mistral-7B-Instruct-v0.3)
+
+    The prompt is rank_llm 0.26.0's ``rank_zephyr_alpha_template.yaml`` (``style='first'``) then ``[``; the next
+    token's log-probabilities over the window's identifiers give its order (details: docs/rerankers.md).
 
     Args:
         model_name_or_path: the checkpoint the ``'hf'``/``'vllm'`` backend loads.
-        backend: ``'hf'`` (transformers: the last position's logits), ``'vllm'`` (``SamplingParams(max_tokens=1,
-            allowed_token_ids=<the identifiers>)`` on an engine with ``logprobs_mode='processed_logprobs'``), or a backend
-            with ``next_token_logprobs`` and a tokenizer (``HFBackend``, ``VLLMBackend``).
+        backend: ``'hf'``, ``'vllm'``, or a backend with ``next_token_logprobs`` and a tokenizer.
         backend_options: keyword arguments of the backend built from ``'hf'``/``'vllm'``.
-        **kwargs: ``style``, ``template``, ``window_size``, ``stride``, ``depth``, ``context_size``, ``max_words``,
-            ``system``, ``text_field``, ``title_field``, ``instruction``, ``verbose``: see :class:`ListwiseReranker`; the
-            instruction joins the query in both of the prompt's query slots (rank_llm's ``{query}``), as in every
-            listwise family.
+        **kwargs: see :class:`ListwiseReranker`.
 
     Output: as :class:`ListwiseReranker` (ordinal ``score``); ``stats['forward_passes']`` counts the windows scored.
     """

@@ -18,28 +18,21 @@ class ReasonRank(ListwiseReranker):
     """ReasonRank: each window's answer reasons in ``<think>…</think>``, then ranks; the ranking is read after the last
     ``</think>`` (all of the answer when the budget ran out while reasoning, as rank_llm does).
 
-    ================================  ===============================  ==================================================
-    constructor                       checkpoint                       notes
-    ================================  ===============================  ==================================================
-    ``ReasonRank()``                  ``liuwenhan/reasonrank-7B``      Qwen2.5-7B-Instruct, SFT + RL
-    ``ReasonRank.reasonrank_32b()``   ``liuwenhan/reasonrank-32B``     Qwen2.5-32B-Instruct, the LoRA merged (the paper's
-                                                                       main row; rank_llm's demo)
-    ================================  ===============================  ==================================================
+    Constructors (checkpoint, notes):
 
-    The defaults are rank_llm's demo (``src/rank_llm/demo/rerank_reasonrank_bm25_beir.py``): context 32768, reasoning
-    budget 3072, window 20, stride 10, 300 words per passage; greedy decoding.
+    - ``ReasonRank()``: ``liuwenhan/reasonrank-7B``; Qwen2.5-7B-Instruct, SFT + RL
+    - ``ReasonRank.reasonrank_32b()``: ``liuwenhan/reasonrank-32B``; Qwen2.5-32B-Instruct, the LoRA merged (the paper's
+      main row; rank_llm's demo)
+
+    The defaults are rank_llm's demo (``rerank_reasonrank_bm25_beir.py``): context 32768, budget 3072, window 20.
 
     Args:
-        model_name_or_path, backend, backend_options: as :class:`RankZephyr` (``'hf'``, ``'vllm'``, a Backend or a
-            callable; an ``OpenAIBackend`` works too).
-        max_output_tokens: the reasoning budget in tokens (rank_llm ``reasoning_token_budget``; Rank1's keyword):
-            a window's answer has at most this plus the ranking's tokens.
+        model_name_or_path, backend, backend_options: as :class:`RankZephyr`.
+        max_output_tokens: the reasoning budget in tokens (rank_llm ``reasoning_token_budget``).
         style: ``'reasonrank'``, rank_llm 0.26's template (see :class:`ListwiseReranker`).
         **kwargs: see :class:`ListwiseReranker`.
 
-    Output: as :class:`ListwiseReranker`, plus ``reasoning``: the text before the last ``</think>`` of the last window
-    each row took part in (the front window for the top rows; every window's reasoning reaches the rows it placed last),
-    ``""`` below ``depth``.
+    Output: as :class:`ListwiseReranker`, plus ``reasoning`` (the last window's; docs/rerankers.md).
     """
     schematic = {"label": "ReasonRank"}
     default_model = CHECKPOINTS["7b"]

@@ -29,29 +29,21 @@ class ListwiseReranker(InstructReranker):
     the paper families with their checkpoints and default styles.
 
     Args:
-        backend: a :class:`~pyterrier_instruct.backends.Backend` (``HFBackend('org/model')``, ``VLLMBackend(...)``,
-            ``OpenAIBackend(...)``) or a callable (a :class:`~pyterrier_instruct.backends.FunctionBackend`):
-            ``fn(prompt: str) -> str`` per prompt, or ``fn(list_of_message_lists, max_new_tokens) -> answers`` per batch.
-        style: the prompt recipe, a key of :data:`pyterrier_instruct.prompts.LISTWISE`: ``'rank_zephyr'`` (rank_llm
-            <= 0.20, the template RankZephyr was trained with), ``'rank_llm_0.26'`` (rank_llm 0.26's
-            ``rank_zephyr_template.yaml``), ``'rank_vicuna'``, ``'rank_gpt'``, ``'rank_gpt_0.26'``.
+        backend: a :class:`~pyterrier_instruct.backends.Backend` or a callable
+            (:class:`~pyterrier_instruct.backends.FunctionBackend`).
+        style: the prompt recipe, a key of :data:`pyterrier_instruct.prompts.LISTWISE` (docs/rerankers.md).
         template: a custom :class:`~pyterrier_instruct.prompts.Listwise` (the full prompt); replaces ``style``.
         window_size, stride, depth: rank_llm's 20 / 10 / 100; documents below ``depth`` keep their first-stage order.
-        context_size: the model's token budget; passages are cut to ``max_words`` words, which shrinks until the prompt
-            plus the output budget fits (``None``, or a backend that cannot count tokens: no budget loop).
-        max_words: the starting word limit per passage (default: the style's, 300 words, scaled by
-            ``20 / window length`` in the rank_llm <= 0.25 styles).
+        context_size: the model's token budget; ``max_words`` shrinks until the prompt fits (``None``: no budget loop).
+        max_words: the starting word limit per passage (default: the style's).
         system: replaces the style's system message.
         text_field, title_field: passage columns; a non-empty title gives ``"Title: {title} Content: {text}"``
             (rank_llm ``_convert_doc_to_prompt_content``: a whitespace-only title counts as a title).
-        instruction: used where the input has none (no column, NaN/None or blank); ``{query}`` in the prompt is
-            filled by the prompt's ``query_slot``: ``f"{query} {instruction}".strip()``, or the query unchanged when the
-            instruction is empty (as rank_llm passes ``query.text``).
+        instruction: used where the input has none; ``{query}`` is ``f"{query} {instruction}".strip()``.
         verbose: a progress bar over the windows (on by default; ``False`` silences it).
 
-    Output: every input row and column, ``score`` = (candidates − final position) — ordinal, so SICR (which compares
-    score values across instructions) is not meaningful, while rank-based p-MRR and WISE are — and the first-stage
-    score as ``score_0``. ``stats`` counts windows, backend calls, clean answers and each kind of repair.
+    Output: every input row and column, ``score`` = (candidates − final position), ordinal (SICR is not meaningful on
+    it), the first-stage score as ``score_0``; ``stats`` counts windows, calls and repairs.
     """
     schematic = {"label": "Listwise"}
     #: style names a family accepts besides the keys of LISTWISE (a family-level name → a LISTWISE key).
@@ -241,12 +233,10 @@ def _family_backend(cls, backend: BackendLike, model: str, default: str, options
 class RankZephyr(ListwiseReranker):
     """RankZephyr (Pradeep et al. 2023, "RankZephyr: Effective and Robust Zero-Shot Listwise Reranking is a Breeze!").
 
-    ================================  ============================================  ================================
-    constructor                       checkpoint                                     notes
-    ================================  ============================================  ================================
-    ``RankZephyr()``                  ``castorini/rank_zephyr_7b_v1_full``           the paper checkpoint
-    ``RankZephyr.zephyr_beta()``      ``HuggingFaceH4/zephyr-7b-beta``               InfoSearch's "Zephyr-beta"
-    ================================  ============================================  ================================
+    Constructors (checkpoint, notes):
+
+    - ``RankZephyr()``: ``castorini/rank_zephyr_7b_v1_full``; the paper checkpoint
+    - ``RankZephyr.zephyr_beta()``: ``HuggingFaceH4/zephyr-7b-beta``; InfoSearch's "Zephyr-beta"
 
     Styles: ``'rank_zephyr'`` (default) is rank_llm <= 0.20's prompt (checked against 0.20.3), the template the
     checkpoint was trained and first evaluated with; ``'rank_llm_0.26'`` is byte-identical to rank_llm 0.26.0's
@@ -277,11 +267,9 @@ class RankZephyr(ListwiseReranker):
 class RankVicuna(ListwiseReranker):
     """RankVicuna (Pradeep et al. 2023, "RankVicuna: Zero-Shot Listwise Document Reranking with Open-Source LLMs").
 
-    ==============================  ===================================  =======================
-    constructor                     checkpoint                           notes
-    ==============================  ===================================  =======================
-    ``RankVicuna()``                ``castorini/rank_vicuna_7b_v1``      the paper checkpoint
-    ==============================  ===================================  =======================
+    Constructors (checkpoint, notes):
+
+    - ``RankVicuna()``: ``castorini/rank_vicuna_7b_v1``; the paper checkpoint
 
     The conversation is fastchat's ``vicuna_v1.1`` (``USER: … ASSISTANT:``) when the tokenizer has no chat template,
     as rank_llm does. Styles: ``'rank_vicuna'`` (default, rank_llm <= 0.20: fastchat's vicuna system message) and
@@ -301,11 +289,9 @@ class RankVicuna(ListwiseReranker):
 class RankGPT(ListwiseReranker):
     """RankGPT (Sun et al. 2023, "Is ChatGPT Good at Search?"): the multi-turn permutation prompt on a chat model.
 
-    ======================  ===========  ===============================================================
-    constructor             model        notes
-    ======================  ===========  ===============================================================
-    ``RankGPT()``           ``gpt-4o``   on an OpenAI-compatible server (InfoSearch's GPT-4o runs)
-    ======================  ===========  ===============================================================
+    Constructors (model, notes):
+
+    - ``RankGPT()``: ``gpt-4o``; on an OpenAI-compatible server (InfoSearch's GPT-4o runs)
 
     Styles: ``'rank_gpt'`` (default: the RankGPT repository's prompt, as rank_llm's SafeOpenai sent it in 2024) and
     ``'rank_llm_0.26'`` (rank_llm 0.26.0's ``rank_gpt_template.yaml``, an alias of ``'rank_gpt_0.26'``).

@@ -289,6 +289,12 @@ _TIES_INPUT = measures.ParamInfo(dtype=str, choices=["input", "docno"], default=
                                  desc="tie-break: run row order (the InfoSearch reference) or docno descending")
 
 
+def _versioned(versions, default: str, desc: str) -> dict:
+    """``SUPPORTED_PARAMS`` of a measure with reference versions: ``version`` and ``ties``."""
+    return {"version": measures.ParamInfo(dtype=str, choices=list(versions), default=default, desc=desc),
+            "ties": _TIES_INPUT}
+
+
 class _InfoSearchMeasure(PairedMeasure):
     """Base of the InfoSearch measures: one rank table (partition ranks in the three runs) per evaluation."""
     NEEDS_REVERSED = True
@@ -328,11 +334,8 @@ class _WISE(_InfoSearchMeasure):
     __name__ = "WISE"
     PRETTY_NAME = "Weighted Instruction Sensitivity Evaluation"
     SHORT_DESC = "Reward when the gold rises with the instruction and falls with the reversed one; penalty otherwise."
-    SUPPORTED_PARAMS = {
-        "version": measures.ParamInfo(dtype=str, choices=list(WISE_VERSIONS), default="2024",
-                                      desc="2024 code (default), 2025 code (sqrt reward, -1 penalty) or the paper"),
-        "ties": _TIES_INPUT,
-    }
+    SUPPORTED_PARAMS = _versioned(WISE_VERSIONS, "2024",
+                                  "2024 code (default), 2025 code (sqrt reward, -1 penalty) or the paper")
 
     def paired_impl(self, qrels, run, cache):
         pos = self.table(qrels, run, cache).positive
@@ -366,11 +369,8 @@ class _SICR(_InfoSearchMeasure):
     __name__ = "SICR"
     PRETTY_NAME = "Strict Instruction Compliance Ratio"
     SHORT_DESC = "Instances whose gold document moves up with the instruction and down with the reversed one."
-    SUPPORTED_PARAMS = {
-        "version": measures.ParamInfo(dtype=str, choices=list(SICR_VERSIONS), default="code",
-                                      desc="reference code (default), true mean over golds, or the paper's eq. 4"),
-        "ties": _TIES_INPUT,
-    }
+    SUPPORTED_PARAMS = _versioned(SICR_VERSIONS, "code",
+                                  "reference code (default), true mean over golds, or the paper's eq. 4")
 
     def paired_impl(self, qrels, run, cache):
         pos = self.table(qrels, run, cache).positive

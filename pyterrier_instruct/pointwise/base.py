@@ -47,20 +47,15 @@ class PointwiseReranker(InstructReranker, family=False):
 
     Args:
         model_name_or_path: a hub id or a local folder (loaded lazily, on the first non-empty call).
-        batch_size: rows per forward pass; ``None`` (default): the device's measured best, batches of at most
-            :data:`~pyterrier_instruct._torch.CPU_BATCH_TOKENS` padded tokens on CPU and 32 rows on GPU. Batches span
-            queries and are formed by token length (longest first); scores are returned in input order and do not
-            depend on the batching (beyond float rounding). On GPU out-of-memory the batch is halved and retried.
+        batch_size: rows per forward pass; ``None``: the device's measured best (docs/performance.md); batches span
+            queries, scores do not depend on them; on GPU out-of-memory the batch is halved and retried.
         max_length: token limit (``None``: the reference's limit, resolved at load and logged).
-        truncation: ``'safe'`` (default) keeps the template's fixed parts and the query intact and truncates only
-            the document (then, if still needed, the query); ``'reference'`` right-truncates the whole prompt as
-            the reference implementations do, which can cut ``Relevant:``.
+        truncation: ``'safe'`` (default: cut the document, then the query) or ``'reference'`` (the whole prompt's end).
         device: ``None``/``'auto'`` (cuda, mps, cpu) or a torch device string.
         dtype: ``'auto'`` (bf16 on GPU, fp32 on CPU), ``'bf16'``, ``'fp16'``, ``'fp32'``.
         text_field, title_field: the document columns; the title is prepended when its column is present.
         instruction: the instruction used where the input has none (no column, NaN/None or blank).
-        query_slot: where the instruction goes in the template's ``{query}`` slot
-            (:class:`~pyterrier_instruct.instructions.QuerySlot`, or a composer string); default: the family's.
+        query_slot: how the instruction joins ``{query}`` (:class:`~pyterrier_instruct.instructions.QuerySlot`).
         verbose: a progress bar over the documents scored (on by default; ``False`` silences it).
     """
     padding_side = "right"

@@ -37,37 +37,20 @@ class CausalLMReranker(TrueFalseReranker):
         template: the full prompt, with ``{query}`` (query + instruction) and ``{text}``; presets hold the verbatim
             reference prompts (:data:`pyterrier_instruct.prompts.PROMPTS`).
         true_token, false_token: vocabulary entries (no ``▁``) whose logits are compared.
-        share_prefix: compute the key/value cache of the prompt prefix a query's candidates share (template head +
-            query + instruction, as token ids) once per query and run only each document's suffix through the model;
-            the same scores as the plain path (within float rounding, tested to 1e-5), less compute. ``None``
-            (default): on the transformers path, for each query with at least ``SHARE_MIN_ROWS`` candidates and a
-            shared prefix of at least ``SHARE_MIN_TOKENS`` tokens (the other rows run whole, in batches across
-            queries); on vLLM the engine's prefix cache does it. ``True``: every query shares; ``False``: every row
-            runs whole. Measured in docs/performance.md.
+        share_prefix: compute the key/value cache of the prefix a query's candidates share once per query (the same
+            scores within float rounding); ``None``: where it pays (``SHARE_MIN_ROWS``, ``SHARE_MIN_TOKENS``); on vLLM
+            the engine's prefix cache does it. Measured in docs/performance.md.
         score, batch_size, max_length (default ``min(2048, model_max_length)``), truncation, device, dtype,
         text_field, title_field, instruction, verbose: see :class:`~pyterrier_instruct.pointwise.base.PointwiseReranker`.
 
-    .. list-table::
-       :header-rows: 1
+    Presets (checkpoint, prompt):
 
-       * - preset
-         - checkpoint
-         - prompt
-       * - ``CausalLMReranker.mistral_instruct()``
-         - ``mistralai/Mistral-7B-Instruct-v0.2``
-         - FollowIR's zero-shot prompt
-       * - ``CausalLMReranker.mistral_instruct(style="infosearch")``
-         - ``mistralai/Mistral-7B-Instruct-v0.2``
-         - InfoSearch's prompt
-       * - ``CausalLMReranker.llama_chat()``
-         - ``meta-llama/Llama-2-7b-chat-hf``
-         - FollowIR's Llama-2 chat prompt
-       * - ``CausalLMReranker.llama()``
-         - ``meta-llama/Meta-Llama-3.1-8B-Instruct``
-         - InfoSearch's plain Llama prompt
-       * - ``CausalLMReranker.gritlm()``
-         - ``GritLM/GritLM-7B``
-         - FollowIR's GritLM reranking prompt
+    - ``CausalLMReranker.mistral_instruct()``: ``mistralai/Mistral-7B-Instruct-v0.2``; FollowIR's zero-shot prompt
+    - ``CausalLMReranker.mistral_instruct(style="infosearch")``: ``mistralai/Mistral-7B-Instruct-v0.2``; InfoSearch's
+      prompt
+    - ``CausalLMReranker.llama_chat()``: ``meta-llama/Llama-2-7b-chat-hf``; FollowIR's Llama-2 chat prompt
+    - ``CausalLMReranker.llama()``: ``meta-llama/Meta-Llama-3.1-8B-Instruct``; InfoSearch's plain Llama prompt
+    - ``CausalLMReranker.gritlm()``: ``GritLM/GritLM-7B``; FollowIR's GritLM reranking prompt
 
     FollowIR-7B has its own class, :class:`FollowIR7B`.
     """
@@ -267,13 +250,9 @@ class FollowIR7B(CausalLMReranker):
     """FollowIR-7B (Weller et al., 2024; ``jhu-clsp/FollowIR-7B``, Mistral-7B-Instruct-v0.2 fine-tuned): the exact prompt of
     FollowIR's ``rerank.py`` (literal ``<s>`` + BOS, trailing space), left padding, pad = eos, P(true) from the last position.
 
-    .. list-table::
-       :header-rows: 1
+    Presets (checkpoint):
 
-       * - preset
-         - checkpoint
-       * - ``FollowIR7B()``
-         - ``jhu-clsp/FollowIR-7B``
+    - ``FollowIR7B()``: ``jhu-clsp/FollowIR-7B``
 
     Arguments: see :class:`CausalLMReranker` (``share_prefix``: each query's prompt prefix is computed once, by default)."""
     schematic = {"label": "FollowIR-7B"}

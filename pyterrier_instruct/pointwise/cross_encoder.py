@@ -63,13 +63,9 @@ class CrossEncoderReranker(PointwiseReranker):
 class MonoBERT(CrossEncoderReranker):
     """monoBERT (Nogueira & Cho, 2019): BERT-large over (query + instruction, document), softmax(logits)[1].
 
-    .. list-table::
-       :header-rows: 1
+    Presets (checkpoint):
 
-       * - preset
-         - checkpoint
-       * - ``MonoBERT()``
-         - ``castorini/monobert-large-msmarco``
+    - ``MonoBERT()``: ``castorini/monobert-large-msmarco``
     """
     schematic = {"label": "MonoBERT"}
 
@@ -82,13 +78,9 @@ class TART(CrossEncoderReranker):
     instruction replaced by ``instruction=`` (default: TART's task instruction as FollowIR ran it,
     :data:`~pyterrier_instruct.instructions.TART_EMPTY_INSTRUCTION`), max length 1024 (as FollowIR ran it).
 
-    .. list-table::
-       :header-rows: 1
+    Presets (checkpoint):
 
-       * - preset
-         - checkpoint
-       * - ``TART()``
-         - ``facebook/tart-full-flan-t5-xl``
+    - ``TART()``: ``facebook/tart-full-flan-t5-xl``
     """
     schematic = {"label": "TART"}
     query_slot = QuerySlot(TART_COMPOSER)

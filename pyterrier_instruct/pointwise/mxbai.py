@@ -16,31 +16,20 @@ __all__ = ["MxbaiRerankV2"]
 class MxbaiRerankV2(CausalLMReranker):
     """mxbai-rerank-v2 over (instruction, query, document).
 
-    Token ids: ``prefix + query part + "\\n" + "document: {doc}" + "\\n" + task prompt + suffix``
-    (:data:`~pyterrier_instruct.prompts.MXBAI_V2`), the query part ``"query: {query}"``, preceded by
-    ``"instruction: {instruction}\\n"`` when the row's instruction is non-empty (no default instruction): the query slot
-    ``QuerySlot("mxbai_v2")`` (:data:`~pyterrier_instruct.instructions.COMPOSERS`), cut as one part below. As in the
-    reference, the query part is cut to ``max_length * 3 // 4`` tokens and the document part to what is left (at most
-    ``max_length // 4``), ``max_length`` first lowered so that the whole fits the model's ``max_position_embeddings``.
-    Score: ``logit("1") - logit("0")`` at the last position (``score='logit_diff'``, the reference's; ``'prob'`` and
-    ``'logprob'`` rank identically). The reference pads batches to a multiple of 8 tokens; padding does not change a score.
+    Token ids as AnswerDotAI ``rerankers`` 0.10.0 builds them (:data:`~pyterrier_instruct.prompts.MXBAI_V2`;
+    ``"instruction: {instruction}\\n"`` only when non-empty, the query part cut to ``max_length * 3 // 4`` tokens);
+    score ``logit("1") - logit("0")`` (``score='logit_diff'``, the reference's). Details: docs/rerankers.md.
 
     Args:
         model_name_or_path: a hub id or local folder (``AutoModelForCausalLM``).
         max_length: the reference's ``max_length`` (default 8192).
-        share_prefix: run the prefix a query's documents share once per query (default ``None``: for every query with
-            two or more candidates; see :class:`~pyterrier_instruct.pointwise.causal.CausalLMReranker`).
+        share_prefix: run the prefix a query's documents share once per query (see :class:`CausalLMReranker`).
         score, batch_size, device, dtype, text_field, title_field, instruction, verbose: see :class:`CausalLMReranker`.
 
-    .. list-table::
-       :header-rows: 1
+    Presets (checkpoint):
 
-       * - preset
-         - checkpoint
-       * - ``MxbaiRerankV2()``
-         - ``mixedbread-ai/mxbai-rerank-base-v2``
-       * - ``MxbaiRerankV2.large()``
-         - ``mixedbread-ai/mxbai-rerank-large-v2``
+    - ``MxbaiRerankV2()``: ``mixedbread-ai/mxbai-rerank-base-v2``
+    - ``MxbaiRerankV2.large()``: ``mixedbread-ai/mxbai-rerank-large-v2``
     """
     schematic = {"label": "mxbai-v2"}
     default_max_length = 8192

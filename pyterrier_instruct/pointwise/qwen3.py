@@ -20,37 +20,25 @@ __all__ = ["Qwen3Reranker"]
 class Qwen3Reranker(CausalLMReranker):
     """Qwen3-Reranker over (instruction, query, document).
 
-    The prompt is the README's, byte for byte: ``prefix + "<Instruct>: {instruction}\\n<Query>: {query}\\n<Document>:
-    {doc}" + suffix`` (:data:`~pyterrier_instruct.prompts.PROMPTS` ``['qwen3_reranker']``); a row's ``instruction`` lands
-    in the template's own ``{instruction}`` slot, ``<Instruct>`` (the query fills ``{query}`` alone, the template's
-    ``QuerySlot("verbatim")``), a missing or blank one is replaced by ``instruction=`` (default: the README's and model
-    card's ``"Given a web search query, retrieve relevant passages that answer the query"``; mteb and the examples/
-    scripts use ``"Given the user query, retrieval the relevant passages"``).
+    The prompt is the README's, byte for byte (:data:`~pyterrier_instruct.prompts.PROMPTS` ``['qwen3_reranker']``); a
+    row's ``instruction`` fills ``<Instruct>``, a missing or blank one is replaced by ``instruction=`` (default: the
+    README's; mteb uses ``"Given the user query, retrieval the relevant passages"``). Details: docs/rerankers.md.
 
     Args:
         model_name_or_path: a hub id or local folder: the causal LM (``Qwen3ForCausalLM``) or its sequence-classification
             conversion (``Qwen3ForSequenceClassification``, read from the folder's ``config.json``).
         instruction: the default instruction (see above).
         max_length: token limit of the whole prompt (default 8192, the README's).
-        truncation: ``'safe'`` (default) cuts whole words off the document's end, then the query's, keeping the fixed parts;
-            ``'reference'`` cuts the body (instruction, query, document) at its last tokens to ``max_length`` minus the
-            fixed parts, as the README does. Both equal the README when nothing is cut.
-        share_prefix: run the prompt prefix a query's documents share (system prompt, instruction, query) once per query
-            (default ``None``: for every query with two or more candidates; see :class:`CausalLMReranker`).
+        truncation: ``'safe'`` (default: whole words off the document, then the query) or ``'reference'`` (README).
+        share_prefix: run the prefix a query's documents share once per query (see :class:`CausalLMReranker`).
         score: ``'prob'`` (p(yes), the README's), ``'logprob'`` or ``'logit_diff'``; all rank identically.
         batch_size, device, dtype, text_field, title_field, verbose: see :class:`CausalLMReranker`.
 
-    .. list-table::
-       :header-rows: 1
+    Presets (checkpoint):
 
-       * - preset
-         - checkpoint
-       * - ``Qwen3Reranker()``
-         - ``Qwen/Qwen3-Reranker-0.6B``
-       * - ``Qwen3Reranker.four_b()``
-         - ``Qwen/Qwen3-Reranker-4B``
-       * - ``Qwen3Reranker.eight_b()``
-         - ``Qwen/Qwen3-Reranker-8B``
+    - ``Qwen3Reranker()``: ``Qwen/Qwen3-Reranker-0.6B``
+    - ``Qwen3Reranker.four_b()``: ``Qwen/Qwen3-Reranker-4B``
+    - ``Qwen3Reranker.eight_b()``: ``Qwen/Qwen3-Reranker-8B``
     """
     schematic = {"label": "Qwen3Reranker"}
     default_max_length = 8192

@@ -65,23 +65,14 @@ class Rank1(InstructReranker):
     Args:
         model_name_or_path: the checkpoint (hub id or local folder) the ``'hf'``/``'vllm'`` backend loads; default
             ``jhu-clsp/rank1-7b``. :meth:`released` names the other released checkpoints.
-        backend: ``'hf'`` (:class:`~pyterrier_instruct.backends.HFBackend`), ``'vllm'`` or a ready
-            :class:`~pyterrier_instruct.backends.base.TokenizerBackend` that implements ``generate_until`` and
-            ``next_token_logprobs``.
-        backend_options: keyword arguments of the backend built from ``'hf'``/``'vllm'`` (e.g. ``batch_size``,
-            ``dtype``, ``device``). ``'vllm'`` defaults to rank1's engine, ``dtype='float16'``, ``max_model_len=16000``
-            (orionw/rank1 ``rank1.py:78-92``), and ``logprobs_mode='processed_logprobs'`` (the forced answer step's values
-            are then exact: :meth:`~pyterrier_instruct.backends.VLLMBackend.answer_logits`): :data:`VLLM_DEFAULTS`.
+        backend: ``'hf'``, ``'vllm'`` or a TokenizerBackend with ``generate_until`` and ``next_token_logprobs``.
+        backend_options: keyword arguments of the backend built; ``'vllm'`` defaults: :data:`VLLM_DEFAULTS` (rank1's).
         max_output_tokens: the reasoning budget in tokens (rank1's ``max_output_tokens``, 8192).
-        text_field, title_field: the passage is ``"{title} {text}"`` when the row has a non-empty title, else the text
-            (neither stripped, as in rank1's ``predict``).
-        instruction: used when the input has no ``instruction`` column; the query is ``f"{query} {instruction}"``
-            stripped, or the query alone when both are the same text (rank1's ``predict``).
-        verbose: a progress bar over the passages (on by default; ``False`` silences it).
+        text_field, title_field: the passage is ``"{title} {text}"`` with a non-empty title (rank1's ``predict``).
+        instruction: used when the input has no ``instruction`` column (``f"{query} {instruction}"``).
+        verbose: a progress bar over the passages.
 
-    Output: every input column, ``reasoning`` (the generated text without the stop string; for unfinished reasoning,
-    the cleaned text the answer step saw), ``score`` = p(true) in [0, 1], ``rank``; the first-stage score as
-    ``score_0``. ``stats`` counts ``complete`` rows (scored from the generation's last step) and ``forced`` ones.
+    Output: every input column, ``reasoning``, ``score`` = p(true), ``rank``, ``score_0`` (docs/rerankers.md).
     """
     schematic = {"label": "rank1"}
     extra_outputs = ("reasoning",)

@@ -17,19 +17,13 @@ log = logging.getLogger(__name__)
 class MonoT5(TrueFalseReranker):
     """monoT5 (Nogueira et al., 2020): ``"Query: {query} Document: {text} Relevant:"`` → P(``true``), one decoder step.
 
-    .. list-table::
-       :header-rows: 1
+    Presets (checkpoint):
 
-       * - preset
-         - checkpoint
-       * - ``MonoT5()``
-         - ``castorini/monot5-base-msmarco-10k`` (FollowIR's "MonoT5-base")
-       * - ``MonoT5.three_b()``
-         - ``castorini/monot5-3b-msmarco-10k`` (FollowIR's "MonoT5-3B")
-       * - ``MonoT5.flan_t5(model_name_or_path="google/flan-t5-base")``
-         - FLAN-T5 zero-shot with FollowIR's yes/no prompt
-       * - ``MonoT5.mt5(model_name_or_path="unicamp-dl/mt5-base-mmarco-v2")``
-         - mT5 mMARCO: the monoT5 prompt answered ``yes``/``no``
+    - ``MonoT5()``: ``castorini/monot5-base-msmarco-10k`` (FollowIR's "MonoT5-base")
+    - ``MonoT5.three_b()``: ``castorini/monot5-3b-msmarco-10k`` (FollowIR's "MonoT5-3B")
+    - ``MonoT5.flan_t5(model_name_or_path="google/flan-t5-base")``: FLAN-T5 zero-shot with FollowIR's yes/no prompt
+    - ``MonoT5.mt5(model_name_or_path="unicamp-dl/mt5-base-mmarco-v2")``: mT5 mMARCO: the monoT5 prompt answered
+      ``yes``/``no``
 
     Args:
         model_name_or_path: a hub id or a local folder.

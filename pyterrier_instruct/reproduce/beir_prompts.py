@@ -22,14 +22,14 @@ import pyterrier_instruct as pti
 from pyterrier_instruct.datasets import DATASETS as KNOWN
 from pyterrier_instruct.reproduce.arguments import Row, model_options, open_dataset, open_datasets, parse, parser
 from pyterrier_instruct.reproduce.output import finish
-from pyterrier_instruct.reproduce.systems import check_models, full_retrieval, selected
+from pyterrier_instruct.reproduce.systems import ROW_REPLLAMA, check_models, full_retrieval, selected
 
 #: the CLI command (``pyterrier-instruct beir-prompts``) and its line in the overview; the CLI finds it here
 COMMAND = ('beir-prompts', 'Promptriever Table 3: BEIR nDCG@10 with no prompt, the selected prompt, the best prompt')
 
 ROWS = {
     "bm25": Row("BM25", paper="BM25", help="PISA BM25 on query + prompt (the paper: bm25s)"),
-    "repllama": Row("RepLLaMA", "RepLLaMA", "samaya-ai/RepLLaMA-reproduced"),
+    "repllama": ROW_REPLLAMA,
     "promptriever": Row("Promptriever", "Promptriever", "samaya-ai/promptriever-llama2-7b-v1"),
 }
 DATASETS = [f"beir/{d}" for d in ("arguana", "climate_fever", "dbpedia", "fever", "fiqa", "hotpotqa", "nfcorpus", "nq",

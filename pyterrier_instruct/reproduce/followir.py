@@ -24,8 +24,9 @@ import pyterrier_instruct as pti
 from pyterrier_instruct.reproduce.arguments import (Row, backend_options, model_options, open_datasets, parse, parser,
                                                     reasoning_budget as budget)
 from pyterrier_instruct.reproduce.output import finish
-from pyterrier_instruct.reproduce.systems import (ROWS_2025, ROWS_SETWISE, check_models, listwise_backend, on_cluster,
-                                                  rank1, rerankers_2025, saved, selected, setwise_rerankers)
+from pyterrier_instruct.reproduce.systems import (ROW_RANK1, ROW_REPLLAMA, ROWS_2025, ROWS_SETWISE, check_models,
+                                                  listwise_backend, on_cluster, rank1, rerankers_2025, saved, selected,
+                                                  setwise_rerankers)
 
 #: the CLI command (``pyterrier-instruct followir``) and its line in the overview; the CLI finds it here
 COMMAND = ('followir', 'FollowIR Table 2: MAP@1000/nDCG@5 and p-MRR of the rerankers on Robust04, News21, Core17')
@@ -38,10 +39,9 @@ ROWS = {
     "mistral": Row("Mistral-7B-instruct", "Mistral-7B-instruct", "mistralai/Mistral-7B-Instruct-v0.2"),
     "promptriever": Row("Promptriever", "Promptriever", "samaya-ai/promptriever-llama2-7b-v1",
                         "a LoRA adapter; its base (meta-llama/Llama-2-7b-hf) is read from the adapter config"),
-    "repllama": Row("RepLLaMA", "RepLLaMA", "samaya-ai/RepLLaMA-reproduced"),
+    "repllama": ROW_REPLLAMA,
     "e5-mistral": Row("E5-mistral", "E5-mistral", "intfloat/e5-mistral-7b-instruct"),
-    "rank1": Row("rank1-7b", None, "jhu-clsp/rank1-7b", "reasoning reranker, up to 8192 generated tokens per passage "
-                 "(run on request: --systems ...,rank1)", default=False),
+    "rank1": ROW_RANK1,
     "rank-zephyr": Row("RankZephyr", None, "castorini/rank_zephyr_7b_v1_full", "listwise, top 100 of the candidates"),
     "first": Row("FIRST", None, "castorini/first_mistral", "single-token listwise, top 100 of the candidates, one forward "
                  "pass per window (run on request: --systems ...,first)", default=False),

@@ -20,7 +20,8 @@ import sys
 import pyterrier_instruct as pti
 from pyterrier_instruct.reproduce.arguments import Row, model_options, open_datasets, parse, parser
 from pyterrier_instruct.reproduce.output import finish
-from pyterrier_instruct.reproduce.systems import ROWS_2025, check_models, listwise_backend, on_cluster, rank1, rerankers_2025, saved, selected
+from pyterrier_instruct.reproduce.systems import (ROW_RANK1, ROWS_2025, check_models, listwise_backend, on_cluster,
+                                                  rank1, rerankers_2025, saved, selected)
 
 #: the CLI command (``pyterrier-instruct infosearch``) and its line in the overview; the CLI finds it here
 COMMAND = ('infosearch', 'InfoSearch Tables 2-3: nDCG@10, p-MRR, WISE, SICR over the six dimensions')
@@ -32,8 +33,7 @@ ROWS = {
                    "InfoSearch's prompt (indented lines)"),
     "llama": Row("Llama-3.1-8B-Instruct", "Llama-3.1", "meta-llama/Meta-Llama-3.1-8B-Instruct"),
     "e5-mistral": Row("E5-Mistral", "E5-Mistral-ins", "intfloat/e5-mistral-7b-instruct"),
-    "rank1": Row("rank1-7b", None, "jhu-clsp/rank1-7b", "reasoning reranker, up to 8192 generated tokens per passage "
-                 "(run on request: --systems ...,rank1)", default=False),
+    "rank1": ROW_RANK1,
     "rank-zephyr": Row("RankZephyr", "RankZephyr-v1", "castorini/rank_zephyr_7b_v1_full"),
     "rank-vicuna": Row("RankVicuna", "RankVicuna-v1", "castorini/rank_vicuna_7b_v1"),
     **ROWS_2025,

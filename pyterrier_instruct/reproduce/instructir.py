@@ -19,7 +19,7 @@ import sys
 import pyterrier_instruct as pti
 from pyterrier_instruct.reproduce.arguments import Row, model_options, open_datasets, parse, parser
 from pyterrier_instruct.reproduce.output import finish
-from pyterrier_instruct.reproduce.systems import check_models, full_retrieval, on_cluster, saved, selected
+from pyterrier_instruct.reproduce.systems import ROW_REPLLAMA, check_models, full_retrieval, on_cluster, saved, selected
 
 #: the CLI command (``pyterrier-instruct instructir``) and its line in the overview; the CLI finds it here
 COMMAND = ('instructir', 'InstructIR: nDCG@10 and Robustness@10 (FollowIR Table 4, Promptriever Table 1)')
@@ -27,7 +27,7 @@ COMMAND = ('instructir', 'InstructIR: nDCG@10 and Robustness@10 (FollowIR Table 
 ROWS = {
     "bm25": Row("BM25", paper="BM25", help="PISA BM25 on query + instruction"),
     "promptriever": Row("Promptriever", "Promptriever", "samaya-ai/promptriever-llama2-7b-v1"),
-    "repllama": Row("RepLLaMA", "RepLLaMA", "samaya-ai/RepLLaMA-reproduced"),
+    "repllama": ROW_REPLLAMA,
     "e5-mistral": Row("E5-Mistral", "E5-Mistral", "intfloat/e5-mistral-7b-instruct"),
     "followir-7b": Row("FollowIR-7B", "FollowIR-7B", "jhu-clsp/FollowIR-7B", "reranks the BM25 top --depth"),
     "mistral": Row("Mistral-7B-instruct", "Mistral-7B-instruct", "mistralai/Mistral-7B-Instruct-v0.2",

@@ -10,6 +10,12 @@ from typing import Callable, Dict, Mapping, Optional, Sequence
 
 from .arguments import FIRST_STAGES, Row, backend_options
 
+#: RepLLaMA as the Promptriever paper reproduced it (FollowIR, InstructIR, the BEIR prompt study)
+ROW_REPLLAMA = Row("RepLLaMA", "RepLLaMA", "samaya-ai/RepLLaMA-reproduced")
+#: rank1 (FollowIR, InfoSearch): a reasoning reranker, run only when ``--systems`` names it
+ROW_RANK1 = Row("rank1-7b", None, "jhu-clsp/rank1-7b", "reasoning reranker, up to 8192 generated tokens per passage "
+                "(run on request: --systems ...,rank1)", default=False)
+
 #: The instruction-aware models of 2025 as rows of the reranking tables (FollowIR, InfoSearch; IFIR: the embedding): not in
 #: the papers' tables, so run only when ``--systems`` names them.
 ROWS_2025 = {

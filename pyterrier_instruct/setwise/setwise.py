@@ -44,26 +44,20 @@ class Setwise(SetwiseBase):
         model_name_or_path: a Flan-T5 (``google/flan-t5-large``, the default; ``-xl``, ``-xxl``) or a causal chat model
             (the paper: ``meta-llama/Llama-2-7b-chat-hf``, ``-13b``; any model with a chat template here).
         backend: ``'hf'`` (transformers; T5 and causal) or ``'vllm'`` (causal models only).
-        backend_options: ``'hf'``: ``batch_size`` (comparisons per forward pass, default 8), ``device``, ``dtype``
-            (the reference: float16 on CUDA, float32 on CPU; ours: ``'auto'``, bfloat16 on GPU); ``'vllm'``: keyword
-            arguments of :class:`~pyterrier_instruct.backends.VLLMBackend`.
+        backend_options: ``'hf'``: ``batch_size`` (8), ``device``, ``dtype``; ``'vllm'``: VLLMBackend's arguments.
         scoring: ``'generation'`` (the reference's default) or ``'likelihood'``.
         method: ``'heapsort'`` (default), ``'bubblesort'`` (the reference's, which can miss the top k) or
             ``'bubblesort_exact'`` (every pass from the bottom; docs/rerankers.md).
         num_child: children per heap node / window step (3): ``num_child + 1`` passages per comparison, at most 23.
         k: the number of documents sorted to the top (10); the others follow in first-stage order.
         query_length, passage_length: tokens kept of the query and of ``"{title} {text}"`` (llm-rankers ``run.py``: 128).
-        chat_template: replaces the causal model's chat template (e.g. the Vicuna template the reference picks for
-            model names with ``v1.5``).
+        chat_template: replaces the causal model's chat template (e.g. Vicuna's, as the reference for ``v1.5`` names).
         text_field, title_field: passage columns.
-        instruction: used when the input has no ``instruction`` column: it follows the cut query inside the quotes,
-            ``f"{query} {instruction}"``; with an empty instruction the prompt is the reference's byte for byte.
+        instruction: used when the input has no ``instruction`` column (``f"{query} {instruction}"``).
         verbose: a progress bar over the queries.
 
-    Output: every input column; ``score`` = −1 … −k for the sorted top k, then −(k+1) … for the rest in first-stage
-    order (the reference's scores); the first-stage score as ``score_0``. ``comparisons`` holds the comparisons made
-    per qid of the last frame (the reference's ``total_compare``); ``stats`` counts them and the ``invalid`` answers
-    (not a label of the comparison: the first passage wins, as in the reference).
+    Output: every input column; ``score`` = −1 … −k for the sorted top k, then the rest in first-stage order (the
+    reference's scores), ``score_0``; ``comparisons`` and ``stats`` as docs/rerankers.md describes.
     """
     schematic = {"label": "Setwise"}
 
