@@ -19,8 +19,8 @@ from .datasets.irds import register as _register_datasets
 from .datasets.opening import load as load_dataset
 from .instructions import (DEFAULT_COMPOSER, VARIANTS, QuerySlot, compose, paired_qid, paired_qrels, paired_topics,
                            split_qid)
-from .measures import (OG, SICR, WISE, Changed, GoldRank, IdealWISE, IFIR_nDCG, InfoSearch_pMRR, PairedAccuracy,
-                       Reversed, Robustness, changed_docs, pMRR, pmrr)
+from .measures import (OG, SICR, WISE, Calls, Changed, Cost, GoldRank, IdealWISE, IFIR_nDCG, InfoSearch_pMRR,
+                       PairedAccuracy, Reversed, Robustness, Tokens, changed_docs, pMRR, pmrr)
 
 _pt_compat.install()  # pt.Experiment with paired and standard measures together (when pyterrier is imported)
 _register_datasets()  # ir_datasets ids instruct/<name>; files are located and read on first access
@@ -46,7 +46,8 @@ LAZY = {
                    "plot_per_query_pmrr", "infosearch_report", "infosearch_measures", "instructir_report",
                    "ifir_report", "inf_ir_report", "prompt_study_report", "with_paper", "to_markdown", "PerDataset",
                    "SavedRun", "plot_report", "build_table", "instfol", "doc_texts", "IFIRJudge",
-                   "Judgement", "JudgeItem", "weighted_judge_score"),
+                   "Judgement", "JudgeItem", "weighted_judge_score", "suite", "sensitivity", "PERTURBATIONS", "Perturb", "plot_sensitivity",
+                   "rbo", "kendall_tau"),
     "prompts": ("PROMPTS", "LISTWISE", "IFIR_JUDGE", "BEIR_PROMPTS", "TrueFalse", "Listwise"),
     "paper": ("paper_numbers",),
     "scale": ("on_ray", "OnRay", "connect", "local_cluster"),
@@ -56,7 +57,7 @@ LAZY = {
 SUBPACKAGES = ("datasets", "evaluation")
 _MODULE = {name: module for module, names in LAZY.items() for name in names}
 _EAGER = ["__version__", "measures", "pMRR", "OG", "Changed", "Reversed", "WISE", "IdealWISE", "SICR",
-          "InfoSearch_pMRR", "GoldRank", "Robustness", "IFIR_nDCG", "PairedAccuracy", "pmrr", "changed_docs",
+          "InfoSearch_pMRR", "GoldRank", "Robustness", "IFIR_nDCG", "PairedAccuracy", "Calls", "Tokens", "Cost", "pmrr", "changed_docs",
           "compose", "paired_topics", "paired_qrels", "paired_qid", "split_qid", "DEFAULT_COMPOSER", "VARIANTS",
           "QuerySlot", "load_dataset", "library_progress", "LIBRARY_BARS_ENV"]
 __all__ = sorted({*_EAGER, *SUBPACKAGES, *_MODULE})

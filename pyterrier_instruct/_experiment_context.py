@@ -26,6 +26,8 @@ class _Paired:
     #: the qids of its topics (None: not a frame): a measure that finds its variants one-sided reads them to say the
     #: topics were (``ds.get_topics('og')``); PyTerrier keeps the qrels of the topics' qids only
     topic_qids: Optional[FrozenSet[str]] = None
+    #: per system name, the calls its run looked up in a call store (``measures.cost``: ``Calls``, ``Tokens``, ``Cost``)
+    meters: dict = field(default_factory=dict)
 
     def first_time(self, message: str) -> bool:
         """False when ``message`` was already warned (PyTerrier may evaluate a system's queries in parts)."""

@@ -100,7 +100,7 @@ class CallStore(SqliteStore):
         sent = [backend._sent(p) for p in prompts]
         keys = [_sha(json.dumps([ident, method, fingerprint(s), tail])) for s in sent]
         found = self.get(keys)
-        todo = list(dict.fromkeys(k for k in keys if k not in found))
+        todo, rows = list(dict.fromkeys(k for k in keys if k not in found)), []
         if todo:
             first = {k: i for i, k in reversed(list(enumerate(keys)))}
             start = time.perf_counter()
@@ -112,6 +112,8 @@ class CallStore(SqliteStore):
             found.update(zip(todo, answers))
             if rows:  # a row another process stored first stands, for this process too
                 found.update(self.get([r.key for r in rows]))
+        from .measures.cost import observe
+        observe(self, keys, len(rows))  # what a run costs (measures/cost.py)
         out = [found[k] for k in keys]
         return np.stack(out) if method in ARRAY_CALLS else out
 

@@ -17,6 +17,8 @@ value per instance keyed by its ``-og`` qid, so they share a qid space in ``pt.E
 - IFIR: :data:`IFIR_nDCG` (``IFIR_nDCG@20``; ``norm='ifir_code'|'standard'``); MRR@20 is ``RR@20``. INSTFOL@20 needs
   an LLM judge, so it is no ir_measures measure: :func:`instfol_query` / :func:`instfol_summary` here (the arithmetic),
   :func:`pyterrier_instruct.evaluation.instfol` over runs.
+- Cost: :data:`Calls`, :data:`Tokens`, :func:`Cost` (``prices``): model calls, tokens, dollars per query of the system
+  ``pt.Experiment`` runs, from its backend's call store (:mod:`.cost`).
 - The same computations as plain functions: :func:`pmrr`, :func:`infosearch_eval`, :func:`wise`,
   :func:`sicr`, :func:`infosearch_pmrr`, :func:`robustness`, :func:`ifir_ndcg`.
 """
@@ -29,10 +31,11 @@ from .nevir import PairedAccuracy, paired_accuracy
 from .pmrr import changed_docs, pMRR, pmrr, pmrr_per_doc
 from .robustness import Robustness, group_of, robustness, robustness_eval
 from .variants import OG, Changed, Reversed
+from .cost import Calls, Cost, Tokens
 
 __all__ = ["pMRR", "OG", "Changed", "Reversed", "WISE", "IdealWISE", "SICR", "InfoSearch_pMRR", "GoldRank",
            "Robustness", "IFIR_nDCG", "PairedAccuracy", "paired_accuracy",
            "pmrr", "pmrr_per_doc", "changed_docs", "infosearch_eval", "infosearch_partition",
            "wise", "sicr", "infosearch_pmrr", "robustness", "robustness_eval", "group_of", "ifir_ndcg",
            "PairedMeasure", "MissingVariantWarning", "instfol_value", "instfol_query", "instfol_summary",
-           "combine_instfol", "InstfolResult"]
+           "combine_instfol", "InstfolResult", "Calls", "Tokens", "Cost"]

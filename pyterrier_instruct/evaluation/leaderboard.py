@@ -1,0 +1,333 @@
+"""One leaderboard over every instruction-following benchmark the package loads (:func:`suite`).
+
+Each benchmark is scored by its own report (:func:`~.followir.followir_report`, :func:`~.infosearch.infosearch_report`,
+:func:`~.ifir.ifir_report`, :func:`~.instructir.instructir_report`, :func:`~.inf_ir.inf_ir_report`; NevIR's
+``pt.Experiment`` with ``PairedAccuracy``), one system at a time, so a system that fails is a row saying why and the
+others go on. A leaderboard column is the report's main cell for that system, as the report prints it.
+
+First stages are shared: a pooled benchmark (FollowIR, mFollowIR, InfoSearch, NevIR) reranks each query's candidates
+(``ds.candidates() >> system``; the ``BM25`` row is FollowIR's pool BM25); any other retrieves with one BM25 per
+dataset (query + instruction, PISA), its run saved once under ``<out>/runs/<dataset>/first-stage`` and reranked to
+``depth`` by every system. Every system's run is a :class:`~.runs.SavedRun`, so a second call computes nothing new.
+"""
+from __future__ import annotations
+
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Dict, Mapping, Optional, Sequence, Tuple, Union
+
+import pandas as pd
+
+from .._atomic import write_json, write_text
+from .._progress import tqdm
+
+__all__ = ["suite", "BENCHMARKS", "SUITES", "Benchmark", "benchmark_of", "heatmap"]
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """An instruction-following benchmark: its dataset ids, the measure of its leaderboard column (as its report labels
+    it), whether systems rerank each query's candidates (``pooled``) or a BM25 over the corpus, BM25's settings."""
+    datasets: Tuple[str, ...]
+    main: str
+    pooled: bool
+    bm25: Mapping[str, float] = field(default_factory=dict)
+
+
+_BRIGHT = ("biology", "earth_science", "economics", "psychology", "robotics", "stackoverflow", "sustainable_living",
+           "pony", "leetcode", "aops", "theoremqa_theorems", "theoremqa_questions")
+#: every benchmark :func:`suite` runs: name → :class:`Benchmark` (the main measure as its paper leads with it)
+BENCHMARKS = {
+    "followir": Benchmark(("followir/robust04", "followir/news21", "followir/core17"), "p-MRR", True),
+    "mfollowir": Benchmark(("mfollowir/fas", "mfollowir/rus", "mfollowir/zho"), "p-MRR", True),
+    "infosearch": Benchmark(tuple(f"infosearch/{d}" for d in ("audience", "keyword", "format", "language", "length",
+                                                              "source")), "WISE", True),
+    "ifir": Benchmark(tuple(f"ifir/{s}" for s in ("fiqa", "scifact_open", "nfcorpus", "aila", "fire", "pm", "cds")),
+                      "nDCG@20", False, {"k1": 1.2, "b": 0.75}),
+    "instructir": Benchmark(("instructir",), "Robustness@10", False),
+    "nevir": Benchmark(("nevir",), "PairedAccuracy", True),
+    "mair": Benchmark(tuple(f"mair/{t}" for t in ("dd-15", "dd-16", "dd-17", "fr-21", "fr-22")), "nDCG@10", False),
+    "bright": Benchmark(tuple(f"bright/{t}" for t in _BRIGHT), "nDCG", False),
+}
+#: named suites: ``instruct`` (the default), ``reasoning``, ``all``
+SUITES = {"instruct": ("followir", "mfollowir", "infosearch", "ifir", "instructir", "nevir", "mair"),
+          "reasoning": ("bright",), "all": tuple(BENCHMARKS)}
+#: the leaderboard's columns after the benchmarks'
+SUMMARY = ("mean rank", "mean normalised")
+
+
+def _selected(benchmarks: Union[str, Sequence[str]]) -> Dict[str, Tuple[str, ...]]:
+    """``{benchmark: dataset ids}`` of a suite name, or of benchmark names and dataset ids (a dataset id selects its
+    benchmark on that dataset alone)."""
+    names = [benchmarks] if isinstance(benchmarks, str) else list(benchmarks)
+    out: Dict[str, Tuple[str, ...]] = {}
+    for name in names:
+        if name in SUITES:
+            out.update({b: BENCHMARKS[b].datasets for b in SUITES[name] if b not in out})
+        elif name in BENCHMARKS:
+            out[name] = BENCHMARKS[name].datasets
+        else:
+            owner = [b for b, spec in BENCHMARKS.items() if name in spec.datasets]
+            if not owner:
+                raise ValueError(f"benchmarks: {name!r} is neither a suite ({', '.join(SUITES)}), a benchmark "
+                                 f"({', '.join(BENCHMARKS)}) nor one of their dataset ids")
+            out[owner[0]] = tuple(d for d in out.get(owner[0], ()) if d != name) + (name,)
+    return out
+
+
+#: a dataset family (``Entry.family``) → its benchmark
+FAMILIES = {"bundled": "followir", "followir": "followir", "followir-mteb": "followir", "mfollowir": "mfollowir",
+            "infosearch": "infosearch", "ifir": "ifir", "instructir": "instructir",
+            "nevir": "nevir", "nevir-mteb": "nevir", "mair": "mair", "bright": "bright"}
+
+
+def benchmark_of(dataset) -> str:
+    """The :data:`BENCHMARKS` name of a loaded dataset (a bundled miniature: the benchmark whose layout it has)."""
+    family = dataset.entry.family
+    if family not in FAMILIES:
+        raise ValueError(f"{getattr(dataset, 'name', dataset)!r} (family {family!r}) belongs to no benchmark of the "
+                         f"suite: {', '.join(BENCHMARKS)}")
+    return FAMILIES[family]
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^\w.-]+", "_", name).strip("_") or "system"
+
+
+def _label(dataset_id: str) -> str:
+    return dataset_id.split("/", 1)[-1] if "/" in dataset_id else dataset_id
+
+
+def _note(system) -> str:
+    """``stand-in`` when a model inside ``system`` loads stand-in weights, else ``""``."""
+    from .._hub import checkpoint_note
+    from ..reproduce.output import models_of
+    return "stand-in" if any(checkpoint_note(m) == "stand-in" for m in models_of(system)) else ""
+
+
+def _report(benchmark: str, systems, datasets) -> pd.DataFrame:
+    """The benchmark's own report of ``systems`` (a :class:`PerDataset` of one system) on ``datasets``."""
+    from . import followir_report, ifir_report, inf_ir_report, infosearch_report, instructir_report
+    if benchmark in ("followir", "mfollowir"):
+        return followir_report(systems, datasets)
+    if benchmark == "infosearch":
+        return infosearch_report(systems, datasets, table=2)
+    if benchmark == "ifir":
+        return ifir_report(systems, datasets)
+    if benchmark == "instructir":
+        (key, ds), = datasets.items()
+        return instructir_report(systems[key], ds)
+    if benchmark in ("mair", "bright"):
+        return inf_ir_report(systems, datasets)
+    if benchmark == "nevir":  # pipelines/nevir.py: pt.Experiment with PairedAccuracy
+        from ..measures import PairedAccuracy
+        from ._report import build_table, experiment_means, system_names
+        long = []
+        for key, ds in datasets.items():
+            found, names = system_names(systems[key], None)
+            long.append(experiment_means(found, names, ds.get_topics(), ds.get_qrels(), [PairedAccuracy], key,
+                                         {str(PairedAccuracy): "PairedAccuracy"}))
+        long = pd.concat(long, ignore_index=True)
+        return build_table(long, "nevir", models=list(dict.fromkeys(long["model"])), settings={"ties": "strict"},
+                           provenance={k: dict(getattr(d, "provenance", {}) or {}) for k, d in datasets.items()},
+                           average={"PairedAccuracy": "PairedAccuracy"})
+    raise ValueError(f"no report for benchmark {benchmark!r}")
+
+
+def main_value(table: pd.DataFrame, measure: str, model: str) -> float:
+    """The leaderboard cell of ``model`` in a benchmark report: its column of ``measure`` averaged over the datasets
+    (``Avg …``) where the report has one, else its one dataset's column, else the mean of the datasets' columns."""
+    columns = table.attrs["columns"]
+    cols = [c for c, (d, m) in columns.items() if m == measure and d == "average"]
+    cols = cols or [c for c, (d, m) in columns.items() if m == measure]
+    if not cols:
+        raise ValueError(f"the report has no {measure} column; it has {list(columns)}")
+    row = table[table["Model"] == model]
+    return float(row[cols].to_numpy(dtype=float).mean())
+
+
+def _normalised(board: pd.DataFrame, benchmarks: Sequence[str]) -> pd.DataFrame:
+    """Adds ``mean rank`` (1 = best per benchmark, ties share the mean rank) and ``mean normalised`` (each benchmark
+    min–max scaled over the systems, best 1, worst 0, all equal 1), each over the benchmarks the system has a score on."""
+    scores = board[list(benchmarks)].astype(float)
+    ranks = scores.rank(ascending=False, method="average")
+    low, high = scores.min(), scores.max()
+    spread = (high - low).where(high > low)
+    scaled = ((scores - low) / spread).where(spread.notna(), 1.0).where(scores.notna())
+    return board.assign(**{"mean rank": ranks.mean(axis=1).round(2), "mean normalised": scaled.mean(axis=1).round(3)})
+
+
+def suite(systems: Mapping[str, object], benchmarks: Union[str, Sequence[str]] = "instruct", *, out: str = "suite",
+          depth: int = 100, baseline: Optional[str] = "BM25", standins: bool = False, prices: Optional[Mapping] = None,
+          paths: Optional[Mapping[str, str]] = None, verbose: bool = True) -> pd.DataFrame:
+    """Every system on every benchmark of ``benchmarks``, one leaderboard.
+
+    Args:
+        systems: ``{name: transformer}``: rerankers (``R → R``, reading ``query``, ``instruction``, ``text``), each
+            run on every benchmark's shared first stage (module docstring); an ``R → R`` that retrieves nothing itself.
+        benchmarks: a suite of :data:`SUITES` (``instruct``, ``reasoning``, ``all``), or benchmark names of
+            :data:`BENCHMARKS` and dataset ids (``followir/robust04`` runs FollowIR on Robust04 alone).
+        out: the folder of the leaderboard (``leaderboard.csv``/``.md``/``.json``, ``leaderboard.png`` with matplotlib),
+            the benchmark reports (``<benchmark>.csv``/``.md``), the saved runs (``runs/``) and BM25 indexes
+            (``index/``); a second call reuses every run.
+        depth: the BM25 candidates each system reranks on a benchmark that is not pooled.
+        baseline: the name of a row holding the first stage alone (pool BM25 / BM25); None: none.
+        standins: the data are the stand-in miniatures (``pyterrier_instruct.testing``): every row and file says so.
+        prices: a price table for the ``usd`` cost column (:func:`~pyterrier_instruct.measures.cost.dollars`).
+        paths: ``{dataset id: local folder}`` for datasets not found where ``pti.load_dataset`` looks.
+        verbose: a progress bar across benchmarks and the systems' own bars.
+
+    Returns:
+        The leaderboard: ``system``, one column per benchmark (its main score as its report prints it; NaN where it
+        has none), ``mean rank``, ``mean normalised``, ``data`` (``stand-in`` or ``real``), ``weights``, ``notes`` (why
+        a cell is missing). ``attrs``: ``tables`` (each benchmark's report), ``cost`` (per system and benchmark:
+        seconds, queries, queries/s, calls, new calls, tokens, dollars; :mod:`pyterrier_instruct.measures.cost`), ``status`` (per benchmark).
+    """
+    from ..datasets import load
+    from ._report import PerDataset, to_markdown
+    from ..measures.cost import metered, usage_columns
+    selected = _selected(benchmarks)
+    data = "stand-in" if standins else "real"
+    names = ([baseline] if baseline is not None else []) + [str(n) for n in systems]
+    if len(set(names)) != len(names):
+        raise ValueError(f"suite: system names must be distinct (and not the baseline {baseline!r}): {names}")
+    cells: Dict[str, Dict[str, float]] = {n: {} for n in names}
+    notes: Dict[str, list] = {n: [] for n in names}
+    tables, status, cost = {}, {}, []
+    bar = tqdm(list(selected), desc="suite", unit="benchmark", disable=not verbose)
+    for benchmark in bar:
+        bar.set_postfix_str(benchmark)
+        spec = BENCHMARKS[benchmark]
+        datasets, absent = {}, []
+        for dataset_id in selected[benchmark]:
+            try:
+                ds = load(dataset_id, path=(paths or {}).get(dataset_id))
+                ds.locate()
+                datasets[_label(dataset_id)] = ds
+            except Exception as err:  # noqa: BLE001 - an absent dataset is reported in its row, the rest goes on
+                absent.append(f"{dataset_id}: {' '.join(str(err).split())[:200]}")
+        status[benchmark] = {"datasets": list(datasets), "absent": absent}
+        if not datasets:
+            for n in names:
+                notes[n].append(f"{benchmark}: no data")
+            continue
+        pipelines = _pipelines(spec, datasets, systems, baseline, out, depth, verbose)
+        frames, queries = [], sum(len(ds.get_topics()) for ds in datasets.values())
+        for name in names:
+            per = PerDataset({key: {name: pipelines[key][name]} for key in datasets})
+            start = time.perf_counter()
+            with metered() as meter:
+                try:
+                    table = _report(benchmark, per, datasets)
+                except Exception as err:  # noqa: BLE001 - a failing system is a row saying why; the others go on
+                    notes[name].append(f"{benchmark}: failed: {type(err).__name__}: {' '.join(str(err).split())[:200]}")
+                    continue
+            seconds = time.perf_counter() - start
+            cells[name][benchmark] = main_value(table, spec.main, name)
+            frames.append(table)
+            cost.append({"system": name, "benchmark": benchmark, "seconds": round(seconds, 3), "queries": queries,
+                         "queries/s": round(queries / seconds, 2) if seconds > 0 else float("nan"),
+                         **usage_columns(meter.usage(), prices)})
+        if absent:
+            for n in names:
+                notes[n].append(f"{benchmark}: {len(datasets)}/{len(selected[benchmark])} datasets")
+        if frames:  # one report per system: one table, the systems' raw means together in attrs["long"]
+            attrs = dict(frames[0].attrs, long=pd.concat([f.attrs["long"] for f in frames], ignore_index=True))
+            tables[benchmark] = pd.concat([pd.DataFrame(f.to_dict("list")) for f in frames], ignore_index=True)
+            tables[benchmark].attrs.update(attrs)
+    bar.close()
+    board = pd.DataFrame({"system": names})
+    for benchmark in selected:
+        board[benchmark] = [cells[n].get(benchmark, float("nan")) for n in names]
+    board = _normalised(board, list(selected))
+    board["data"] = data
+    weights = {n: _note(s) for n, s in systems.items()}
+    board["weights"] = [weights.get(n, "") or "" for n in names]
+    board["notes"] = ["; ".join(notes[n]) for n in names]
+    board.attrs.update(tables=tables, status=status, cost=pd.DataFrame(cost), data=data,
+                       measures={b: BENCHMARKS[b].main for b in selected})
+    _write(board, out, to_markdown)
+    return board
+
+
+def _pipelines(spec: Benchmark, datasets, systems, baseline, out, depth, verbose) -> Dict[str, Dict[str, object]]:
+    """``{dataset key: {row: saved pipeline}}``: the shared first stage, then each system (module docstring)."""
+    from ..retrieval import BM25, PoolBM25
+    from ..rewrite import FoldInstruction
+    from .runs import SavedRun
+    found: Dict[str, Dict[str, object]] = {}
+    for key, ds in datasets.items():
+        runs = os.path.join(out, "runs", _slug(key))
+        if spec.pooled:
+            rows = {baseline: SavedRun(ds.candidates() >> PoolBM25(verbose=verbose), os.path.join(runs, "first-stage"),
+                                       verbose=verbose)}
+            stages = {name: ds.candidates() >> system for name, system in systems.items()}
+        else:
+            bm25 = FoldInstruction() >> BM25(ds.get_corpus_iter(verbose=verbose), path=os.path.join(out, "index",
+                                             _slug(key), "bm25"), verbose=verbose, **spec.bm25)
+            shared = SavedRun(bm25, os.path.join(runs, "first-stage"), verbose=verbose)
+            rows = {baseline: shared}
+            stages = {name: shared % depth >> ds.text_loader() >> system for name, system in systems.items()}
+        found[key] = {**({baseline: rows[baseline]} if baseline is not None else {}),
+                      **{name: SavedRun(s, os.path.join(runs, _slug(name)), verbose=verbose) for name, s in
+                         stages.items()}}
+    return found
+
+
+def _write(board: pd.DataFrame, out: str, to_markdown: Callable) -> None:
+    """``leaderboard.csv``/``.md``/``.json`` (+ ``leaderboard.png`` when matplotlib is installed), each benchmark's
+    report (``<benchmark>.csv``/``.md``) and ``cost.csv``, each replaced whole."""
+    os.makedirs(out, exist_ok=True)
+    data = board.attrs["data"]
+    label = ("Data: stand-in miniatures (pyterrier_instruct.testing), not the benchmarks: the numbers test the "
+             "pipeline, not the systems." if data == "stand-in" else "Data: the benchmarks' released files.")
+    write_text(os.path.join(out, "leaderboard.csv"), board.to_csv(index=False))
+    measures = ", ".join(f"{b}: {m}" for b, m in board.attrs["measures"].items())
+    md = ["| " + " | ".join(board.columns) + " |", "|" + "---|" * len(board.columns)]
+    md += ["| " + " | ".join("–" if isinstance(v, float) and v != v else str(v) for v in row) + " |"
+           for row in board.itertuples(index=False)]
+    write_text(os.path.join(out, "leaderboard.md"), "\n".join(md) + f"\n\nMain measures: {measures}.\n{label}\n")
+    cost = board.attrs["cost"]
+    write_text(os.path.join(out, "cost.csv"), cost.assign(data=data).to_csv(index=False))
+    for benchmark, table in board.attrs["tables"].items():
+        write_text(os.path.join(out, f"{benchmark}.csv"), table.assign(data=data).to_csv(index=False))
+        write_text(os.path.join(out, f"{benchmark}.md"), f"{benchmark} ({data} data)\n\n{to_markdown(table)}\n")
+    write_json(os.path.join(out, "leaderboard.json"), {
+        "data": data, "note": label, "measures": board.attrs["measures"], "status": board.attrs["status"],
+        "leaderboard": board.astype(object).where(board.notna(), None).to_dict(orient="records"),
+        "cost": cost.astype(object).where(cost.notna(), None).to_dict(orient="records")}, indent=2)
+    from .._optional import is_available
+    if is_available("matplotlib"):
+        heatmap(board, os.path.join(out, "leaderboard.png"))
+
+
+def heatmap(board: pd.DataFrame, path: Optional[str] = None):
+    """The leaderboard as a heatmap: systems × benchmarks, coloured by the normalised score, annotated with the score;
+    saved to ``path`` when given; returns the (closed) figure."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+    from .._atomic import written
+    benchmarks = list(board.attrs["measures"])
+    scores = board[benchmarks].astype(float)
+    low, high = scores.min(), scores.max()
+    scaled = ((scores - low) / (high - low).where(high > low)).where((high > low), 1.0).where(scores.notna())
+    fig, ax = plt.subplots(figsize=(1.3 * len(benchmarks) + 3, 0.5 * len(board) + 1.5))
+    ax.imshow(np.ma.masked_invalid(scaled.to_numpy(dtype=float)), cmap="viridis", vmin=0, vmax=1, aspect="auto")
+    for i in range(len(board)):
+        for j, b in enumerate(benchmarks):
+            value = scores.iloc[i][b]
+            ax.text(j, i, "–" if value != value else f"{value:g}", ha="center", va="center", fontsize="small",
+                    color="white" if (scaled.iloc[i][b] or 0) < 0.5 else "black")
+    ax.set_xticks(range(len(benchmarks)), [f"{b}\n{board.attrs['measures'][b]}" for b in benchmarks], fontsize="small")
+    ax.set_yticks(range(len(board)), list(board["system"]))
+    ax.set_title(f"pyterrier-instruct suite ({board.attrs['data']} data)")
+    fig.tight_layout()
+    if path is not None:
+        with written(path) as tmp:
+            fig.savefig(tmp, dpi=110, format="png")
+    plt.close(fig)
+    return fig
