@@ -204,7 +204,7 @@ def suite(systems: Mapping[str, object], benchmarks: Union[str, Sequence[str]] =
         for dataset_id in selected[benchmark]:
             try:
                 ds = load(dataset_id, path=(paths or {}).get(dataset_id))
-                ds.locate()
+                ds.get_topics()  # located and read now: absent or unreadable data is this benchmark's note
                 datasets[_label(dataset_id)] = ds
             except Exception as err:  # noqa: BLE001 - an absent dataset is reported in its row, the rest goes on
                 absent.append(f"{dataset_id}: {' '.join(str(err).split())[:200]}")
@@ -220,6 +220,9 @@ def suite(systems: Mapping[str, object], benchmarks: Union[str, Sequence[str]] =
             start = time.perf_counter()
             with metered() as meter:
                 try:
+                    refused = [s for p in per.values() for s in p.values() if isinstance(s, Exception)]
+                    if refused:
+                        raise refused[0]
                     table = _report(benchmark, per, datasets)
                 except Exception as err:  # noqa: BLE001 - a failing system is a row saying why; the others go on
                     notes[name].append(f"{benchmark}: failed: {type(err).__name__}: {' '.join(str(err).split())[:200]}")
@@ -270,9 +273,12 @@ def _pipelines(spec: Benchmark, datasets, systems, baseline, out, depth, verbose
             shared = SavedRun(bm25, os.path.join(runs, "first-stage"), verbose=verbose)
             rows = {baseline: shared}
             stages = {name: shared % depth >> ds.text_loader() >> system for name, system in systems.items()}
-        found[key] = {**({baseline: rows[baseline]} if baseline is not None else {}),
-                      **{name: SavedRun(s, os.path.join(runs, _slug(name)), verbose=verbose) for name, s in
-                         stages.items()}}
+        found[key] = {baseline: rows[baseline]} if baseline is not None else {}
+        for name, stage in stages.items():
+            try:
+                found[key][name] = SavedRun(stage, os.path.join(runs, _slug(name)), verbose=verbose)
+            except TypeError as err:  # NotFingerprintable: its row says so, the others go on
+                found[key][name] = err
     return found
 
 

@@ -1,0 +1,91 @@
+"""One leaderboard over every instruction-following benchmark with data: each system's main score per benchmark (its
+own report's number), the mean rank and the mean normalised score, with the per-benchmark tables, run costs and saved
+runs under --out (a re-run computes nothing new).
+
+Pooled benchmarks (FollowIR, mFollowIR, InfoSearch, NevIR) rerank each query's candidates; the others rerank one BM25
+run per dataset (query + instruction, top --depth). "bm25" is that first stage alone (FollowIR's pool BM25 on the
+pooled ones). A benchmark without data, or a system failing on one, is a note in the row; the rest goes on.
+
+examples:
+  # tiny random weights and the miniature benchmarks (pyterrier_instruct.testing): checks the pipeline runs
+  pyterrier-instruct suite --systems bm25,monot5 --standins
+  # the reasoning suite (BRIGHT) from local snapshots
+  pyterrier-instruct suite --suite reasoning --systems bm25,rank1 --data-root /data --device cuda
+"""
+from __future__ import annotations
+
+import json
+import sys
+
+import pyterrier_instruct as pti
+from pyterrier_instruct.reproduce.arguments import Row, model_options, parse, parser
+from pyterrier_instruct.reproduce.systems import (ROW_RANK1, ROWS_2025, ROWS_SETWISE, check_models, listwise_backend,
+                                                  on_cluster, rank1, rerankers_2025, row_name, selected,
+                                                  setwise_rerankers)
+
+COMMAND = ('suite', 'One leaderboard: every system on every instruction-following benchmark with data (main measures)')
+
+ROWS = {
+    "bm25": Row("BM25", help="the first stage alone: pool BM25 on the pooled benchmarks, PISA BM25 on the others"),
+    "monot5": Row("MonoT5-base", None, "castorini/monot5-base-msmarco-10k"),
+    "followir-7b": Row("FollowIR-7B", None, "jhu-clsp/FollowIR-7B"),
+    "mistral": Row("Mistral-7B-instruct", None, "mistralai/Mistral-7B-Instruct-v0.2", "FollowIR's prompt"),
+    "e5-mistral": Row("E5-mistral", None, "intfloat/e5-mistral-7b-instruct", "as a reranking scorer"),
+    "rank-zephyr": Row("RankZephyr", None, "castorini/rank_zephyr_7b_v1_full", "listwise", default=False),
+    "rank1": ROW_RANK1,
+    **ROWS_2025,
+    **ROWS_SETWISE,
+}
+
+
+def main(argv=None) -> int:
+    from pyterrier_instruct.evaluation.leaderboard import BENCHMARKS, SUITES
+    p = parser("suite", __doc__, ROWS, [])
+    p.add_argument("--suite", choices=list(SUITES), default="instruct", help="the named suite (default: instruct; "
+                   + "; ".join(f"{k}: {', '.join(v)}" for k, v in SUITES.items()) + ")")
+    p.add_argument("--benchmarks", default=None, metavar="NAME,NAME",
+                   help=f"these benchmarks instead of --suite, from: {', '.join(BENCHMARKS)}; --dataset ID adds one dataset")
+    p.add_argument("--depth", type=int, default=100, help="BM25 candidates each system reranks (default 100)")
+    p.add_argument("--listwise-backend", choices=["hf", "vllm"], default="hf", help="backend of the generating rows")
+    p.add_argument("--prices", default=None, metavar="JSON",
+                   help='USD per million tokens for the cost table, e.g. \'{"prompt": 2.5, "completion": 10}\'')
+    p.add_argument("--standins", action="store_true", help="tiny random weights at the rows' ids and the miniature "
+                   "benchmarks (pyterrier_instruct.testing): the leaderboard says so in every row and file")
+    args = parse(p, argv, ROWS, [])
+    if args.standins:
+        from pyterrier_instruct import testing
+        testing.install(models=[args.models[k] for k in args.keys if k in args.models])
+    check_models(args, ROWS)
+    kw, m = model_options(args), args.models
+    models = selected({
+        "monot5": lambda: pti.MonoT5(m["monot5"], **kw),
+        "followir-7b": lambda: pti.FollowIR7B(m["followir-7b"], **kw),
+        "mistral": lambda: pti.CausalLMReranker.mistral_instruct(m["mistral"], style="followir", **kw),
+        "e5-mistral": lambda: pti.E5Mistral(m["e5-mistral"], **kw).scorer(),
+        "rank-zephyr": lambda: pti.RankZephyr(backend=listwise_backend(m["rank-zephyr"], args.listwise_backend, kw),
+                                              depth=100, verbose=kw["verbose"]),
+        "rank1": lambda: rank1(m["rank1"], args.listwise_backend, kw),
+        **rerankers_2025(m, kw),
+        **setwise_rerankers(m, args.listwise_backend, kw),
+    }, args)
+    models = on_cluster(models, args)
+    benchmarks = args.benchmarks.split(",") if args.benchmarks else [args.suite]
+    benchmarks += list(args.dataset)
+    paths = {d: path for d, path in zip(args.dataset, args.paths) if path}
+    if args.data_root:
+        import os
+
+        from pyterrier_instruct.datasets.source import ENV_ROOT
+        os.environ[ENV_ROOT] = args.data_root
+    board = pti.suite({row_name(ROWS, k, args): s for k, s in models.items()}, benchmarks, out=args.out,
+                      depth=args.depth, baseline=ROWS["bm25"].name if "bm25" in args.keys else None,
+                      standins=args.standins, prices=json.loads(args.prices) if args.prices else None, paths=paths,
+                      verbose=not args.quiet)
+    with open(f"{args.out}/leaderboard.md", encoding="utf-8") as f:
+        print(f.read())
+    print(f"written to {args.out}/: leaderboard.csv/.md/.json, <benchmark>.csv/.md, cost.csv, runs/")
+    return 0 if len(board) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
