@@ -53,7 +53,7 @@ def test_each_column_equals_the_benchmarks_own_evaluation(board):
 def test_leaderboard_ranks_and_labels_stand_ins_in_every_file(board):
     out, leaderboard = board
     assert list(leaderboard.columns) == ["system", "followir", "nevir", "instructir", "mean rank", "mean normalised",
-                                         "data", "weights", "notes"]
+                                         "data", "notes"]
     scores = leaderboard[["followir", "nevir", "instructir"]]
     ranks = scores.rank(ascending=False).mean(axis=1).round(2)
     assert leaderboard["mean rank"].tolist() == ranks.tolist()

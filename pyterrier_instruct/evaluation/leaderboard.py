@@ -23,7 +23,7 @@ import pandas as pd
 from .._atomic import write_json, write_text
 from .._progress import tqdm
 
-__all__ = ["suite", "BENCHMARKS", "SUITES", "Benchmark", "benchmark_of", "heatmap"]
+__all__ = ["suite"]
 
 
 @dataclass(frozen=True)
@@ -100,16 +100,13 @@ def _label(dataset_id: str) -> str:
     return dataset_id.split("/", 1)[-1] if "/" in dataset_id else dataset_id
 
 
-def _note(system) -> str:
-    """``stand-in`` when a model inside ``system`` loads stand-in weights, else ``""``."""
-    from .._hub import checkpoint_note
-    from ..reproduce.output import models_of
-    return "stand-in" if any(checkpoint_note(m) == "stand-in" for m in models_of(system)) else ""
-
-
 def _report(benchmark: str, systems, datasets) -> pd.DataFrame:
     """The benchmark's own report of ``systems`` (a :class:`PerDataset` of one system) on ``datasets``."""
-    from . import followir_report, ifir_report, inf_ir_report, infosearch_report, instructir_report
+    from .followir import followir_report
+    from .ifir import ifir_report
+    from .inf_ir import inf_ir_report
+    from .infosearch import infosearch_report
+    from .instructir import instructir_report
     if benchmark in ("followir", "mfollowir"):
         return followir_report(systems, datasets)
     if benchmark == "infosearch":
@@ -181,8 +178,8 @@ def suite(systems: Mapping[str, object], benchmarks: Union[str, Sequence[str]] =
 
     Returns:
         The leaderboard: ``system``, one column per benchmark (its main score as its report prints it; NaN where it
-        has none), ``mean rank``, ``mean normalised``, ``data`` (``stand-in`` or ``real``), ``weights``, ``notes`` (why
-        a cell is missing). ``attrs``: ``tables`` (each benchmark's report), ``cost`` (per system and benchmark:
+        has none), ``mean rank``, ``mean normalised``, ``data`` (``stand-in`` or ``real``), ``notes`` (why a cell is
+        missing). ``attrs``: ``tables`` (each benchmark's report), ``cost`` (per system and benchmark:
         seconds, queries, queries/s, calls, new calls, tokens, dollars; :mod:`pyterrier_instruct.measures.cost`), ``status`` (per benchmark).
     """
     from ..datasets import load
@@ -246,8 +243,6 @@ def suite(systems: Mapping[str, object], benchmarks: Union[str, Sequence[str]] =
         board[benchmark] = [cells[n].get(benchmark, float("nan")) for n in names]
     board = _normalised(board, list(selected))
     board["data"] = data
-    weights = {n: _note(s) for n, s in systems.items()}
-    board["weights"] = [weights.get(n, "") or "" for n in names]
     board["notes"] = ["; ".join(notes[n]) for n in names]
     board.attrs.update(tables=tables, status=status, cost=pd.DataFrame(cost), data=data,
                        measures={b: BENCHMARKS[b].main for b in selected})
