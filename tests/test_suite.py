@@ -57,7 +57,10 @@ def test_leaderboard_ranks_and_labels_stand_ins_in_every_file(board):
     scores = leaderboard[["followir", "nevir", "instructir"]]
     ranks = scores.rank(ascending=False).mean(axis=1).round(2)
     assert leaderboard["mean rank"].tolist() == ranks.tolist()
-    assert leaderboard["mean normalised"].between(0, 1).all()
+    best, worst = scores.max(), scores.min()
+    scaled = [(v - worst[b]) / (best[b] - worst[b]) if best[b] > worst[b] else 1.0 for b, v in scores.iloc[0].items()]
+    assert leaderboard["mean normalised"].iloc[0] == round(sum(scaled) / 3, 3)
+    assert scores.iloc[0].tolist() != scores.iloc[1].tolist() and 0 < leaderboard["mean normalised"].min() < 1
     assert set(leaderboard["data"]) == {"stand-in"}
     for name in ("leaderboard.csv", "cost.csv", "followir.csv", "nevir.csv", "instructir.csv"):
         assert set(pd.read_csv(os.path.join(out, name))["data"]) == {"stand-in"}, name

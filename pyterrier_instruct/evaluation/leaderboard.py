@@ -142,7 +142,7 @@ def main_value(table: pd.DataFrame, measure: str, model: str) -> float:
     if not cols:
         raise ValueError(f"the report has no {measure} column; it has {list(columns)}")
     row = table[table["Model"] == model]
-    return float(row[cols].to_numpy(dtype=float).mean())
+    return round(float(row[cols].to_numpy(dtype=float).mean()), table.attrs.get("decimals", 1)) + 0.0
 
 
 def _normalised(board: pd.DataFrame, benchmarks: Sequence[str]) -> pd.DataFrame:
@@ -150,10 +150,16 @@ def _normalised(board: pd.DataFrame, benchmarks: Sequence[str]) -> pd.DataFrame:
     min–max scaled over the systems, best 1, worst 0, all equal 1), each over the benchmarks the system has a score on."""
     scores = board[list(benchmarks)].astype(float)
     ranks = scores.rank(ascending=False, method="average")
-    low, high = scores.min(), scores.max()
-    spread = (high - low).where(high > low)
-    scaled = ((scores - low) / spread).where(spread.notna(), 1.0).where(scores.notna())
+    scaled = _scaled(scores)
     return board.assign(**{"mean rank": ranks.mean(axis=1).round(2), "mean normalised": scaled.mean(axis=1).round(3)})
+
+
+def _scaled(scores: pd.DataFrame) -> pd.DataFrame:
+    """Each column min–max scaled over the rows (best 1, worst 0; a column whose scores are all equal: 1), NaN kept."""
+    low, high = scores.min(), scores.max()
+    scaled = (scores - low) / (high - low).where(high > low)
+    scaled.loc[:, ~(high > low)] = 1.0
+    return scaled.where(scores.notna())
 
 
 def suite(systems: Mapping[str, object], benchmarks: Union[str, Sequence[str]] = "instruct", *, out: str = "suite",
@@ -314,8 +320,7 @@ def heatmap(board: pd.DataFrame, path: Optional[str] = None):
     from .._atomic import written
     benchmarks = list(board.attrs["measures"])
     scores = board[benchmarks].astype(float)
-    low, high = scores.min(), scores.max()
-    scaled = ((scores - low) / (high - low).where(high > low)).where((high > low), 1.0).where(scores.notna())
+    scaled = _scaled(scores)
     fig, ax = plt.subplots(figsize=(1.3 * len(benchmarks) + 3, 0.5 * len(board) + 1.5))
     ax.imshow(np.ma.masked_invalid(scaled.to_numpy(dtype=float)), cmap="viridis", vmin=0, vmax=1, aspect="auto")
     for i in range(len(board)):
