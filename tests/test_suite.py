@@ -84,6 +84,9 @@ def test_second_run_computes_nothing_new(board, monkeypatch):
     again = pti.suite({"pool": pti.PoolBM25(verbose=False)}, BENCHMARKS, out=out, standins=True, verbose=False)
     pd.testing.assert_frame_equal(again.drop(columns="notes"), first.drop(columns="notes"))
     assert (again["notes"] == "").all()
+    cost, cost_again = first.attrs["cost"], again.attrs["cost"]
+    assert set(cost["runs"]) == {"computed"} and set(cost_again["runs"]) == {"reused"}
+    assert cost_again["seconds"].tolist() == cost["seconds"].tolist()  # the cost of computing them, not of reading
 
 
 def test_absent_data_and_a_failing_system_are_rows_saying_why(tmp_path):

@@ -22,6 +22,7 @@ import pandas as pd
 
 from .._atomic import write_json, write_text
 from .._progress import tqdm
+from ..measures.cost import metered, usage_columns
 
 __all__ = ["suite"]
 
@@ -190,7 +191,6 @@ def suite(systems: Mapping[str, object], benchmarks: Union[str, Sequence[str]] =
     """
     from ..datasets import load
     from ._report import PerDataset, to_markdown
-    from ..measures.cost import metered, usage_columns
     selected = _selected(benchmarks)
     data = "stand-in" if standins else "real"
     names = ([baseline] if baseline is not None else []) + [str(n) for n in systems]
@@ -198,7 +198,7 @@ def suite(systems: Mapping[str, object], benchmarks: Union[str, Sequence[str]] =
         raise ValueError(f"suite: system names must be distinct (and not the baseline {baseline!r}): {names}")
     cells: Dict[str, Dict[str, float]] = {n: {} for n in names}
     notes: Dict[str, list] = {n: [] for n in names}
-    tables, status, cost = {}, {}, []
+    tables, status, cost, earlier = {}, {}, [], _earlier_cost(out)
     bar = tqdm(list(selected), desc="suite", unit="benchmark", disable=not verbose)
     for benchmark in bar:
         bar.set_postfix_str(benchmark)
@@ -220,7 +220,7 @@ def suite(systems: Mapping[str, object], benchmarks: Union[str, Sequence[str]] =
         frames, queries = [], sum(len(ds.get_topics()) for ds in datasets.values())
         for name in names:
             per = PerDataset({key: {name: pipelines[key][name]} for key in datasets})
-            start = time.perf_counter()
+            before, start = _saved_files(per), time.perf_counter()
             with metered() as meter:
                 try:
                     refused = [s for p in per.values() for s in p.values() if isinstance(s, Exception)]
@@ -230,12 +230,10 @@ def suite(systems: Mapping[str, object], benchmarks: Union[str, Sequence[str]] =
                 except Exception as err:  # noqa: BLE001 - a failing system is a row saying why; the others go on
                     notes[name].append(f"{benchmark}: failed: {type(err).__name__}: {' '.join(str(err).split())[:200]}")
                     continue
-            seconds = time.perf_counter() - start
             cells[name][benchmark] = main_value(table, spec.main, name)
             frames.append(table)
-            cost.append({"system": name, "benchmark": benchmark, "seconds": round(seconds, 3), "queries": queries,
-                         "queries/s": round(queries / seconds, 2) if seconds > 0 else float("nan"),
-                         **usage_columns(meter.usage(), prices)})
+            cost.append(_cost_row(name, benchmark, time.perf_counter() - start, queries, _saved_files(per) - before,
+                                  earlier.get((name, benchmark)), meter.usage(), prices))
         if absent:
             for n in names:
                 notes[n].append(f"{benchmark}: {len(datasets)}/{len(selected[benchmark])} datasets")
@@ -254,6 +252,31 @@ def suite(systems: Mapping[str, object], benchmarks: Union[str, Sequence[str]] =
                        measures={b: BENCHMARKS[b].main for b in selected})
     _write(board, out, to_markdown)
     return board
+
+
+def _saved_files(per) -> set:
+    """The saved runs (parquet files) now in the folders of the :class:`~.runs.SavedRun` stages of ``per``."""
+    folders = {s.directory for p in per.values() for s in p.values() if hasattr(s, "directory")}
+    return {os.path.join(d, f) for d in folders if os.path.isdir(d) for f in os.listdir(d) if f.endswith(".parquet")}
+
+
+def _earlier_cost(out: str) -> Dict[Tuple[str, str], dict]:
+    """``{(system, benchmark): row}`` of the ``cost.csv`` an earlier call wrote to ``out`` (none: ``{}``)."""
+    path = os.path.join(out, "cost.csv")
+    if not os.path.isfile(path):
+        return {}
+    rows = pd.read_csv(path, dtype={"system": str, "benchmark": str}).to_dict(orient="records")
+    return {(r["system"], r["benchmark"]): r for r in rows}
+
+
+def _cost_row(name, benchmark, seconds, queries, computed, earlier, usage, prices) -> dict:
+    """A ``cost.csv`` row: when every run was read back (nothing ``computed``), the seconds an earlier call measured
+    (its row in ``earlier``) and ``runs`` = ``reused``; the calls and tokens always from the call store."""
+    if not computed and earlier is not None:
+        seconds = float(earlier["seconds"])
+    return {"system": name, "benchmark": benchmark, "runs": "computed" if computed else "reused",
+            "seconds": round(seconds, 3), "queries": queries,
+            "queries/s": round(queries / seconds, 2) if seconds > 0 else float("nan"), **usage_columns(usage, prices)}
 
 
 def _pipelines(spec: Benchmark, datasets, systems, baseline, out, depth, verbose) -> Dict[str, Dict[str, object]]:
