@@ -106,7 +106,8 @@ class CallStore(SqliteStore):
             start = time.perf_counter()
             answers = compute([prompts[first[k]] for k in todo])
             share = (time.perf_counter() - start) / len(todo)
-            rows = [Call.of(k, ident, method, a, a, _n_tokens(prompts[first[k]], sent[first[k]]), share)
+            rows = [Call.of(k, ident, method, a, str(a) if isinstance(a, str) else a,  # a backends.base.Text: its usage
+                            _n_tokens(prompts[first[k]], sent[first[k]]), share)
                     for k, a in zip(todo, answers) if not isinstance(a, Exception)]
             self.put(rows)
             found.update(zip(todo, answers))

@@ -140,6 +140,8 @@ def test_cost_columns_equal_the_calls_the_server_counted(tmp_path):
         cost = board.attrs["cost"].iloc[0]
         sent = len(server.requests)
         assert sent > 0 and cost["calls"] == sent and cost["new_calls"] == sent
+        assert (cost["prompt_tokens"], cost["completion_tokens"]) == (11 * sent, 3 * sent)  # the server's usage
+        assert cost["usd"] == pytest.approx((11 * 2.0 + 3 * 8.0) * sent / 1e6)
         # a rerun answered from the call store (its saved runs removed): the original cost, no new call
         board = pti.suite({"RankGPT": rankgpt}, ["followir/robust04"], out=str(tmp_path / "again"), baseline=None,
                           prices=prices, verbose=False)

@@ -82,6 +82,17 @@ class Generation:
         return cls(str(text), tuple(str(t) for t in tokens), tuple(tops), model, usage)
 
 
+class Text(str):
+    """A text ``generate`` returned (a ``str``) with the API's token counts in ``usage`` where it reports them, for the
+    call store's row (which stores the plain text)."""
+    usage: Optional[Mapping[str, int]] = None
+
+    def __new__(cls, text: str, usage: Optional[Mapping[str, int]] = None):
+        out = super().__new__(cls, text)
+        out.usage = usage
+        return out
+
+
 @dataclass(frozen=True)
 class Continuation:
     """A greedy continuation (:meth:`TokenizerBackend.generate_until`), as vLLM's ``CompletionOutput`` reports it.

@@ -16,8 +16,8 @@ from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from typing import Callable, Dict, List, Optional, Sequence, Union
 
 from . import _http
-from .base import (Backend, BackendUnavailable, Generation, Messages, Prompt, RequestError, as_messages, as_store,
-                   check_logprob_args)
+from .base import (Backend, BackendUnavailable, Generation, Messages, Prompt, RequestError, Text, as_messages,
+                   as_store, check_logprob_args)
 
 log = logging.getLogger(__name__)
 
@@ -192,7 +192,8 @@ class OpenAIBackend(Backend):
             body = {"model": self.model, "messages": list(p.messages), **self._limits(max_new_tokens, 0.0), **self.extra_body}
             if self.min_tokens and min_new_tokens:
                 body["min_tokens"] = int(min_new_tokens)
-            return self._answer(self._post(body, key, abort), key, max_new_tokens)
+            payload = self._post(body, key, abort)
+            return Text(self._answer(payload, key, max_new_tokens), _usage(payload))  # usage: for the call store
 
         return self._map(one, prompts, return_exceptions=False)
 
