@@ -102,6 +102,7 @@ def test_absent_data_and_a_failing_system_are_rows_saying_why(tmp_path):
     assert all("instructir: no data" in n for n in rows["notes"])
     assert board["instructir"].isna().all()
     assert board.attrs["status"]["instructir"]["absent"][0].startswith("instructir:")
+    assert [os.path.basename(d) for d in board.attrs["status"]["nevir"]["runs"]["broken"]] == ["broken"]
     assert set(board["data"]) == {"real"}
 
 

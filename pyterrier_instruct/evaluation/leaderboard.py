@@ -187,7 +187,9 @@ def suite(systems: Mapping[str, object], benchmarks: Union[str, Sequence[str]] =
         The leaderboard: ``system``, one column per benchmark (its main score as its report prints it; NaN where it
         has none), ``mean rank``, ``mean normalised``, ``data`` (``stand-in`` or ``real``), ``notes`` (why a cell is
         missing). ``attrs``: ``tables`` (each benchmark's report), ``cost`` (per system and benchmark:
-        seconds, queries, queries/s, calls, new calls, tokens, dollars; :mod:`pyterrier_instruct.measures.cost`), ``status`` (per benchmark).
+        runs computed or reused, seconds, queries, queries/s, calls, new calls, tokens, dollars;
+        :mod:`pyterrier_instruct.measures.cost`), ``status`` (per benchmark: the datasets read, those absent and why, each
+        system's saved-run folders: the per-query results).
     """
     from ..datasets import load
     from ._report import PerDataset, to_markdown
@@ -217,6 +219,8 @@ def suite(systems: Mapping[str, object], benchmarks: Union[str, Sequence[str]] =
                 notes[n].append(f"{benchmark}: no data")
             continue
         pipelines = _pipelines(spec, datasets, systems, baseline, out, depth, verbose)
+        status[benchmark]["runs"] = {n: [p[n].directory for p in pipelines.values() if hasattr(p[n], "directory")]
+                                     for n in names}  # the per-query results: each system's saved runs
         frames, queries = [], sum(len(ds.get_topics()) for ds in datasets.values())
         for name in names:
             per = PerDataset({key: {name: pipelines[key][name]} for key in datasets})
