@@ -181,7 +181,8 @@ def sensitivity(system, dataset, perturbations: Sequence = PERTURBATIONS, *, bac
     for label, stage in stages:
         run = system(topics if stage is None else stage(topics))
         runs[label] = run
-        score = main_value(_report(benchmark, PerDataset({key: {name: run}}), {key: dataset}), measure, name)
+        as_system = pt.Transformer.from_df(run, uniform=False)  # every report runs systems on its own topic subsets
+        score = main_value(_report(benchmark, PerDataset({key: {name: as_system}}), {key: dataset}), measure, name)
         base = runs["none"]
         rbo_values = [v for _, v in rbo(base, run, p=p)]
         tau = kendall_tau(base, run)
