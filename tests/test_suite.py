@@ -3,6 +3,7 @@ costs (measures/cost.py: the suite's cost table, pti.Calls/Tokens/Cost) on the m
 import json
 import os
 import random
+from collections import Counter
 
 import pandas as pd
 import pyterrier as pt
@@ -104,6 +105,25 @@ def test_absent_data_and_a_failing_system_are_rows_saying_why(tmp_path):
     assert board.attrs["status"]["instructir"]["absent"][0].startswith("instructir:")
     assert [os.path.basename(d) for d in board.attrs["status"]["nevir"]["runs"]["broken"]] == ["broken"]
     assert set(board["data"]) == {"real"}
+
+
+class Forcing(Configured, pt.Transformer):
+    """A reasoning reranker stand-in whose every generation ends without a verdict (counted as Rank1 counts them)."""
+
+    def __init__(self):
+        self.stats = Counter()
+
+    def transform(self, inp):
+        self.stats.update(forced=len(inp), complete=0)
+        return pt.model.add_ranks(inp.assign(score=0.0))
+
+
+def test_generations_without_a_verdict_are_counted_in_the_row(tmp_path):
+    board = pti.suite({"forcing": Forcing()}, ["nevir"], out=str(tmp_path), baseline=None, verbose=False)
+    nevir = pti.load_dataset("nevir")
+    candidates = len(nevir.candidates()(nevir.get_topics()))
+    assert board["notes"].iloc[0] == f"nevir: {candidates} generations without a verdict within the budget (verdict forced)"
+    assert json.loads(board.attrs["cost"]["stats"].iloc[0]) == {"forced": candidates}
 
 
 def test_unknown_benchmark_is_named():

@@ -12,6 +12,7 @@ dataset (query + instruction, PISA), its run saved once under ``<out>/runs/<data
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import time
@@ -187,7 +188,8 @@ def suite(systems: Mapping[str, object], benchmarks: Union[str, Sequence[str]] =
         The leaderboard: ``system``, one column per benchmark (its main score as its report prints it; NaN where it
         has none), ``mean rank``, ``mean normalised``, ``data`` (``stand-in`` or ``real``), ``notes`` (why a cell is
         missing). ``attrs``: ``tables`` (each benchmark's report), ``cost`` (per system and benchmark:
-        runs computed or reused, seconds, queries, queries/s, calls, new calls, tokens, dollars;
+        runs computed or reused, seconds, queries, queries/s, calls, new calls, tokens, dollars, ``stats``: the change
+        in the system's ``stats`` counters (generations without a verdict are also named in ``notes``);
         :mod:`pyterrier_instruct.measures.cost`), ``status`` (per benchmark: the datasets read, those absent and why, each
         system's saved-run folders: the per-query results).
     """
@@ -224,7 +226,7 @@ def suite(systems: Mapping[str, object], benchmarks: Union[str, Sequence[str]] =
         frames, queries = [], sum(len(ds.get_topics()) for ds in datasets.values())
         for name in names:
             per = PerDataset({key: {name: pipelines[key][name]} for key in datasets})
-            before, start = _saved_files(per), time.perf_counter()
+            before, start, counted = _saved_files(per), time.perf_counter(), _counters(systems.get(name))
             with metered() as meter:
                 try:
                     refused = [s for p in per.values() for s in p.values() if isinstance(s, Exception)]
@@ -238,6 +240,11 @@ def suite(systems: Mapping[str, object], benchmarks: Union[str, Sequence[str]] =
             frames.append(table)
             cost.append(_cost_row(name, benchmark, time.perf_counter() - start, queries, _saved_files(per) - before,
                                   earlier.get((name, benchmark)), meter.usage(), prices))
+            counts = {k: v - counted.get(k, 0) for k, v in _counters(systems.get(name)).items() if v > counted.get(k, 0)}
+            cost[-1]["stats"] = json.dumps(counts, sort_keys=True) if counts else ""
+            unscored = {k: counts[k] for k in NO_VERDICT if counts.get(k)}
+            if unscored:  # never silently a score: the generations without a verdict of their own, named in the row
+                notes[name].append(f"{benchmark}: " + ", ".join(f"{v} {NO_VERDICT[k]}" for k, v in unscored.items()))
         if absent:
             for n in names:
                 notes[n].append(f"{benchmark}: {len(datasets)}/{len(selected[benchmark])} datasets")
@@ -256,6 +263,20 @@ def suite(systems: Mapping[str, object], benchmarks: Union[str, Sequence[str]] =
                        measures={b: BENCHMARKS[b].main for b in selected})
     _write(board, out, to_markdown)
     return board
+
+
+#: a reranker's ``stats`` counters that count generations without a verdict of their own (Rank1: no answer within the
+#: reasoning budget, its verdict forced after closing the reasoning; Rank-R1: no parsable answer; listwise: a permutation
+#: repaired), and how the leaderboard's notes name them
+NO_VERDICT = {"forced": "generations without a verdict within the budget (verdict forced)",
+              "invalid": "generations without a parsable answer", "repaired": "windows whose permutation was repaired"}
+
+
+def _counters(system) -> Dict[str, int]:
+    """The integer counters of ``system.stats`` (a reranker's lifetime counts), or ``{}``."""
+    stats = getattr(system, "stats", None)
+    items = stats.items() if isinstance(stats, Mapping) else ()
+    return {str(k): int(v) for k, v in items if isinstance(v, int) and not isinstance(v, bool)}
 
 
 def _saved_files(per) -> set:

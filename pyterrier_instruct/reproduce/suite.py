@@ -9,8 +9,9 @@ pooled ones). A benchmark without data, or a system failing on one, is a note in
 examples:
   # tiny random weights and the miniature benchmarks (pyterrier_instruct.testing): checks the pipeline runs
   pyterrier-instruct suite --systems bm25,monot5 --standins
-  # the reasoning suite (BRIGHT) from local snapshots
-  pyterrier-instruct suite --suite reasoning --systems bm25,rank1 --data-root /data --device cuda
+  # the reasoning suite (BRIGHT) from local snapshots, rank1 at three reasoning budgets
+  pyterrier-instruct suite --suite reasoning --systems bm25,rank1 --reasoning-budget 1024,4096,8192 \\
+      --data-root /data --device cuda
 """
 from __future__ import annotations
 
@@ -18,10 +19,9 @@ import json
 import sys
 
 import pyterrier_instruct as pti
-from pyterrier_instruct.reproduce.arguments import Row, model_options, parse, parser
+from pyterrier_instruct.reproduce.arguments import Row, backend_options, model_options, parse, parser
 from pyterrier_instruct.reproduce.systems import (ROW_RANK1, ROWS_2025, ROWS_SETWISE, check_models, listwise_backend,
-                                                  on_cluster, rank1, rerankers_2025, row_name, selected,
-                                                  setwise_rerankers)
+                                                  on_cluster, rerankers_2025, row_name, selected, setwise_rerankers)
 
 COMMAND = ('suite', 'One leaderboard: every system on every instruction-following benchmark with data (main measures)')
 
@@ -33,9 +33,13 @@ ROWS = {
     "e5-mistral": Row("E5-mistral", None, "intfloat/e5-mistral-7b-instruct", "as a reranking scorer"),
     "rank-zephyr": Row("RankZephyr", None, "castorini/rank_zephyr_7b_v1_full", "listwise", default=False),
     "rank1": ROW_RANK1,
+    "reasonrank": Row("ReasonRank-7B", None, "liuwenhan/reasonrank-7B", "reasoning listwise, top 100", default=False),
     **ROWS_2025,
     **ROWS_SETWISE,
 }
+
+#: the rows with a reasoning budget (``--reasoning-budget`` sweeps it)
+REASONING = ("rank1", "reasonrank", "rank-r1")
 
 
 def main(argv=None) -> int:
@@ -47,6 +51,10 @@ def main(argv=None) -> int:
                    help=f"these benchmarks instead of --suite, from: {', '.join(BENCHMARKS)}; --dataset ID adds one dataset")
     p.add_argument("--depth", type=int, default=100, help="BM25 candidates each system reranks (default 100)")
     p.add_argument("--listwise-backend", choices=["hf", "vllm"], default="hf", help="backend of the generating rows")
+    p.add_argument("--reasoning-budget", default=None, metavar="N,N",
+                   help=f"reasoning budgets in tokens to sweep: each reasoning row ({', '.join(REASONING)}) runs once per "
+                        "budget, labelled [budget N]; generations without a verdict are counted in the row's notes "
+                        "(default: each model's own budget)")
     p.add_argument("--prices", default=None, metavar="JSON",
                    help='USD per million tokens for the cost table, e.g. \'{"prompt": 2.5, "completion": 10}\'')
     p.add_argument("--standins", action="store_true", help="tiny random weights at the rows' ids and the miniature "
@@ -57,17 +65,30 @@ def main(argv=None) -> int:
         testing.install(models=[args.models[k] for k in args.keys if k in args.models])
     check_models(args, ROWS)
     kw, m = model_options(args), args.models
-    models = selected({
-        "monot5": lambda: pti.MonoT5(m["monot5"], **kw),
-        "followir-7b": lambda: pti.FollowIR7B(m["followir-7b"], **kw),
-        "mistral": lambda: pti.CausalLMReranker.mistral_instruct(m["mistral"], style="followir", **kw),
-        "e5-mistral": lambda: pti.E5Mistral(m["e5-mistral"], **kw).scorer(),
-        "rank-zephyr": lambda: pti.RankZephyr(backend=listwise_backend(m["rank-zephyr"], args.listwise_backend, kw),
-                                              depth=100, verbose=kw["verbose"]),
-        "rank1": lambda: rank1(m["rank1"], args.listwise_backend, kw),
-        **rerankers_2025(m, kw),
-        **setwise_rerankers(m, args.listwise_backend, kw),
-    }, args)
+    hf = backend_options(kw) if args.listwise_backend == "hf" else None
+    budgets = [int(b) for b in args.reasoning_budget.split(",")] if args.reasoning_budget else [None]
+
+    def builders(budget):
+        spent = {} if budget is None else {"max_output_tokens": budget}
+        return {
+            "monot5": lambda: pti.MonoT5(m["monot5"], **kw),
+            "followir-7b": lambda: pti.FollowIR7B(m["followir-7b"], **kw),
+            "mistral": lambda: pti.CausalLMReranker.mistral_instruct(m["mistral"], style="followir", **kw),
+            "e5-mistral": lambda: pti.E5Mistral(m["e5-mistral"], **kw).scorer(),
+            "rank-zephyr": lambda: pti.RankZephyr(backend=listwise_backend(m["rank-zephyr"], args.listwise_backend, kw),
+                                                  depth=100, verbose=kw["verbose"]),
+            "rank1": lambda: pti.Rank1(m["rank1"], backend=args.listwise_backend, backend_options=hf,
+                                       verbose=kw["verbose"], **spent),
+            "reasonrank": lambda: pti.ReasonRank(m["reasonrank"], backend=args.listwise_backend, backend_options=hf,
+                                                 depth=100, verbose=kw["verbose"], **spent),
+            **rerankers_2025(m, kw),
+            **setwise_rerankers(m, args.listwise_backend, kw, budget),
+        }
+    models = {}
+    for key, system in selected(builders(budgets[0]), args).items():  # the reasoning rows: one per budget
+        for budget in budgets if key in REASONING else [None]:
+            name = row_name(ROWS, key, args) + ("" if budget is None else f" [budget {budget}]")
+            models[name] = system if budget in (None, budgets[0]) else builders(budget)[key]()
     models = on_cluster(models, args)
     benchmarks = args.benchmarks.split(",") if args.benchmarks else [args.suite]
     benchmarks += list(args.dataset)
@@ -77,7 +98,7 @@ def main(argv=None) -> int:
 
         from pyterrier_instruct.datasets.source import ENV_ROOT
         os.environ[ENV_ROOT] = args.data_root
-    board = pti.suite({row_name(ROWS, k, args): s for k, s in models.items()}, benchmarks, out=args.out,
+    board = pti.suite(models, benchmarks, out=args.out,
                       depth=args.depth, baseline=ROWS["bm25"].name if "bm25" in args.keys else None,
                       standins=args.standins, prices=json.loads(args.prices) if args.prices else None, paths=paths,
                       verbose=not args.quiet)
