@@ -1,5 +1,5 @@
-"""Issue 43: one suite (pti.suite, `pyterrier-instruct suite`), instruction sensitivity (pti.sensitivity) and what a run
-costs (measures/cost.py: the suite's cost table, pti.Calls/Tokens/Cost) on the miniature layouts of tests/conftest.py."""
+"""Issue 43: one suite (pti.suite, `pyterrier-instruct suite`), instruction sensitivity (pti.sensitivity) and what a
+run costs (measures/cost.py: the suite's cost table, pti.Calls/Tokens/Cost) on the miniature layouts of conftest.py."""
 import json
 import os
 import random
@@ -122,7 +122,8 @@ def test_generations_without_a_verdict_are_counted_in_the_row(tmp_path):
     board = pti.suite({"forcing": Forcing()}, ["nevir"], out=str(tmp_path), baseline=None, verbose=False)
     nevir = pti.load_dataset("nevir")
     candidates = len(nevir.candidates()(nevir.get_topics()))
-    assert board["notes"].iloc[0] == f"nevir: {candidates} generations without a verdict within the budget (verdict forced)"
+    assert board["notes"].iloc[0] == (f"nevir: {candidates} generations without a verdict within the budget "
+                                      "(verdict forced)")
     assert json.loads(board.attrs["cost"]["stats"].iloc[0]) == {"forced": candidates}
 
 
@@ -138,7 +139,8 @@ def test_cli_prints_the_labelled_leaderboard(tmp_path, monkeypatch, capsys):
     assert cli.main(["suite", "--systems", "bm25", "--benchmarks", "nevir", "--standins", "--quiet",
                      "--out", str(tmp_path / "out")]) == 0
     printed = capsys.readouterr().out
-    assert "| BM25 |" in printed and "stand-in miniatures" in printed and "Main measures: nevir: PairedAccuracy" in printed
+    assert "| BM25 |" in printed and "stand-in miniatures" in printed
+    assert "Main measures: nevir: PairedAccuracy" in printed
 
 
 # --- cost ---------------------------------------------------------------------------------------------------------
@@ -169,8 +171,8 @@ def test_cost_columns_equal_the_calls_the_server_counted(tmp_path):
         again = board.attrs["cost"].iloc[0]
         assert len(server.requests) == sent
         assert again["new_calls"] == 0 and again["calls"] == sent
-        assert again[["prompt_tokens", "completion_tokens", "usd"]].tolist() == cost[["prompt_tokens",
-                                                                                      "completion_tokens", "usd"]].tolist()
+        figures = ["prompt_tokens", "completion_tokens", "usd"]
+        assert again[figures].tolist() == cost[figures].tolist()
         # the same figures as pt.Experiment measures, per query
         ds = pti.load_dataset("followir/robust04")
         topics = ds.get_topics()

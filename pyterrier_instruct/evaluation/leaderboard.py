@@ -149,7 +149,8 @@ def main_value(table: pd.DataFrame, measure: str, model: str) -> float:
 
 def _normalised(board: pd.DataFrame, benchmarks: Sequence[str]) -> pd.DataFrame:
     """Adds ``mean rank`` (1 = best per benchmark, ties share the mean rank) and ``mean normalised`` (each benchmark
-    min–max scaled over the systems, best 1, worst 0, all equal 1), each over the benchmarks the system has a score on."""
+    min–max scaled over the systems, best 1, worst 0, all equal 1), each over the benchmarks the system has a score
+    on."""
     scores = board[list(benchmarks)].astype(float)
     ranks = scores.rank(ascending=False, method="average")
     scaled = _scaled(scores)
@@ -157,7 +158,7 @@ def _normalised(board: pd.DataFrame, benchmarks: Sequence[str]) -> pd.DataFrame:
 
 
 def _scaled(scores: pd.DataFrame) -> pd.DataFrame:
-    """Each column min–max scaled over the rows (best 1, worst 0; a column whose scores are all equal: 1), NaN kept."""
+    """Each column min–max scaled over the rows (best 1, worst 0; a column of equal scores: 1), NaN kept."""
     low, high = scores.min(), scores.max()
     scaled = (scores - low) / (high - low).where(high > low)
     scaled.loc[:, ~(high > low)] = 1.0
@@ -171,7 +172,7 @@ def suite(systems: Mapping[str, object], benchmarks: Union[str, Sequence[str]] =
 
     Args:
         systems: ``{name: transformer}``: rerankers (``R → R``, reading ``query``, ``instruction``, ``text``), each
-            run on every benchmark's shared first stage (module docstring); an ``R → R`` that retrieves nothing itself.
+            run on every benchmark's shared first stage (module docstring).
         benchmarks: a suite of :data:`SUITES` (``instruct``, ``reasoning``, ``all``), or benchmark names of
             :data:`BENCHMARKS` and dataset ids (``followir/robust04`` runs FollowIR on Robust04 alone).
         out: the folder of the leaderboard (``leaderboard.csv``/``.md``/``.json``, ``leaderboard.png`` with matplotlib),
@@ -190,8 +191,8 @@ def suite(systems: Mapping[str, object], benchmarks: Union[str, Sequence[str]] =
         missing). ``attrs``: ``tables`` (each benchmark's report), ``cost`` (per system and benchmark:
         runs computed or reused, seconds, queries, queries/s, calls, new calls, tokens, dollars, ``stats``: the change
         in the system's ``stats`` counters (generations without a verdict are also named in ``notes``);
-        :mod:`pyterrier_instruct.measures.cost`), ``status`` (per benchmark: the datasets read, those absent and why, each
-        system's saved-run folders: the per-query results).
+        :mod:`pyterrier_instruct.measures.cost`), ``status`` (per benchmark: the datasets read, those absent and
+        why, each system's saved-run folders: the per-query results).
     """
     from ..datasets import load
     from ._report import PerDataset, to_markdown
@@ -240,7 +241,8 @@ def suite(systems: Mapping[str, object], benchmarks: Union[str, Sequence[str]] =
             frames.append(table)
             cost.append(_cost_row(name, benchmark, time.perf_counter() - start, queries, _saved_files(per) - before,
                                   earlier.get((name, benchmark)), meter.usage(), prices))
-            counts = {k: v - counted.get(k, 0) for k, v in _counters(systems.get(name)).items() if v > counted.get(k, 0)}
+            counts = {k: v - counted.get(k, 0) for k, v in _counters(systems.get(name)).items()
+                      if v > counted.get(k, 0)}
             cost[-1]["stats"] = json.dumps(counts, sort_keys=True) if counts else ""
             unscored = {k: counts[k] for k in NO_VERDICT if counts.get(k)}
             if unscored:  # never silently a score: the generations without a verdict of their own, named in the row
@@ -265,9 +267,9 @@ def suite(systems: Mapping[str, object], benchmarks: Union[str, Sequence[str]] =
     return board
 
 
-#: a reranker's ``stats`` counters that count generations without a verdict of their own (Rank1: no answer within the
-#: reasoning budget, its verdict forced after closing the reasoning; Rank-R1: no parsable answer; listwise: a permutation
-#: repaired), and how the leaderboard's notes name them
+#: a reranker's ``stats`` counters that count generations without a verdict of their own (Rank1: no answer within
+#: the reasoning budget, its verdict forced after closing the reasoning; Rank-R1: no parsable answer; listwise: a
+#: permutation repaired), and how the leaderboard's notes name them
 NO_VERDICT = {"forced": "generations without a verdict within the budget (verdict forced)",
               "invalid": "generations without a parsable answer", "repaired": "windows whose permutation was repaired"}
 

@@ -1,8 +1,8 @@
 """How much a ranking depends on its instruction (:func:`sensitivity`): the topics' instructions perturbed by a stage
-(:class:`Perturb`) before the system, each perturbed run scored with the benchmark's main measure (as :func:`~.leaderboard.suite`
-scores it) and compared with the unperturbed run: RBO (pyterrier-alpha's :func:`pyterrier_alpha.rbo` when installed,
-else :func:`rbo`, the same computation), Kendall's τ over the documents both runs rank, and the share of queries whose
-top 10 changed. A system that ignores its instruction changes nothing; one that follows it does.
+(:class:`Perturb`) before the system, each perturbed run scored with the benchmark's main measure (as
+:func:`~.leaderboard.suite` scores it) and compared with the unperturbed run: RBO (pyterrier-alpha's
+``pyterrier_alpha.rbo`` when installed, else the same computation), Kendall's τ over the documents both runs rank, and
+the share of queries whose top 10 changed. A system that ignores its instruction changes nothing; one that follows it does.
 """
 from __future__ import annotations
 
@@ -46,7 +46,8 @@ class Perturb(Configured, pt.Transformer):
             raise ValueError(f"Perturb: unknown kind {kind!r}; choose from {PERTURBATIONS + tuple(LLM_PERTURBATIONS)}")
         if kind in LLM_PERTURBATIONS and backend is None:
             raise ValueError(f"Perturb({kind!r}) writes the instruction with an LLM: give backend=")
-        self.kind, self.fraction, self.seed, self.backend, self.max_new_tokens = kind, fraction, seed, backend, max_new_tokens
+        self.kind, self.fraction, self.seed = kind, fraction, seed
+        self.backend, self.max_new_tokens = backend, max_new_tokens
 
     def transform(self, topics: pd.DataFrame) -> pd.DataFrame:
         pt.validate.columns(topics, includes=["qid", "instruction"])

@@ -48,13 +48,14 @@ def main(argv=None) -> int:
     p.add_argument("--suite", choices=list(SUITES), default="instruct", help="the named suite (default: instruct; "
                    + "; ".join(f"{k}: {', '.join(v)}" for k, v in SUITES.items()) + ")")
     p.add_argument("--benchmarks", default=None, metavar="NAME,NAME",
-                   help=f"these benchmarks instead of --suite, from: {', '.join(BENCHMARKS)}; --dataset ID adds one dataset")
+                   help=f"these benchmarks instead of --suite, from: {', '.join(BENCHMARKS)}; "
+                        "--dataset ID adds one dataset")
     p.add_argument("--depth", type=int, default=100, help="BM25 candidates each system reranks (default 100)")
     p.add_argument("--listwise-backend", choices=["hf", "vllm"], default="hf", help="backend of the generating rows")
     p.add_argument("--reasoning-budget", default=None, metavar="N,N",
-                   help=f"reasoning budgets in tokens to sweep: each reasoning row ({', '.join(REASONING)}) runs once per "
-                        "budget, labelled [budget N]; generations without a verdict are counted in the row's notes "
-                        "(default: each model's own budget)")
+                   help=f"reasoning budgets in tokens to sweep: each reasoning row ({', '.join(REASONING)}) runs "
+                        "once per budget, labelled [budget N]; generations without a verdict are counted in the "
+                        "row's notes (default: each model's own budget)")
     p.add_argument("--prices", default=None, metavar="JSON",
                    help='USD per million tokens for the cost table, e.g. \'{"prompt": 2.5, "completion": 10}\'')
     p.add_argument("--standins", action="store_true", help="tiny random weights at the rows' ids and the miniature "
