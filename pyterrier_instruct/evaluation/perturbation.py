@@ -1,8 +1,9 @@
 """How much a ranking depends on its instruction (:func:`sensitivity`): the topics' instructions perturbed by a stage
 (:class:`Perturb`) before the system, each perturbed run scored with the benchmark's main measure (as
 :func:`~.leaderboard.suite` scores it) and compared with the unperturbed run: RBO (pyterrier-alpha's
-``pyterrier_alpha.rbo`` when installed, else the same computation), Kendall's τ over the documents both runs rank, and
-the share of queries whose top 10 changed. A system that ignores its instruction changes nothing; one that follows it does.
+``pyterrier_alpha.rbo`` when installed, else the same computation), Kendall's τ over the documents both runs rank,
+and the share of queries whose top 10 changed. A system that ignores its instruction changes nothing; one that
+follows it does.
 """
 from __future__ import annotations
 

@@ -1,10 +1,11 @@
 """What a run costs in model calls, read from the call store (:class:`~pyterrier_instruct.calls.CallStore`).
 
-Every look-up a backend with ``store=`` makes goes through :meth:`CallStore.through`, which reports the keys it looked
-up and those it computed to :func:`observe`. A :func:`metered` block sums, over the distinct calls looked up inside it,
-the stored ``prompt``/``completion``/``reasoning`` tokens and latency: a rerun answered from the store shows the original
-cost, with ``new_calls`` 0. In ``pt.Experiment`` the same figures per query are the measures :data:`Calls`,
-:data:`Tokens` and :func:`Cost` (beside PyTerrier's ``mrt``), attributed to the system the experiment is running.
+Every look-up a backend with ``store=`` makes goes through :meth:`CallStore.through`, which reports the keys it
+looked up and those it computed to :func:`observe`. A :func:`metered` block sums, over the distinct calls looked up
+inside it, the stored ``prompt``/``completion``/``reasoning`` tokens and latency: a rerun answered from the store
+shows the original cost, with ``new_calls`` 0. In ``pt.Experiment`` the same figures per query are the measures
+:data:`Calls`, :data:`Tokens` and :func:`Cost` (beside PyTerrier's ``mrt``), attributed to the system the experiment
+is running.
 """
 from __future__ import annotations
 
