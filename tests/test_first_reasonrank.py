@@ -37,7 +37,8 @@ LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 MISTRAL_V03_TEMPLATE = (
     "{%- if messages[0]['role'] == 'system' %}{%- set system_message = messages[0]['content'] %}"
     "{%- set loop_messages = messages[1:] %}{%- else %}{%- set loop_messages = messages %}{%- endif %}{{- bos_token }}"
-    "{%- for message in loop_messages %}{%- if message['role'] == 'user' %}{%- if loop.last and system_message is defined %}"
+    "{%- for message in loop_messages %}{%- if message['role'] == 'user' %}"
+    "{%- if loop.last and system_message is defined %}"
     "{{- '[INST] ' + system_message + '\\n\\n' + message['content'] + '[/INST]' }}{%- else %}"
     "{{- '[INST] ' + message['content'] + '[/INST]' }}{%- endif %}{%- elif message['role'] == 'assistant' %}"
     "{{- ' ' + message['content'] | trim + eos_token }}{%- endif %}{%- endfor %}")
@@ -222,8 +223,9 @@ class Sent(Prepared):
 
 def trained_ids(tok, messages) -> tuple:
     """A window's token ids as FIRST was trained (rank_llm ``training/utils/data_utils.py`` ``RankingDataset`` and
-    ``ranking_collate_fn``, run by ``train_first_mistral.sh``; gangiswag/llm-reranker ``scripts/utils/dataset.py`` alike):
-    the chat template rendered as text, ``[`` appended, ftfy, then ``tokenizer(prompt)`` with its special tokens."""
+    ``ranking_collate_fn``, run by ``train_first_mistral.sh``; gangiswag/llm-reranker ``scripts/utils/dataset.py``
+    alike): the chat template rendered as text, ``[`` appended, ftfy, then ``tokenizer(prompt)`` with its special
+    tokens."""
     text = tok.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True) + "["
     return tuple(tok(ftfy.fix_text(text))["input_ids"])
 
@@ -233,9 +235,9 @@ def test_first_bos_as_trained_and_as_rank_llm_026_runs_it(rank_llm_026, models, 
     rank_llm 0.26 (its code run here), token for token; ``bos='once'`` gives one, in every window."""
     path = models["v03"]
     seen, lock = [], threading.Lock()
-    df = short_queries().query("qid in ['q3', 'q4', 'q5', 'q6', 'q7', 'q8']")  # one window each: none depends on another
-    run_rank_llm(monkeypatch, top30_engine(seen, lock), df, model=path, context_size=4096, use_logits=True, use_alpha=True,
-                 window_size=10, stride=5)
+    df = short_queries().query("qid in ['q3', 'q4', 'q5', 'q6', 'q7', 'q8']")  # one window each
+    run_rank_llm(monkeypatch, top30_engine(seen, lock), df, model=path, context_size=4096, use_logits=True,
+                 use_alpha=True, window_size=10, stride=5)
     backend, once = Sent(path), Sent(path)
     first = pti.FIRST(backend=backend, window_size=10, stride=5, verbose=False)
     first(df)
@@ -276,11 +278,12 @@ def test_word_limit_stops_at_0_where_rank_llm_026_goes_negative(rank_llm_026, mo
     monkeypatch.setattr(rank_listwise_os_llm, "vllm", engine)
     monkeypatch.setattr(vllm_handler, "vllm", engine)
     path, passages = models["v03"], [" ".join(["zqxv"] * n) for n in (340, 700)]
-    ref = rank_listwise_os_llm.RankListwiseOSLLM(model=path, device="cpu", context_size=830, use_logits=True, use_alpha=True,
-                                                 window_size=2, stride=1)
+    ref = rank_listwise_os_llm.RankListwiseOSLLM(model=path, device="cpu", context_size=830, use_logits=True,
+                                                 use_alpha=True, window_size=2, stride=1)
     handler, limits = ref._inference_handler, []
     generate = handler.generate_prompt
-    monkeypatch.setattr(handler, "generate_prompt", lambda result, **kw: limits.append(kw["max_length"]) or generate(result, **kw))
+    monkeypatch.setattr(handler, "generate_prompt",
+                        lambda result, **kw: limits.append(kw["max_length"]) or generate(result, **kw))
     result = Result(Query("q", "1"), [Candidate(str(i), 1.0, {"text": t}) for i, t in enumerate(passages)])
     theirs, _ = ref.create_prompt(result, 0, 2)
 
@@ -290,7 +293,8 @@ def test_word_limit_stops_at_0_where_rank_llm_026_goes_negative(rank_llm_026, mo
     assert limits[:3] == [300, -23, -593] and limits[-1] < -593
     assert kept(theirs) == [0, 700 + limits[-1]] and 700 + limits[-1] > 0  # the long passage minus its last words
     backend = Prepared(path)
-    df = pd.DataFrame({"qid": "1", "query": "q", "instruction": "", "docno": ["0", "1"], "text": passages, "score": [2.0, 1.0]})
+    df = pd.DataFrame({"qid": "1", "query": "q", "instruction": "", "docno": ["0", "1"], "text": passages,
+                       "score": [2.0, 1.0]})
     pti.FIRST(backend=backend, window_size=2, stride=1, context_size=830, verbose=False)(df)
     assert [kept(p.text) for p in backend.seen] == [[300, 300], [0, 0]]
     at_zero = tok_render(ref, generate(result, rank_start=0, rank_end=2, max_length=0, use_alpha=True))

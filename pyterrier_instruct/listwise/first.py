@@ -10,10 +10,10 @@ order by the permutation repair. Here the values of **every** identifier are rea
 identifiers are in the top 30 the two orders are the same (``tests/test_first_reasonrank.py`` counts the rest).
 
 BOS (``bos=``): FIRST's training code (gangiswag/llm-reranker ``scripts/utils/dataset.py``; rank_llm
-``training/utils/data_utils.py``, run by ``training/scripts/train_first_mistral.sh``) and rank_llm's inference (vLLM given
-the rendered text) both tokenise the rendered chat template with the tokenizer's special tokens, so a template that
-writes BOS itself (Mistral-7B-Instruct-v0.3's, the base of ``castorini/first_mistral``) gives two BOS: the default,
-``'rank_llm'``. ``'once'`` adds none in front of the template's own (docs/rerankers.md has the figures)."""
+``training/utils/data_utils.py``, run by ``training/scripts/train_first_mistral.sh``) and rank_llm's inference (vLLM
+given the rendered text) both tokenise the rendered chat template with the tokenizer's special tokens, so a template
+that writes BOS itself (Mistral-7B-Instruct-v0.3's, the base of ``castorini/first_mistral``) gives two BOS: the
+default, ``'rank_llm'``. ``'once'`` adds none in front of the template's own (docs/rerankers.md has the figures)."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -113,7 +113,8 @@ class FIRST(ListwiseReranker):
         for i, (p, num) in enumerate(zip(prompts, nums)):
             groups.setdefault(tuple(self.identifier_ids(p.text, num)), []).append(i)
         for ids, rows in groups.items():
-            values = self.backend.next_token_logprobs([self.encode(prompts[i].text + "[") for i in rows], allowed=list(ids))
+            ids_of = [self.encode(prompts[i].text + "[") for i in rows]
+            values = self.backend.next_token_logprobs(ids_of, allowed=list(ids))
             self.stats["backend_calls"] += 1
             for i, v in zip(rows, values):
                 out[i] = [v[t] for t in ids]
