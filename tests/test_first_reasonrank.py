@@ -14,6 +14,7 @@ import sys
 import threading
 from types import SimpleNamespace
 
+import ftfy
 import numpy as np
 import pandas as pd
 import pyterrier as pt
@@ -31,6 +32,16 @@ from pyterrier_instruct.prompts import LISTWISE
 CHATML = ("{% for m in messages %}{{ '<|im_start|>' + m['role'] + '\n' + m['content'] + '<|im_end|>\n' }}{% endfor %}"
           "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}")
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+#: Mistral-7B-Instruct-v0.3's chat template (castorini/first_mistral's base) without its tool-call branches: it writes
+#: BOS itself and puts the system message in front of the last user turn
+MISTRAL_V03_TEMPLATE = (
+    "{%- if messages[0]['role'] == 'system' %}{%- set system_message = messages[0]['content'] %}"
+    "{%- set loop_messages = messages[1:] %}{%- else %}{%- set loop_messages = messages %}{%- endif %}{{- bos_token }}"
+    "{%- for message in loop_messages %}{%- if message['role'] == 'user' %}"
+    "{%- if loop.last and system_message is defined %}"
+    "{{- '[INST] ' + system_message + '\\n\\n' + message['content'] + '[/INST]' }}{%- else %}"
+    "{{- '[INST] ' + message['content'] + '[/INST]' }}{%- endif %}{%- elif message['role'] == 'assistant' %}"
+    "{{- ' ' + message['content'] | trim + eos_token }}{%- endif %}{%- endfor %}")
 
 
 def letter_model(base: str, folder) -> str:
@@ -59,6 +70,7 @@ def models(tiny, qwen, tmp_path_factory):
     root = tmp_path_factory.mktemp("first-reasonrank")
     return {"zephyr": with_chat_template(tiny["mistral"], root / "zephyr", ZEPHYR_TEMPLATE),
             "letters": letter_model(tiny["mistral"], root / "letters"),
+            "v03": with_chat_template(tiny["mistral"], root / "v03", MISTRAL_V03_TEMPLATE),
             "qwen": with_chat_template(qwen["qwen2"], root / "qwen", CHATML)}
 
 
@@ -195,6 +207,104 @@ def test_first_matches_rank_llm_026_where_its_top_30_holds_every_identifier(rank
     assert compare(ours, [s[:2] for s in seen])[0] >= 11  # at least every query's first window is identical
     print(f"FIRST parity: {len(seen)} windows, {covered} with every identifier in rank_llm's top 30 (0 mismatches, "
           f"max |Δ| {max_delta:.2e}), {len(seen) - covered} beyond it ({mismatched} ordered differently)")
+
+
+class Sent(Prepared):
+    """:class:`Prepared`, also recording the token ids of every prompt FIRST scores."""
+
+    def __init__(self, model_name_or_path, **kwargs):
+        super().__init__(model_name_or_path, **kwargs)
+        self.sent = []
+
+    def next_token_logprobs(self, token_ids, *, allowed):
+        self.sent += [tuple(ids) for ids in token_ids]
+        return super().next_token_logprobs(token_ids, allowed=allowed)
+
+
+def trained_ids(tok, messages) -> tuple:
+    """A window's token ids as FIRST was trained (rank_llm ``training/utils/data_utils.py`` ``RankingDataset`` and
+    ``ranking_collate_fn``, run by ``train_first_mistral.sh``; gangiswag/llm-reranker ``scripts/utils/dataset.py``
+    alike): the chat template rendered as text, ``[`` appended, ftfy, then ``tokenizer(prompt)`` with its special
+    tokens."""
+    text = tok.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True) + "["
+    return tuple(tok(ftfy.fix_text(text))["input_ids"])
+
+
+def test_first_bos_as_trained_and_as_rank_llm_026_runs_it(rank_llm_026, models, monkeypatch):
+    """A chat template that writes BOS (Mistral-v0.3's): the default gives the two BOS of FIRST's training and of
+    rank_llm 0.26 (its code run here), token for token; ``bos='once'`` gives one, in every window."""
+    path = models["v03"]
+    seen, lock = [], threading.Lock()
+    df = short_queries().query("qid in ['q3', 'q4', 'q5', 'q6', 'q7', 'q8']")  # one window each
+    run_rank_llm(monkeypatch, top30_engine(seen, lock), df, model=path, context_size=4096, use_logits=True,
+                 use_alpha=True, window_size=10, stride=5)
+    backend, once = Sent(path), Sent(path)
+    first = pti.FIRST(backend=backend, window_size=10, stride=5, verbose=False)
+    first(df)
+    tok, bos = backend.tokenizer(), backend.tokenizer().bos_token_id
+    assert len(seen) == len(backend.sent) == 6
+    assert compare(backend.sent, [s[1] for s in seen]) == (6, 6)  # rank_llm 0.26's ids (vLLM encodes the text)
+    assert compare(backend.sent, [trained_ids(tok, p.messages) for p in backend.seen]) == (6, 6)  # the training's ids
+    assert all(ids[:2] == (bos, bos) and ids[2] != bos for ids in backend.sent)
+    counted = first._prepare(backend.seen[0].messages, None)  # what the word budget counts: both BOS
+    assert counted.n_tokens == len(tok(counted.text)["input_ids"]) == backend.seen[0].n_tokens + 1
+    other = pti.FIRST(backend=once, window_size=10, stride=5, verbose=False, bos="once")
+    other(df)
+    assert repr(other).endswith("bos='once')") and "bos=" not in repr(first) and other != first
+    assert [ids[0] == bos != ids[1] for ids in once.sent] == [True] * 6
+    assert compare(once.sent, [s[1] for s in seen])[0] == 0  # one BOS fewer in 6 of 6 windows
+    assert compare([(bos,) + ids for ids in once.sent], [s[1] for s in seen]) == (6, 6)  # and nothing else differs
+    # the same windows (rank_llm's prompts) ordered from both token sequences
+    changed, delta = 0, 0.0
+    for text, *_ in seen:
+        num = int(re.search(r"provide you with (\d+) passages", text).group(1))
+        two, one = (np.array(f.window_logprobs([SimpleNamespace(text=text[:-1])], [num])[0]) for f in (first, other))
+        changed += list(np.argsort(-two, kind="stable")) != list(np.argsort(-one, kind="stable"))
+        delta = max(delta, float(np.abs(two - one).max()))
+    assert delta > 0
+    print(f"FIRST BOS: token ids differ in 6/6 windows, orders in {changed}/6 (max |Δ| {delta:.3f})")
+    with pytest.raises(ValueError, match=r"bos must be one of \['rank_llm', 'once'\], got 'twice'"):
+        pti.FIRST(bos="twice")
+
+
+def test_word_limit_stops_at_0_where_rank_llm_026_goes_negative(rank_llm_026, models, monkeypatch):
+    """rank_llm's shrink step (excess tokens // (4 × passages)) has no floor: on a tokenizer over 4 tokens per word
+    (``" zqxv"`` is 5 here) it overshoots 300 to a negative limit, and ``words[:limit]`` then keeps a passage minus its
+    last words. Ours stops at 0 (passages empty, the prompt rank_llm renders at limit 0) and returns that prompt."""
+    from rank_llm.data import Candidate, Query, Result
+    from rank_llm.rerank import vllm_handler
+    from rank_llm.rerank.listwise import rank_listwise_os_llm
+    engine = scripted_engine([], threading.Lock())
+    monkeypatch.setattr(rank_listwise_os_llm, "vllm", engine)
+    monkeypatch.setattr(vllm_handler, "vllm", engine)
+    path, passages = models["v03"], [" ".join(["zqxv"] * n) for n in (340, 700)]
+    ref = rank_listwise_os_llm.RankListwiseOSLLM(model=path, device="cpu", context_size=830, use_logits=True,
+                                                 use_alpha=True, window_size=2, stride=1)
+    handler, limits = ref._inference_handler, []
+    generate = handler.generate_prompt
+    monkeypatch.setattr(handler, "generate_prompt",
+                        lambda result, **kw: limits.append(kw["max_length"]) or generate(result, **kw))
+    result = Result(Query("q", "1"), [Candidate(str(i), 1.0, {"text": t}) for i, t in enumerate(passages)])
+    theirs, _ = ref.create_prompt(result, 0, 2)
+
+    def kept(text):  # words of each passage in a rendered window prompt
+        return [len(p.split()) for p in re.findall(r"^\[[AB]\] (.*)$", text, flags=re.M)]
+
+    assert limits[:3] == [300, -23, -593] and limits[-1] < -593
+    assert kept(theirs) == [0, 700 + limits[-1]] and 700 + limits[-1] > 0  # the long passage minus its last words
+    backend = Prepared(path)
+    df = pd.DataFrame({"qid": "1", "query": "q", "instruction": "", "docno": ["0", "1"], "text": passages,
+                       "score": [2.0, 1.0]})
+    pti.FIRST(backend=backend, window_size=2, stride=1, context_size=830, verbose=False)(df)
+    assert [kept(p.text) for p in backend.seen] == [[300, 300], [0, 0]]
+    at_zero = tok_render(ref, generate(result, rank_start=0, rank_end=2, max_length=0, use_alpha=True))
+    assert backend.seen[-1].text == at_zero and kept(at_zero) == [0, 0]
+    print(f"word limit: rank_llm {' -> '.join(map(str, limits))}; ours 300 -> 0")
+
+
+def tok_render(ref, messages) -> str:
+    """rank_llm 0.26's ``create_prompt`` rendering of ``messages`` (chat template as text, then ftfy)."""
+    return ftfy.fix_text(ref._tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True))
 
 
 def test_first_one_forward_pass_per_window_and_batches_across_queries(models):

@@ -7,9 +7,16 @@ rank_llm 0.26 (``rerank/listwise/rank_listwise_os_llm.py`` ``run_llm_async`` wit
 reads the top 30 raw log-probabilities vLLM returns: identifiers outside them drop out and are appended in their current
 order by the permutation repair. Here the values of **every** identifier are read (the logits on transformers; on vLLM
 ``allowed_token_ids`` with processed log-probabilities), so every window is a full ranking; where all of a window's
-identifiers are in the top 30 the two orders are the same (``tests/test_first_reasonrank.py`` counts the rest)."""
+identifiers are in the top 30 the two orders are the same (``tests/test_first_reasonrank.py`` counts the rest).
+
+BOS (``bos=``): FIRST's training code (gangiswag/llm-reranker ``scripts/utils/dataset.py``; rank_llm
+``training/utils/data_utils.py``, run by ``training/scripts/train_first_mistral.sh``) and rank_llm's inference (vLLM
+given the rendered text) both tokenise the rendered chat template with the tokenizer's special tokens, so a template
+that writes BOS itself (Mistral-7B-Instruct-v0.3's, the base of ``castorini/first_mistral``) gives two BOS: the
+default, ``'rank_llm'``. ``'once'`` adds none in front of the template's own (docs/rerankers.md has the figures)."""
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Dict, List, Optional, Tuple
 
 from .._tokens import encode_rendered
@@ -18,6 +25,10 @@ from ..backends.base import REASONING_CALLS
 from .reranker import BackendLike, ListwiseReranker, _family_backend, identifier
 
 __all__ = ["FIRST"]
+
+#: ``bos=`` values: the tokenizer's special tokens added to the rendered prompt (as FIRST was trained and rank_llm runs
+#: it), or no BOS in front of one the chat template wrote.
+BOS = ("rank_llm", "once")
 
 
 class FIRST(ListwiseReranker):
@@ -34,6 +45,9 @@ class FIRST(ListwiseReranker):
         model_name_or_path: the checkpoint the ``'hf'``/``'vllm'`` backend loads.
         backend: ``'hf'``, ``'vllm'``, or a backend with ``next_token_logprobs`` and a tokenizer.
         backend_options: keyword arguments of the backend built from ``'hf'``/``'vllm'``.
+        bos: ``'rank_llm'`` (default): the rendered prompt tokenised with the tokenizer's special tokens, as FIRST was
+            trained and as rank_llm runs it (two BOS after a chat template that writes one, e.g. Mistral-v0.3's);
+            ``'once'``: no BOS added in front of the template's own.
         **kwargs: see :class:`ListwiseReranker`.
 
     Output: as :class:`ListwiseReranker` (ordinal ``score``); ``stats['forward_passes']`` counts the windows scored.
@@ -42,7 +56,9 @@ class FIRST(ListwiseReranker):
     default_model = "castorini/first_mistral"
 
     def __init__(self, model_name_or_path: str = "castorini/first_mistral", *, backend: BackendLike = "hf",
-                 backend_options: Optional[dict] = None, style: str = "first", **kwargs):
+                 backend_options: Optional[dict] = None, style: str = "first", bos: str = "rank_llm", **kwargs):
+        if bos not in BOS:
+            raise ValueError(f"FIRST: bos must be one of {list(BOS)}, got {bos!r}")
         if callable(backend) and not isinstance(backend, Backend):
             raise TypeError("FIRST reads next-token log-probabilities: backend must be 'hf', 'vllm' or a TokenizerBackend, "
                             f"not a callable ({backend!r})")
@@ -54,10 +70,19 @@ class FIRST(ListwiseReranker):
         if missing:
             raise TypeError(f"FIRST needs a backend with {missing} (HFBackend, VLLMBackend), got {type(built).__name__}")
         super().__init__(built, style=style, **kwargs)
-        self.model_name_or_path, self.backend_options = model_name_or_path, backend_options
+        self.model_name_or_path, self.backend_options, self.bos = model_name_or_path, backend_options, bos
         if self.listwise.alpha and self.window_size > 26:
             raise ValueError(f"window_size must be at most 26 with letter identifiers, got {self.window_size}")
         self._identifiers: Dict[Tuple[str, int], List[int]] = {}
+
+    def encode(self, text: str) -> List[int]:
+        """The token ids of a rendered prompt as :attr:`bos` says (the word budget counts these)."""
+        tok = self.backend.tokenizer()
+        return list(tok(text)["input_ids"]) if self.bos == "rank_llm" else encode_rendered(tok, text)
+
+    def _prepare(self, messages, fallback):
+        prompt = super()._prepare(messages, fallback)
+        return prompt if self.bos == "once" else replace(prompt, token_ids=self.encode(prompt.text))
 
     def identifier_ids(self, text: str, num: int) -> List[int]:
         """The token id of each of ``num`` identifiers as the next token after the rendered prompt ``text`` + ``[``
@@ -83,13 +108,13 @@ class FIRST(ListwiseReranker):
         """For each prepared window prompt of ``nums[i]`` passages, the log-probability of each identifier (in window
         order) as the next token after the prompt + ``[``, renormalised over the window's identifiers (which keeps their
         order); one batched forward pass per distinct identifier set."""
-        tok = self.backend.tokenizer()
         out: List[List[float]] = [[] for _ in prompts]
         groups: Dict[tuple, List[int]] = {}
         for i, (p, num) in enumerate(zip(prompts, nums)):
             groups.setdefault(tuple(self.identifier_ids(p.text, num)), []).append(i)
         for ids, rows in groups.items():
-            values = self.backend.next_token_logprobs([encode_rendered(tok, prompts[i].text + "[") for i in rows], allowed=list(ids))
+            ids_of = [self.encode(prompts[i].text + "[") for i in rows]
+            values = self.backend.next_token_logprobs(ids_of, allowed=list(ids))
             self.stats["backend_calls"] += 1
             for i, v in zip(rows, values):
                 out[i] = [v[t] for t in ids]

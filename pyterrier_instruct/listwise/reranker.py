@@ -122,14 +122,19 @@ class ListwiseReranker(InstructReranker):
         max_words = self._start_words(num)
         fallback = self.listwise.chat_template or self.fallback_chat_template
         while True:
-            prompt = self.backend.prepare(self.messages(query, [" ".join(w[:int(max_words)]) for w in words]), fallback)
+            prompt = self._prepare(self.messages(query, [" ".join(w[:int(max_words)]) for w in words]), fallback)
             n = prompt.n_tokens
             if n is None or self.context_size is None or n <= self.context_size - budget:
                 return prompt
             if int(max_words) <= 0:
                 raise ValueError(f"{self!r}: the prompt without passage text needs {n} tokens, more than context_size="
                                  f"{self.context_size} minus the output budget {budget}")
+            # stops at 0; rank_llm's limit goes negative and keeps passages minus their last words (docs/rerankers.md)
             max_words = max(0, max_words - max(1, (n - self.context_size + budget) // (num * 4)))
+
+    def _prepare(self, messages: List[dict], fallback: Optional[str]):
+        """The backend's prompt for one window's ``messages`` (a family may count its tokens its own way)."""
+        return self.backend.prepare(messages, fallback)
 
     def _words(self, df: pd.DataFrame) -> List[List[str]]:
         import ftfy
