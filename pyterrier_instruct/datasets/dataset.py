@@ -210,6 +210,21 @@ class InstructDataset(pt.datasets.Dataset):
         og, ch = (q[q["variant"] == v].assign(qid=lambda f: f["base_qid"]) for v in ("og", "changed"))
         return infosearch_partition(og, ch)
 
+    def official_evaluate(self, run: pd.DataFrame) -> Dict[str, float]:
+        """The benchmark's own scoring of ``run`` (``qid, docno, score``) under its own rules, with its own measure
+        names: mteb's for LIMIT and R2MED (queries absent from the run skipped), freshstack's for FreshStack (nuggets;
+        absent queries count 0). See docs/data.md; ``pt.Experiment`` with ``ds.measure`` gives the per-query form."""
+        if self.bench.official is None:
+            raise ValueError(f"{self.name} has no official scoring rule of its own here; use pt.Experiment with "
+                             f"its measure {self.measure!r}")
+        return self.bench.official(run)
+
+    def nugget_qrels(self) -> pd.DataFrame:
+        """FreshStack's per-nugget judgements ``nugget_id, qid, docno, label`` (``get_qrels()`` sums them per query)."""
+        if "nuggets" not in self.bench.judgements:
+            raise ValueError(f"{self.name} has no nugget judgements (FreshStack only)")
+        return self.bench.judgements["nuggets"].copy()
+
     def info(self) -> Dict[str, object]:
         """Counts, notes of the reader (layout, qrels mapping, dropped instances) and provenance."""
         b = self.bench

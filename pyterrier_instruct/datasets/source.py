@@ -66,12 +66,13 @@ def how_to_get(name: str, entry: Entry) -> str:
                 f"`{hub_cli()} download --repo-type dataset {qrels_repo(entry)}{rev} --local-dir <folder>/qrels`; "
                 f"then pass path=<folder> (or set {ENV_ROOT} to the folder that holds {beir}/)")
     if companion(entry):
-        other, allow = companion(entry)
+        other, allow, sub = companion(entry)
         include = " ".join(f"--include '{a}'" for a in entry.allow)
         return (f"`{hub_cli()} download --repo-type dataset {entry.repo_id}{rev} {include} --local-dir <folder>` and "
                 f"`{hub_cli()} download --repo-type dataset {other} {' '.join(f'--include {a!r}' for a in allow)} "
-                f"--local-dir <folder>` (both into the same folder), then pass path=<folder> (or set {ENV_ROOT} to the "
-                f"folder that holds {entry.repo_id.split('/', 1)[1]}/)")
+                f"--local-dir <folder>{'/' + sub if sub else ''}`"
+                f"{f' (the second into <folder>/{sub})' if sub else ' (both into the same folder)'}, then pass "
+                f"path=<folder> (or set {ENV_ROOT} to the folder that holds {entry.repo_id.split('/', 1)[1]}/)")
     return (f"{hub_cli()} download --repo-type dataset {entry.repo_id}{rev} --local-dir <folder>, then pass "
             f"path=<folder> (or set {ENV_ROOT} to the folder that holds {entry.repo_id.split('/', 1)[1]}/)")
 
@@ -153,8 +154,9 @@ def _download(entry: Entry) -> Path:
     if qrels_repo(entry):  # BEIR: the qrels repository's test/dev/train.tsv go to qrels/, as in the official zip
         snapshot_download(qrels_repo(entry), repo_type="dataset", revision=entry.revision, local_dir=str(tmp / "qrels"),
                           allow_patterns=["*.tsv"])
-    if companion(entry):  # MAIR: the documents repository into the same folder
-        other, allow = companion(entry)
-        snapshot_download(other, repo_type="dataset", revision=None, local_dir=str(tmp), allow_patterns=list(allow))
+    if companion(entry):  # MAIR: the documents repository into the same folder; FreshStack: the corpus into a subfolder
+        other, allow, sub = companion(entry)
+        snapshot_download(other, repo_type="dataset", revision=None, local_dir=str(tmp / sub) if sub else str(tmp),
+                          allow_patterns=list(allow))
     tmp.rename(target)
     return target

@@ -382,8 +382,65 @@ def nevir_mteb(path: Path):
     _write_jsonl(path / "queries.jsonl", queries)
 
 
+LIMIT_PEOPLE = ["Geneva Durben", "Olinda Posso", "Ada Quill", "Bo Ren", "Cy Tan", "Di Vo"]
+LIMIT_LIKES = ["Quokkas", "Birch Trees", "Jazz", "Chess"]
+
+
+def limit(path: Path, small: bool = False):
+    """orionweller/LIMIT(-small): BEIR/mteb jsonl at the root; names (with spaces) as document ids, 2 relevant per
+    query; each person likes two things, query_<n> asks who likes thing n (the full corpus adds 2 distractors)."""
+    people = LIMIT_PEOPLE[:4] if small else LIMIT_PEOPLE
+    likes = {p: (LIMIT_LIKES[i % 4], LIMIT_LIKES[(i + 1) % 4]) for i, p in enumerate(people)}
+    _write_jsonl(path / "corpus.jsonl", [{"_id": p, "title": "", "text": f"{p} likes {a} and {b}."}
+                                         for p, (a, b) in likes.items()])
+    _write_jsonl(path / "queries.jsonl", [{"_id": f"query_{n}", "text": f"Who likes {t}?"}
+                                          for n, t in enumerate(LIMIT_LIKES)])
+    _write_jsonl(path / "qrels.jsonl", [{"query-id": f"query_{n}", "corpus-id": p, "score": 1}
+                                        for n, t in enumerate(LIMIT_LIKES) for p in people[:4] if t in likes[p]])
+
+
+R2MED_TASKS = ("Biology", "Bioinformatics", "Medical-Sciences", "MedXpertQA-Exam", "MedQA-Diag", "PMC-Treatment",
+               "PMC-Clinical", "IIYi-Clinical")
+
+
+def r2med(path: Path, task: str):
+    """R2MED/<Task>: corpus.jsonl (id, text), query.jsonl (id, text, doc_id, answer, body_system), qrels.jsonl
+    (q_id, p_id, score); ids as in the released Biology files (BRIGHT-style paths, queries "0", "1", …)."""
+    docs = [{"id": f"{t}_paper/{t}_{i}.txt", "text": " ".join(WORDS[t].split()[i:i + 4]) + f" ({task})"}
+            for t in BRIGHT_TOPICS for i in range(2)]
+    gold = {str(n): [docs[2 * n]["id"], docs[2 * n + 1]["id"]] if n < 2 else [docs[2 * n]["id"]] for n in range(4)}
+    _write_jsonl(path / "corpus.jsonl", docs)
+    _write_jsonl(path / "query.jsonl", [{"id": q, "text": f"A patient asks about {BRIGHT_TOPICS[int(q)]}.", "doc_id": g,
+                                         "answer": "", "body_system": ""} for q, g in gold.items()])
+    _write_jsonl(path / "qrels.jsonl", [{"q_id": q, "p_id": d, "score": 1} for q, g in gold.items() for d in g])
+
+
+FRESHSTACK_TOPICS = ("langchain", "yolo", "laravel", "angular", "godot")
+
+
+def freshstack(root: Path):
+    """freshstack/queries-oct-2024 and freshstack/corpus-oct-2024 (UNVERIFIED file names: parquet shards of split
+    ``test``/``train`` under ``<topic>/``); nugget ids ``<query_id>_<n>``; query 7812 has a document supporting two
+    nuggets (summed label 2) and a judged-0 document; in langchain the other query is 78, a prefix of 7812 (freshstack's
+    ``nuggets_to_query_qrels`` gives 7812's nuggets to 78 as well), elsewhere 5903."""
+    for topic in FRESHSTACK_TOPICS:
+        docs = [{"_id": f"{topic}/src/file{i}.py_0_{100 * i}", "title": f"file{i}.py",
+                 "text": " ".join(WORDS[BRIGHT_TOPICS[i % 4]].split()[: 3 + i % 3])} for i in range(8)]
+        d = [x["_id"] for x in docs]
+        other = "78" if topic == "langchain" else "5903"
+        nuggets = {"7812": [(d[:2], [d[5]]), ([d[1], d[2]], []), ([d[3]], [])], other: [([d[4]], [d[6]]), ([d[7]], [])]}
+        rows = [{"query_id": int(q), "query_title": f"How to use {topic} {q}?", "query_text": f"Body of question {q}.",
+                 "answer_text": "Use it.",
+                 "nuggets": [{"_id": f"{q}_{n}", "text": f"nugget {n}", "relevant_corpus_ids": r,
+                              "non_relevant_corpus_ids": nr} for n, (r, nr) in enumerate(ns)]}
+                for q, ns in nuggets.items()]
+        _write_parquet(root / "queries-oct-2024" / topic / "test-00000-of-00001.parquet", rows)
+        _write_parquet(root / "corpus-oct-2024" / topic / "train-00000-of-00001.parquet", docs)
+
+
 #: the owners (top-level folders) :func:`write` replaces
-OWNERS = ("jhu-clsp", "jianqunZ", "songtingyu", "kaist-ai", "mteb", "if-ir", "xlangai", "MAIR-Bench", "orionweller", "BeIR")
+OWNERS = ("jhu-clsp", "jianqunZ", "songtingyu", "kaist-ai", "mteb", "if-ir", "xlangai", "MAIR-Bench", "orionweller",
+          "BeIR", "R2MED", "freshstack")
 
 
 def write(root) -> Path:
@@ -406,6 +463,11 @@ def write(root) -> Path:
     mair(root / "MAIR-Bench" / "MAIR-Queries")
     nevir(root / "orionweller" / "NevIR")
     nevir_mteb(root / "orionweller" / "NevIR-mteb")
+    limit(root / "orionweller" / "LIMIT")
+    limit(root / "orionweller" / "LIMIT-small", small=True)
+    for task in R2MED_TASKS:
+        r2med(root / "R2MED" / task, task)
+    freshstack(root / "freshstack")
     shutil.copytree(BUNDLED / "BeIR", root / "BeIR")
     return root
 

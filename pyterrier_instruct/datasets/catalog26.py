@@ -1,0 +1,48 @@
+"""The registry entries of the 2025–26 benchmarks (plain data; :mod:`.registry` adds them to ``DATASETS``).
+
+- ``limit``, ``limit/small``: hub ``orionweller/LIMIT`` / ``orionweller/LIMIT-small`` at the revisions mteb's
+  ``LIMITRetrieval`` / ``LIMITSmallRetrieval`` pin (mteb 2.26 ``tasks/retrieval/eng/limit_retrieval.py``).
+- ``r2med/<Task>`` (the hub repository's name: ``r2med/Biology``, ``r2med/Medical-Sciences`` …): hub ``R2MED/<Task>`` at
+  the revisions mteb's ``R2MED*Retrieval`` tasks pin (``r2_med_retrieval.py``); query counts: R2MED ``README.md``.
+- ``freshstack/<topic>``: hub ``freshstack/queries-oct-2024`` + ``freshstack/corpus-oct-2024`` (freshstack 0.0.6
+  ``datasets/data_loader.py``), main branch (no pin published).
+"""
+from __future__ import annotations
+
+from typing import Dict
+
+from .entry import Entry
+
+LIMIT = {"limit": ("orionweller/LIMIT", "48142cc741b04d0b4af370ade7e8b42430382670", "50,000"),
+         "limit/small": ("orionweller/LIMIT-small", "ff4a8f2476ae77476c1912f1f3cb5bb5f2d766d4", "46")}
+#: task: (revision mteb pins, queries (R2MED README), documents)
+R2MED = {
+    "Biology": ("8b9fec2db9eda4b5742d03732213fbaee8169556", 103, "57,359"),
+    "Bioinformatics": ("6021fce366892cbfd7837fa85a4128ea93315e18", 77, "47,473"),
+    "Medical-Sciences": ("1b48911514c80bf9182222d99752ad75e23b4b47", 88, "34,810"),
+    "MedXpertQA-Exam": ("b457ea43db9ae5db74c3a3e5be0a213d0f85ac3a", 97, "61,379"),
+    "MedQA-Diag": ("78b585990279cc01a493f876c1b0cf09557fba57", 118, "56,250"),
+    "PMC-Treatment": ("53c489a44a3664ba352c07550b72b4525a5968d5", 150, "28,954"),
+    "PMC-Clinical": ("812829522f7eaa407ef82b96717be85788a50f7e", 114, "60,406"),
+    "IIYi-Clinical": ("974abbc9bc281c3169180a6aa5d7586cfd2f5877", 129, "10,449"),
+}
+FRESHSTACK_QUERIES, FRESHSTACK_CORPUS = "freshstack/queries-oct-2024", "freshstack/corpus-oct-2024"
+#: topic: (queries, documents), a third-party summary of the paper's table (UNVERIFIED against the files)
+FRESHSTACK = {"langchain": (203, "49,514"), "yolo": (57, "27,207"), "laravel": (184, "52,351"),
+              "angular": (129, "117,288"), "godot": (99, "25,482")}
+
+
+def entries() -> Dict[str, Entry]:
+    out: Dict[str, Entry] = {}
+    for name, (repo, rev, docs) in LIMIT.items():
+        out[name] = Entry("limit", repo, rev, "R@2", f"1,000 queries, {docs} docs, 2 relevant per query", "CC-BY-4.0",
+                          allow=("corpus.jsonl", "queries.jsonl", "qrels.jsonl", "README.md"))
+    for task, (rev, queries, docs) in R2MED.items():
+        out[f"r2med/{task}"] = Entry("r2med", f"R2MED/{task}", rev, "nDCG@10", f"{queries} queries, {docs} docs",
+                                     "CC-BY-4.0", allow=("corpus.jsonl", "query.jsonl", "qrels.jsonl", "README.md"),
+                                     task=task)
+    for topic, (queries, docs) in FRESHSTACK.items():
+        out[f"freshstack/{topic}"] = Entry(
+            "freshstack", FRESHSTACK_QUERIES, None, "alpha-nDCG@10", f"{queries} queries, {docs} docs (UNVERIFIED)",
+            "CC-BY-SA-4.0", allow=(f"{topic}/*", "README.md"), task=topic)
+    return out

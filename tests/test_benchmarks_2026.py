@@ -1,0 +1,214 @@
+"""LIMIT, R2MED and FreshStack (issue 44) over miniatures in their released layouts (testing/layouts.py):
+all three front ends, the qrels each rule builds, ``ds.official_evaluate`` against hand computations and against the
+official code on shared runs: mteb 2.x's retrieval scoring (installed) and freshstack 0.0.6 with pyndeval 0.0.8 (a side
+folder, ``make install``)."""
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import ir_datasets
+import ir_measures
+import pandas as pd
+import pyterrier as pt
+import pytest
+
+import pyterrier_instruct as pti
+from pyterrier_instruct.datasets import DATASETS, DataError, limit, r2med, source
+
+LAYOUTS = Path(os.environ["PYTERRIER_INSTRUCT_DATA"])  # written by conftest.py
+IDS = ["limit", "limit/small", "r2med/Biology", "r2med/PMC-Treatment", "freshstack/yolo", "freshstack/langchain"]
+#: where ``make install`` puts freshstack 0.0.6 and pyndeval 0.0.8 (``pip install --no-deps --target``)
+FRESHSTACK_006 = Path(os.environ.get("FRESHSTACK_006", Path(sys.prefix) / "freshstack_0.0.6"))
+
+
+def run_frame(rows):
+    return pd.DataFrame(rows, columns=["qid", "docno", "score"])
+
+
+def test_registered_ids():
+    fams = {f: sorted(n for n, e in DATASETS.items() if e.family == f) for f in ("limit", "r2med", "freshstack")}
+    assert fams["limit"] == ["limit", "limit/small"]
+    assert len(fams["r2med"]) == 8 and "r2med/Medical-Sciences" in fams["r2med"]
+    topics = sorted(("langchain", "yolo", "laravel", "angular", "godot"))
+    assert fams["freshstack"] == [f"freshstack/{t}" for t in topics]
+    assert DATASETS["limit"].revision == "48142cc741b04d0b4af370ade7e8b42430382670"  # mteb's LIMITRetrieval pin
+    assert DATASETS["r2med/Biology"].revision == "8b9fec2db9eda4b5742d03732213fbaee8169556"
+
+
+@pytest.mark.parametrize("name", IDS)
+def test_three_front_ends_agree(name):
+    ours = pti.load_dataset(name)
+    topics, qrels = ours.get_topics(), ours.get_qrels()
+    assert list(topics.columns) == ["qid", "query", "instruction", "base_qid", "variant"]
+    assert (topics["instruction"] == "").all() and qrels["label"].dtype == "int64"
+    assert set(qrels["qid"]) <= set(topics["qid"]) and all(isinstance(q, str) for q in topics["qid"])
+    pd.testing.assert_frame_equal(pt.get_dataset(f"instruct:{name}").get_topics(), topics)
+    irds = ir_datasets.load(f"instruct/{name}")
+    assert [(q.query_id, q.query, q.instruction) for q in irds.queries_iter()] == list(
+        zip(topics["qid"], topics["query"], topics["instruction"]))
+    assert [(r.query_id, r.doc_id, r.relevance) for r in irds.qrels_iter()] == list(
+        zip(qrels["qid"], qrels["docno"], qrels["label"]))
+    assert irds.docs_count() == len(list(ours.get_corpus_iter(verbose=False)))
+    assert not irds.has_scoreddocs()  # full retrieval
+
+
+def test_irds_metadata_of_limit_is_the_release():
+    assert ir_datasets.load("instruct/limit").metadata() == {
+        "docs": {"count": 50000}, "queries": {"count": 1000}, "qrels": {"count": 2000}}
+    assert ir_datasets.load("instruct/limit/small").metadata()["docs"] == {"count": 46}
+
+
+# -- LIMIT and R2MED: mteb's rule -----------------------------------------------------------------
+
+def test_limit_official_skips_queries_absent_from_the_run():
+    ds = pti.load_dataset("limit")
+    assert ds.get_qrels().groupby("qid").size().tolist() == [2, 2, 2, 2]  # exactly 2 relevant per query
+    run = run_frame([("query_0", "Geneva Durben", 2.0), ("query_0", "Cy Tan", 1.0),
+                     ("query_1", "Olinda Posso", 2.0), ("query_1", "Geneva Durben", 1.0)])  # query_2, query_3 absent
+    official = ds.official_evaluate(run)
+    assert official["recall_at_2"] == 0.75 and official["recall_at_1"] == 0.5  # (0.5 + 1) / 2 scored queries
+    agg = ir_measures.calc_aggregate([ir_measures.R @ 2], ds.get_qrels().rename(
+        columns={"qid": "query_id", "docno": "doc_id", "label": "relevance"}), run.rename(
+        columns={"qid": "query_id", "docno": "doc_id"}))
+    assert agg[ir_measures.R @ 2] == 0.375  # ir_measures / pt.Experiment count the absent queries as 0
+    assert DATASETS["limit"].measure == "R@2"
+
+
+def test_limit_and_r2med_official_equal_mteb_on_shared_runs():
+    from mteb._evaluators.retrieval_metrics import calculate_retrieval_scores
+    import random
+    rng = random.Random(7)
+    for name in ("limit", "r2med/Biology", "r2med/IIYi-Clinical"):
+        ds = pti.load_dataset(name)
+        qrels, docs = ds.get_qrels(), [d["docno"] for d in ds.get_corpus_iter(verbose=False)]
+        judged = {}
+        for q, d, lab in zip(qrels["qid"], qrels["docno"], qrels["label"]):
+            judged.setdefault(q, {})[d] = int(lab)
+        for trial in range(20):
+            qids = list(ds.get_topics()["qid"])[: rng.randint(1, 4)]
+            rows = [(q, d, float(rng.choice([1, 2, rng.random()])))
+                    for q in qids for d in rng.sample(docs, rng.randint(1, 6))]
+            results = {}
+            for q, d, s in rows:
+                results.setdefault(q, {})[d] = s
+            ks = list(limit.K_VALUES if name == "limit" else r2med.K_VALUES)
+            m = calculate_retrieval_scores(results, judged, ks)
+            theirs = {f"{name_}_at_{k.split('@')[1]}": v for name_, part in (("ndcg", m.ndcg), ("recall", m.recall),
+                      ("precision", m.precision), ("map", m.map)) for k, v in part.items()}
+            ours = ds.official_evaluate(run_frame(rows))
+            assert {k: ours[k] for k in theirs} == theirs, (name, rows)
+
+
+def test_r2med_reads_qrels_jsonl_and_names_qrels_txt(tmp_path):
+    ds = pti.load_dataset("r2med/Biology")
+    assert ds.get_qrels()[["qid", "docno"]].values.tolist()[:2] == [["0", "dams_paper/dams_0.txt"],
+                                                                    ["0", "dams_paper/dams_1.txt"]]
+    run = run_frame([("0", "dams_paper/dams_0.txt", 1.0), ("0", "dams_paper/dams_1.txt", 0.5)])
+    assert ds.official_evaluate(run)["ndcg_at_10"] == 1.0  # queries 1-3 absent: skipped, as eval_BM25.py and mteb
+    root = tmp_path / "Biology"
+    shutil.copytree(LAYOUTS / "R2MED" / "Biology", root)
+    (root / "qrels.jsonl").rename(root / "qrels.txt")
+    with pytest.raises(DataError, match=r"qrels.jsonl \(this release has qrels.txt"):
+        pti.load_dataset("r2med/Biology", path=str(root)).get_qrels()
+
+
+# -- FreshStack: nuggets ---------------------------------------------------------------------------
+
+def test_freshstack_qrels_sum_the_nuggets():
+    ds = pti.load_dataset("freshstack/yolo")
+    assert ds.get_topics()["query"].tolist() == ["How to use yolo 7812? Body of question 7812.",
+                                                 "How to use yolo 5903? Body of question 5903."]
+    nug = ds.nugget_qrels()
+    assert list(nug.columns) == ["nugget_id", "qid", "docno", "label"] and nug["nugget_id"].nunique() == 5
+    q = {(r.qid, r.docno.split("/")[-1].split(".")[0]): r.label for r in ds.get_qrels().itertuples()}
+    assert q[("7812", "file1")] == 2 and q[("7812", "file5")] == 0 and q[("7812", "file0")] == 1  # 2 nuggets; judged 0
+    assert q[("5903", "file6")] == 0 and len(q) == 8
+
+
+def test_freshstack_official_hand_computed():
+    ds = pti.load_dataset("freshstack/yolo")
+    d = [f"yolo/src/file{i}.py_0_{100 * i}" for i in range(8)]
+    # 7812's nuggets: n0 {file0, file1}, n1 {file1, file2}, n2 {file3}; query 5903 is absent from the run
+    out = ds.official_evaluate(run_frame([("7812", d[1], 3.0), ("7812", d[3], 2.0), ("7812", d[5], 1.0)]))
+    dcg = 2 + 1 / math.log2(3)
+    idcg = 2 + 1 / math.log2(3) + 0.5 / math.log2(4) + 0.5 / math.log2(5)  # greedy ideal: file1, file3, file0, file2
+    assert out["alpha-nDCG@10"] == round(dcg / idcg / 2, 4) == 0.4249
+    assert out["Coverage@20"] == 0.5 and out["Recall@50"] == 0.25  # 2 of 4 relevant documents of 7812; 5903 counts 0
+    with pytest.raises(DataError, match=r"lacks column\(s\) \['score'\]"):
+        ds.official_evaluate(pd.DataFrame({"qid": ["7812"], "docno": [d[1]]}))
+
+
+@pytest.fixture(scope="module")
+def freshstack_006():
+    if not (FRESHSTACK_006 / "freshstack" / "__init__.py").exists():
+        pytest.skip(f"freshstack 0.0.6 is not installed in {FRESHSTACK_006} (run `make install`, or pip install "
+                    f"--no-deps --target {FRESHSTACK_006} freshstack==0.0.6 pyndeval==0.0.8)")
+    sys.path.insert(0, str(FRESHSTACK_006))
+    try:
+        from freshstack.datasets.util import nuggets_to_query_qrels
+        from freshstack.retrieval.evaluation import EvaluateRetrieval
+        yield nuggets_to_query_qrels, EvaluateRetrieval
+    finally:
+        sys.path.remove(str(FRESHSTACK_006))
+        for mod in [m for m in sys.modules if m.split(".")[0] in ("freshstack", "pyndeval", "_pyndeval")]:
+            del sys.modules[mod]
+
+
+def test_freshstack_official_equals_freshstack_006(freshstack_006):
+    import random
+    nuggets_to_query_qrels, EvaluateRetrieval = freshstack_006
+    rng = random.Random(3)
+    ds = pti.load_dataset("freshstack/yolo")
+    nug, docs = ds.nugget_qrels(), [d["docno"] for d in ds.get_corpus_iter(verbose=False)]
+    judged = {}
+    for nid, d, lab in zip(nug["nugget_id"], nug["docno"], nug["label"]):
+        judged.setdefault(nid, {})[d] = int(lab)
+    query_nuggets, query_qrels = nuggets_to_query_qrels(judged)
+    for trial in range(60):  # ties in the scores included: freshstack's stable sort, then ndeval's docno order
+        qids = list(ds.get_topics()["qid"])[: 1 + trial % 2]
+        rows = [(q, d, float(rng.choice([1, 2, 3, rng.random()])))
+                for q in qids for d in rng.sample(docs, rng.randint(1, 8))]
+        results = {}
+        for q, d, s in rows:
+            results.setdefault(q, {})[d] = s
+        a, c, r = EvaluateRetrieval(k_values=[10, 20, 50]).evaluate(judged, query_nuggets, query_qrels, results)
+        ours = ds.official_evaluate(run_frame(rows))
+        assert {k: ours[k] for k in {**a, **c, **r}} == {**a, **c, **r}, rows
+
+
+def test_freshstack_missing_corpus_and_download(monkeypatch, tmp_path):
+    root = tmp_path / "queries-oct-2024"
+    shutil.copytree(LAYOUTS / "freshstack" / "queries-oct-2024", root)
+    with pytest.raises(DataError, match="missing FreshStack corpus .*corpus-oct-2024/godot"):
+        pti.load_dataset("freshstack/godot", path=str(root)).get_qrels()
+    monkeypatch.setenv("PYTERRIER_INSTRUCT_DATA", str(tmp_path / "empty"))
+    monkeypatch.setenv("IR_DATASETS_HOME", str(tmp_path / "irds"))
+    with pytest.raises(DataError, match="freshstack/queries-oct-2024 --include 'godot/\\*'.*freshstack/corpus-oct-2024 "
+                                        "--include 'godot/\\*' --local-dir <folder>/corpus-oct-2024"):
+        pti.load_dataset("freshstack/godot").get_topics()
+    with pytest.raises(DataError, match="hf download --repo-type dataset orionweller/LIMIT --revision 48142cc7"):
+        pti.load_dataset("limit").get_topics()
+    import huggingface_hub
+    calls = []
+
+    def fake_download(repo_id, repo_type, revision, local_dir, allow_patterns):  # a stand-in: no network
+        calls.append((repo_id, Path(local_dir).name))
+        part = "queries-oct-2024" if repo_id.endswith("queries-oct-2024") else "corpus-oct-2024"
+        shutil.copytree(LAYOUTS / "freshstack" / part / "godot", Path(local_dir) / "godot")
+        return local_dir
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", fake_download)
+    monkeypatch.setattr(source, "hub_unreachable", lambda timeout=3.0: None)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    ds = pti.load_dataset("freshstack/godot")
+    assert len(ds.get_topics()) == 2 and len(list(ds.get_corpus_iter(verbose=False))) == 8
+    assert calls == [("freshstack/queries-oct-2024", "godot.partial"),
+                     ("freshstack/corpus-oct-2024", "corpus-oct-2024")]
+
+
+def test_official_evaluate_where_there_is_no_rule(mini):
+    with pytest.raises(ValueError, match="instruct-mini has no official scoring rule"):
+        mini.official_evaluate(run_frame([("1", "d", 1.0)]))
