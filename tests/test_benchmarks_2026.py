@@ -20,7 +20,8 @@ import pyterrier_instruct as pti
 from pyterrier_instruct.datasets import DATASETS, DataError, limit, r2med, source
 
 LAYOUTS = Path(os.environ["PYTERRIER_INSTRUCT_DATA"])  # written by conftest.py
-IDS = ["limit", "limit/small", "r2med/Biology", "r2med/PMC-Treatment", "freshstack/yolo", "freshstack/langchain"]
+IDS = ["limit", "limit/small", "r2med/Biology", "r2med/PMC-Treatment", "freshstack/yolo", "freshstack/langchain",
+       "crumb/clinical_trial", "crumb/legal_qa/full-doc", "crumb/paper_retrieval/validation"]
 #: where ``make install`` puts freshstack 0.0.6 and pyndeval 0.0.8 (``pip install --no-deps --target``)
 FRESHSTACK_006 = Path(os.environ.get("FRESHSTACK_006", Path(sys.prefix) / "freshstack_0.0.6"))
 
@@ -30,7 +31,11 @@ def run_frame(rows):
 
 
 def test_registered_ids():
-    fams = {f: sorted(n for n, e in DATASETS.items() if e.family == f) for f in ("limit", "r2med", "freshstack")}
+    fams = {f: sorted(n for n, e in DATASETS.items() if e.family == f)
+            for f in ("limit", "r2med", "freshstack", "crumb")}
+    assert len(fams["crumb"]) == 8 * 2 + 5 * 2  # passages (+ validation) of 8 tasks, full-doc of the 5 two-collection
+    assert "crumb/code_retrieval/full-doc" not in fams["crumb"]
+    assert "crumb/legal_qa/full-doc/validation" in fams["crumb"]
     assert fams["limit"] == ["limit", "limit/small"]
     assert len(fams["r2med"]) == 8 and "r2med/Medical-Sciences" in fams["r2med"]
     topics = sorted(("langchain", "yolo", "laravel", "angular", "godot"))
@@ -44,7 +49,8 @@ def test_three_front_ends_agree(name):
     ours = pti.load_dataset(name)
     topics, qrels = ours.get_topics(), ours.get_qrels()
     assert list(topics.columns) == ["qid", "query", "instruction", "base_qid", "variant"]
-    assert (topics["instruction"] == "").all() and qrels["label"].dtype == "int64"
+    assert topics["instruction"].notna().all() and qrels["label"].dtype == "int64"
+    assert (topics["instruction"] == "").all() or name.startswith("crumb/")
     assert set(qrels["qid"]) <= set(topics["qid"]) and all(isinstance(q, str) for q in topics["qid"])
     pd.testing.assert_frame_equal(pt.get_dataset(f"instruct:{name}").get_topics(), topics)
     irds = ir_datasets.load(f"instruct/{name}")
@@ -212,3 +218,56 @@ def test_freshstack_missing_corpus_and_download(monkeypatch, tmp_path):
 def test_official_evaluate_where_there_is_no_rule(mini):
     with pytest.raises(ValueError, match="instruct-mini has no official scoring rule"):
         mini.official_evaluate(run_frame([("1", "d", 1.0)]))
+
+
+# -- CRUMB: crumb_eval's metrics, MaxP as intended -----------------------------------------------------
+
+def test_crumb_topics_and_qrels():
+    ds = pti.load_dataset("crumb/clinical_trial")
+    assert ds.get_topics()["instruction"].tolist() == ["Find relevant clinical_trial documents", ""]  # null → ""
+    assert ds.get_qrels()[["docno", "label"]].values.tolist()[:3] == [["CLI00000:1", 2], ["CLI00001:0", 1],
+                                                                      ["CLI00001:1", 0]]  # judged 0 kept
+    assert ds.document_qrels()[["qid", "docno", "label"]].values.tolist()[:2] == [["eval-q1", "CLI00000", 2],
+                                                                                  ["eval-q1", "CLI00001", 1]]
+    full = pti.load_dataset("crumb/clinical_trial/full-doc")
+    assert full.get_qrels()["docno"].tolist()[:2] == ["CLI00000", "CLI00001"]
+    assert next(iter(full.get_corpus_iter(verbose=False)))["docno"] == "CLI00000"
+    paper = pti.load_dataset("crumb/paper_retrieval")  # folder scientific_paper/
+    assert paper.path.name == "crumb" and paper.info()["task"] == "paper_retrieval"
+
+
+def test_crumb_official_maxp_hand_computed():
+    ds = pti.load_dataset("crumb/clinical_trial")
+    run = run_frame([("eval-q1", "CLI00000:1", 3.0), ("eval-q1", "CLI00001:0", 2.0), ("eval-q1", "CLI00000:0", 1.0)])
+    docs = ds.maxp()(run)
+    assert docs[["docno", "score", "rank"]].values.tolist() == [["CLI00000", 3.0, 0], ["CLI00001", 2.0, 1]]
+    out = ds.official_evaluate(run)
+    # eval-q1: both relevant documents at ranks 1-2 (nDCG 1, P@10 0.2, R 1, RR 1); eval-q2 absent counts 0 (ir_measures)
+    assert out == {"nDCG@10": 0.5, "nDCG@5": 0.5, "P@10": 0.1, "P@5": 0.2, "R@10": 0.5, "RR": 0.5, "R@1000": 0.5,
+                   "R@100": 0.5, "RR@10": 0.5}
+    # crumb_eval as released keeps the passage ids (modify_run_for_max_p appends the item itself): 0 against documents
+    q = ds.document_qrels().rename(columns={"qid": "query_id", "docno": "doc_id", "label": "relevance"})
+    as_released = run.sort_values("score", ascending=False).assign(_d=lambda f: f["docno"].str.split(":").str[0])
+    as_released = as_released.drop_duplicates(["qid", "_d"]).rename(columns={"qid": "query_id", "docno": "doc_id"})
+    assert ir_measures.calc_aggregate([ir_measures.nDCG @ 10], q, as_released[["query_id", "doc_id", "score"]]) == {
+        ir_measures.nDCG @ 10: 0.0}
+    full = pti.load_dataset("crumb/clinical_trial/full-doc")  # full-document runs never use MaxP
+    assert full.official_evaluate(docs)["nDCG@10"] == 0.5 and full.info()["maxp"] is False
+
+
+def test_crumb_paper_retrieval_uses_its_binary_qrels():
+    ds = pti.load_dataset("crumb/paper_retrieval/validation")
+    run = run_frame([("val-q1", "PAP00000:1", 3.0), ("val-q1", "PAP00001:0", 2.0)])
+    out = ds.official_evaluate(run)
+    # binary qrels hold PAP00000:1 only: P@5 = 1/5 for val-q1 (graded would give 2/5); nDCG on the graded qrels: 1
+    assert out["P@5"] == 0.1 and out["nDCG@10"] == 0.5 and out["R@10"] == 0.5
+    legal = pti.load_dataset("crumb/legal_qa")  # no binary lists elsewhere (crumb_eval HAS_BINARY_QRELS): graded > 0
+    run = run_frame([("eval-q1", "LEG00000:1", 3.0), ("eval-q1", "LEG00001:0", 2.0)])
+    assert legal.official_evaluate(run)["P@5"] == 0.2
+
+
+def test_crumb_missing_file_names_the_config(tmp_path):
+    shutil.copytree(LAYOUTS / "jfkback" / "crumb" / "legal_qa", tmp_path / "legal_qa")
+    (tmp_path / "legal_qa" / "full_document_corpus.jsonl").unlink()
+    with pytest.raises(DataError, match="missing CRUMB corpus .*full_document_corpus.jsonl .config full_document"):
+        pti.load_dataset("crumb/legal_qa/full-doc", path=str(tmp_path)).get_qrels()

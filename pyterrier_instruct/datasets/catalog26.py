@@ -4,6 +4,8 @@
   ``LIMITRetrieval`` / ``LIMITSmallRetrieval`` pin (mteb 2.26 ``tasks/retrieval/eng/limit_retrieval.py``).
 - ``r2med/<Task>`` (the hub repository's name: ``r2med/Biology``, ``r2med/Medical-Sciences`` …): hub ``R2MED/<Task>`` at
   the revisions mteb's ``R2MED*Retrieval`` tasks pin (``r2_med_retrieval.py``); query counts: R2MED ``README.md``.
+- ``crumb/<task>`` (passages; ``/full-doc`` for the 5 two-collection tasks; ``/validation``): hub ``jfkback/crumb`` at
+  ``adc97d85`` (the data upload ``6b286eb`` with a later card edit), CRUMB's split names (github jfkback/crumb).
 - ``freshstack/<topic>``: hub ``freshstack/queries-oct-2024`` + ``freshstack/corpus-oct-2024`` (freshstack 0.0.6
   ``datasets/data_loader.py``), main branch (no pin published).
 """
@@ -32,6 +34,12 @@ FRESHSTACK = {"langchain": (203, "49,514"), "yolo": (57, "27,207"), "laravel": (
               "angular": (129, "117,288"), "godot": (99, "25,482")}
 
 
+CRUMB = ("jfkback/crumb", "adc97d85cd0c641d4fc48ff8dc1019d51ebbb88f")
+CRUMB_SINGLE = ("code_retrieval", "paper_retrieval", "theorem_retrieval")
+CRUMB_TASKS = ("clinical_trial", "code_retrieval", "legal_qa", "paper_retrieval", "set_operation_entity_retrieval",
+               "stack_exchange", "theorem_retrieval", "tip_of_the_tongue")
+
+
 def entries() -> Dict[str, Entry]:
     out: Dict[str, Entry] = {}
     for name, (repo, rev, docs) in LIMIT.items():
@@ -45,4 +53,17 @@ def entries() -> Dict[str, Entry]:
         out[f"freshstack/{topic}"] = Entry(
             "freshstack", FRESHSTACK_QUERIES, None, "alpha-nDCG@10", f"{queries} queries, {docs} docs (UNVERIFIED)",
             "CC-BY-SA-4.0", allow=(f"{topic}/*", "README.md"), task=topic)
+    for task in CRUMB_TASKS:
+        folder = "scientific_paper" if task == "paper_retrieval" else task
+        for coll in ("passage",) + (() if task in CRUMB_SINGLE else ("full-doc",)):
+            for split, suffix in (("eval", ""), ("val", "/validation")):
+                name = f"crumb/{task}{'/full-doc' if coll == 'full-doc' else ''}{suffix}"
+                corpus = "passage_corpus" if coll == "passage" or task in CRUMB_SINGLE else "full_document_corpus"
+                maxp = " (MaxP)" if coll == "passage" and task in ("clinical_trial", "set_operation_entity_retrieval",
+                                                                   "tip_of_the_tongue") else ""
+                out[name] = Entry("crumb", CRUMB[0], CRUMB[1], "nDCG@10",
+                                  f"{'evaluation' if split == 'eval' else 'validation'} queries, {corpus}{maxp} "
+                                  f"(sizes UNVERIFIED)", "CC-BY-NC-4.0",
+                                  allow=(f"{folder}/{split}/*", f"{folder}/{corpus}.jsonl", "README.md"),
+                                  split=f"{split}/{coll}", task=task)
     return out

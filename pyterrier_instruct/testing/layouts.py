@@ -438,9 +438,48 @@ def freshstack(root: Path):
         _write_parquet(root / "corpus-oct-2024" / topic / "train-00000-of-00001.parquet", docs)
 
 
+CRUMB_TASKS = ("clinical_trial", "code_retrieval", "legal_qa", "paper_retrieval", "set_operation_entity_retrieval",
+               "stack_exchange", "theorem_retrieval", "tip_of_the_tongue")
+CRUMB_SINGLE = ("code_retrieval", "paper_retrieval", "theorem_retrieval")
+CRUMB_MAXP = ("clinical_trial", "set_operation_entity_retrieval", "tip_of_the_tongue")
+
+
+def crumb(path: Path):
+    """jfkback/crumb: ``<dir>/{eval,val}/query_labels.jsonl``, ``<dir>/passage_corpus.jsonl`` and, for the
+    two-collection tasks, ``<dir>/full_document_corpus.jsonl`` (``<dir>`` = the task, ``scientific_paper`` for
+    paper_retrieval). Three documents of two passages (``<doc>:<n>``); float labels (2.0, 1.0, judged 0.0); query q2's
+    instruction is null; paper_retrieval has binary qrels that differ from its graded ones."""
+    for task in CRUMB_TASKS:
+        base = path / ("scientific_paper" if task == "paper_retrieval" else task)
+        docs = [f"{task[:3].upper()}{i:05d}" for i in range(3)]
+        topic = BRIGHT_TOPICS[CRUMB_TASKS.index(task) % 4]
+        passages = [{"document_id": f"{d}:{n}", "document_content": f"{WORDS[topic]} part {n} of {d}", "parent_id": d,
+                     "metadata": "{}"} for d in docs for n in range(2)]
+        single = task in CRUMB_SINGLE
+        full = [{"document_id": d, "document_content": f"{WORDS[topic]} document {d}", "parent_id": None,
+                 "metadata": "{}"} for d in docs]
+        _write_jsonl(base / "passage_corpus.jsonl", passages)
+        if not single:
+            _write_jsonl(base / "full_document_corpus.jsonl", full)
+        for split in ("eval", "val"):
+            rows = []
+            for q, (a, b) in (("q1", (0, 1)), ("q2", (1, 2))):
+                pq = [{"id": f"{docs[a]}:1", "label": 2.0}, {"id": f"{docs[b]}:0", "label": 1.0},
+                      {"id": f"{docs[b]}:1", "label": 0.0}]
+                fq = [{"id": docs[a], "label": 2.0}, {"id": docs[b], "label": 1.0}]
+                if single:
+                    pq, fq = pq[:2], pq[:2]
+                binary = [{"id": f"{docs[a]}:1", "label": 1.0}] if task == "paper_retrieval" else []
+                rows.append({"query_id": f"{split}-{q}", "query_content": f"Find {topic} {q}",
+                             "instruction": None if q == "q2" else f"Find relevant {task} documents",
+                             "passage_qrels": pq, "passage_binary_qrels": binary, "full_document_qrels": fq,
+                             "use_max_p": task in CRUMB_MAXP, "metadata": "{}"})
+            _write_jsonl(base / split / "query_labels.jsonl", rows)
+
+
 #: the owners (top-level folders) :func:`write` replaces
 OWNERS = ("jhu-clsp", "jianqunZ", "songtingyu", "kaist-ai", "mteb", "if-ir", "xlangai", "MAIR-Bench", "orionweller",
-          "BeIR", "R2MED", "freshstack")
+          "BeIR", "R2MED", "freshstack", "jfkback")
 
 
 def write(root) -> Path:
@@ -468,6 +507,7 @@ def write(root) -> Path:
     for task in R2MED_TASKS:
         r2med(root / "R2MED" / task, task)
     freshstack(root / "freshstack")
+    crumb(root / "jfkback" / "crumb")
     shutil.copytree(BUNDLED / "BeIR", root / "BeIR")
     return root
 
