@@ -21,7 +21,7 @@ from pyterrier_instruct.datasets import DATASETS, DataError, limit, r2med, sourc
 
 LAYOUTS = Path(os.environ["PYTERRIER_INSTRUCT_DATA"])  # written by conftest.py
 IDS = ["limit", "limit/small", "r2med/Biology", "r2med/PMC-Treatment", "freshstack/yolo", "freshstack/langchain",
-       "crumb/clinical_trial", "crumb/legal_qa/full-doc", "crumb/paper_retrieval/validation"]
+       "crumb/clinical_trial", "crumb/legal_qa/full-doc", "crumb/paper_retrieval/validation", "bright-pro/biology"]
 #: where ``make install`` puts freshstack 0.0.6 and pyndeval 0.0.8 (``pip install --no-deps --target``)
 FRESHSTACK_006 = Path(os.environ.get("FRESHSTACK_006", Path(sys.prefix) / "freshstack_0.0.6"))
 
@@ -271,3 +271,45 @@ def test_crumb_missing_file_names_the_config(tmp_path):
     (tmp_path / "legal_qa" / "full_document_corpus.jsonl").unlink()
     with pytest.raises(DataError, match="missing CRUMB corpus .*full_document_corpus.jsonl .config full_document"):
         pti.load_dataset("crumb/legal_qa/full-doc", path=str(tmp_path)).get_qrels()
+
+
+# -- BRIGHT-PRO: weighted aspects -----------------------------------------------------------------------
+
+def test_bright_pro_topics_qrels_aspects_and_exclusions():
+    ds = pti.load_dataset("bright-pro/biology")
+    assert DATASETS["bright-pro/biology"].repo_id == "ya-ir/BRIGHT-PRO" and len(
+        [n for n in DATASETS if n.startswith("bright-pro/")]) == 7
+    assert ds.get_qrels().groupby("qid").size().to_dict() == {"0": 3, "1": 1} and (ds.get_qrels()["label"] == 1).all()
+    asp = ds.aspects()
+    assert asp[["aspect_id", "qid", "weight"]].values.tolist() == [["biology-0-a1", "0", 3], ["biology-0-a2", "0", 1],
+                                                                   ["biology-1-a1", "1", 2]]
+    assert ds.excluded_ids().values.tolist() == [["1", "antibiotics_page/antibiotics_1.txt"]]
+
+
+def test_bright_pro_official_hand_computed():
+    ds = pti.load_dataset("bright-pro/biology")
+    a1, a1b, a2 = "dams_page/dams_0.txt", "biology-0/extraction_0.txt", "dams_page/dams_1.txt"
+    # query 0: aspect a1 (weight 3; two gold documents), a2 (weight 1); query 1 retrieves nothing relevant;
+    # query 2 (no gold ids) is not evaluated, nor would an absent query be
+    run = run_frame([("0", a2, 3.0), ("0", a1, 2.0), ("0", a1b, 1.0), ("1", "x", 1.0), ("2", a1, 1.0)])
+    out = ds.official_evaluate(run)
+    dcg = 1 + 3 / math.log2(3) + 3 * 0.5 / 2  # a2, then a1 (new), then a1 again (seen once)
+    idcg = 3 + 3 * 0.5 / math.log2(3) + 1 / 2  # greedy: a1, a1 (1.5/1.58 > 1/1.58), a2
+    assert out["alpha-nDCG@10"] == pytest.approx((dcg / idcg + 0) / 2, abs=1e-12)
+    assert out["weighted_aspect_recall@10"] == 0.5  # query 0 covers both aspects (4/4), query 1 none
+    top1 = ds.official_evaluate(run_frame([("0", a2, 3.0), ("0", a1, 2.0)]))  # one query in the run
+    assert top1["weighted_aspect_recall@25"] == 1.0 and top1["alpha-nDCG@25"] == pytest.approx(
+        (1 + 3 / math.log2(3)) / idcg, abs=1e-12)
+
+
+def test_bright_pro_reads_bright_style_shards_and_refuses_bright_documents(tmp_path):
+    root = tmp_path / "BRIGHT-PRO"
+    shutil.copytree(LAYOUTS / "ya-ir" / "BRIGHT-PRO", root)
+    for config in ("examples", "documents", "aspects"):
+        (root / config / "robotics.parquet").rename(root / config / "robotics-00000-of-00001.parquet")
+    ds = pti.load_dataset("bright-pro/robotics", path=str(root))
+    assert len(ds.get_topics()) == 3 and len(list(ds.get_corpus_iter(verbose=False))) == 9
+    pd.read_parquet(root / "documents" / "economics.parquet").drop(columns="aspect").to_parquet(
+        root / "documents" / "economics.parquet")
+    with pytest.raises(DataError, match="economics.parquet: missing column 'id' or 'aspect'"):
+        pti.load_dataset("bright-pro/economics", path=str(root)).get_qrels()

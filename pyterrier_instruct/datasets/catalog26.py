@@ -6,6 +6,9 @@
   the revisions mteb's ``R2MED*Retrieval`` tasks pin (``r2_med_retrieval.py``); query counts: R2MED ``README.md``.
 - ``crumb/<task>`` (passages; ``/full-doc`` for the 5 two-collection tasks; ``/validation``): hub ``jfkback/crumb`` at
   ``adc97d85`` (the data upload ``6b286eb`` with a later card edit), CRUMB's split names (github jfkback/crumb).
+- ``bright-pro/<task>`` (the 7 StackExchange tasks): hub ``ya-ir/BRIGHT-PRO`` (the repository BRIGHT-PRO's code loads,
+  github echo0715/BRIGHT-PRO ``retrieval/evaluation/alpha-ndcg-evaluation.py``), main branch (no pin published); sizes
+  from its ``agentic_retrieval/scripts_evaluation/dataset_eval.json``.
 - ``freshstack/<topic>``: hub ``freshstack/queries-oct-2024`` + ``freshstack/corpus-oct-2024`` (freshstack 0.0.6
   ``datasets/data_loader.py``), main branch (no pin published).
 """
@@ -39,6 +42,11 @@ CRUMB_SINGLE = ("code_retrieval", "paper_retrieval", "theorem_retrieval")
 CRUMB_TASKS = ("clinical_trial", "code_retrieval", "legal_qa", "paper_retrieval", "set_operation_entity_retrieval",
                "stack_exchange", "theorem_retrieval", "tip_of_the_tongue")
 
+#: task: (queries, documents, aspects) of BRIGHT-PRO's dataset_eval.json
+BRIGHT_PRO = {"biology": (103, "59,683", 392), "earth_science": (116, "123,732", 433),
+              "economics": (103, "52,411", 373), "psychology": (101, "54,913", 350), "robotics": (101, "63,999", 341),
+              "stackoverflow": (117, "109,260", 361), "sustainable_living": (108, "63,410", 390)}
+
 
 def entries() -> Dict[str, Entry]:
     out: Dict[str, Entry] = {}
@@ -53,6 +61,12 @@ def entries() -> Dict[str, Entry]:
         out[f"freshstack/{topic}"] = Entry(
             "freshstack", FRESHSTACK_QUERIES, None, "alpha-nDCG@10", f"{queries} queries, {docs} docs (UNVERIFIED)",
             "CC-BY-SA-4.0", allow=(f"{topic}/*", "README.md"), task=topic)
+    for task, (queries, docs, aspects) in BRIGHT_PRO.items():
+        out[f"bright-pro/{task}"] = Entry(
+            "bright-pro", "ya-ir/BRIGHT-PRO", None, "alpha-nDCG@25",
+            f"{queries} queries, {docs} docs, {aspects} aspects",
+            "MIT (yale-nlp/Bright-Pro card; ya-ir/BRIGHT-PRO UNVERIFIED)",
+            allow=(f"examples/{task}*", f"documents/{task}*", f"aspects/{task}*", "README.md"), task=task)
     for task in CRUMB_TASKS:
         folder = "scientific_paper" if task == "paper_retrieval" else task
         for coll in ("passage",) + (() if task in CRUMB_SINGLE else ("full-doc",)):

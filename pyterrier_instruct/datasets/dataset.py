@@ -213,8 +213,9 @@ class InstructDataset(pt.datasets.Dataset):
     def official_evaluate(self, run: pd.DataFrame) -> Dict[str, float]:
         """The benchmark's own scoring of ``run`` (``qid, docno, score``) under its own rules, with its own measure
         names: mteb's for LIMIT and R2MED (queries absent from the run skipped), freshstack's for FreshStack (nuggets;
-        absent queries count 0), crumb_eval's for CRUMB (MaxP for its three tasks, intended form). See docs/data.md;
-        ``pt.Experiment`` with ``ds.measure`` gives the per-query form."""
+        absent queries count 0), crumb_eval's for CRUMB (MaxP for its three tasks, intended form), BRIGHT-PRO's
+        weighted aspects (absent queries skipped). See docs/data.md; ``pt.Experiment`` with ``ds.measure`` gives the
+        per-query form."""
         if self.bench.official is None:
             raise ValueError(f"{self.name} has no official scoring rule of its own here; use pt.Experiment with "
                              f"its measure {self.measure!r}")
@@ -231,6 +232,13 @@ class InstructDataset(pt.datasets.Dataset):
         """``R → R``: CRUMB's MaxP, a passage run → its documents, each with its best passage's score."""
         from .candidates import MaxP
         return MaxP()
+
+    def aspects(self) -> pd.DataFrame:
+        """BRIGHT-PRO's aspects: ``aspect_id, qid, content, weight, supporting_docs`` (the qid of the query whose gold
+        documents carry it)."""
+        if "aspects" not in self.bench.judgements:
+            raise ValueError(f"{self.name} has no aspects (BRIGHT-PRO only)")
+        return self.bench.judgements["aspects"].copy()
 
     def nugget_qrels(self) -> pd.DataFrame:
         """FreshStack's per-nugget judgements ``nugget_id, qid, docno, label`` (``get_qrels()`` sums them per query)."""

@@ -13,7 +13,7 @@ from .entry import Entry  # noqa: F401 - the record of every id below (its own m
 
 #: Families that define no candidate lists: they are evaluated by full retrieval over the corpus.
 FULL_RETRIEVAL = frozenset({"ifir", "instructir", "beir", "bright", "mair", "limit", "r2med", "freshstack",
-                            "crumb"})
+                            "crumb", "bright-pro"})
 
 
 _FOLLOWIR_FILES = ("corpus.jsonl", "queries.jsonl", "qrels_og/*", "qrels_changed/*", "top_ranked.jsonl", "README.md")

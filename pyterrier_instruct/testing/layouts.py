@@ -477,9 +477,33 @@ def crumb(path: Path):
             _write_jsonl(base / split / "query_labels.jsonl", rows)
 
 
+def bright_pro(path: Path, tasks=("biology", "earth_science", "economics", "psychology", "robotics", "stackoverflow",
+                                  "sustainable_living")):
+    """ya-ir/BRIGHT-PRO in yale-nlp/Bright-Pro's file names (``<config>/<task>.parquet``). Query 0 has gold documents
+    of aspects a1 (two documents, weight 3) and a2 (weight 1); query 1 one of a1 (weight 2) and an excluded id; query
+    2 has no gold ids; document ids keep BRIGHT's form plus an added extraction passage."""
+    for task in tasks:
+        d = [f"{t}_page/{t}_{i}.txt" for t in BRIGHT_TOPICS for i in range(2)] + [f"{task}-0/extraction_0.txt"]
+        aspect = {d[0]: f"{task}-0-a1", d[8]: f"{task}-0-a1", d[1]: f"{task}-0-a2", d[2]: f"{task}-1-a1"}
+        _write_parquet(path / "documents" / f"{task}.parquet",
+                       [{"id": x, "content": f"{WORDS[BRIGHT_TOPICS[i % 8 // 2]]} {i}", "aspect": aspect.get(x)}
+                        for i, x in enumerate(d)])
+        _write_parquet(path / "aspects" / f"{task}.parquet",
+                       [{"id": a, "content": f"aspect {a}", "weight": w, "supporting_docs": [x for x in aspect
+                                                                                              if aspect[x] == a]}
+                        for a, w in ((f"{task}-0-a1", 3), (f"{task}-0-a2", 1), (f"{task}-1-a1", 2))])
+        _write_parquet(path / "examples" / f"{task}.parquet", [
+            {"id": "0", "query": f"Why do {task} dams fail?", "gold_ids": [d[0], d[8], d[1]], "excluded_ids": ["N/A"],
+             "gold_ids_long": [], "reasoning": "", "gold_answer": ""},
+            {"id": "1", "query": "Which antibiotic?", "gold_ids": [d[2]], "excluded_ids": [d[3]], "gold_ids_long": [],
+             "reasoning": "", "gold_answer": ""},
+            {"id": "2", "query": "No gold here", "gold_ids": [], "excluded_ids": ["N/A"], "gold_ids_long": [],
+             "reasoning": "", "gold_answer": ""}])
+
+
 #: the owners (top-level folders) :func:`write` replaces
 OWNERS = ("jhu-clsp", "jianqunZ", "songtingyu", "kaist-ai", "mteb", "if-ir", "xlangai", "MAIR-Bench", "orionweller",
-          "BeIR", "R2MED", "freshstack", "jfkback")
+          "BeIR", "R2MED", "freshstack", "jfkback", "ya-ir")
 
 
 def write(root) -> Path:
@@ -508,6 +532,7 @@ def write(root) -> Path:
         r2med(root / "R2MED" / task, task)
     freshstack(root / "freshstack")
     crumb(root / "jfkback" / "crumb")
+    bright_pro(root / "ya-ir" / "BRIGHT-PRO")
     shutil.copytree(BUNDLED / "BeIR", root / "BeIR")
     return root
 
