@@ -21,7 +21,8 @@ from pyterrier_instruct.datasets import DATASETS, DataError, limit, r2med, sourc
 
 LAYOUTS = Path(os.environ["PYTERRIER_INSTRUCT_DATA"])  # written by conftest.py
 IDS = ["limit", "limit/small", "r2med/Biology", "r2med/PMC-Treatment", "freshstack/yolo", "freshstack/langchain",
-       "crumb/clinical_trial", "crumb/legal_qa/full-doc", "crumb/paper_retrieval/validation", "bright-pro/biology"]
+       "crumb/clinical_trial", "crumb/legal_qa/full-doc", "crumb/paper_retrieval/validation", "bright-pro/biology",
+       "multiconir/books", "multiconir/medical/task1"]
 #: where ``make install`` puts freshstack 0.0.6 and pyndeval 0.0.8 (``pip install --no-deps --target``)
 FRESHSTACK_006 = Path(os.environ.get("FRESHSTACK_006", Path(sys.prefix) / "freshstack_0.0.6"))
 
@@ -59,7 +60,7 @@ def test_three_front_ends_agree(name):
     assert [(r.query_id, r.doc_id, r.relevance) for r in irds.qrels_iter()] == list(
         zip(qrels["qid"], qrels["docno"], qrels["label"]))
     assert irds.docs_count() == len(list(ours.get_corpus_iter(verbose=False)))
-    assert not irds.has_scoreddocs()  # full retrieval
+    assert irds.has_scoreddocs() == (name.startswith("multiconir/"))  # the others: full retrieval
 
 
 def test_irds_metadata_of_limit_is_the_release():
@@ -313,3 +314,53 @@ def test_bright_pro_reads_bright_style_shards_and_refuses_bright_documents(tmp_p
         root / "documents" / "economics.parquet")
     with pytest.raises(DataError, match="economics.parquet: missing column 'id' or 'aspect'"):
         pti.load_dataset("bright-pro/economics", path=str(root)).get_qrels()
+
+
+# -- MultiConIR: strict win rates on each row's own candidates ---------------------------------------------
+
+def test_multiconir_topics_candidates_and_qrels():
+    ds = pti.load_dataset("multiconir/books")
+    assert DATASETS["multiconir/legal/len512"].task == "legal" and ds.info()["file"] == "Task2_&_3/Books_Task2_&_3.csv"
+    assert ds.get_topics()[["qid", "base_qid", "variant"]].values.tolist()[:2] == [["0-inst", "0", "inst"],
+                                                                                  ["0-desc", "0", "desc"]]
+    assert ds.get_topics("desc")["query"].iloc[0].startswith("I want a books item")
+    assert ds.get_results()[ds.get_results()["qid"] == "1-desc"]["docno"].tolist() == ["1-pos"] + [
+        f"1-hn{k}" for k in range(1, 11)]
+    assert ds.get_qrels()[ds.get_qrels()["qid"] == "0-inst"]["label"].tolist() == list(range(10, -1, -1))
+    t1 = pti.load_dataset("multiconir/medical/task1")  # "Medical Case_Task1.csv"
+    assert t1.get_results()[t1.get_results()["qid"] == "1-q7"]["docno"].tolist() == ["1-pos", "1-hn7"]
+
+
+def test_multiconir_official_hand_computed():
+    ds = pti.load_dataset("multiconir/books")
+    run = ds.get_results()
+    run["score"] = -run["rank"].astype(float)  # the ideal order for every query …
+    flip = (run["qid"] == "0-desc") & run["docno"].isin(["0-hn3", "0-hn4"])  # … but row 0's descriptive query: 4 > 3
+    run.loc[flip, "score"] = run.loc[flip, "score"].to_numpy()[::-1]
+    tie = (run["qid"] == "1-inst") & run["docno"].isin(["1-pos", "1-hn1"])  # and row 1's inst query ties pos, hn1
+    run.loc[tie, "score"] = 5.0
+    out = ds.official_evaluate(run)
+    assert out["Positive_vs_HN1"] == 0.5 and out["HN1_vs_HN2"] == 1.0  # a tie loses (strict >)
+    # row 0: HN3>HN4 changes between the styles (HN2>HN3 and HN4>HN5 still hold); row 1: Positive>HN1 (a tie in
+    # inst, a win in desc): 2 of the 10 comparisons × 2 rows
+    assert out["Change Rate"] == 2 / 20
+    t1 = pti.load_dataset("multiconir/people/task1")
+    run = t1.get_results().assign(score=lambda f: [2.0 if d.endswith("pos") else 0.5 for d in f["docno"]])
+    run.loc[(run["qid"] == "1-q3") & (run["docno"] == "1-hn3"), "score"] = 3.0
+    out = t1.official_evaluate(run)
+    assert out["Query3_WinRate"] == 0.5 and out["Query3_AvgDiff"] == (1.5 - 1.0) / 2 and out["Query1_WinRate"] == 1.0
+    with pytest.raises(DataError, match="no score for document '0-hn1' of query '0-q1'"):
+        t1.official_evaluate(run[run["docno"] != "0-hn1"])
+
+
+def test_multiconir_is_read_from_a_clone(monkeypatch, tmp_path):
+    root = tmp_path / "datasets"
+    shutil.copytree(LAYOUTS / "EIT-NLP" / "MultiConIR" / "datasets", root)
+    f = root / "Task1" / "Books_Task1.csv"
+    pd.read_csv(f, index_col=0).drop(columns="HN4").to_csv(f)
+    with pytest.raises(DataError, match=r"Books_Task1.csv: missing column\(s\) \['HN4'\]"):
+        pti.load_dataset("multiconir/books/task1", path=str(root)).get_topics()
+    monkeypatch.setenv("PYTERRIER_INSTRUCT_DATA", str(tmp_path / "empty"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    with pytest.raises(DataError, match="it is not on the hub.*git clone https://github.com/EIT-NLP/MultiConIR"):
+        pti.load_dataset("multiconir/books").get_topics()

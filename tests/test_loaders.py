@@ -44,6 +44,7 @@ def test_registry_has_exactly_the_documented_ids():
     from pyterrier_instruct.datasets import catalog26  # issue 44: test_benchmarks_2026.py
     want |= {*catalog26.LIMIT, *(f"r2med/{t}" for t in catalog26.R2MED)}
     want |= {f"freshstack/{t}" for t in catalog26.FRESHSTACK} | {f"bright-pro/{t}" for t in catalog26.BRIGHT_PRO}
+    want |= {f"multiconir/{d}{s}" for d in catalog26.MULTICONIR_DOMAINS for s in ("", "/task1", "/len512", "/len1024")}
     want |= {f"crumb/{t}{c}{s}" for t in catalog26.CRUMB_TASKS for c in ("", "/full-doc") for s in ("", "/validation")
              if c == "" or t not in catalog26.CRUMB_SINGLE}
     assert set(DATASETS) == want

@@ -9,6 +9,8 @@
 - ``bright-pro/<task>`` (the 7 StackExchange tasks): hub ``ya-ir/BRIGHT-PRO`` (the repository BRIGHT-PRO's code loads,
   github echo0715/BRIGHT-PRO ``retrieval/evaluation/alpha-ndcg-evaluation.py``), main branch (no pin published); sizes
   from its ``agentic_retrieval/scripts_evaluation/dataset_eval.json``.
+- ``multiconir/<domain>`` (Tasks 2&3 file), ``/task1``, ``/len512``, ``/len1024`` (Task 4): github
+  ``EIT-NLP/MultiConIR`` @ 26b6504 ``datasets/`` (not on the hub: a clone is read, never downloaded).
 - ``freshstack/<topic>``: hub ``freshstack/queries-oct-2024`` + ``freshstack/corpus-oct-2024`` (freshstack 0.0.6
   ``datasets/data_loader.py``), main branch (no pin published).
 """
@@ -47,6 +49,12 @@ BRIGHT_PRO = {"biology": (103, "59,683", 392), "earth_science": (116, "123,732",
               "economics": (103, "52,411", 373), "psychology": (101, "54,913", 350), "robotics": (101, "63,999", 341),
               "stackoverflow": (117, "109,260", 361), "sustainable_living": (108, "63,410", 390)}
 
+MULTICONIR = ("EIT-NLP/MultiConIR", "26b65045703bc23585401c09e129d34744717b6d")
+MULTICONIR_DOMAINS = ("books", "movies", "people", "medical", "legal")
+#: families read from a GitHub clone, never from the hub: family → how to get the files
+NOT_ON_HUB = {"multiconir": "git clone https://github.com/EIT-NLP/MultiConIR <folder> && git -C <folder> checkout "
+                            f"{MULTICONIR[1]}"}
+
 
 def entries() -> Dict[str, Entry]:
     out: Dict[str, Entry] = {}
@@ -67,6 +75,15 @@ def entries() -> Dict[str, Entry]:
             f"{queries} queries, {docs} docs, {aspects} aspects",
             "MIT (yale-nlp/Bright-Pro card; ya-ir/BRIGHT-PRO UNVERIFIED)",
             allow=(f"examples/{task}*", f"documents/{task}*", f"aspects/{task}*", "README.md"), task=task)
+    for domain in MULTICONIR_DOMAINS:
+        for kind, suffix, measure, what in (("task23", "", "Change Rate", "Tasks 2&3: Query10 + Natural_Query10"),
+                                            ("task1", "/task1", "Query10_WinRate", "Task 1: Query1-Query10"),
+                                            ("len512", "/len512", "Positive_vs_HN1", "Task 4: 512-token documents"),
+                                            ("len1024", "/len1024", "Positive_vs_HN1", "Task 4: 1024-token documents")):
+            out[f"multiconir/{domain}{suffix}"] = Entry(
+                "multiconir", MULTICONIR[0], MULTICONIR[1], measure,
+                f"{what}, 11 candidates per row (row counts UNVERIFIED)", "Apache-2.0", subdir="datasets",
+                split=kind, task=domain)
     for task in CRUMB_TASKS:
         folder = "scientific_paper" if task == "paper_retrieval" else task
         for coll in ("passage",) + (() if task in CRUMB_SINGLE else ("full-doc",)):

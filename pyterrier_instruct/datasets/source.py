@@ -19,6 +19,7 @@ from typing import List, Optional
 from .._hub import hub_cli, hub_unreachable
 from ._files import DataError
 from .catalog import companion
+from .catalog26 import NOT_ON_HUB
 from .registry import BEIR_URL, Entry, qrels_repo
 
 ENV_ROOT = "PYTERRIER_INSTRUCT_DATA"
@@ -59,6 +60,9 @@ def candidates(name: str, entry: Entry) -> List[Path]:
 
 def how_to_get(name: str, entry: Entry) -> str:
     rev = f" --revision {entry.revision}" if entry.revision else ""
+    if entry.family in NOT_ON_HUB:  # MultiConIR: a GitHub repository
+        return (f"{NOT_ON_HUB[entry.family]}, then pass path=<folder>/{entry.subdir or ''} (or set {ENV_ROOT} to the "
+                f"folder that holds {entry.repo_id}/)")
     if qrels_repo(entry):
         beir = entry.repo_id.split("/", 1)[1]
         return (f"download {BEIR_URL.format(name=beir)} and unzip it (the folder {beir}/), or run "
@@ -90,8 +94,9 @@ def locate(name: str, entry: Entry, path: Optional[str] = None, download: bool =
         if folder.is_dir():
             return _with_subdir(folder, entry)
     where = ", ".join(str(t) for t in tried) or "(no candidate folders)"
-    if not download or offline():
-        reason = "HF_HUB_OFFLINE is set" if offline() else "downloading is disabled"
+    if not download or offline() or entry.family in NOT_ON_HUB:
+        reason = "it is not on the hub" if entry.family in NOT_ON_HUB else \
+            "HF_HUB_OFFLINE is set" if offline() else "downloading is disabled"
         raise DataError(f"{name}: no local copy found (looked in {where}) and {reason}. "
                         f"Get the data with: {how_to_get(name, entry)}")
     try:

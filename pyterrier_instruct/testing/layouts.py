@@ -501,9 +501,28 @@ def bright_pro(path: Path, tasks=("biology", "earth_science", "economics", "psyc
              "reasoning": "", "gold_answer": ""}])
 
 
+def multiconir(path: Path):
+    """EIT-NLP/MultiConIR ``datasets/``: two rows per CSV (an unnamed index column first, as pandas writes it), the
+    file and folder names with their spaces and '&' (UNVERIFIED contents: the columns the evaluation code reads)."""
+    from pyterrier_instruct.datasets.multiconir import DOMAINS, file_of
+    for domain in DOMAINS:
+        for kind in ("task1", "task23", "len512", "len1024"):
+            rows = []
+            for r in range(2):
+                w = WORDS[BRIGHT_TOPICS[r]].split()
+                row = {f"Query{i}": f"Find a {domain} item with " + ", ".join(w[:i % 7 + 1]) + f" ({i})"
+                       for i in range(1, 11)}
+                row.update(Natural_Query10=f"I want a {domain} item about {' '.join(w[:5])}", Positive=" ".join(w),
+                           **{f"HN{k}": " ".join(w[: max(1, 8 - k)]) + f" hn{k}" for k in range(1, 11)})
+                rows.append(row)
+            target = path / "datasets" / file_of(kind, domain)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            pd.DataFrame(rows).to_csv(target)
+
+
 #: the owners (top-level folders) :func:`write` replaces
 OWNERS = ("jhu-clsp", "jianqunZ", "songtingyu", "kaist-ai", "mteb", "if-ir", "xlangai", "MAIR-Bench", "orionweller",
-          "BeIR", "R2MED", "freshstack", "jfkback", "ya-ir")
+          "BeIR", "R2MED", "freshstack", "jfkback", "ya-ir", "EIT-NLP")
 
 
 def write(root) -> Path:
@@ -533,6 +552,7 @@ def write(root) -> Path:
     freshstack(root / "freshstack")
     crumb(root / "jfkback" / "crumb")
     bright_pro(root / "ya-ir" / "BRIGHT-PRO")
+    multiconir(root / "EIT-NLP" / "MultiConIR")
     shutil.copytree(BUNDLED / "BeIR", root / "BeIR")
     return root
 
