@@ -89,14 +89,14 @@ def test_limit_and_r2med_official_equal_mteb_on_shared_runs():
     from mteb._evaluators.retrieval_metrics import calculate_retrieval_scores
     import random
     rng = random.Random(7)
-    for name in ("limit", "r2med/Biology", "r2med/IIYi-Clinical"):
+    for name in ("limit", "r2med/Biology"):  # mteb's scoring takes ~0.5 s a call: a few runs with ties and gaps
         ds = pti.load_dataset(name)
         qrels, docs = ds.get_qrels(), [d["docno"] for d in ds.get_corpus_iter(verbose=False)]
         judged = {}
         for q, d, lab in zip(qrels["qid"], qrels["docno"], qrels["label"]):
             judged.setdefault(q, {})[d] = int(lab)
-        for trial in range(20):
-            qids = list(ds.get_topics()["qid"])[: rng.randint(1, 4)]
+        for trial in range(4):
+            qids = list(ds.get_topics()["qid"])[: 1 + trial]
             rows = [(q, d, float(rng.choice([1, 2, rng.random()])))
                     for q in qids for d in rng.sample(docs, rng.randint(1, 6))]
             results = {}
