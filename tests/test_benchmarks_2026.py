@@ -187,6 +187,22 @@ def test_freshstack_official_equals_freshstack_006(freshstack_006):
         assert {k: ours[k] for k in {**a, **c, **r}} == {**a, **c, **r}, rows
 
 
+def test_freshstack_nuggets_belong_to_their_row_not_an_id_prefix(freshstack_006):
+    nuggets_to_query_qrels, EvaluateRetrieval = freshstack_006
+    ds = pti.load_dataset("freshstack/langchain")  # queries 7812 and 78: "7812_0".startswith("78")
+    nug = ds.nugget_qrels()
+    judged = {}
+    for nid, d, lab in zip(nug["nugget_id"], nug["docno"], nug["label"]):
+        judged.setdefault(nid, {})[d] = int(lab)
+    query_nuggets, query_qrels = nuggets_to_query_qrels(judged)
+    assert sorted(query_nuggets["78"]) == ["7812_0", "7812_1", "7812_2", "78_0", "78_1"]  # freshstack's prefix rule
+    run = [("78", "langchain/src/file4.py_0_400", 1.0), ("78", "langchain/src/file7.py_0_700", 0.5)]
+    _, c, _ = EvaluateRetrieval(k_values=[10, 20, 50]).evaluate(judged, query_nuggets, query_qrels,
+                                                                {"78": {d: s for _, d, s in run}})
+    assert c["Coverage@20"] == round((2 / 5) / 2, 4)  # 78 covers 2 of the 5 nuggets freshstack gives it
+    assert ds.official_evaluate(run_frame(run))["Coverage@20"] == 0.5  # here: both of its own 2 nuggets
+
+
 def test_freshstack_missing_corpus_and_download(monkeypatch, tmp_path):
     root = tmp_path / "queries-oct-2024"
     shutil.copytree(LAYOUTS / "freshstack" / "queries-oct-2024", root)
