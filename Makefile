@@ -16,6 +16,8 @@ $(VENV)/.installed: pyproject.toml constraints.txt tests/vllm_0.33.txt
 	$(PIP) install -q --upgrade --no-deps --ignore-requires-python --target $(VENV)/rank_llm_0.26 "rank-llm==0.26.0" "dacite==1.9.2"
 	# llm-rankers 0.0.2 for the Setwise/Rank-R1 parity tests only (pure Python; openai and tiktoken, which it imports, come with the test extra's deps), kept out of site-packages
 	$(PIP) install -q --upgrade --no-deps --target $(VENV)/llm_rankers_0.0.2 "llm-rankers==0.0.2"
+	# freshstack 0.0.6 + pyndeval 0.0.8 for the FreshStack scoring-parity test only (pytrec_eval comes with ir_measures)
+	$(PIP) install -q --upgrade --no-deps --target $(VENV)/freshstack_0.0.6 "freshstack==0.0.6" "pyndeval==0.0.8"
 	# vLLM 0.33.0's own Python (no CUDA kernels) for the vLLM tests (tests/fake_vllm.py), kept out of site-packages: the
 	# wheel and the requirements the venv lacks, pinned, --no-deps (the venv's transformers/torch stay; see the file)
 	$(PIP) install -q --upgrade --no-deps --target $(VENV)/vllm_0.33 -r tests/vllm_0.33.txt

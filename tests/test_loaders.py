@@ -41,6 +41,12 @@ def test_registry_has_exactly_the_documented_ids():
     want |= {f"bright/{t}{s}" for t, (_, _, long, _) in BRIGHT_TASKS.items() for s in ("", "-long") if s == "" or long}
     want |= {f"mair/{t}" for t in [*MAIR_TASKS, "dd-15", "dd-16", "dd-17", "fr-21", "fr-22"]}
     want |= {f"nevir{m}{s}" for m in ("", "/mteb") for s in ("", "/validation", "/train")}
+    from pyterrier_instruct.datasets import catalog26  # issue 44: test_benchmarks_2026.py
+    want |= {*catalog26.LIMIT, *(f"r2med/{t}" for t in catalog26.R2MED)}
+    want |= {f"freshstack/{t}" for t in catalog26.FRESHSTACK} | {f"bright-pro/{t}" for t in catalog26.BRIGHT_PRO}
+    want |= {f"multiconir/{d}{s}" for d in catalog26.MULTICONIR_DOMAINS for s in ("", "/task1", "/len512", "/len1024")}
+    want |= {f"crumb/{t}{c}{s}" for t in catalog26.CRUMB_TASKS for c in ("", "/full-doc") for s in ("", "/validation")
+             if c == "" or t not in catalog26.CRUMB_SINGLE}
     assert set(DATASETS) == want
     from importlib.metadata import entry_points
 

@@ -46,6 +46,10 @@ class Benchmark:
     base_topics: Optional[pd.DataFrame] = None
     #: documents removed from a query's ranking before scoring (BRIGHT's ``excluded_ids``): ``qid, docno``
     excluded: Optional[pd.DataFrame] = None
+    #: the benchmark's own scoring of a run (``ds.official_evaluate``): ``run -> {measure: value}``; None = none
+    official: Optional[Callable[[pd.DataFrame], Dict[str, float]]] = None
+    #: judgements beyond the qrels, by name (FreshStack ``nuggets``: ``nugget_id, qid, docno, label``)
+    judgements: Dict[str, pd.DataFrame] = field(default_factory=dict)
     notes: Dict[str, object] = field(default_factory=dict)
 
 

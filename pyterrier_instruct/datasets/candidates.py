@@ -106,6 +106,21 @@ class Candidates(_DatasetStage):
         return out
 
 
+class MaxP(pt.Transformer):
+    """``R → R``: a CRUMB passage run as a document run, each document (the passage id before its last ``:``) scored by
+    its best passage, ranks recomputed (CRUMB's MaxP, :func:`pyterrier_instruct.datasets.crumb.maxp`); built by
+    ``ds.maxp()``. Evaluate its output against ``ds.document_qrels()``."""
+    schematic = {"label": "MaxP"}
+
+    def __repr__(self) -> str:
+        return "MaxP()"
+
+    def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+        pt.validate.result_frame(inp, extra_columns=["score"])
+        from .crumb import maxp
+        return maxp(inp)
+
+
 class Exclude(_DatasetStage):
     """``R → R``: removes each query's excluded documents (BRIGHT's ``excluded_ids``) from that query's ranking, ranks
     recomputed; other queries and every column are kept. Built by ``ds.exclude()``; idempotent, and a no-op for a dataset

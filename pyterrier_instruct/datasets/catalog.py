@@ -78,10 +78,13 @@ def entries() -> Dict[str, Entry]:
     return out
 
 
-#: the second hub repository a dataset's folder holds, downloaded into the same folder: (repository, allow patterns)
+#: the second hub repository a dataset's folder holds: (repository, allow patterns, its subfolder: "" = the same folder)
 def companion(entry: Entry):
     if entry.family == "mair":
-        return MAIR_DOCS, (f"{entry.task}/*",)
+        return MAIR_DOCS, (f"{entry.task}/*",), ""
+    if entry.family == "freshstack":  # freshstack/corpus-oct-2024 has the same <topic>/ folders: kept apart
+        from .catalog26 import FRESHSTACK_CORPUS
+        return FRESHSTACK_CORPUS, (f"{entry.task}/*",), FRESHSTACK_CORPUS.split("/")[1]
     return None
 
 

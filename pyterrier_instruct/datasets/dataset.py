@@ -210,6 +210,42 @@ class InstructDataset(pt.datasets.Dataset):
         og, ch = (q[q["variant"] == v].assign(qid=lambda f: f["base_qid"]) for v in ("og", "changed"))
         return infosearch_partition(og, ch)
 
+    def official_evaluate(self, run: pd.DataFrame) -> Dict[str, float]:
+        """The benchmark's own scoring of ``run`` (``qid, docno, score``) under its own rules, with its own measure
+        names: mteb's for LIMIT and R2MED (queries absent from the run skipped), freshstack's for FreshStack (nuggets;
+        absent queries count 0), crumb_eval's for CRUMB (MaxP for its three tasks, intended form), BRIGHT-PRO's
+        weighted aspects (absent queries skipped). See docs/data.md; ``pt.Experiment`` with ``ds.measure`` gives the
+        per-query form."""
+        if self.bench.official is None:
+            raise ValueError(f"{self.name} has no official scoring rule of its own here; use pt.Experiment with "
+                             f"its measure {self.measure!r}")
+        return self.bench.official(run)
+
+    def document_qrels(self) -> pd.DataFrame:
+        """CRUMB's ``full_document_qrels`` (``qid, docno, label``): what a MaxP run (``ds.maxp()``) is scored
+        against."""
+        if "document" not in self.bench.judgements:
+            raise ValueError(f"{self.name} has no document qrels (CRUMB only)")
+        return self.bench.judgements["document"].copy()
+
+    def maxp(self) -> pt.Transformer:
+        """``R → R``: CRUMB's MaxP, a passage run → its documents, each with its best passage's score."""
+        from .candidates import MaxP
+        return MaxP()
+
+    def aspects(self) -> pd.DataFrame:
+        """BRIGHT-PRO's aspects: ``aspect_id, qid, content, weight, supporting_docs`` (the qid of the query whose gold
+        documents carry it)."""
+        if "aspects" not in self.bench.judgements:
+            raise ValueError(f"{self.name} has no aspects (BRIGHT-PRO only)")
+        return self.bench.judgements["aspects"].copy()
+
+    def nugget_qrels(self) -> pd.DataFrame:
+        """FreshStack's per-nugget judgements ``nugget_id, qid, docno, label`` (``get_qrels()`` sums them per query)."""
+        if "nuggets" not in self.bench.judgements:
+            raise ValueError(f"{self.name} has no nugget judgements (FreshStack only)")
+        return self.bench.judgements["nuggets"].copy()
+
     def info(self) -> Dict[str, object]:
         """Counts, notes of the reader (layout, qrels mapping, dropped instances) and provenance."""
         b = self.bench

@@ -225,6 +225,9 @@ RECORDED_COUNTS: Dict[str, Dict[str, int]] = {
     "nevir/mteb": {"docs": 5112, "queries": 2766, "qrels": 2766, "scoreddocs": 2 * 2766},
     **{f"bright/{task}": _bright_counts(*stats) for task, stats in BRIGHT_STATS.items()},
     **{f"bright/{task}-long": dict(zip(("docs", "queries", "qrels"), stats)) for task, stats in BRIGHT_LONG_STATS.items()},
+    # LIMIT at mteb's pins: the card's num_examples (mteb descriptive_stats LIMIT{,Small}Retrieval.json)
+    "limit": {"docs": 50000, "queries": 1000, "qrels": 2000},
+    "limit/small": {"docs": 46, "queries": 1000, "qrels": 2000},
 }
 
 #: the metadata of an entity type whose count is not known here: ir_datasets' ``count`` key with no number, as

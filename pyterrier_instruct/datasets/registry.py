@@ -12,7 +12,8 @@ from .entry import Entry  # noqa: F401 - the record of every id below (its own m
 
 
 #: Families that define no candidate lists: they are evaluated by full retrieval over the corpus.
-FULL_RETRIEVAL = frozenset({"ifir", "instructir", "beir", "bright", "mair"})
+FULL_RETRIEVAL = frozenset({"ifir", "instructir", "beir", "bright", "mair", "limit", "r2med", "freshstack",
+                            "crumb", "bright-pro"})
 
 
 _FOLLOWIR_FILES = ("corpus.jsonl", "queries.jsonl", "qrels_og/*", "qrels_changed/*", "top_ranked.jsonl", "README.md")
@@ -106,6 +107,8 @@ for _key, (_name, _test, _docs, _sel) in BEIR.items():
 
 from .catalog import entries as _bright_mair_nevir  # noqa: E402 - BRIGHT, MAIR, NevIR (its module imports Entry)
 DATASETS.update(_bright_mair_nevir())
+from .catalog26 import entries as _benchmarks_2026  # noqa: E402 - LIMIT, R2MED, FreshStack (issue 44)
+DATASETS.update(_benchmarks_2026())
 
 
 def qrels_repo(entry: Entry) -> Optional[str]:

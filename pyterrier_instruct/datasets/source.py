@@ -19,6 +19,7 @@ from typing import List, Optional
 from .._hub import hub_cli, hub_unreachable
 from ._files import DataError
 from .catalog import companion
+from .catalog26 import NOT_ON_HUB
 from .registry import BEIR_URL, Entry, qrels_repo
 
 ENV_ROOT = "PYTERRIER_INSTRUCT_DATA"
@@ -59,6 +60,9 @@ def candidates(name: str, entry: Entry) -> List[Path]:
 
 def how_to_get(name: str, entry: Entry) -> str:
     rev = f" --revision {entry.revision}" if entry.revision else ""
+    if entry.family in NOT_ON_HUB:  # MultiConIR: a GitHub repository
+        return (f"{NOT_ON_HUB[entry.family]}, then pass path=<folder>/{entry.subdir or ''} (or set {ENV_ROOT} to the "
+                f"folder that holds {entry.repo_id}/)")
     if qrels_repo(entry):
         beir = entry.repo_id.split("/", 1)[1]
         return (f"download {BEIR_URL.format(name=beir)} and unzip it (the folder {beir}/), or run "
@@ -66,12 +70,13 @@ def how_to_get(name: str, entry: Entry) -> str:
                 f"`{hub_cli()} download --repo-type dataset {qrels_repo(entry)}{rev} --local-dir <folder>/qrels`; "
                 f"then pass path=<folder> (or set {ENV_ROOT} to the folder that holds {beir}/)")
     if companion(entry):
-        other, allow = companion(entry)
+        other, allow, sub = companion(entry)
         include = " ".join(f"--include '{a}'" for a in entry.allow)
         return (f"`{hub_cli()} download --repo-type dataset {entry.repo_id}{rev} {include} --local-dir <folder>` and "
                 f"`{hub_cli()} download --repo-type dataset {other} {' '.join(f'--include {a!r}' for a in allow)} "
-                f"--local-dir <folder>` (both into the same folder), then pass path=<folder> (or set {ENV_ROOT} to the "
-                f"folder that holds {entry.repo_id.split('/', 1)[1]}/)")
+                f"--local-dir <folder>{'/' + sub if sub else ''}`"
+                f"{f' (the second into <folder>/{sub})' if sub else ' (both into the same folder)'}, then pass "
+                f"path=<folder> (or set {ENV_ROOT} to the folder that holds {entry.repo_id.split('/', 1)[1]}/)")
     return (f"{hub_cli()} download --repo-type dataset {entry.repo_id}{rev} --local-dir <folder>, then pass "
             f"path=<folder> (or set {ENV_ROOT} to the folder that holds {entry.repo_id.split('/', 1)[1]}/)")
 
@@ -89,8 +94,9 @@ def locate(name: str, entry: Entry, path: Optional[str] = None, download: bool =
         if folder.is_dir():
             return _with_subdir(folder, entry)
     where = ", ".join(str(t) for t in tried) or "(no candidate folders)"
-    if not download or offline():
-        reason = "HF_HUB_OFFLINE is set" if offline() else "downloading is disabled"
+    if not download or offline() or entry.family in NOT_ON_HUB:
+        reason = "it is not on the hub" if entry.family in NOT_ON_HUB else \
+            "HF_HUB_OFFLINE is set" if offline() else "downloading is disabled"
         raise DataError(f"{name}: no local copy found (looked in {where}) and {reason}. "
                         f"Get the data with: {how_to_get(name, entry)}")
     try:
@@ -153,8 +159,9 @@ def _download(entry: Entry) -> Path:
     if qrels_repo(entry):  # BEIR: the qrels repository's test/dev/train.tsv go to qrels/, as in the official zip
         snapshot_download(qrels_repo(entry), repo_type="dataset", revision=entry.revision, local_dir=str(tmp / "qrels"),
                           allow_patterns=["*.tsv"])
-    if companion(entry):  # MAIR: the documents repository into the same folder
-        other, allow = companion(entry)
-        snapshot_download(other, repo_type="dataset", revision=None, local_dir=str(tmp), allow_patterns=list(allow))
+    if companion(entry):  # MAIR: the documents repository into the same folder; FreshStack: the corpus into a subfolder
+        other, allow, sub = companion(entry)
+        snapshot_download(other, repo_type="dataset", revision=None, local_dir=str(tmp / sub) if sub else str(tmp),
+                          allow_patterns=list(allow))
     tmp.rename(target)
     return target

@@ -382,8 +382,147 @@ def nevir_mteb(path: Path):
     _write_jsonl(path / "queries.jsonl", queries)
 
 
+LIMIT_PEOPLE = ["Geneva Durben", "Olinda Posso", "Ada Quill", "Bo Ren", "Cy Tan", "Di Vo"]
+LIMIT_LIKES = ["Quokkas", "Birch Trees", "Jazz", "Chess"]
+
+
+def limit(path: Path, small: bool = False):
+    """orionweller/LIMIT(-small): BEIR/mteb jsonl at the root; names (with spaces) as document ids, 2 relevant per
+    query; each person likes two things, query_<n> asks who likes thing n (the full corpus adds 2 distractors)."""
+    people = LIMIT_PEOPLE[:4] if small else LIMIT_PEOPLE
+    likes = {p: (LIMIT_LIKES[i % 4], LIMIT_LIKES[(i + 1) % 4]) for i, p in enumerate(people)}
+    _write_jsonl(path / "corpus.jsonl", [{"_id": p, "title": "", "text": f"{p} likes {a} and {b}."}
+                                         for p, (a, b) in likes.items()])
+    _write_jsonl(path / "queries.jsonl", [{"_id": f"query_{n}", "text": f"Who likes {t}?"}
+                                          for n, t in enumerate(LIMIT_LIKES)])
+    _write_jsonl(path / "qrels.jsonl", [{"query-id": f"query_{n}", "corpus-id": p, "score": 1}
+                                        for n, t in enumerate(LIMIT_LIKES) for p in people[:4] if t in likes[p]])
+
+
+R2MED_TASKS = ("Biology", "Bioinformatics", "Medical-Sciences", "MedXpertQA-Exam", "MedQA-Diag", "PMC-Treatment",
+               "PMC-Clinical", "IIYi-Clinical")
+
+
+def r2med(path: Path, task: str):
+    """R2MED/<Task>: corpus.jsonl (id, text), query.jsonl (id, text, doc_id, answer, body_system), qrels.jsonl
+    (q_id, p_id, score); ids as in the released Biology files (BRIGHT-style paths, queries "0", "1", …)."""
+    docs = [{"id": f"{t}_paper/{t}_{i}.txt", "text": " ".join(WORDS[t].split()[i:i + 4]) + f" ({task})"}
+            for t in BRIGHT_TOPICS for i in range(2)]
+    gold = {str(n): [docs[2 * n]["id"], docs[2 * n + 1]["id"]] if n < 2 else [docs[2 * n]["id"]] for n in range(4)}
+    _write_jsonl(path / "corpus.jsonl", docs)
+    _write_jsonl(path / "query.jsonl", [{"id": q, "text": f"A patient asks about {BRIGHT_TOPICS[int(q)]}.", "doc_id": g,
+                                         "answer": "", "body_system": ""} for q, g in gold.items()])
+    _write_jsonl(path / "qrels.jsonl", [{"q_id": q, "p_id": d, "score": 1} for q, g in gold.items() for d in g])
+
+
+FRESHSTACK_TOPICS = ("langchain", "yolo", "laravel", "angular", "godot")
+
+
+def freshstack(root: Path):
+    """freshstack/queries-oct-2024 and freshstack/corpus-oct-2024 (UNVERIFIED file names: parquet shards of split
+    ``test``/``train`` under ``<topic>/``); nugget ids ``<query_id>_<n>``; query 7812 has a document supporting two
+    nuggets (summed label 2) and a judged-0 document; in langchain the other query is 78, a prefix of 7812 (freshstack's
+    ``nuggets_to_query_qrels`` gives 7812's nuggets to 78 as well), elsewhere 5903."""
+    for topic in FRESHSTACK_TOPICS:
+        docs = [{"_id": f"{topic}/src/file{i}.py_0_{100 * i}", "title": f"file{i}.py",
+                 "text": " ".join(WORDS[BRIGHT_TOPICS[i % 4]].split()[: 3 + i % 3])} for i in range(8)]
+        d = [x["_id"] for x in docs]
+        other = "78" if topic == "langchain" else "5903"
+        nuggets = {"7812": [(d[:2], [d[5]]), ([d[1], d[2]], []), ([d[3]], [])], other: [([d[4]], [d[6]]), ([d[7]], [])]}
+        rows = [{"query_id": int(q), "query_title": f"How to use {topic} {q}?", "query_text": f"Body of question {q}.",
+                 "answer_text": "Use it.",
+                 "nuggets": [{"_id": f"{q}_{n}", "text": f"nugget {n}", "relevant_corpus_ids": r,
+                              "non_relevant_corpus_ids": nr} for n, (r, nr) in enumerate(ns)]}
+                for q, ns in nuggets.items()]
+        _write_parquet(root / "queries-oct-2024" / topic / "test-00000-of-00001.parquet", rows)
+        _write_parquet(root / "corpus-oct-2024" / topic / "train-00000-of-00001.parquet", docs)
+
+
+CRUMB_TASKS = ("clinical_trial", "code_retrieval", "legal_qa", "paper_retrieval", "set_operation_entity_retrieval",
+               "stack_exchange", "theorem_retrieval", "tip_of_the_tongue")
+CRUMB_SINGLE = ("code_retrieval", "paper_retrieval", "theorem_retrieval")
+CRUMB_MAXP = ("clinical_trial", "set_operation_entity_retrieval", "tip_of_the_tongue")
+
+
+def crumb(path: Path):
+    """jfkback/crumb: ``<dir>/{eval,val}/query_labels.jsonl``, ``<dir>/passage_corpus.jsonl`` and, for the
+    two-collection tasks, ``<dir>/full_document_corpus.jsonl`` (``<dir>`` = the task, ``scientific_paper`` for
+    paper_retrieval). Three documents of two passages (``<doc>:<n>``); float labels (2.0, 1.0, judged 0.0); query q2's
+    instruction is null; paper_retrieval has binary qrels that differ from its graded ones."""
+    for task in CRUMB_TASKS:
+        base = path / ("scientific_paper" if task == "paper_retrieval" else task)
+        docs = [f"{task[:3].upper()}{i:05d}" for i in range(3)]
+        topic = BRIGHT_TOPICS[CRUMB_TASKS.index(task) % 4]
+        passages = [{"document_id": f"{d}:{n}", "document_content": f"{WORDS[topic]} part {n} of {d}", "parent_id": d,
+                     "metadata": "{}"} for d in docs for n in range(2)]
+        single = task in CRUMB_SINGLE
+        full = [{"document_id": d, "document_content": f"{WORDS[topic]} document {d}", "parent_id": None,
+                 "metadata": "{}"} for d in docs]
+        _write_jsonl(base / "passage_corpus.jsonl", passages)
+        if not single:
+            _write_jsonl(base / "full_document_corpus.jsonl", full)
+        for split in ("eval", "val"):
+            rows = []
+            for q, (a, b) in (("q1", (0, 1)), ("q2", (1, 2))):
+                pq = [{"id": f"{docs[a]}:1", "label": 2.0}, {"id": f"{docs[b]}:0", "label": 1.0},
+                      {"id": f"{docs[b]}:1", "label": 0.0}]
+                fq = [{"id": docs[a], "label": 2.0}, {"id": docs[b], "label": 1.0}]
+                if single:
+                    pq, fq = pq[:2], pq[:2]
+                binary = [{"id": f"{docs[a]}:1", "label": 1.0}] if task == "paper_retrieval" else []
+                rows.append({"query_id": f"{split}-{q}", "query_content": f"Find {topic} {q}",
+                             "instruction": None if q == "q2" else f"Find relevant {task} documents",
+                             "passage_qrels": pq, "passage_binary_qrels": binary, "full_document_qrels": fq,
+                             "use_max_p": task in CRUMB_MAXP, "metadata": "{}"})
+            _write_jsonl(base / split / "query_labels.jsonl", rows)
+
+
+def bright_pro(path: Path, tasks=("biology", "earth_science", "economics", "psychology", "robotics", "stackoverflow",
+                                  "sustainable_living")):
+    """ya-ir/BRIGHT-PRO in yale-nlp/Bright-Pro's file names (``<config>/<task>.parquet``). Query 0 has gold documents
+    of aspects a1 (two documents, weight 3) and a2 (weight 1); query 1 one of a1 (weight 2) and an excluded id; query
+    2 has no gold ids; document ids keep BRIGHT's form plus an added extraction passage."""
+    for task in tasks:
+        d = [f"{t}_page/{t}_{i}.txt" for t in BRIGHT_TOPICS for i in range(2)] + [f"{task}-0/extraction_0.txt"]
+        aspect = {d[0]: f"{task}-0-a1", d[8]: f"{task}-0-a1", d[1]: f"{task}-0-a2", d[2]: f"{task}-1-a1"}
+        _write_parquet(path / "documents" / f"{task}.parquet",
+                       [{"id": x, "content": f"{WORDS[BRIGHT_TOPICS[i % 8 // 2]]} {i}", "aspect": aspect.get(x)}
+                        for i, x in enumerate(d)])
+        _write_parquet(path / "aspects" / f"{task}.parquet",
+                       [{"id": a, "content": f"aspect {a}", "weight": w, "supporting_docs": [x for x in aspect
+                                                                                              if aspect[x] == a]}
+                        for a, w in ((f"{task}-0-a1", 3), (f"{task}-0-a2", 1), (f"{task}-1-a1", 2))])
+        _write_parquet(path / "examples" / f"{task}.parquet", [
+            {"id": "0", "query": f"Why do {task} dams fail?", "gold_ids": [d[0], d[8], d[1]], "excluded_ids": ["N/A"],
+             "gold_ids_long": [], "reasoning": "", "gold_answer": ""},
+            {"id": "1", "query": "Which antibiotic?", "gold_ids": [d[2]], "excluded_ids": [d[3]], "gold_ids_long": [],
+             "reasoning": "", "gold_answer": ""},
+            {"id": "2", "query": "No gold here", "gold_ids": [], "excluded_ids": ["N/A"], "gold_ids_long": [],
+             "reasoning": "", "gold_answer": ""}])
+
+
+def multiconir(path: Path):
+    """EIT-NLP/MultiConIR ``datasets/``: two rows per CSV (an unnamed index column first, as pandas writes it), the
+    file and folder names with their spaces and '&' (UNVERIFIED contents: the columns the evaluation code reads)."""
+    from pyterrier_instruct.datasets.multiconir import DOMAINS, file_of
+    for domain in DOMAINS:
+        for kind in ("task1", "task23", "len512", "len1024"):
+            rows = []
+            for r in range(2):
+                w = WORDS[BRIGHT_TOPICS[r]].split()
+                row = {f"Query{i}": f"Find a {domain} item with " + ", ".join(w[:i % 7 + 1]) + f" ({i})"
+                       for i in range(1, 11)}
+                row.update(Natural_Query10=f"I want a {domain} item about {' '.join(w[:5])}", Positive=" ".join(w),
+                           **{f"HN{k}": " ".join(w[: max(1, 8 - k)]) + f" hn{k}" for k in range(1, 11)})
+                rows.append(row)
+            target = path / "datasets" / file_of(kind, domain)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            pd.DataFrame(rows).to_csv(target)
+
+
 #: the owners (top-level folders) :func:`write` replaces
-OWNERS = ("jhu-clsp", "jianqunZ", "songtingyu", "kaist-ai", "mteb", "if-ir", "xlangai", "MAIR-Bench", "orionweller", "BeIR")
+OWNERS = ("jhu-clsp", "jianqunZ", "songtingyu", "kaist-ai", "mteb", "if-ir", "xlangai", "MAIR-Bench", "orionweller",
+          "BeIR", "R2MED", "freshstack", "jfkback", "ya-ir", "EIT-NLP")
 
 
 def write(root) -> Path:
@@ -406,6 +545,14 @@ def write(root) -> Path:
     mair(root / "MAIR-Bench" / "MAIR-Queries")
     nevir(root / "orionweller" / "NevIR")
     nevir_mteb(root / "orionweller" / "NevIR-mteb")
+    limit(root / "orionweller" / "LIMIT")
+    limit(root / "orionweller" / "LIMIT-small", small=True)
+    for task in R2MED_TASKS:
+        r2med(root / "R2MED" / task, task)
+    freshstack(root / "freshstack")
+    crumb(root / "jfkback" / "crumb")
+    bright_pro(root / "ya-ir" / "BRIGHT-PRO")
+    multiconir(root / "EIT-NLP" / "MultiConIR")
     shutil.copytree(BUNDLED / "BeIR", root / "BeIR")
     return root
 
