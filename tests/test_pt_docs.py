@@ -3,9 +3,9 @@ it builds with Sphinx with warnings as errors, so every docstring it pulls in re
 function and measure and every command of the CLI; and it ships in the wheel.
 
 PyTerrier's site builds these pages with its own Sphinx extensions, among them ``cite.dblp``, which queries DBLP; the
-configuration shipped beside the pages (``pt_docs/conf.py``, so ``sphinx-build pyterrier_instruct/pt_docs html`` works as
-typed) registers ``cite.dblp`` as a directive that only links the DBLP record. Every class renders with its constructor's
-parameters (issue 45: ``SavedRun(*args, **kwargs)`` before)."""
+configuration shipped beside the pages (``pt_docs/conf.py``, so ``sphinx-build pyterrier_instruct/pt_docs html``
+works as typed) registers ``cite.dblp`` as a directive that only links the DBLP record. Every class renders with its
+constructor's parameters (issue 45: ``SavedRun(*args, **kwargs)`` before)."""
 import fnmatch
 import html
 import inspect
@@ -33,7 +33,8 @@ def _class_signatures(site: Path) -> dict:
     """``{class: its signature as rendered}`` over every page of a built site."""
     found = {}
     for page in site.rglob("*.html"):
-        for name, sig in re.findall(r'<dt class="sig sig-object py" id="([^"]+)">(.*?)</dt>', page.read_text("utf-8"), re.S):
+        entries = re.findall(r'<dt class="sig sig-object py" id="([^"]+)">(.*?)</dt>', page.read_text("utf-8"), re.S)
+        for name, sig in entries:
             text = " ".join(html.unescape(re.sub(r"<[^>]+>", "", sig)).split()).rstrip("¶")
             if text.startswith("class "):
                 found[name] = text[len("class "):]
@@ -54,7 +55,8 @@ def test_pt_docs_build_without_a_warning(tmp_path):
     signatures = _class_signatures(tmp_path / "html")
     assert len(signatures) > 40 and [c for c, s in signatures.items() if s.endswith("(*args, **kwargs)")] == []
     assert re.fullmatch(r"pyterrier_instruct\.SavedRun\(system: (pt\.)?Transformer, directory: str, \*, key: "
-                        r"(Optional\[str\]|str \| None) = None, verbose: bool = True\)", signatures["pyterrier_instruct.SavedRun"])
+                        r"(Optional\[str\]|str \| None) = None, verbose: bool = True\)",
+                        signatures["pyterrier_instruct.SavedRun"])
     assert signatures["pyterrier_instruct.FIRST"].startswith("pyterrier_instruct.FIRST(model_name_or_path: str = "
                                                              "'castorini/first_mistral', *, backend")
 
