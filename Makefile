@@ -8,8 +8,8 @@ export TOKENIZERS_PARALLELISM = false
 
 .PHONY: demo test docs install bench clean
 
-# Each target installs what it needs, no more: `make demo` the [demo] extra (about 1.3 GB; the [test] set is about
-# 4.3 GB), `make docs` the [docs] extra, `make test` the [test] extra and the reference code the parity tests run.
+# Each target installs what it needs, no more: `make demo` the [demo] extra (a 2.0 GB venv; the [test] one is 4.3 GB),
+# `make docs` the [docs] extra, `make test` the [test] extra and the reference code the parity tests run.
 # torch goes in first on its own, so the CPU build constraints.txt pins is the one the extras find installed.
 $(PY):
 	$(PYTHON) -m venv $(VENV)

@@ -9,6 +9,7 @@ constructor's parameters (issue 45: ``SavedRun(*args, **kwargs)`` before)."""
 import fnmatch
 import html
 import inspect
+import json
 import re
 import subprocess
 import sys
@@ -91,3 +92,19 @@ def test_every_family_page_is_in_the_index_and_the_wheel():
     assert "   families/*" in index  # a new family's page is one file in families/, found by the toctree's glob
     assert {p.stem for p in (PT_DOCS / "families").glob("*.rst")} >= {"monot5", "causal-lm", "qwen3-reranker", "rank1",
                                                                      "listwise", "dense"}
+
+
+def test_readme_installs_into_another_environment_from_any_clone(tmp_path):
+    """README's line for another environment is run in the clone and reads no remote: the line it replaced,
+    ``git+$(git remote get-url origin)``, is no URL pip reads when the clone came from a local path (issue 45)."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    install = readme.split("## Install", 1)[1].split("\n## ", 1)[0]
+    line = install.split("into another environment", 1)[1].split("```bash\n", 1)[1].split("\n", 1)[0]
+    assert line == 'pip install ".[hf]"' and "$(git remote get-url origin)" not in readme
+    report = tmp_path / "report.json"  # what pip would install (resolved, nothing installed; offline)
+    done = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--no-deps", "--no-build-isolation",
+                           "--no-index", "-q", "--report", str(report), ".[hf]"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    [planned] = json.loads(report.read_text())["install"]
+    assert planned["metadata"]["name"] == "pyterrier-instruct" and planned["requested_extras"] == ["hf"]
