@@ -16,7 +16,6 @@ with an empty default is warned about once per stage). A NaN title is an empty t
 """
 from __future__ import annotations
 
-import warnings
 from typing import Dict
 
 import numpy as np
@@ -24,6 +23,7 @@ import pandas as pd
 import pyterrier as pt
 
 from ._config import Configured
+from ._experiment_context import warn_user
 from ._validation import text_hint
 from ._progress import tqdm as progress_bar
 from .instructions import query_instructions
@@ -119,9 +119,9 @@ class InstructReranker(Configured, pt.Transformer):
             return empty_result(out, self.extra_outputs)
         if "instruction" not in inp.columns and not self.instruction and not self.__dict__.get("_warned_no_instruction"):
             self.__dict__["_warned_no_instruction"] = True  # once per stage: not per batch of a pt.Experiment
-            warnings.warn(f"{type(self).__name__}: the input has no 'instruction' column and the stage no instruction= "
-                          "default, so every query is scored without an instruction; pass topics with an 'instruction' "
-                          "column (e.g. dataset.get_topics()), or set instruction='...' on the stage", stacklevel=2)
+            warn_user(f"{type(self).__name__}: the input has no 'instruction' column and the stage no instruction= "
+                      "default, so every query is scored without an instruction; pass topics with an 'instruction' "
+                      "column (e.g. dataset.get_topics()), or set instruction='...' on the stage")
         scores, extra = self._score(self.prompt_view(inp)), {}
         if self.extra_outputs:
             scores, extra = scores

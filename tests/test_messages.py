@@ -123,6 +123,7 @@ def test_a_reranker_without_instructions_warns_once(mini):
         "PoolBM25: the input has no 'instruction' column and the stage no instruction= default, so every query is "
         "scored without an instruction; pass topics with an 'instruction' column (e.g. dataset.get_topics()), or set "
         "instruction='...' on the stage"]
+    assert [w.filename for w in caught if w.category is UserWarning] == [__file__]  # the user's line, not PyTerrier's
     with warnings.catch_warnings():
         warnings.filterwarnings("error", message=".*no 'instruction' column")
         pti.PoolBM25(verbose=False)(cands)  # the column there: no warning
