@@ -40,7 +40,7 @@ install: $(VENV)/.installed
 demo: $(VENV)/.demo
 	$(PY) -m pyterrier_instruct.reproduce.cli demo --out results/demo
 
-docs: $(VENV)/.docs  # the API reference PyTerrier's site includes, built as it is (pt_docs/conf.py), warnings as errors
+docs: $(VENV)/.docs  # the API reference PyTerrier's site includes, with pt_docs/conf.py, warnings as errors
 	$(PY) -m sphinx -W --keep-going -q -b html pyterrier_instruct/pt_docs build/pt_docs
 	@echo "open build/pt_docs/index.html"
 
