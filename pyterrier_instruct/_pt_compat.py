@@ -342,9 +342,10 @@ def _rebound(function, **names):
     return functools.update_wrapper(rebound, function)
 
 
-def _when_ours(original, then):
+def _when_ours(original, then, otherwise=None):
     """``original`` itself unless its ``eval_metrics`` hold a measure of this package; then ``then(original, bound)``
-    with the arguments bound (defaults applied) and the names parsed (:func:`by_name`)."""
+    with the arguments bound (defaults applied) and the names parsed (:func:`by_name`). Before ``original``: a
+    misspelled package measure refused (:func:`_misspelled_ours`), and ``otherwise(bound)`` if given."""
     signature = inspect.signature(original)
 
     @functools.wraps(original)
@@ -352,6 +353,8 @@ def _when_ours(original, then):
         bound = signature.bind(*args, **kwargs)
         if not _split_measures(bound.arguments.get("eval_metrics"))[0]:
             _misspelled_ours(bound.arguments.get("eval_metrics"))
+            if otherwise is not None:
+                otherwise(bound)
             return original(*args, **kwargs)
         bound.apply_defaults()
         bound.arguments["eval_metrics"] = by_name(bound.arguments["eval_metrics"])
@@ -368,7 +371,7 @@ def _execution(original, plan: str):
     """``linear_execution``/``tree_execution``: PyTerrier's own unless a package measure is in the list; then batches and
     saved runs checked before any system runs, and the experiment's state set for the measures and for
     ``RenderFromPerQuery.averages``."""
-    return _when_ours(original, functools.partial(_paired_execution, plan=plan))
+    return _when_ours(original, functools.partial(_paired_execution, plan=plan), _refuse_plain_caches_around_ours)
 
 
 def _paired_execution(original, bound, plan: str):
@@ -421,12 +424,19 @@ def _naming_systems(linear_execution, paired: _Paired, names: List[str]):
     return _rebound(linear_execution, _precomputation=_precomputation, _run_and_evaluate=_run_and_evaluate)
 
 
-def _refuse_plain_caches(systems, system_names, topics, measures, names) -> None:
+def _refuse_plain_caches_around_ours(bound) -> None:
+    """Without a package measure: :func:`_refuse_plain_caches` for the caches that wrap a stage of this package."""
+    arguments = bound.arguments
+    _refuse_plain_caches(list(arguments["retr_systems"]), arguments["names"], arguments["topics"], [], [], True)
+
+
+def _refuse_plain_caches(systems, system_names, topics, measures, names, around_ours: bool = False) -> None:
     """A ``ValueError``, before any system runs, for a pyterrier-caching cache keyed without the instruction
     (:func:`~pyterrier_instruct.caching.plain_caches`) inside a system of an experiment whose topics hold variants that
     share a query text and differ in the instruction (FollowIR's og and changed): the variants scored in one call make
     its SQLite insert fail after all the scoring (``IntegrityError``); a variant cached before gets the other's score,
-    and a paired measure would compare the system with itself."""
+    and a paired measure would compare the system with itself. ``around_ours`` (no package measure in the list): only
+    caches wrapping a stage of this package."""
     if not isinstance(topics, pd.DataFrame) or not {"query", "instruction"} <= set(topics.columns):
         return
     if not (topics.groupby("query")["instruction"].nunique() > 1).any():
@@ -437,15 +447,15 @@ def _refuse_plain_caches(systems, system_names, topics, measures, names) -> None
     for name, system in zip(system_names, systems):
         if isinstance(system, pd.DataFrame):
             continue
-        for cache in plain_caches(system):
+        for cache in plain_caches(system, around_ours):
             raise ValueError(
                 f"pt.Experiment: the system {str(name)!r} holds {cache}, which keys its entries without the instruction: "
                 "the topics' variants that share a query text and differ only in the instruction (og and changed) "
                 "would end in sqlite3.IntegrityError after all the scoring when scored together, or get one cached "
-                f"score, so {paired} would compare the system with itself; refused before any system runs. Use "
-                "pti.ScorerCache(path, scorer) or pti.RetrieverCache(path, retriever) (keyed on the stage, the query it "
-                "reads and the instruction; docs/caching.md), or fold the instruction into the query first "
-                "(pti.FoldInstruction()).")
+                f"score{f', so {paired} would compare the system with itself' if paired else ''}; refused before any "
+                "system runs. Use pti.ScorerCache(path, scorer) or pti.RetrieverCache(path, retriever) (keyed on the "
+                "stage, the query it reads and the instruction; docs/caching.md), or fold the instruction into the "
+                "query first (pti.FoldInstruction()).")
 
 
 class _SavedRuns:

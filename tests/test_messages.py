@@ -113,6 +113,21 @@ def test_a_plain_pyterrier_caching_cache_with_paired_topics_is_refused_before_an
     assert scored == []
 
 
+def test_without_package_measures_a_plain_cache_around_a_package_stage_is_refused_too(mini, tmp_path):
+    ptc = pytest.importorskip("pyterrier_caching")
+    from ir_measures import nDCG
+    topics, qrels = mini.get_topics(), mini.get_qrels()
+    ours = ptc.ScorerCache(str(tmp_path / "ours"), pti.MonoT5("never-loaded"))
+    with pytest.raises(ValueError, match=r"^pt.Experiment: the system 'monot5' holds Sqlite3ScorerCache\(.*MonoT5\("
+                                         r"'never-loaded'\).*IntegrityError after all the scoring when scored together, "
+                                         r"or get one cached score; refused before any system runs"):
+        pt.Experiment([mini.candidates() >> ours], topics, qrels, [nDCG @ 10], names=["monot5"])
+    # around another package's stage, the experiment stays PyTerrier's and pyterrier-caching's own
+    foreign = ptc.ScorerCache(str(tmp_path / "foreign"), pt.apply.score(lambda row: 1.0))
+    with pytest.raises(Exception, match="UNIQUE constraint failed"):
+        pt.Experiment([mini.candidates() >> foreign], topics, qrels, [nDCG @ 10], names=["foreign"])
+
+
 def test_a_reranker_without_instructions_warns_once(mini):
     cands = mini.candidates()(mini.get_topics("og").iloc[:2])
     reranker = pti.PoolBM25(verbose=False)
