@@ -13,10 +13,16 @@ from ir_measures import nDCG
 
 import pyterrier_instruct as pti
 
-parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+
+class Help(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+    """The description as written above; each option with its default."""
+
+
+parser = argparse.ArgumentParser(description=__doc__, formatter_class=Help)
 parser.add_argument("--dataset", default="beir/scifact", help="a BEIR id; its dev split (<id>/dev) selects the prompt")
-parser.add_argument("--family", default="Promptriever", choices=["Promptriever", "RepLLaMA", "Qwen3Embedding"])
-parser.add_argument("--model", default=None, help="the checkpoint (default: the family's own)")
+parser.add_argument("--family", default="Promptriever", choices=["Promptriever", "RepLLaMA", "Qwen3Embedding"],
+                    help="the dense family (a class of pyterrier_instruct)")
+parser.add_argument("--model", default=None, help="the checkpoint; none: the family's own")
 parser.add_argument("--prompts", type=int, default=10, help="how many of Promptriever's 10 BEIR prompts to sweep")
 parser.add_argument("--index", default=None, help="a folder keeping the corpus embeddings between runs")
 parser.add_argument("--standins", action="store_true", help="tiny random models and the miniature benchmarks (pyterrier_instruct.testing)")

@@ -12,12 +12,17 @@ from ir_measures import AP, nDCG
 
 import pyterrier_instruct as pti
 
-parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+
+class Help(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+    """The description as written above; each option with its default."""
+
+
+parser = argparse.ArgumentParser(description=__doc__, formatter_class=Help)
 parser.add_argument("--dataset", default="followir/robust04", help="a FollowIR id (followir/robust04, /news21, /core17)")
-parser.add_argument("--monot5", default="castorini/monot5-base-msmarco-10k")
-parser.add_argument("--followir", default="jhu-clsp/FollowIR-7B")
-parser.add_argument("--qwen3", default="Qwen/Qwen3-Reranker-0.6B")
-parser.add_argument("--rank1", default="jhu-clsp/rank1-7b")
+parser.add_argument("--monot5", default="castorini/monot5-base-msmarco-10k", help="MonoT5's checkpoint")
+parser.add_argument("--followir", default="jhu-clsp/FollowIR-7B", help="FollowIR-7B's checkpoint")
+parser.add_argument("--qwen3", default="Qwen/Qwen3-Reranker-0.6B", help="Qwen3-Reranker's checkpoint")
+parser.add_argument("--rank1", default="jhu-clsp/rank1-7b", help="rank1's checkpoint")
 parser.add_argument("--max-output-tokens", type=int, default=8192, help="rank1's reasoning budget")
 parser.add_argument("--k", type=int, default=100, help="BM25 depth reranked")
 parser.add_argument("--standins", action="store_true", help="tiny random models at these ids and the miniature benchmarks "
@@ -41,5 +46,6 @@ res = pt.Experiment(
     ds.get_topics(), ds.get_qrels(),
     [pti.pMRR, pti.OG(AP@1000), pti.OG(nDCG@5)],
     names=["BM25"] + [f"BM25 » {name}" for name in rerankers],
-    baseline=0)                                           # paired t-test against BM25, per base query
+    baseline=0,                                           # paired t-test against BM25, per base query
+    plan="tree", verbose=False)                           # BM25 and the text loaded once, not per system
 print(res.round(3).to_string(index=False))

@@ -13,9 +13,14 @@ import pyterrier as pt
 
 import pyterrier_instruct as pti
 
-parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+
+class Help(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+    """The description as written above; each option with its default."""
+
+
+parser = argparse.ArgumentParser(description=__doc__, formatter_class=Help)
 parser.add_argument("--dataset", default="ifir/fiqa", help="ifir/<subset>: fiqa, scifact_open, nfcorpus, aila, fire, pm, cds")
-parser.add_argument("--monot5", default="castorini/monot5-base-msmarco-10k")
+parser.add_argument("--monot5", default="castorini/monot5-base-msmarco-10k", help="MonoT5's checkpoint")
 parser.add_argument("--judge", default="gpt-4o-mini", help="the judge model's name on the server")
 parser.add_argument("--base-url", default=None, help="the OpenAI-compatible server (…/v1); --standins: a stand-in on 127.0.0.1")
 parser.add_argument("--api-key-env", default=None, help="the environment variable holding the key (none for a local server)")

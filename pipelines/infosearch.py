@@ -12,12 +12,18 @@ from ir_measures import nDCG
 
 import pyterrier_instruct as pti
 
-parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+
+class Help(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+    """The description as written above; each option with its default."""
+
+
+parser = argparse.ArgumentParser(description=__doc__, formatter_class=Help)
 parser.add_argument("--dataset", default="infosearch/format",
                     help="infosearch/<dimension>: audience, format, keyword, language, length, source")
-parser.add_argument("--monot5", default="castorini/monot5-base-msmarco-10k")
-parser.add_argument("--followir", default="jhu-clsp/FollowIR-7B")
-parser.add_argument("--wise-version", default="2024", choices=["2024", "2025", "paper"])
+parser.add_argument("--monot5", default="castorini/monot5-base-msmarco-10k", help="MonoT5's checkpoint")
+parser.add_argument("--followir", default="jhu-clsp/FollowIR-7B", help="FollowIR-7B's checkpoint")
+parser.add_argument("--wise-version", default="2024", choices=["2024", "2025", "paper"],
+                    help="WISE's version (pti.WISE(version=))")
 parser.add_argument("--standins", action="store_true", help="tiny random models and the miniature benchmarks (pyterrier_instruct.testing)")
 args = parser.parse_args()
 if args.standins:
@@ -30,5 +36,5 @@ systems = {"BM25 (pool)": pool >> pti.PoolBM25(), "MonoT5": pool >> pti.MonoT5(a
            "FollowIR-7B": pool >> pti.FollowIR7B(args.followir)}
 res = pt.Experiment(list(systems.values()), ds.get_topics(), ds.get_qrels(),
                     [pti.WISE(version=args.wise_version), pti.SICR, pti.InfoSearch_pMRR, pti.OG(nDCG@10)],
-                    names=list(systems), baseline=0)
+                    names=list(systems), baseline=0, plan="tree", verbose=False)  # the pool read once, not per system
 print(res.round(3).to_string(index=False))

@@ -13,10 +13,16 @@ from ir_measures import AP
 
 import pyterrier_instruct as pti
 
-parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-parser.add_argument("--dataset", default="followir/robust04")
-parser.add_argument("--model", default="castorini/rank_zephyr_7b_v1_full")
-parser.add_argument("--gpu-memory-utilization", type=float, default=0.8)
+
+class Help(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+    """The description as written above; each option with its default."""
+
+
+parser = argparse.ArgumentParser(description=__doc__, formatter_class=Help)
+parser.add_argument("--dataset", default="followir/robust04",
+                    help="a FollowIR id (followir/robust04, /news21, /core17)")
+parser.add_argument("--model", default="castorini/rank_zephyr_7b_v1_full", help="RankZephyr's checkpoint")
+parser.add_argument("--gpu-memory-utilization", type=float, default=0.8, help="the share of GPU memory vLLM may take")
 parser.add_argument("--k", type=int, default=100, help="BM25 depth reranked")
 parser.add_argument("--standins", action="store_true", help="tiny random models and the miniature benchmarks (pyterrier_instruct.testing)")
 args = parser.parse_args()
@@ -28,5 +34,6 @@ ds = pti.load_dataset(args.dataset)
 bm25 = pti.BM25(ds.get_corpus_iter())
 zephyr = pti.RankZephyr(backend=pti.VLLMBackend(args.model, gpu_memory_utilization=args.gpu_memory_utilization))
 res = pt.Experiment([bm25, bm25 % args.k >> ds.text_loader() >> zephyr], ds.get_topics(), ds.get_qrels(),
-                    [pti.pMRR, pti.OG(AP@1000)], names=["BM25", "BM25 » RankZephyr (vLLM)"], baseline=0)
+                    [pti.pMRR, pti.OG(AP@1000)], names=["BM25", "BM25 » RankZephyr (vLLM)"], baseline=0,
+                    plan="tree", verbose=False)  # BM25 computed once, not once per system
 print(res.round(3).to_string(index=False))

@@ -11,11 +11,16 @@ import pyterrier as pt
 
 import pyterrier_instruct as pti
 
-parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+
+class Help(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+    """The description as written above; each option with its default."""
+
+
+parser = argparse.ArgumentParser(description=__doc__, formatter_class=Help)
 parser.add_argument("--dataset", default="nevir", help="nevir (test), nevir/validation, nevir/train, nevir/mteb")
-parser.add_argument("--monot5", default="castorini/monot5-base-msmarco-10k")
-parser.add_argument("--qwen3", default="Qwen/Qwen3-Reranker-0.6B")
-parser.add_argument("--rank1", default="jhu-clsp/rank1-7b")
+parser.add_argument("--monot5", default="castorini/monot5-base-msmarco-10k", help="MonoT5's checkpoint")
+parser.add_argument("--qwen3", default="Qwen/Qwen3-Reranker-0.6B", help="Qwen3-Reranker's checkpoint")
+parser.add_argument("--rank1", default="jhu-clsp/rank1-7b", help="rank1's checkpoint")
 parser.add_argument("--max-output-tokens", type=int, default=8192, help="rank1's reasoning budget")
 parser.add_argument("--standins", action="store_true", help="tiny random models and the miniature benchmarks (pyterrier_instruct.testing)")
 args = parser.parse_args()
@@ -27,5 +32,5 @@ ds = pti.load_dataset(args.dataset)
 rerankers = {"MonoT5": pti.MonoT5(args.monot5), "Qwen3-Reranker": pti.Qwen3Reranker(args.qwen3),
              "rank1": pti.Rank1(args.rank1, max_output_tokens=args.max_output_tokens)}
 res = pt.Experiment([ds.candidates() >> model for model in rerankers.values()], ds.get_topics(), ds.get_qrels(),
-                    [pti.PairedAccuracy], names=list(rerankers))
+                    [pti.PairedAccuracy], names=list(rerankers), plan="tree", verbose=False)  # candidates read once
 print(res.round(3).to_string(index=False))

@@ -84,6 +84,18 @@ def _hashable(value):
         return repr(value)
 
 
+class constructor_signature:
+    """``__signature__ = constructor_signature()`` in the body of a class that is not :class:`Configured`:
+    ``inspect.signature(cls)``, ``help`` and Sphinx show its ``__init__``'s parameters, not ``pt.Transformer.__new__``'s
+    ``(*args, **kwargs)``; an instance has none (a transformer's call signature stays its own)."""
+
+    def __get__(self, obj, cls) -> inspect.Signature:
+        if obj is not None:
+            raise AttributeError("__signature__")
+        init = inspect.signature(cls.__init__)
+        return init.replace(parameters=list(init.parameters.values())[1:])
+
+
 class _ConfiguredType(type):
     """The metaclass of :class:`Configured`: a call records itself on the instance before ``__init__`` runs (the
     ``repr``); ``__signature__`` is the constructor's, base classes' parameters included (so Sphinx does not show

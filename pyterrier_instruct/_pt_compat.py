@@ -279,10 +279,40 @@ def by_name(eval_metrics):
                 try:
                     m = _parse_name(m)
                 except (ValueError, NameError, SyntaxError, TypeError) as err:
-                    raise ValueError(f"unknown measure {m!r}: neither an ir_measures name ('nDCG@10', 'AP@1000', "
-                                     f"'pMRR', 'OG(AP@1000)') nor a trec_eval name ('map', 'ndcg_cut_10') ({err})") from None
+                    raise ValueError(_unknown_measure(m, _did_you_mean(m)[0], err)) from None
         out.append(m)
     return out
+
+
+def _unknown_measure(name: str, meant: Optional[str], err=None) -> str:
+    return (f"unknown measure {name!r}: neither an ir_measures name ('nDCG@10', 'AP@1000', 'pMRR', 'OG(AP@1000)') nor "
+            f"a trec_eval name ('map', 'ndcg_cut_10'){f'; did you mean {meant!r}?' if meant else ''}"
+            + (f" ({err})" if err else ""))
+
+
+def _did_you_mean(name: str) -> Tuple[Optional[str], object]:
+    """``name`` with its measure name (before any ``@``/``(``) replaced by the closest one registered in ir_measures,
+    case ignored (``"pMMR@10"`` → ``"pMRR@10"``), and that measure; ``(None, None)`` when none is close."""
+    import difflib
+    import ir_measures
+    head = re.split(r"[@(]", name.strip(), maxsplit=1)[0]
+    known = {}
+    for n in ir_measures.measures.registry:  # a name before its aliases (nDCG, then NDCG)
+        known.setdefault(n.lower(), n)
+    close = difflib.get_close_matches(head.lower(), known, n=1, cutoff=0.7)
+    if not close:
+        return None, None
+    return known[close[0]] + name.strip()[len(head):], ir_measures.measures.registry[known[close[0]]]
+
+
+def _misspelled_ours(eval_metrics) -> None:
+    """A name in ``eval_metrics`` whose closest measure is one of this package's and that neither PyTerrier's
+    trec_eval-style parser nor ``ir_measures.parse_measure`` reads (PyTerrier raises on it anyway): :func:`by_name`'s
+    ``ValueError`` naming the measure meant (``"pMMR"`` → ``'pMRR'``), before any system runs; other names: PyTerrier's."""
+    from .measures import PairedMeasure
+    for m in eval_metrics if isinstance(eval_metrics, (list, tuple)) else ():
+        if isinstance(m, str) and isinstance(_did_you_mean(m)[1], PairedMeasure):
+            by_name([m])
 
 
 def _experiment(original):
@@ -291,7 +321,17 @@ def _experiment(original):
     names = original.__globals__
     return _rebound(original, _validate=_validation(names["_validate"]),
                     linear_execution=_execution(names["linear_execution"], "linear"),
-                    tree_execution=_execution(names["tree_execution"], "tree"))
+                    tree_execution=_execution(names["tree_execution"], "tree"), ValueError=_save_dir_hint)
+
+
+def _save_dir_hint(*args) -> ValueError:
+    """What ``raise ValueError(...)`` in PyTerrier's ``Experiment`` builds: the builtin ``ValueError`` as it was, but
+    "save_dir runs does not exist" says how to create the folder (PyTerrier writes runs into it, never creates it)."""
+    found = re.fullmatch(r"save_dir (.*) does not exist", args[0]) if args and isinstance(args[0], str) else None
+    if found:
+        args = (f"{args[0]}: create it first, e.g. os.makedirs({found.group(1)!r}, exist_ok=True) (pt.Experiment "
+                "writes each system's run into save_dir but does not create the folder)",)
+    return ValueError(*args)
 
 
 def _rebound(function, **names):
@@ -302,15 +342,19 @@ def _rebound(function, **names):
     return functools.update_wrapper(rebound, function)
 
 
-def _when_ours(original, then):
+def _when_ours(original, then, otherwise=None):
     """``original`` itself unless its ``eval_metrics`` hold a measure of this package; then ``then(original, bound)``
-    with the arguments bound (defaults applied) and the names parsed (:func:`by_name`)."""
+    with the arguments bound (defaults applied) and the names parsed (:func:`by_name`). Before ``original``: a
+    misspelled package measure refused (:func:`_misspelled_ours`), and ``otherwise(bound)`` if given."""
     signature = inspect.signature(original)
 
     @functools.wraps(original)
     def hooked(*args, **kwargs):
         bound = signature.bind(*args, **kwargs)
         if not _split_measures(bound.arguments.get("eval_metrics"))[0]:
+            _misspelled_ours(bound.arguments.get("eval_metrics"))
+            if otherwise is not None:
+                otherwise(bound)
             return original(*args, **kwargs)
         bound.apply_defaults()
         bound.arguments["eval_metrics"] = by_name(bound.arguments["eval_metrics"])
@@ -327,7 +371,7 @@ def _execution(original, plan: str):
     """``linear_execution``/``tree_execution``: PyTerrier's own unless a package measure is in the list; then batches and
     saved runs checked before any system runs, and the experiment's state set for the measures and for
     ``RenderFromPerQuery.averages``."""
-    return _when_ours(original, functools.partial(_paired_execution, plan=plan))
+    return _when_ours(original, functools.partial(_paired_execution, plan=plan), _refuse_plain_caches_around_ours)
 
 
 def _paired_execution(original, bound, plan: str):
@@ -338,7 +382,7 @@ def _paired_execution(original, bound, plan: str):
     transformers = [s for s in systems if not isinstance(s, pd.DataFrame)]  # a result frame is evaluated whole
     if batch_size is not None and transformers and isinstance(topics, pd.DataFrame):
         _check_batches(measures, topics, int(batch_size), plan)
-    _warn_plain_caches(systems, arguments["names"], topics, measures, names)
+    _refuse_plain_caches(systems, arguments["names"], topics, measures, names)
     per_system = original.__globals__.get("_run_and_evaluate")  # linear_execution's, called once per system
     if arguments.get("save_dir") is not None and isinstance(topics, pd.DataFrame) and per_system is not None:
         saved = _SavedRuns(arguments["save_dir"], arguments["names"], systems, topics, per_system)
@@ -380,11 +424,19 @@ def _naming_systems(linear_execution, paired: _Paired, names: List[str]):
     return _rebound(linear_execution, _precomputation=_precomputation, _run_and_evaluate=_run_and_evaluate)
 
 
-def _warn_plain_caches(systems, system_names, topics, measures, names) -> None:
-    """A warning, before any system runs, for each pyterrier-caching cache keyed without the instruction
-    (:func:`~pyterrier_instruct.caching.plain_caches`) in an experiment whose topics hold variants that share a query
-    text and differ in the instruction (FollowIR's og and changed): the changed variant would get the og variant's
-    cached scores, and a paired measure would compare a system with itself."""
+def _refuse_plain_caches_around_ours(bound) -> None:
+    """Without a package measure: :func:`_refuse_plain_caches` for the caches that wrap a stage of this package."""
+    arguments = bound.arguments
+    _refuse_plain_caches(list(arguments["retr_systems"]), arguments["names"], arguments["topics"], [], [], True)
+
+
+def _refuse_plain_caches(systems, system_names, topics, measures, names, around_ours: bool = False) -> None:
+    """A ``ValueError``, before any system runs, for a pyterrier-caching cache keyed without the instruction
+    (:func:`~pyterrier_instruct.caching.plain_caches`) inside a system of an experiment whose topics hold variants that
+    share a query text and differ in the instruction (FollowIR's og and changed): the variants scored in one call make
+    its SQLite insert fail after all the scoring (``IntegrityError``); a variant cached before gets the other's score,
+    and a paired measure would compare the system with itself. ``around_ours`` (no package measure in the list): only
+    caches wrapping a stage of this package."""
     if not isinstance(topics, pd.DataFrame) or not {"query", "instruction"} <= set(topics.columns):
         return
     if not (topics.groupby("query")["instruction"].nunique() > 1).any():
@@ -395,13 +447,15 @@ def _warn_plain_caches(systems, system_names, topics, measures, names) -> None:
     for name, system in zip(system_names, systems):
         if isinstance(system, pd.DataFrame):
             continue
-        for cache in plain_caches(system):
-            warn_user(f"pt.Experiment: the system {str(name)!r} holds {cache}, which keys its entries without the "
-                      "instruction: the topics' variants that share a query text and differ only in the instruction "
-                      "(og and changed) get one cached score, so " + paired + " would compare the "
-                      "system with itself. Use pti.ScorerCache(path, scorer) or pti.RetrieverCache(path, retriever) "
-                      "(keyed on the stage, the query it reads and the instruction; docs/caching.md), or fold the "
-                      "instruction into the query first (pti.FoldInstruction()).")
+        for cache in plain_caches(system, around_ours):
+            raise ValueError(
+                f"pt.Experiment: the system {str(name)!r} holds {cache}, which keys its entries without the instruction: "
+                "the topics' variants that share a query text and differ only in the instruction (og and changed) "
+                "would end in sqlite3.IntegrityError after all the scoring when scored together, or get one cached "
+                f"score{f', so {paired} would compare the system with itself' if paired else ''}; refused before any "
+                "system runs. Use pti.ScorerCache(path, scorer) or pti.RetrieverCache(path, retriever) (keyed on the "
+                "stage, the query it reads and the instruction; docs/caching.md), or fold the instruction into the "
+                "query first (pti.FoldInstruction()).")
 
 
 class _SavedRuns:

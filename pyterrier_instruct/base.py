@@ -11,8 +11,8 @@ The first-stage score: an incoming ``score`` is kept as ``score_0``, unless the 
 Missing text, one rule for every family (:func:`check_text`, also used by the dense encoders and the BM25 first
 stages): a NaN/None ``query`` or document text is an error naming the column and the first rows, never scored as
 the string ``"nan"`` or as an empty document; a NaN/None or blank ``instruction`` is a missing instruction, replaced by
-the reranker's ``instruction=`` default (``""`` unless set), exactly as when the column is absent. A NaN title is an
-empty title.
+the reranker's ``instruction=`` default (``""`` unless set), exactly as when the column is absent (an absent column
+with an empty default is warned about once per stage). A NaN title is an empty title.
 """
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ import pandas as pd
 import pyterrier as pt
 
 from ._config import Configured
+from ._experiment_context import warn_user
 from ._validation import text_hint
 from ._progress import tqdm as progress_bar
 from .instructions import query_instructions
@@ -116,6 +117,11 @@ class InstructReranker(Configured, pt.Transformer):
         out = first_stage_columns(inp)
         if len(out) == 0:
             return empty_result(out, self.extra_outputs)
+        if "instruction" not in inp.columns and not self.instruction and not self.__dict__.get("_warned_no_instruction"):
+            self.__dict__["_warned_no_instruction"] = True  # once per stage: not per batch of a pt.Experiment
+            warn_user(f"{type(self).__name__}: the input has no 'instruction' column and the stage no instruction= "
+                      "default, so every query is scored without an instruction; pass topics with an 'instruction' "
+                      "column (e.g. dataset.get_topics()), or set instruction='...' on the stage")
         scores, extra = self._score(self.prompt_view(inp)), {}
         if self.extra_outputs:
             scores, extra = scores

@@ -49,36 +49,48 @@ class RunStore(SqliteStore):
     SCHEMA = "CREATE TABLE IF NOT EXISTS runs (key TEXT PRIMARY KEY, frame BLOB NOT NULL) WITHOUT ROWID"
 
 
-def plain_caches(system: pt.Transformer) -> List[str]:
-    """The pyterrier-caching caches inside ``system`` (not this module's) whose key leaves the instruction out: a score
-    cache at its default key (``group='query'``, ``key='docno'``; one keyed on columns the user chose is trusted), a
-    retriever cache keyed ``on`` columns without ``instruction``; named by their ``repr``. Empty when the system
-    folds the instruction into the query (:class:`~pyterrier_instruct.rewrite.FoldInstruction`: the query column
-    then differs per variant) or when pyterrier-caching was never imported (no such cache can be in it)."""
-    import sys
-    if "pyterrier_caching" not in sys.modules:
-        return []
-    from .rewrite import FoldInstruction
-    found, seen, stack = [], set(), [system]
+def _nodes(system):
+    """Every transformer in ``system`` (``pt.inspect.subtransformers``, depth first), each once."""
+    seen, stack = set(), [system]
     while stack:
         node = stack.pop()
         if id(node) in seen or not isinstance(node, pt.Transformer):
             continue
         seen.add(id(node))
-        if isinstance(node, FoldInstruction):
-            return []
-        if not isinstance(node, _Keyed) and type(node).__module__.startswith("pyterrier_caching."):
-            score_cache = hasattr(node, "group") and hasattr(node, "key")  # flagged at its default key only
-            on = getattr(node, "on", None) if hasattr(node, "retriever") else None  # None: keys every input column
-            if (node.group in (None, "query") and node.key in (None, "docno") if score_cache
-                    else on is not None and "instruction" not in ([on] if isinstance(on, str) else on)):
-                found.append(repr(node))
+        yield node
         try:
             children = pt.inspect.subtransformers(node)
         except Exception:  # a foreign transformer pt.inspect cannot read: nothing more to walk
             continue
         for child in children.values():
             stack.extend(child if isinstance(child, (list, tuple)) else [child])
+
+
+def plain_caches(system: pt.Transformer, around_ours: bool = False) -> List[str]:
+    """The pyterrier-caching caches inside ``system`` (not this module's) whose key leaves the instruction out: a score
+    cache at its default key (``group='query'``, ``key='docno'``; one keyed on columns the user chose is trusted), a
+    retriever cache keyed ``on`` columns without ``instruction``; named by their ``repr``; with ``around_ours``, only
+    those wrapping a stage of this package. Empty when the system folds the instruction into the query
+    (:class:`~pyterrier_instruct.rewrite.FoldInstruction`: the query column then differs per variant) or when
+    pyterrier-caching was never imported (no such cache can be in it)."""
+    import sys
+    if "pyterrier_caching" not in sys.modules:
+        return []
+    from .rewrite import FoldInstruction
+    nodes = list(_nodes(system))
+    if any(isinstance(node, FoldInstruction) for node in nodes):
+        return []
+    found = []
+    for node in nodes:
+        if isinstance(node, _Keyed) or not type(node).__module__.startswith("pyterrier_caching."):
+            continue
+        score_cache = hasattr(node, "group") and hasattr(node, "key")  # flagged at its default key only
+        on = getattr(node, "on", None) if hasattr(node, "retriever") else None  # None: keys every input column
+        if not (node.group in (None, "query") and node.key in (None, "docno") if score_cache
+                else on is not None and "instruction" not in ([on] if isinstance(on, str) else on)):
+            continue
+        if not around_ours or any(type(n).__module__.startswith("pyterrier_instruct.") for n in _nodes(node)):
+            found.append(repr(node))
     return found
 
 

@@ -25,8 +25,9 @@ class MissingTextError(pt.validate.InputValidationError):
         super().__init__(message, modes)
         self.text_field = text_field
 
-    def __str__(self) -> str:
-        return f"{super().__str__()}\n{missing_text_hint(self.text_field)}"
+    def __str__(self) -> str:  # the fix first, then what each input mode lacks (not PyTerrier's TransformerMode reprs)
+        lacks = "; ".join(f"mode {m.mode_name!r} lacks {m.missing_columns}" for m in self.modes)
+        return f"{missing_text_hint(self.text_field)}\n{' '.join(self.args[0].split())} ({lacks})"
 
 
 __all__ = ["ModelNotFoundError", "MissingTextError"]

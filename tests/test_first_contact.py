@@ -117,9 +117,12 @@ def test_measures_by_name_in_pt_experiment(mini):
     assert named.iloc[:, 1:].values.tolist() == objects.iloc[:, 1:].values.tolist()
     with pytest.raises(ValueError, match="unknown measure 'pMRRR': neither an ir_measures name"):
         pt.Experiment([system], topics, qrels, ["pMRR", "pMRRR"])
-    # without a measure of the package, names are PyTerrier's (its own error, byte for byte: tests/test_pt_inert.py)
-    with pytest.raises(ValueError, match="unkonwn measure pMRRR"):
+    # without a measure of the package, names are PyTerrier's (its own error, byte for byte: tests/test_pt_inert.py),
+    # but for a misspelled name of the package's, which gets the name meant (issue 45; tests/test_messages.py)
+    with pytest.raises(ValueError, match="unknown measure 'pMRRR': .*; did you mean 'pMRR'"):
         pt.Experiment([system], topics, qrels, ["pMRRR"])
+    with pytest.raises(ValueError, match="unkonwn measure nDGC@10"):
+        pt.Experiment([system], topics, qrels, ["nDGC@10"])
 
 
 def test_a_typo_in_a_wrapped_measure_names_it():

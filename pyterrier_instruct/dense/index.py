@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 import pyterrier as pt
 from .._atomic import fsync_dir, lock, write_json
+from .._config import constructor_signature
 from .._progress import tqdm as progress_bar
 
 log = logging.getLogger(__name__)
@@ -305,6 +306,8 @@ class EmbeddingIndexer(pt.Indexer):
     reused; new ones are not added to it (a corpus can be far larger than memory). On disk the index is written whole
     or not at all by an :class:`IndexWriter`: ``lock_timeout`` is how long a second builder of the same path waits
     (None: until the first is done; then, without ``overwrite``, it finds the index built and raises FileExistsError)."""
+
+    __signature__ = constructor_signature()
 
     def __init__(self, model, path: Optional[str] = None, overwrite: bool = False, chunk_size: int = 16384,
                  lock_timeout: Optional[float] = None):

@@ -24,6 +24,7 @@ import pandas as pd
 import pyterrier as pt
 
 from .._atomic import fsync_dir, fsync_file, lock, write_json
+from .._config import constructor_signature
 from .._fingerprint import NotFingerprintable, fingerprint
 
 RUN_COLUMNS = ["qid", "docno", "score", "rank"]
@@ -184,6 +185,8 @@ class SavedRun(pt.Transformer):
     Raises:
         NotFingerprintable: (a ``TypeError``) on construction: ``system`` is not fingerprintable, no ``key``.
     """
+
+    __signature__ = constructor_signature()
 
     def __init__(self, system: pt.Transformer, directory: str, *, key: Optional[str] = None, verbose: bool = True):
         self.system = system

@@ -1,9 +1,21 @@
-"""A Sphinx configuration for building ``pyterrier_instruct/pt_docs`` offline in the tests (tests/test_pt_docs.py), as
-PyTerrier's documentation site builds it (autodoc, Google-style docstrings through napoleon), with ``cite.dblp``
+"""The Sphinx configuration of this API reference, so it builds as typed (``make docs`` does the same, with ``-W``)::
+
+    pip install -e ".[docs]"
+    sphinx-build pyterrier_instruct/pt_docs html
+
+as PyTerrier's documentation site builds it (autodoc, Google-style docstrings through napoleon), with ``cite.dblp``
 registered here as a directive that renders a link to the DBLP record without fetching it (PyTerrier's own extension
-queries DBLP for the reference, which a test cannot do)."""
+queries DBLP). PyTerrier's site copies ``pt_docs/`` into its own tree and uses its own configuration: this file is
+ignored there (Sphinx reads only ``.rst``/``.md`` sources). tests/test_pt_docs.py builds with it."""
+import importlib.util
+import sys
+from pathlib import Path
+
 from docutils import nodes
 from docutils.parsers.rst import Directive
+
+if importlib.util.find_spec("pyterrier_instruct") is None:  # a clone, not installed: autodoc imports it from here
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 project = "pyterrier-instruct"
 extensions = ["sphinx.ext.autodoc", "sphinx.ext.napoleon"]
