@@ -42,4 +42,4 @@ res = pt.Experiment(
     [pti.pMRR, pti.OG(AP@1000), pti.OG(nDCG@5)],
     names=["BM25"] + [f"BM25 » {name}" for name in rerankers],
     baseline=0)                                           # paired t-test against BM25, per base query
-print(res.round(3).to_string(index=False))
+print(pti.label_stand_ins(res, [bm25, *rerankers.values()], ds).round(3).to_string(index=False))

@@ -46,7 +46,7 @@ LAZY = {
                    "plot_per_query_pmrr", "infosearch_report", "infosearch_measures", "instructir_report",
                    "ifir_report", "inf_ir_report", "prompt_study_report", "with_paper", "to_markdown", "PerDataset",
                    "SavedRun", "plot_report", "build_table", "instfol", "doc_texts", "IFIRJudge",
-                   "Judgement", "JudgeItem", "weighted_judge_score"),
+                   "Judgement", "JudgeItem", "weighted_judge_score", "label_stand_ins"),
     "prompts": ("PROMPTS", "LISTWISE", "IFIR_JUDGE", "BEIR_PROMPTS", "TrueFalse", "Listwise"),
     "paper": ("paper_numbers",),
     "scale": ("on_ray", "OnRay", "connect", "local_cluster"),

@@ -22,9 +22,16 @@ MODELS_ENV = "PYTERRIER_INSTRUCT_MODELS"
 #: Files that mark a checkpoint folder: a model's config, or a LoRA adapter's.
 _MARKERS = ("config.json", "adapter_config.json")
 
-#: The file that marks a stand-in checkpoint (tiny random weights put where a hub id resolves, for tests and docs): its
-#: provenance says ``"stand_in": True`` and the reproduction tables label its row ``[stand-in]``.
+#: The file that marks a stand-in (tiny random weights put where a hub id resolves, or synthetic benchmark files where a
+#: dataset id resolves; written by :mod:`pyterrier_instruct.testing`): its provenance says ``"stand_in": True``, tables
+#: label its rows ``[stand-in]`` and print no published numbers beside them.
 STAND_IN_MARKER = "pyterrier_instruct_stand_in.json"
+
+
+def is_stand_in(folder) -> bool:
+    """``folder`` (or the folder above it: a dataset's subset folder, IFIR's ``fiqa/``) holds :data:`STAND_IN_MARKER`."""
+    folder = os.path.abspath(os.path.expanduser(str(folder)))
+    return any(os.path.isfile(os.path.join(f, STAND_IN_MARKER)) for f in (folder, os.path.dirname(folder)))
 
 
 def _truthy(var: str) -> bool:
