@@ -192,9 +192,46 @@ def loading(name: str):
 
 def from_pretrained(cls, name: str, *args, **kwargs):
     """``cls.from_pretrained(model_path(name), …)`` (a transformers or peft Auto class) with :class:`ModelNotFoundError`
-    for weights that are not there."""
+    for weights that are not there. A stand-in (:data:`STAND_IN_MARKER`) loads :func:`quiet`ly, and its tokenizer does
+    not warn about sequences over its ``model_max_length`` (a tiny vocabulary's count, not the real tokenizer's)."""
     with loading(name):
-        return cls.from_pretrained(_load_from(name), *args, **kwargs)
+        path = _load_from(name)
+        if not os.path.isfile(os.path.join(path, STAND_IN_MARKER)):
+            return cls.from_pretrained(path, *args, **kwargs)
+        with quiet():
+            loaded = cls.from_pretrained(path, *args, **kwargs)
+        if isinstance(getattr(loaded, "deprecation_warnings", None), dict):  # a tokenizer: transformers' own switch
+            loaded.deprecation_warnings["sequence-length-is-longer-than-the-specified-maximum"] = True
+        return loaded
+
+
+def merge_adapter(model, name: str):
+    """``model`` with the LoRA adapter ``name`` (a hub id or folder) merged in (peft's ``PeftModel.from_pretrained``,
+    then ``merge_and_unload``); a stand-in adapter loads :func:`quiet`ly."""
+    from ._optional import require
+    path = model_path(name)
+    with quiet() if os.path.isfile(os.path.join(path, STAND_IN_MARKER)) else contextlib.nullcontext():
+        return require("peft", "hf").PeftModel.from_pretrained(model, path).merge_and_unload()
+
+
+@contextlib.contextmanager
+def quiet():
+    """transformers' and peft's logging (load reports) and Python warnings silenced for the duration, where this
+    package builds or loads a stand-in (its keys differ from its architecture's by design: a dense base without
+    ``lm_head``); a real checkpoint's messages are never touched."""
+    import logging
+    import warnings
+    loggers = [logging.getLogger(name) for name in ("transformers", "peft")]
+    levels = [log.level for log in loggers]
+    try:
+        for log in loggers:
+            log.setLevel(logging.ERROR)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        for log, level in zip(loggers, levels):
+            log.setLevel(level)
 
 
 def _load_from(name: str) -> str:

@@ -51,10 +51,8 @@ def load_encoder(path: str, base_model: Optional[str], device: str, torch_dtype)
             model = from_pretrained(transformers.AutoModel, path, dtype=torch_dtype)
             tokenizer = from_pretrained(transformers.AutoTokenizer, path)
         else:
-            peft = require("peft", "hf")
             base = base_model or base
-            model = from_pretrained(transformers.AutoModel, base, dtype=torch_dtype)
-            model = peft.PeftModel.from_pretrained(model, model_path(path)).merge_and_unload()
+            model = _hub.merge_adapter(from_pretrained(transformers.AutoModel, base, dtype=torch_dtype), path)
             tokenizer = from_pretrained(transformers.AutoTokenizer, base)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from .._config import preset
-from .._hub import from_pretrained, model_path
+from .._hub import from_pretrained, merge_adapter, model_path
 from .._optional import require
 from ..backends import HFBackend, TokenizerBackend, VLLMBackend
 from ..backends.base import REASONING_CALLS
@@ -90,9 +90,7 @@ class _AdapterHFBackend(HFBackend):
         if self._model is None and base is not None:
             from .._torch import hf_setup
             transformers, self._device, dtype = hf_setup(self.device, self.dtype)
-            peft = require("peft", "hf")
-            model = from_pretrained(transformers.AutoModelForCausalLM, base, dtype=dtype)
-            model = peft.PeftModel.from_pretrained(model, model_path(self.model_name_or_path)).merge_and_unload()
+            model = merge_adapter(from_pretrained(transformers.AutoModelForCausalLM, base, dtype=dtype), self.model_name_or_path)
             self._model = model.to(self._device).eval()
         return super()._load()
 
