@@ -115,6 +115,8 @@ class RankR1(SetwiseBase):
     Output: as :class:`~pyterrier_instruct.setwise.Setwise`, plus ``reasoning`` (the completion of the last comparison
     the document won). Details: docs/rerankers.md.
     """
+    ANSWERS, UNPARSED = "generations", "held no <answer> naming a shown passage"
+    UNPARSED_THEN = "such an answer casts no vote; a comparison without votes goes to its first passage"
     schematic = {"label": "Rank-R1"}
     extra_outputs = ("reasoning",)
 
