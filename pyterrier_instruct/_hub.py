@@ -29,7 +29,8 @@ STAND_IN_MARKER = "pyterrier_instruct_stand_in.json"
 
 
 def is_stand_in(folder) -> bool:
-    """``folder`` (or the folder above it: a dataset's subset folder, IFIR's ``fiqa/``) holds :data:`STAND_IN_MARKER`."""
+    """``folder`` (or the folder above it: a dataset's subset folder, IFIR's ``fiqa/``) holds
+    :data:`STAND_IN_MARKER`."""
     folder = os.path.abspath(os.path.expanduser(str(folder)))
     return any(os.path.isfile(os.path.join(f, STAND_IN_MARKER)) for f in (folder, os.path.dirname(folder)))
 

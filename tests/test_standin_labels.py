@@ -62,7 +62,8 @@ def test_cli_on_stand_in_data_labels_rows_and_prints_no_paper_numbers(standin_da
     out, _ = capfd.readouterr()
     assert "| BM25 (pool) [stand-in] |" in out and "paper:" not in out and "Δ" not in out
     text = " ".join(out.split())
-    assert "Data: robust04 (stand-in, local, sha256:" in text and "Rows labelled [stand-in] were computed with stand-ins" in text
+    assert "Data: robust04 (stand-in, local, sha256:" in text
+    assert "Rows labelled [stand-in] were computed with stand-ins" in text
     for name in ("table2.csv", "table2.paper.csv"):
         assert pd.read_csv(tmp_path / name)["Model"].tolist() == ["BM25 (pool) [stand-in]"]
     md = (tmp_path / "table2.md").read_text()
@@ -74,22 +75,24 @@ def test_cli_on_stand_in_data_labels_rows_and_prints_no_paper_numbers(standin_da
 
 
 def _table(models, provenance):
-    long = pd.DataFrame([(m, "robust04", "MAP@1000", 0.5) for m in models], columns=["model", "dataset", "measure", "value"])
+    long = pd.DataFrame([(m, "robust04", "MAP@1000", 0.5) for m in models],
+                        columns=["model", "dataset", "measure", "value"])
     return build_table(long, "followir", models=models, settings={"ties": "docno"}, provenance=provenance)
 
 
 def test_no_paper_numbers_beside_stand_in_weights_and_the_footer_says_why():
-    table = _table(["BM25", "MonoT5-base [stand-in]"], {"robust04": {"name": "followir/robust04", "revision": "a" * 40}})
+    real = {"robust04": {"name": "followir/robust04", "revision": "a" * 40}}
+    table = _table(["BM25", "MonoT5-base [stand-in]"], real)
     both = pti.with_paper(table, {"BM25": "BM25", "MonoT5-base": "MonoT5-base"})  # the label may be left out
     assert both["Model"].tolist() == ["BM25", "  paper: BM25 (FollowIR)", "  Δ ours − paper", "MonoT5-base [stand-in]"]
     assert both.attrs["paper_rows"] == {"BM25": "BM25"}
     assert "Rows labelled [stand-in] were computed with stand-ins" in " ".join(footer(both).split())
-    assert "stand-in" not in footer(_table(["BM25"], {"robust04": {"name": "followir/robust04", "revision": "a" * 40}}))
+    assert "stand-in" not in footer(_table(["BM25"], real))
 
 
 def test_a_table_over_stand_in_data_labels_every_row_and_gets_no_paper_numbers():
-    table = _table(["BM25", "MonoT5-base"], {"robust04": {"name": "followir/robust04", "stand_in": True, "revision": None,
-                                                          "content_sha256": "sha256:" + "b" * 64}})
+    fake = {"name": "followir/robust04", "stand_in": True, "revision": None, "content_sha256": "sha256:" + "b" * 64}
+    table = _table(["BM25", "MonoT5-base"], {"robust04": fake})
     assert table["Model"].tolist() == ["BM25 [stand-in]", "MonoT5-base [stand-in]"]
     both = pti.with_paper(table, {"BM25": "BM25", "MonoT5-base": "MonoT5-base"})
     assert both["Model"].tolist() == table["Model"].tolist() and both.attrs["paper_rows"] == {}
@@ -104,7 +107,8 @@ def test_reports_and_experiments_label_the_systems_that_load_stand_in_weights(tm
     systems = {"BM25": pool, "MonoT5": pool >> pti.MonoT5(verbose=False), "FollowIR": pti.FollowIR7B(verbose=False)}
     assert system_names(systems, None)[1] == ["BM25", "MonoT5 [stand-in]", "FollowIR"]  # every *_report's rows
     res = pd.DataFrame({"name": list(systems), "pMRR": [0.1, 0.2, 0.3]})
-    assert pti.label_stand_ins(res, list(systems.values()))["name"].tolist() == ["BM25", "MonoT5 [stand-in]", "FollowIR"]
+    labelled = pti.label_stand_ins(res, list(systems.values()))
+    assert labelled["name"].tolist() == ["BM25", "MonoT5 [stand-in]", "FollowIR"]
     data = pti.load_dataset("followir/robust04", path=str(standin_data / "jhu-clsp" / "robust04-instructions"))
     labelled = pti.label_stand_ins(res, list(systems.values()), data)
     assert labelled["name"].tolist() == ["BM25 [stand-in]", "MonoT5 [stand-in]", "FollowIR [stand-in]"]
@@ -116,7 +120,8 @@ def test_reports_and_experiments_label_the_systems_that_load_stand_in_weights(tm
 def test_a_pipeline_file_labels_its_stand_in_rows(standin_root, tmp_path):
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1]), testing.STANDINS_ENV: str(standin_root),
            "HF_HUB_OFFLINE": "1", "PYTERRIER_INSTRUCT_DATA": "", "PYTERRIER_INSTRUCT_MODELS": ""}
-    done = subprocess.run([sys.executable, str(Path(__file__).parents[1] / "pipelines" / "infosearch.py"), "--standins"],
+    pipeline = Path(__file__).parents[1] / "pipelines" / "infosearch.py"
+    done = subprocess.run([sys.executable, str(pipeline), "--standins"],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     for name in ("BM25 (pool) [stand-in]", "MonoT5 [stand-in]", "FollowIR-7B [stand-in]"):  # before: "MonoT5" alone

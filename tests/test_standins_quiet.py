@@ -10,9 +10,11 @@ import pytest
 import pyterrier_instruct as pti
 from pyterrier_instruct import _hub, testing
 
-FRAME = pd.DataFrame({"qid": "1", "query": "dam fish", "instruction": "salmon only", "docno": [f"d{i}" for i in range(6)],
-                      "text": ["Dams block salmon migration.", "Coral reefs bleach in warm water.", "Salmon swim upstream.",
-                               "Vaccines train immunity.", "Fish ladders help salmon past dams.", "Rivers carry silt."],
+FRAME = pd.DataFrame({"qid": "1", "query": "dam fish", "instruction": "salmon only",
+                      "docno": [f"d{i}" for i in range(6)],
+                      "text": ["Dams block salmon migration.", "Coral reefs bleach in warm water.",
+                               "Salmon swim upstream.", "Vaccines train immunity.",
+                               "Fish ladders help salmon past dams.", "Rivers carry silt."],
                       "score": [6.0, 5.0, 4.0, 3.0, 2.0, 1.0], "rank": list(range(6))})
 
 
@@ -61,8 +63,9 @@ def test_rank_r1_stand_in_loads_quietly_and_its_garbage_is_counted_in_one_warnin
     assert "Found missing adapter keys" not in err and _noise(err) == []  # before: peft's ~1,500 characters
     n = model.stats["generations"]
     assert n > 1 and model.stats["invalid"] == n  # the stand-in answers at once, with nothing: every answer unparsed
-    assert _warnings(caplog) == [f"{model!r}: {n} of {n} answers held no <answer> naming a shown passage; such an answer "
-                                 "casts no vote; a comparison without votes goes to its first passage (see .stats)"]
+    assert _warnings(caplog) == [f"{model!r}: {n} of {n} answers held no <answer> naming a shown passage; such an "
+                                 "answer casts no vote; a comparison without votes goes to its first passage "
+                                 "(see .stats)"]
 
 
 def test_setwise_counts_unparsed_answers_in_one_warning(standin_models, monkeypatch, caplog):

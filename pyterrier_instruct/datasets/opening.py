@@ -33,7 +33,9 @@ def load(name: str, path: Optional[str] = None, qrels_mapping: str = "as-named",
     if name not in DATASETS and path is None and os.path.isdir(name):
         from .._hub import is_stand_in
         folder = os.path.normpath(name)
-        provenance = {"name": os.path.basename(folder), "path": folder, **({"stand_in": True} if is_stand_in(folder) else {})}
+        provenance = {"name": os.path.basename(folder), "path": folder}
+        if is_stand_in(folder):
+            provenance["stand_in"] = True
         return InstructDataset(os.path.basename(folder), folder, Entry("followir", None, None, "AP@1000", "local", "unknown"),
                                provenance, qrels_mapping=qrels_mapping)
     entry = entry_of(name, given)  # an unknown id fails now, with the closest known ids

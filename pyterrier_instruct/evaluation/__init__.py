@@ -10,7 +10,8 @@
   :mod:`.scoring`, INSTFOL's :mod:`pyterrier_instruct.measures.instfol`.
 - InF-IR Table 2 (FollowIR, MAIR DD/FR, BRIGHT): :func:`inf_ir_report`.
 - Shared: :func:`with_paper` (published numbers and Δ beside ours; none beside stand-ins), :func:`label_stand_ins`
-  (``[stand-in]`` on the rows of a ``pt.Experiment`` computed with stand-in weights or data), :func:`to_markdown`, :func:`plot_report`,
+  (``[stand-in]`` on the rows of a ``pt.Experiment`` computed with stand-in weights or data), :func:`to_markdown`,
+  :func:`plot_report`,
   :class:`PerDataset` (systems that differ per dataset), :class:`SavedRun` (a system's runs kept on disk and reused).
 """
 from ._report import PerDataset, build_table, label_stand_ins, plot_report, to_markdown, with_paper

@@ -70,7 +70,10 @@ def loads_stand_in(system) -> bool:
 
 def stand_in_data(datasets) -> List[str]:
     """The names of the datasets (objects with ``provenance``, or provenance dicts) read from stand-in files."""
-    items = datasets.values() if isinstance(datasets, Mapping) else datasets if isinstance(datasets, (list, tuple)) else [datasets]
+    if isinstance(datasets, Mapping):
+        items = list(datasets.values())
+    else:
+        items = list(datasets) if isinstance(datasets, (list, tuple)) else [datasets]
     found = []
     for ds in items:
         prov = ds if isinstance(ds, Mapping) else getattr(ds, "provenance", None) or {}
@@ -267,8 +270,9 @@ def footer(table: pd.DataFrame, width: int = 110) -> str:
     prov = "; ".join(f"{', '.join(names)} ({short})" for short, names in groups.items())
     text = f"{settings}. Data: {prov}." if prov else settings
     if any(map(is_stand_in_row, table["Model"])):
-        text += (f" Rows labelled {STAND_IN_LABEL} were computed with stand-ins (pyterrier_instruct.testing: tiny random "
-                 "weights or synthetic data): their numbers mean nothing, and no published number is shown beside them.")
+        text += (f" Rows labelled {STAND_IN_LABEL} were computed with stand-ins (pyterrier_instruct.testing: tiny "
+                 "random weights or synthetic data): their numbers mean nothing, and no published number is shown "
+                 "beside them.")
     return textwrap.fill(text, width=width, break_long_words=False, break_on_hyphens=False)
 
 

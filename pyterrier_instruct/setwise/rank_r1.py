@@ -90,7 +90,8 @@ class _AdapterHFBackend(HFBackend):
         if self._model is None and base is not None:
             from .._torch import hf_setup
             transformers, self._device, dtype = hf_setup(self.device, self.dtype)
-            model = merge_adapter(from_pretrained(transformers.AutoModelForCausalLM, base, dtype=dtype), self.model_name_or_path)
+            model = from_pretrained(transformers.AutoModelForCausalLM, base, dtype=dtype)
+            model = merge_adapter(model, self.model_name_or_path)
             self._model = model.to(self._device).eval()
         return super()._load()
 

@@ -99,8 +99,8 @@ def tiny_bert(root: Path, seed: int = 0, vocab_size: int = 800) -> str:
     folder = Path(root) / "bert"
     folder.mkdir(parents=True, exist_ok=True)
     wp = tokenizers.BertWordPieceTokenizer(lowercase=True)
-    wp.train_from_iterator(_texts(), vocab_size=vocab_size, special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"],
-                           show_progress=False)  # its bars print empty lines to stdout
+    wp.train_from_iterator(_texts(), vocab_size=vocab_size, show_progress=False,  # its bars: empty lines on stdout
+                           special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"])
     wp.save_model(str(folder))
     tok = transformers.BertTokenizer.from_pretrained(str(folder), model_max_length=512)
     tok.save_pretrained(str(folder))
@@ -296,7 +296,8 @@ def tiny_rank1(root: Path, seed: int = 0) -> str:
 def tiny_lora(root: Path, base: str, base_id: str, seed: int = 1, causal: bool = False) -> str:
     """A LoRA adapter (random, non-zero B) over the local model folder ``base``, whose ``adapter_config.json`` names the
     hub id ``base_id`` as its base (as a published adapter does). Its keys are those of the class it is loaded onto:
-    ``AutoModel`` (a dense encoder's: Promptriever, RepLLaMA), or with ``causal`` ``AutoModelForCausalLM`` (Rank-R1's)."""
+    ``AutoModel`` (a dense encoder's: Promptriever, RepLLaMA), or with ``causal`` ``AutoModelForCausalLM``
+    (Rank-R1's)."""
     import peft
     import torch
     import transformers
@@ -332,7 +333,7 @@ def stops_at_once(model: str, folder=None, seed: int = 2) -> str:
         emb += 3.0 * direction  # far above a token's own (std 0.02) and the random layers' contributions
         lm.get_output_embeddings().weight[eos] += 3.0 * direction
         probe = torch.randint(3, emb.shape[0], (4, 24), generator=torch.Generator().manual_seed(seed))
-        assert (lm(input_ids=probe).logits[:, -1].argmax(-1) == eos).all(), "stops_at_once: EOS is not the greedy answer"
+        assert (lm(input_ids=probe).logits[:, -1].argmax(-1) == eos).all(), "stops_at_once: EOS is not greedy"
     lm.save_pretrained(model)
     return model
 

@@ -189,7 +189,8 @@ def install_models(root: Union[str, Path], ids: Optional[Iterable[str]] = None) 
 def install_datasets(root: Union[str, Path]) -> str:
     """Writes the miniature benchmarks in their released layouts under ``root`` (once; kept afterwards), each dataset
     folder marked as a stand-in (``_hub.STAND_IN_MARKER``: tables label it and print no published numbers beside it),
-    and returns it; point ``$PYTERRIER_INSTRUCT_DATA`` at it. The bundled ``instruct-mini`` and ``infosearch-mini`` need nothing."""
+    and returns it; point ``$PYTERRIER_INSTRUCT_DATA`` at it. The bundled ``instruct-mini`` and ``infosearch-mini``
+    need nothing."""
     root = Path(root)
     with _lock(root):
         if not (root / ".done").exists():
@@ -198,7 +199,8 @@ def install_datasets(root: Union[str, Path]) -> str:
         for folder in (f for owner in layouts.OWNERS if (root / owner).is_dir() for f in (root / owner).iterdir()):
             marker = folder / STAND_IN_MARKER  # the loaders record "stand_in" in provenance; tables label it
             if folder.is_dir() and not marker.exists():
-                marker.write_text(json.dumps({"stand_in": "pyterrier_instruct.testing.layouts", "dataset": folder.name}))
+                marker.write_text(json.dumps({"stand_in": "pyterrier_instruct.testing.layouts",
+                                              "dataset": folder.name}))
     return str(root)
 
 
