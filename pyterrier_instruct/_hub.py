@@ -206,15 +206,6 @@ def from_pretrained(cls, name: str, *args, **kwargs):
         return loaded
 
 
-def merge_adapter(model, name: str):
-    """``model`` with the LoRA adapter ``name`` (a hub id or folder) merged in (peft's ``PeftModel.from_pretrained``,
-    then ``merge_and_unload``); a stand-in adapter loads :func:`quiet`ly."""
-    from ._optional import require
-    path = model_path(name)
-    with quiet() if os.path.isfile(os.path.join(path, STAND_IN_MARKER)) else contextlib.nullcontext():
-        return require("peft", "hf").PeftModel.from_pretrained(model, path).merge_and_unload()
-
-
 @contextlib.contextmanager
 def quiet():
     """transformers' and peft's logging (load reports) and Python warnings silenced for the duration, where this

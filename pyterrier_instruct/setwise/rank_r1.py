@@ -23,11 +23,11 @@ import numpy as np
 import pandas as pd
 
 from .._config import preset
-from .._hub import from_pretrained, merge_adapter, model_path
+from .._hub import from_pretrained, model_path
 from .._optional import require
 from ..backends import HFBackend, TokenizerBackend, VLLMBackend
 from ..backends.base import REASONING_CALLS
-from ..dense.encoder import adapter_base
+from ..dense.encoder import adapter_base, merge_adapter
 from ..prompts import fill
 from .base import SetwiseBase
 from .sort import check
