@@ -2,6 +2,7 @@
 silencing scoped to stand-ins: a real checkpoint's messages are kept), and every generating family counting the
 answers it could not parse and warning once per run, in the same words."""
 import logging
+import os
 import shutil
 
 import pandas as pd
@@ -90,3 +91,18 @@ def test_listwise_warns_alike(caplog):
         model(FRAME)
     assert _warnings(caplog) == [f"{model!r}: 1 of 1 answers were not a clean permutation; repaired: duplicates and "
                                  "out-of-range labels dropped, missing passages appended in order (see .stats)"]
+
+
+def test_install_puts_torch_on_one_thread_unless_told_otherwise(tmp_path, monkeypatch):
+    import torch
+    threads = torch.get_num_threads()
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    try:
+        testing.install(tmp_path, models=[], datasets=False)
+        assert torch.get_num_threads() == 1 and os.environ["OMP_NUM_THREADS"] == "1"
+        torch.set_num_threads(threads)
+        monkeypatch.setenv("OMP_NUM_THREADS", "2")
+        testing.install(tmp_path, models=[], datasets=False)
+        assert torch.get_num_threads() == threads  # the user's setting stands
+    finally:
+        torch.set_num_threads(threads)
