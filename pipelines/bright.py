@@ -36,4 +36,4 @@ for task in args.tasks.split(","):
     systems = [system >> ds.exclude() for system in systems]      # BRIGHT's excluded_ids, removed from each ranking
     res = pt.Experiment(systems, ds.get_topics(), ds.get_qrels(), [nDCG@10], names=["BM25", "BM25 » rank1"],
                         plan="tree", verbose=False)  # BM25 computed once, not once per system
-    print(f"bright/{task}\n{res.round(3).to_string(index=False)}")
+    print(f"bright/{task}\n{pti.label_stand_ins(res, systems, ds).round(3).to_string(index=False)}")

@@ -38,7 +38,7 @@ retriever = model.retriever(model.index(test.get_corpus_iter(), args.index), num
 prompts = [""] + list(pti.BEIR_PROMPTS[:args.prompts])                  # "" : no prompt
 res = pt.Experiment([pti.SetInstruction(prompt) >> retriever for prompt in prompts], test.get_topics(), test.get_qrels(),
                     [nDCG@10], names=[f"prompt {n}" if n else "no prompt" for n in range(len(prompts))])
-print(res.round(3).to_string(index=False))
+print(pti.label_stand_ins(res, [retriever] * len(prompts), test).round(3).to_string(index=False))
 selection = pti.select_prompt(retriever, dev.get_topics(), dev.get_qrels(), pti.BEIR_PROMPTS[:args.prompts], measure="nDCG@10",
                               test_topics=test.get_topics(), test_qrels=test.get_qrels())
 print(selection.summary())

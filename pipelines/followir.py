@@ -48,4 +48,4 @@ res = pt.Experiment(
     names=["BM25"] + [f"BM25 » {name}" for name in rerankers],
     baseline=0,                                           # paired t-test against BM25, per base query
     plan="tree", verbose=False)                           # BM25 and the text loaded once, not per system
-print(res.round(3).to_string(index=False))
+print(pti.label_stand_ins(res, [bm25, *rerankers.values()], ds).round(3).to_string(index=False))

@@ -43,11 +43,13 @@ topics, qrels = ds.get_topics(), ds.get_qrels()
 bm25 = pti.BM25(ds.get_corpus_iter())
 systems = {"BM25": pti.FoldInstruction() >> bm25,        # the instruction (levels 1-3) folded into the query
            "BM25 » MonoT5": bm25 % args.k >> ds.text_loader() >> pti.MonoT5(args.monot5)}
-print(pt.Experiment(list(systems.values()), topics, qrels, [pti.IFIR_nDCG@20], names=list(systems)).round(3).to_string(index=False))
+res = pt.Experiment(list(systems.values()), topics, qrels, [pti.IFIR_nDCG@20], names=list(systems))
+res = pti.label_stand_ins(res, list(systems.values()), ds)  # "[stand-in]" on rows with stand-in weights or data
+print(res.round(3).to_string(index=False))
 
 judge = pti.IFIRJudge("openai", model=args.judge, store=args.store,
                       backend_options={"base_url": args.base_url, "api_key_env": args.api_key_env})
-for name, system in systems.items():
+for name, system in zip(res["name"], systems.values()):
     run = system(topics)                                  # level 0 (query only) and levels 1-3 (query + instruction)
     result = pti.instfol(run, run, topics, ds, judge, dataset=subset)
     levels = ", ".join(f"level {r.level}: {r.instfol:.1f}" for r in result.per_level.itertuples())

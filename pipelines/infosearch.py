@@ -37,4 +37,4 @@ systems = {"BM25 (pool)": pool >> pti.PoolBM25(), "MonoT5": pool >> pti.MonoT5(a
 res = pt.Experiment(list(systems.values()), ds.get_topics(), ds.get_qrels(),
                     [pti.WISE(version=args.wise_version), pti.SICR, pti.InfoSearch_pMRR, pti.OG(nDCG@10)],
                     names=list(systems), baseline=0, plan="tree", verbose=False)  # the pool read once, not per system
-print(res.round(3).to_string(index=False))
+print(pti.label_stand_ins(res, list(systems.values()), ds).round(3).to_string(index=False))

@@ -36,4 +36,4 @@ zephyr = pti.RankZephyr(backend=pti.VLLMBackend(args.model, gpu_memory_utilizati
 res = pt.Experiment([bm25, bm25 % args.k >> ds.text_loader() >> zephyr], ds.get_topics(), ds.get_qrels(),
                     [pti.pMRR, pti.OG(AP@1000)], names=["BM25", "BM25 » RankZephyr (vLLM)"], baseline=0,
                     plan="tree", verbose=False)  # BM25 computed once, not once per system
-print(res.round(3).to_string(index=False))
+print(pti.label_stand_ins(res, [bm25, zephyr], ds).round(3).to_string(index=False))

@@ -33,4 +33,4 @@ rerankers = {"MonoT5": pti.MonoT5(args.monot5), "Qwen3-Reranker": pti.Qwen3Reran
              "rank1": pti.Rank1(args.rank1, max_output_tokens=args.max_output_tokens)}
 res = pt.Experiment([ds.candidates() >> model for model in rerankers.values()], ds.get_topics(), ds.get_qrels(),
                     [pti.PairedAccuracy], names=list(rerankers), plan="tree", verbose=False)  # candidates read once
-print(res.round(3).to_string(index=False))
+print(pti.label_stand_ins(res, list(rerankers.values()), ds).round(3).to_string(index=False))

@@ -47,7 +47,7 @@ LAZY = {
                    "ifir_report", "inf_ir_report", "prompt_study_report", "with_paper", "to_markdown", "PerDataset",
                    "SavedRun", "plot_report", "build_table", "instfol", "doc_texts", "IFIRJudge",
                    "Judgement", "JudgeItem", "weighted_judge_score", "suite", "sensitivity", "PERTURBATIONS", "Perturb", "plot_sensitivity",
-                   "rbo", "kendall_tau"),
+                   "rbo", "kendall_tau", "label_stand_ins"),
     "prompts": ("PROMPTS", "LISTWISE", "IFIR_JUDGE", "BEIR_PROMPTS", "TrueFalse", "Listwise"),
     "paper": ("paper_numbers",),
     "scale": ("on_ray", "OnRay", "connect", "local_cluster"),

@@ -22,9 +22,17 @@ MODELS_ENV = "PYTERRIER_INSTRUCT_MODELS"
 #: Files that mark a checkpoint folder: a model's config, or a LoRA adapter's.
 _MARKERS = ("config.json", "adapter_config.json")
 
-#: The file that marks a stand-in checkpoint (tiny random weights put where a hub id resolves, for tests and docs): its
-#: provenance says ``"stand_in": True`` and the reproduction tables label its row ``[stand-in]``.
+#: The file that marks a stand-in (tiny random weights put where a hub id resolves, or synthetic benchmark files where a
+#: dataset id resolves; written by :mod:`pyterrier_instruct.testing`): its provenance says ``"stand_in": True``, tables
+#: label its rows ``[stand-in]`` and print no published numbers beside them.
 STAND_IN_MARKER = "pyterrier_instruct_stand_in.json"
+
+
+def is_stand_in(folder) -> bool:
+    """``folder`` (or the folder above it: a dataset's subset folder, IFIR's ``fiqa/``) holds
+    :data:`STAND_IN_MARKER`."""
+    folder = os.path.abspath(os.path.expanduser(str(folder)))
+    return any(os.path.isfile(os.path.join(f, STAND_IN_MARKER)) for f in (folder, os.path.dirname(folder)))
 
 
 def _truthy(var: str) -> bool:
@@ -185,9 +193,37 @@ def loading(name: str):
 
 def from_pretrained(cls, name: str, *args, **kwargs):
     """``cls.from_pretrained(model_path(name), …)`` (a transformers or peft Auto class) with :class:`ModelNotFoundError`
-    for weights that are not there."""
+    for weights that are not there. A stand-in (:data:`STAND_IN_MARKER`) loads :func:`quiet`ly, and its tokenizer does
+    not warn about sequences over its ``model_max_length`` (a tiny vocabulary's count, not the real tokenizer's)."""
     with loading(name):
-        return cls.from_pretrained(_load_from(name), *args, **kwargs)
+        path = _load_from(name)
+        if not os.path.isfile(os.path.join(path, STAND_IN_MARKER)):
+            return cls.from_pretrained(path, *args, **kwargs)
+        with quiet():
+            loaded = cls.from_pretrained(path, *args, **kwargs)
+        if isinstance(getattr(loaded, "deprecation_warnings", None), dict):  # a tokenizer: transformers' own switch
+            loaded.deprecation_warnings["sequence-length-is-longer-than-the-specified-maximum"] = True
+        return loaded
+
+
+@contextlib.contextmanager
+def quiet():
+    """transformers' and peft's logging (load reports) and Python warnings silenced for the duration, where this
+    package builds or loads a stand-in (its keys differ from its architecture's by design: a dense base without
+    ``lm_head``); a real checkpoint's messages are never touched."""
+    import logging
+    import warnings
+    loggers = [logging.getLogger(name) for name in ("transformers", "peft")]
+    levels = [log.level for log in loggers]
+    try:
+        for log in loggers:
+            log.setLevel(logging.ERROR)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        for log, level in zip(loggers, levels):
+            log.setLevel(level)
 
 
 def _load_from(name: str) -> str:

@@ -16,6 +16,7 @@ with an empty default is warned about once per stage). A NaN title is an empty t
 """
 from __future__ import annotations
 
+import logging
 from typing import Dict
 
 import numpy as np
@@ -27,6 +28,18 @@ from ._experiment_context import warn_user
 from ._validation import text_hint
 from ._progress import tqdm as progress_bar
 from .instructions import query_instructions
+
+
+log = logging.getLogger(__name__)
+
+
+def warn_unparsed(who, unparsed: int, answers: int, problem: str = "could not be parsed", then: str = "") -> None:
+    """The one warning of a generating family (Setwise, Rank-R1, the listwise rerankers, the IFIR judge) whose answers
+    could not all be read, once per run (a ``transform`` call): ``"<who>: N of M answers <problem>; <then> (see
+    .stats)"``. Nothing when ``unparsed`` is 0."""
+    if unparsed:
+        log.warning("%s: %d of %d answers %s%s (see .stats)", who if isinstance(who, str) else repr(who), unparsed,
+                    answers, problem, f"; {then}" if then else "")
 
 
 def first_stage_columns(inp: pd.DataFrame) -> pd.DataFrame:

@@ -20,7 +20,7 @@ RUNS = {
     "followir.py": (["--k", "10", "--max-output-tokens", "8"],
                     ["BM25 » MonoT5", "BM25 » FollowIR-7B", "BM25 » Qwen3-Reranker", "BM25 » rank1", "pMRR p-value"]),
     "infosearch.py": ([], ["BM25 (pool)", "MonoT5", "FollowIR-7B", "WISE", "SICR", "InfoSearch_pMRR"]),
-    "ifir.py": (["--k", "10"], ["IFIR_nDCG@20", "BM25: INSTFOL@20", "BM25 » MonoT5: INSTFOL@20"]),
+    "ifir.py": (["--k", "10"], ["IFIR_nDCG@20", "BM25 [stand-in]: INSTFOL@20", "BM25 » MonoT5 [stand-in]: INSTFOL@20"]),
     "bright.py": (["--tasks", "biology", "--k", "10", "--max-output-tokens", "8"], ["bright/biology", "BM25 » rank1", "nDCG@10"]),
     "nevir.py": (["--max-output-tokens", "8"], ["PairedAccuracy", "MonoT5", "Qwen3-Reranker", "rank1"]),
     "listwise_vllm.py": (["--k", "10"], ["BM25 » RankZephyr (vLLM)", "pMRR"]),

@@ -69,7 +69,7 @@ def test_every_reproduction_row_has_a_standin():
 
 
 def test_every_lora_base_is_a_standin():
-    bases = [kind.split(":", 1)[1] for kind in testing.MODELS.values() if kind.startswith("lora:")]
+    bases = [kind.split(":", 1)[1] for kind in testing.MODELS.values() if kind.startswith(("lora:", "lora-lm:"))]
     assert bases and all(testing.MODELS.get(b) in testing.BUILDERS for b in bases)
     assert set(testing.MODELS.values()) <= set(testing.BUILDERS)
 

@@ -31,9 +31,13 @@ def load(name: str, path: Optional[str] = None, qrels_mapping: str = "as-named",
         if name.startswith(prefix):
             name = name[len(prefix):]
     if name not in DATASETS and path is None and os.path.isdir(name):
+        from .._hub import is_stand_in
         folder = os.path.normpath(name)
+        provenance = {"name": os.path.basename(folder), "path": folder}
+        if is_stand_in(folder):
+            provenance["stand_in"] = True
         return InstructDataset(os.path.basename(folder), folder, Entry("followir", None, None, "AP@1000", "local", "unknown"),
-                               {"name": os.path.basename(folder), "path": folder}, qrels_mapping=qrels_mapping)
+                               provenance, qrels_mapping=qrels_mapping)
     entry = entry_of(name, given)  # an unknown id fails now, with the closest known ids
     if path is None and entry.repo_id is not None:  # located on first use, as ir_datasets.load
         return InstructDataset(name, None, entry, qrels_mapping=qrels_mapping, download=download)

@@ -9,6 +9,7 @@ import difflib
 from pathlib import Path
 from typing import Dict, Optional
 
+from .._hub import is_stand_in
 from ._bench import LAYOUTS, Benchmark
 from ._files import DataError
 from .registry import DATASETS, Entry, qrels_repo
@@ -91,7 +92,9 @@ def resolve(name: str, path: Optional[str] = None, download: bool = True):
         folder = Path(bundled_path(name))
     else:
         folder = locate(name, entry, path, download=download)
-    provenance: Dict[str, str] = {"name": name, "path": str(folder)}
+    provenance: Dict[str, object] = {"name": name, "path": str(folder)}
+    if is_stand_in(folder):  # synthetic files from pyterrier_instruct.testing: tables label them
+        provenance["stand_in"] = True
     if entry.repo_id is None and path is None:
         from .._version import __version__
         provenance["revision"] = f"bundled with pyterrier-instruct {__version__}"

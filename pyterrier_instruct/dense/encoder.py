@@ -13,6 +13,7 @@ The last/first *real* token is found from the attention mask, whatever the paddi
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from typing import Dict, List, Optional, Sequence
@@ -41,6 +42,15 @@ def adapter_base(path: str) -> Optional[str]:
         return None
 
 
+def merge_adapter(model, name: str):
+    """``model`` with the LoRA adapter ``name`` (a hub id or folder) merged in (peft's ``PeftModel.from_pretrained``,
+    then ``merge_and_unload``); a stand-in adapter loads quietly (``_hub.quiet``)."""
+    path = model_path(name)
+    stand_in = os.path.isfile(os.path.join(path, _hub.STAND_IN_MARKER))
+    with _hub.quiet() if stand_in else contextlib.nullcontext():
+        return require("peft", "hf").PeftModel.from_pretrained(model, path).merge_and_unload()
+
+
 def load_encoder(path: str, base_model: Optional[str], device: str, torch_dtype):
     """(model, tokenizer): ``AutoModel`` (no head) from ``path``; for a LoRA adapter the base model (``base_model`` or the
     adapter's ``base_model_name_or_path``) with the adapter merged (``merge_and_unload``) and the base's tokenizer."""
@@ -51,10 +61,8 @@ def load_encoder(path: str, base_model: Optional[str], device: str, torch_dtype)
             model = from_pretrained(transformers.AutoModel, path, dtype=torch_dtype)
             tokenizer = from_pretrained(transformers.AutoTokenizer, path)
         else:
-            peft = require("peft", "hf")
             base = base_model or base
-            model = from_pretrained(transformers.AutoModel, base, dtype=torch_dtype)
-            model = peft.PeftModel.from_pretrained(model, model_path(path)).merge_and_unload()
+            model = merge_adapter(from_pretrained(transformers.AutoModel, base, dtype=torch_dtype), path)
             tokenizer = from_pretrained(transformers.AutoTokenizer, base)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token

@@ -11,10 +11,12 @@
 - InF-IR Table 2 (FollowIR, MAIR DD/FR, BRIGHT): :func:`inf_ir_report`.
 - Across benchmarks: :func:`suite` (one leaderboard, :mod:`.leaderboard`); how much a ranking depends on its instruction:
   :func:`sensitivity` (:mod:`.perturbation`).
-- Shared: :func:`with_paper` (published numbers and Δ beside ours), :func:`to_markdown`, :func:`plot_report`,
+- Shared: :func:`with_paper` (published numbers and Δ beside ours; none beside stand-ins), :func:`label_stand_ins`
+  (``[stand-in]`` on the rows of a ``pt.Experiment`` computed with stand-in weights or data), :func:`to_markdown`,
+  :func:`plot_report`,
   :class:`PerDataset` (systems that differ per dataset), :class:`SavedRun` (a system's runs kept on disk and reused).
 """
-from ._report import PerDataset, build_table, plot_report, to_markdown, with_paper
+from ._report import PerDataset, build_table, label_stand_ins, plot_report, to_markdown, with_paper
 from .runs import SavedRun
 from .beir import prompt_study_report
 from .followir import (followir_experiment, followir_measures, followir_report, followir_table,
@@ -31,4 +33,4 @@ from .perturbation import PERTURBATIONS, Perturb, kendall_tau, plot_sensitivity,
 __all__ = ["followir_experiment", "followir_measures", "followir_report", "followir_table",
            "plot_per_query_pmrr", "infosearch_report", "infosearch_measures", "instructir_report", "ifir_report", "inf_ir_report",
            "prompt_study_report", "with_paper", "to_markdown", "PerDataset", "SavedRun", "plot_report", "build_table",
-           "instfol", "doc_texts", "IFIRJudge", "Judgement", "JudgeItem", "weighted_judge_score", "suite", "sensitivity", "PERTURBATIONS", "Perturb", "plot_sensitivity", "rbo", "kendall_tau"]
+           "instfol", "doc_texts", "IFIRJudge", "Judgement", "JudgeItem", "weighted_judge_score", "suite", "sensitivity", "PERTURBATIONS", "Perturb", "plot_sensitivity", "rbo", "kendall_tau", "label_stand_ins"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 import textwrap
-from typing import Dict, Mapping, Optional, Sequence
+from typing import Dict, List, Mapping, Optional, Sequence
 
 import pandas as pd
 
@@ -22,17 +22,94 @@ from .._atomic import written
 UNSCALED_PREFIXES = ("R_",)
 
 
+def models_of(system) -> List[str]:
+    """The model arguments (``model_name_or_path``: hub ids or folders) inside a system — its stages, their models and
+    backends — in pipeline order, each once."""
+    import pyterrier as pt
+
+    from .._config import Configured
+    found: List[str] = []
+    seen = set()
+
+    def walk(obj) -> None:
+        if id(obj) in seen:
+            return
+        seen.add(id(obj))
+        name = getattr(obj, "model_name_or_path", None)
+        if isinstance(name, str) and name not in found:
+            found.append(name)
+        for value in vars(obj).values() if hasattr(obj, "__dict__") else ():
+            for item in value if isinstance(value, (list, tuple)) else (value,):
+                if isinstance(item, (pt.Transformer, Configured)):
+                    walk(item)
+    if not isinstance(system, pd.DataFrame):
+        walk(system)
+    return found
+
+
+#: What a row computed with stand-in weights or data (``pyterrier_instruct.testing``) ends with; no published numbers
+#: are printed beside such a row (:func:`with_paper`).
+STAND_IN_LABEL = "[stand-in]"
+
+
+def is_stand_in_row(name) -> bool:
+    """``name`` is labelled as a stand-in row (``"MonoT5 [stand-in]"``, ``"MonoT5-base [t5, stand-in]"``)."""
+    return str(name).endswith("stand-in]")
+
+
+def stand_in_label(name: str, stand_in: bool = True) -> str:
+    """``name`` ending with :data:`STAND_IN_LABEL` when ``stand_in`` (once)."""
+    return f"{name} {STAND_IN_LABEL}" if stand_in and not is_stand_in_row(name) else str(name)
+
+
+def loads_stand_in(system) -> bool:
+    """A model argument inside ``system`` (:func:`models_of`) loads stand-in weights (``_hub.STAND_IN_MARKER``)."""
+    from .._hub import checkpoint_note
+    return any(checkpoint_note(m) == "stand-in" for m in models_of(system))
+
+
+def stand_in_data(datasets) -> List[str]:
+    """The names of the datasets (objects with ``provenance``, or provenance dicts) read from stand-in files."""
+    if isinstance(datasets, Mapping):
+        items = list(datasets.values())
+    else:
+        items = list(datasets) if isinstance(datasets, (list, tuple)) else [datasets]
+    found = []
+    for ds in items:
+        prov = ds if isinstance(ds, Mapping) else getattr(ds, "provenance", None) or {}
+        if prov.get("stand_in"):
+            found.append(str(prov.get("name") or getattr(ds, "name", "dataset")))
+    return found
+
+
+def label_stand_ins(results: pd.DataFrame, systems: Sequence, datasets=()) -> pd.DataFrame:
+    """``results`` of ``pt.Experiment(systems, …)`` (one row per system, in order) with each ``name`` that was computed
+    with stand-in weights (a model inside the system) or on stand-in data (one of ``datasets``) ending with
+    ``[stand-in]`` (``pyterrier_instruct.testing``: tiny random weights, synthetic benchmark files, numbers that mean
+    nothing); recognised from the folders' marker, whatever the command line said. Other rows are left as they are."""
+    systems = list(systems)
+    if len(systems) != len(results):
+        raise ValueError(f"label_stand_ins: {len(systems)} systems for {len(results)} rows; pass the systems of the "
+                         "experiment in its order (one row per system: not perquery=True)")
+    data = bool(stand_in_data(datasets))
+    out = results.copy()
+    out["name"] = [stand_in_label(n, data or loads_stand_in(s)) for n, s in zip(out["name"], systems)]
+    return out
+
+
 def system_names(systems, names: Optional[Sequence[str]]):
-    """``(list of systems, list of names)`` from a list (+ names) or a ``{name: system}`` dict."""
+    """``(list of systems, list of names)`` from a list (+ names) or a ``{name: system}`` dict; the name of a system
+    that loads stand-in weights ends with ``[stand-in]`` (:func:`loads_stand_in`)."""
     if isinstance(systems, Mapping):
         if names is not None:
             raise ValueError("give names either as the keys of a systems dict or as names=, not both")
-        return list(systems.values()), [str(k) for k in systems]
-    systems = list(systems)
-    names = [str(s) for s in systems] if names is None else [str(n) for n in names]
+        systems, names = list(systems.values()), [str(k) for k in systems]
+    else:
+        systems = list(systems)
+        names = [str(s) for s in systems] if names is None else [str(n) for n in names]
     if len(names) != len(systems):
         raise ValueError(f"names has {len(names)} entries for {len(systems)} systems")
-    return systems, names
+    return systems, [stand_in_label(n, loads_stand_in(s)) for n, s in zip(names, systems)]
 
 
 class PerDataset(dict):
@@ -84,7 +161,8 @@ def build_table(long: pd.DataFrame, benchmark: str, *, models: Sequence[str], se
 
     ``average`` maps a measure to the name of its unweighted mean over datasets (e.g. FollowIR's
     ``MAP@1000``/``nDCG@5`` → ``Score``); given with more than one dataset, the means are appended as
-    dataset ``average``. Values are ×``scale`` (except measures starting with ``unscaled``), rounded.
+    dataset ``average``. Values are ×``scale`` (except measures starting with ``unscaled``), rounded. Over stand-in
+    data (a ``provenance`` with ``stand_in``) every row is labelled ``[stand-in]``.
     """
     long = long.copy()
     if average is not None and long["dataset"].nunique() > 1:
@@ -99,6 +177,8 @@ def build_table(long: pd.DataFrame, benchmark: str, *, models: Sequence[str], se
     for col, (d, m) in columns.items():
         part = long[(long["dataset"] == d) & (long["measure"] == m)].set_index("model")["shown"]
         table[col] = part.reindex(table["Model"]).to_numpy()
+    if stand_in_data(list(provenance.values())):  # every row was computed on stand-in data: each says so
+        table["Model"] = [stand_in_label(m) for m in table["Model"]]
     table.attrs.update(benchmark=benchmark, columns=columns, settings=dict(settings), provenance=dict(provenance),
                        long=long.drop(columns="shown"), scale=scale, decimals=decimals, unscaled=tuple(unscaled))
     return table
@@ -118,9 +198,13 @@ def with_paper(table: pd.DataFrame, models: Mapping[str, str], paper: Optional[s
     """
     from ..paper import paper_numbers
     columns, benchmark = table.attrs["columns"], table.attrs["benchmark"]
-    unknown = [m for m in models if m not in set(table["Model"])]
+    rows_of = set(table["Model"])
+    unknown = [m for m in models if m not in rows_of and stand_in_label(m) not in rows_of]
     if unknown:
         raise ValueError(f"with_paper: {unknown} are not systems of this table; systems are {table['Model'].tolist()}")
+    # no published numbers beside a stand-in's (tiny random weights, synthetic data): a Δ would mean nothing
+    data = stand_in_data(list(table.attrs.get("provenance", {}).values()))
+    models = {k: v for k, v in models.items() if k in rows_of and not is_stand_in_row(k) and not data}
     numbers = paper_numbers(benchmark=benchmark, paper=paper)
     if strict:  # names no paper prints are an error listing the valid ones
         paper_numbers(model=sorted(set(models.values())))
@@ -159,7 +243,10 @@ def as_datasets(datasets) -> Dict[str, object]:
 def short_provenance(provenance: Mapping[str, object]) -> str:
     """A dataset's provenance in a few characters: the revision read (a commit's first 7 hex digits, ``bundled`` for a
     dataset shipped with the package), else the first 12 hex digits of the content hash of a local folder whose revision
-    is not recorded, else its folder's name. The whole record stays in ``attrs["provenance"]`` (and the CLI's report.json)."""
+    is not recorded, else its folder's name; ``stand-in, …`` first for stand-in data. The whole record stays in
+    ``attrs["provenance"]`` (and the CLI's report.json)."""
+    if provenance.get("stand_in"):
+        return "stand-in, " + short_provenance({k: v for k, v in provenance.items() if k != "stand_in"})
     revision = provenance.get("revision")
     if revision:
         revision = str(revision)
@@ -182,6 +269,10 @@ def footer(table: pd.DataFrame, width: int = 110) -> str:
         groups.setdefault(short_provenance(p), []).append(str(d))
     prov = "; ".join(f"{', '.join(names)} ({short})" for short, names in groups.items())
     text = f"{settings}. Data: {prov}." if prov else settings
+    if any(map(is_stand_in_row, table["Model"])):
+        text += (f" Rows labelled {STAND_IN_LABEL} were computed with stand-ins (pyterrier_instruct.testing: tiny "
+                 "random weights or synthetic data): their numbers mean nothing, and no published number is shown "
+                 "beside them.")
     return textwrap.fill(text, width=width, break_long_words=False, break_on_hyphens=False)
 
 
@@ -203,7 +294,7 @@ def to_markdown(table: pd.DataFrame) -> str:
     lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" if c == "Model" else "---:" for c in cols) + "|"]
     for _, row in table.iterrows():
         lines.append("| " + " | ".join(fmt(c, row[c], row["Model"]) for c in cols) + " |")
-    if table.attrs.get("settings") or table.attrs.get("provenance"):
+    if table.attrs.get("settings") or table.attrs.get("provenance") or any(map(is_stand_in_row, table["Model"])):
         lines += ["", footer(table)]
     return "\n".join(lines)
 

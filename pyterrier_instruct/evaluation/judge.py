@@ -126,7 +126,8 @@ class IFIRJudge:
         self.max_new_tokens, self.system_prompt, self.ifir_code_bug = int(max_new_tokens), bool(system_prompt), bool(ifir_code_bug)
         self.mode, self.direct_prefix, self.min_prob = mode, str(direct_prefix), float(min_prob)
         self.batch_size, self.verbose = int(batch_size), verbose
-        self.stats = dict.fromkeys(("requested", "hits", "duplicates", "judged", "backend_calls", "failed", "dropped"), 0)
+        self.stats = dict.fromkeys(("requested", "hits", "duplicates", "judged", "backend_calls", "failed", "dropped",
+                                  "unparsed"), 0)
         self.last: Dict[str, int] = dict(self.stats)
         if legacy:  # the records this judge wrote in 0.x, under its keys now
             self.store.import_judge_jsonl(legacy, rekey={self._judge_id(_legacy_backend_id(self.backend)): self.judge_id})
@@ -232,6 +233,7 @@ class IFIRJudge:
             bar.close()
             last["failed"] = sum(1 for j in out if j is not None and j.status == "failed")
             last["dropped"] = sum(1 for j in out if j is not None and j.score is None)
+            last["unparsed"] = sum(1 for j in out if j is not None and j.status in ("unparsed", "no_score_token"))
             for name, value in last.items():
                 self.stats[name] += value
             self.last = last
@@ -239,6 +241,8 @@ class IFIRJudge:
             log.warning("INSTFOL judge %s: %d of %d judge request(s) failed, first: %s; their rank positions are dropped "
                         "from both lists (not stored: judged again next time)", self.judge_model, len(errors),
                         last["judged"], errors[0])
+        from ..base import warn_unparsed
+        warn_unparsed(f"INSTFOL judge {self.judge_model}", last["unparsed"], len(out), "held no score", "scored 0")
         log.info("INSTFOL judge %s: %d judgements, %d stored, %d duplicates, %d judged in %d backend call(s), %d failed",
                  self.judge_model, *(last[k] for k in ("requested", "hits", "duplicates", "judged", "backend_calls", "failed")))
         return out

@@ -10,7 +10,7 @@ from typing import Dict, List, Optional, Union
 import numpy as np
 import pandas as pd
 
-from ..base import InstructReranker, first_stage_lists
+from ..base import InstructReranker, first_stage_lists, warn_unparsed
 from .._config import preset
 from ..backends import KINDS, Backend, OpenAIBackend, make_backend
 from ..prompts import LISTWISE, VICUNA_CHAT_TEMPLATE, Listwise, fill
@@ -158,9 +158,8 @@ class ListwiseReranker(InstructReranker):
                 jobs = [(q, plan[step]) for q, plan in enumerate(plans) if step < len(plan)]
                 self._run_step(jobs, lists, queries, qids, words, notes)
                 bar.update(len(jobs))
-        if self.stats["repaired"] > repaired:
-            log.warning("%r: %d of %d answers were not a clean permutation and were repaired (see .stats)", self,
-                        self.stats["repaired"] - repaired, sum(map(len, plans)))
+        warn_unparsed(self, self.stats["repaired"] - repaired, sum(map(len, plans)), "were not a clean permutation",
+                      "repaired: duplicates and out-of-range labels dropped, missing passages appended in order")
         scores = np.empty(len(work), dtype="float64")
         for lst in lists:
             scores[lst] = len(lst) - np.arange(len(lst))

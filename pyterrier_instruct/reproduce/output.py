@@ -15,6 +15,7 @@ from typing import Dict, List, Mapping, Optional, Sequence
 import pandas as pd
 
 from .._atomic import write_json, write_text
+from ..evaluation._report import models_of  # noqa: F401 - re-exported: the demo and the tests use it here
 from .arguments import Row
 from .systems import row_name
 
@@ -48,30 +49,6 @@ def environment() -> Dict[str, Optional[str]]:
     out.update({name: version(dist) for name, dist in PACKAGES.items()})
     out.update({name: version(dist) for name, dist in LOADED_PACKAGES.items() if name in sys.modules})
     return out
-
-
-def models_of(system) -> List[str]:
-    """The model arguments (``model_name_or_path``: hub ids or folders) inside a system — its stages, their models and
-    backends — in pipeline order, each once."""
-    import pyterrier as pt
-
-    from .._config import Configured
-    found: List[str] = []
-    seen = set()
-
-    def walk(obj) -> None:
-        if id(obj) in seen:
-            return
-        seen.add(id(obj))
-        name = getattr(obj, "model_name_or_path", None)
-        if isinstance(name, str) and name not in found:
-            found.append(name)
-        for value in vars(obj).values() if hasattr(obj, "__dict__") else ():
-            for item in value if isinstance(value, (list, tuple)) else (value,):
-                if isinstance(item, (pt.Transformer, Configured)):
-                    walk(item)
-    walk(system)
-    return found
 
 
 def model_provenance(names: Sequence[str]) -> List[Dict[str, Optional[str]]]:
@@ -113,15 +90,17 @@ def read_report(path: str) -> dict:
 
 def finish(table: pd.DataFrame, args: argparse.Namespace, rows: Mapping[str, Row], name: str, title: str) -> pd.DataFrame:
     """Prints ``table`` with the published numbers and the difference below each reported row (none on a bundled
-    miniature: :func:`miniatures`), and writes ``<out>/<name>.csv`` (ours), ``<name>.paper.csv`` (with the paper rows),
+    miniature: :func:`miniatures`; none beside rows labelled ``[stand-in]``, whose weights or data are stand-ins), and
+    writes ``<out>/<name>.csv`` (ours), ``<name>.paper.csv`` (with the paper rows),
     ``<name>.md`` and ``report.json`` (the full provenance the printed footer abbreviates)."""
     from .._version import __version__
     from ..evaluation import to_markdown, with_paper
+    from ..evaluation._report import is_stand_in_row, stand_in_data
     toys = miniatures(args.dataset)
     if toys:  # a toy in a paper's layout: the paper's numbers are for the full benchmark, a Δ would mean nothing
         both = table.copy()
         both.attrs.update(table.attrs, paper_rows={})
-    else:
+    else:  # with_paper leaves out stand-in rows and stand-in data
         both = with_paper(table, {row_name(rows, k, args): rows[k].paper for k in args.keys if rows[k].paper}, strict=False)
     paper = both.attrs["paper_rows"]
     os.makedirs(args.out, exist_ok=True)
@@ -129,6 +108,7 @@ def finish(table: pd.DataFrame, args: argparse.Namespace, rows: Mapping[str, Row
     if toys:
         md += (f"\nNo published numbers beside {', '.join(toys)}: a miniature bundled with the package, not the paper's "
                "benchmark.")
+
     md += f"\nFull provenance of the data and the models: {os.path.join(args.out, 'report.json')}."
     write_text(os.path.join(args.out, f"{name}.csv"), table.to_csv(index=False))
     write_text(os.path.join(args.out, f"{name}.paper.csv"), both.to_csv(index=False))
@@ -140,7 +120,9 @@ def finish(table: pd.DataFrame, args: argparse.Namespace, rows: Mapping[str, Row
                    "systems": {row_name(rows, k, args): args.models.get(k, "") for k in args.keys},
                    "models": {row_name(rows, k, args): model_provenance([args.models[k]])[0] for k in args.keys
                               if k in args.models and rows[k].hub},
-                   "device": args.device, "seconds": round(time.time() - args.started, 1)})
+                   "device": args.device, "seconds": round(time.time() - args.started, 1),
+                   "stand_ins": {"datasets": stand_in_data(list(table.attrs.get("provenance", {}).values())),
+                                 "rows": [m for m in table["Model"] if is_stand_in_row(m)]}})
     report.setdefault("tables", {})[name] = {"title": title, "settings": {k: str(v) for k, v in table.attrs.get("settings", {}).items()},
                                             "provenance": table.attrs.get("provenance", {}), "paper_rows": paper}
     write_json(report_path, report, indent=2)  # replaced whole: a kill or a full disk leaves the previous report

@@ -10,7 +10,7 @@ from typing import Dict, List, Optional
 import numpy as np
 import pandas as pd
 
-from ..base import InstructReranker, first_stage_lists
+from ..base import InstructReranker, first_stage_lists, warn_unparsed
 from ..instructions import QuerySlot
 from . import sort
 
@@ -22,6 +22,10 @@ class SetwiseBase(InstructReranker, family=False):
     #: where the instruction goes: after the (cut) query; with no instruction, the cut query exactly as the reference
     #: passes it (a trailing space of the cut kept)
     query_slot = QuerySlot("rank_llm")
+    #: what a run's unparsed answers are counted against (``stats``), what they lacked and what was done instead, for
+    #: the one warning per run (:func:`~pyterrier_instruct.base.warn_unparsed`)
+    ANSWERS, UNPARSED = "comparisons_asked", "named no passage label"
+    UNPARSED_THEN = "the comparison's first passage was taken as the winner"
 
     def _setup(self, method: str, num_child: int, k: int, query_length: Optional[int], passage_length: Optional[int]) -> None:
         sort.check(method, num_child, k, type(self).__name__)
@@ -77,6 +81,7 @@ class SetwiseBase(InstructReranker, family=False):
         sorts = [sort.SORTS[self.method](order, self.num_child, self.k) for order in orders]
         bar = self._tqdm(None, total=len(lists), unit="query")
         self._begin(work, lists)
+        invalid, answers = self.stats["invalid"], self.stats[self.ANSWERS]
 
         def compare(asked):
             wins = self._compare([(q, queries[q], [texts[d] for d in docs], docs) for q, docs in asked])
@@ -88,6 +93,8 @@ class SetwiseBase(InstructReranker, family=False):
         finally:
             bar.update(len(lists))
             bar.close()
+        warn_unparsed(self, self.stats["invalid"] - invalid, self.stats[self.ANSWERS] - answers, self.UNPARSED,
+                      self.UNPARSED_THEN)
         self.comparisons = dict(zip(map(str, qids), counts))
         self.stats["comparisons"] += sum(counts)
         self.stats["queries"] += len(lists)

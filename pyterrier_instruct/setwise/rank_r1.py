@@ -27,7 +27,7 @@ from .._hub import from_pretrained, model_path
 from .._optional import require
 from ..backends import HFBackend, TokenizerBackend, VLLMBackend
 from ..backends.base import REASONING_CALLS
-from ..dense.encoder import adapter_base
+from ..dense.encoder import adapter_base, merge_adapter
 from ..prompts import fill
 from .base import SetwiseBase
 from .sort import check
@@ -90,9 +90,8 @@ class _AdapterHFBackend(HFBackend):
         if self._model is None and base is not None:
             from .._torch import hf_setup
             transformers, self._device, dtype = hf_setup(self.device, self.dtype)
-            peft = require("peft", "hf")
             model = from_pretrained(transformers.AutoModelForCausalLM, base, dtype=dtype)
-            model = peft.PeftModel.from_pretrained(model, model_path(self.model_name_or_path)).merge_and_unload()
+            model = merge_adapter(model, self.model_name_or_path)
             self._model = model.to(self._device).eval()
         return super()._load()
 
@@ -117,6 +116,8 @@ class RankR1(SetwiseBase):
     Output: as :class:`~pyterrier_instruct.setwise.Setwise`, plus ``reasoning`` (the completion of the last comparison
     the document won). Details: docs/rerankers.md.
     """
+    ANSWERS, UNPARSED = "generations", "held no <answer> naming a shown passage"
+    UNPARSED_THEN = "such an answer casts no vote; a comparison without votes goes to its first passage"
     schematic = {"label": "Rank-R1"}
     extra_outputs = ("reasoning",)
 

@@ -5,13 +5,18 @@ hub ids of the presets. Needs the ``[hf]`` extra (torch, transformers, sentencep
 :func:`tiny_lora`), imported inside each builder."""
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import shutil
+import sys
 from pathlib import Path
 
-__all__ = ["tiny_t5", "tiny_mistral", "tiny_bert", "tiny_llama", "tiny_qwen", "tiny_rank1", "tiny_lora", "qwen_tokenizer",
-           "with_chat_template", "ZEPHYR_TEMPLATE", "QWEN_KINDS", "QWEN_SPLIT", "QWEN3_EMBEDDING_QUERY_PROMPT", "RANK1_WORDS", "EXTRA",
-           "CORPUS"]
+from .._hub import quiet
+
+__all__ = ["tiny_t5", "tiny_mistral", "tiny_bert", "tiny_llama", "tiny_qwen", "tiny_rank1", "tiny_lora",
+           "qwen_tokenizer", "stops_at_once", "quiet", "with_chat_template", "ZEPHYR_TEMPLATE", "QWEN_KINDS",
+           "QWEN_SPLIT", "QWEN3_EMBEDDING_QUERY_PROMPT", "RANK1_WORDS", "EXTRA", "CORPUS"]
 
 #: the bundled instruct-mini corpus: the text every tokenizer here is trained on
 CORPUS = Path(__file__).parents[1] / "datasets" / "data" / "instruct-mini" / "corpus.jsonl"
@@ -22,13 +27,28 @@ def _texts():
     return [json.loads(line)["text"] for line in open(CORPUS)] + EXTRA
 
 
+@contextlib.contextmanager
+def _no_stdout():
+    """File descriptor 1 to the null device (what a C++ library prints bypasses ``sys.stdout``)."""
+    sys.stdout.flush()
+    saved, null = os.dup(1), os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 1)
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(null)
+
+
 def _spm(folder: Path, name: str, vocab_size: int, **kwargs) -> Path:
     import sentencepiece as spm
     folder.mkdir(parents=True, exist_ok=True)
     src = folder / "train.txt"
     src.write_text("\n".join(_texts()))
-    spm.SentencePieceTrainer.train(input=str(src), model_prefix=str(folder / "sp"), vocab_size=vocab_size,
-                                   model_type="unigram", character_coverage=1.0, minloglevel=2, **kwargs)
+    with _no_stdout():  # sentencepiece's trainer writes an empty line to the process's stdout
+        spm.SentencePieceTrainer.train(input=str(src), model_prefix=str(folder / "sp"), vocab_size=vocab_size,
+                                       model_type="unigram", character_coverage=1.0, minloglevel=2, **kwargs)
     (folder / "sp.model").rename(folder / name)
     src.unlink()
     (folder / "sp.vocab").unlink()
@@ -53,7 +73,7 @@ def tiny_t5(root: Path, seed: int = 0, d_model: int = 32, layers: int = 2, vocab
     return str(folder)
 
 
-def tiny_mistral(root: Path, seed: int = 0, vocab_size: int = 700) -> str:
+def tiny_mistral(root: Path, seed: int = 0, vocab_size: int = 700, max_position_embeddings: int = 4096) -> str:
     """A Mistral (``MistralForCausalLM``) with a Llama sentencepiece tokenizer (``<s>``/``</s>``, ``true``/``false``)."""
     import torch
     import transformers
@@ -64,13 +84,14 @@ def tiny_mistral(root: Path, seed: int = 0, vocab_size: int = 700) -> str:
     tok.save_pretrained(str(folder))
     torch.manual_seed(seed)
     config = transformers.MistralConfig(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                                        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096,
+                                        num_attention_heads=4, num_key_value_heads=2,
+                                        max_position_embeddings=max_position_embeddings,
                                         bos_token_id=1, eos_token_id=2, sliding_window=None)
     transformers.MistralForCausalLM(config).save_pretrained(str(folder))
     return str(folder)
 
 
-def tiny_bert(root: Path, seed: int = 0) -> str:
+def tiny_bert(root: Path, seed: int = 0, vocab_size: int = 800) -> str:
     """A BERT sequence classifier (2 labels) with a WordPiece vocabulary trained here."""
     import tokenizers
     import torch
@@ -78,7 +99,8 @@ def tiny_bert(root: Path, seed: int = 0) -> str:
     folder = Path(root) / "bert"
     folder.mkdir(parents=True, exist_ok=True)
     wp = tokenizers.BertWordPieceTokenizer(lowercase=True)
-    wp.train_from_iterator(_texts(), vocab_size=800, special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"])
+    wp.train_from_iterator(_texts(), vocab_size=vocab_size, show_progress=False,  # its bars: empty lines on stdout
+                           special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"])
     wp.save_model(str(folder))
     tok = transformers.BertTokenizer.from_pretrained(str(folder), model_max_length=512)
     tok.save_pretrained(str(folder))
@@ -145,7 +167,7 @@ def qwen_tokenizer(folder: Path, vocab_size: int = 800, append_eos: bool = False
 
 
 def tiny_qwen(root: Path, kind: str = "reranker", seed: int = 0, hidden_size: int = 64, layers: int = 2,
-              max_position_embeddings: int = 4096) -> str:
+              max_position_embeddings: int = 4096, vocab_size: int = 800) -> str:
     """A tiny random Qwen model + tokenizer in ``root/qwen-{kind}``, loadable with ``from_pretrained``:
 
     - ``'reranker'``: ``Qwen3ForCausalLM`` (Qwen3-Reranker's architecture; also rank1-style generation);
@@ -159,7 +181,7 @@ def tiny_qwen(root: Path, kind: str = "reranker", seed: int = 0, hidden_size: in
     if kind not in QWEN_KINDS:
         raise ValueError(f"kind must be one of {QWEN_KINDS}, got {kind!r}")
     folder = Path(root) / f"qwen-{kind}"
-    qwen_tokenizer(folder, append_eos=kind == "embedding")
+    qwen_tokenizer(folder, vocab_size=vocab_size, append_eos=kind == "embedding")
     tok = transformers.AutoTokenizer.from_pretrained(str(folder))
     ids = dict(vocab_size=len(tok), bos_token_id=None, eos_token_id=tok.convert_tokens_to_ids("<|im_end|>"),
                pad_token_id=tok.convert_tokens_to_ids("<|endoftext|>"))
@@ -271,20 +293,49 @@ def tiny_rank1(root: Path, seed: int = 0) -> str:
     return str(folder)
 
 
-def tiny_lora(root: Path, base: str, base_id: str, seed: int = 1) -> str:
+def tiny_lora(root: Path, base: str, base_id: str, seed: int = 1, causal: bool = False) -> str:
     """A LoRA adapter (random, non-zero B) over the local model folder ``base``, whose ``adapter_config.json`` names the
-    hub id ``base_id`` as its base (as a published adapter does)."""
+    hub id ``base_id`` as its base (as a published adapter does). Its keys are those of the class it is loaded onto:
+    ``AutoModel`` (a dense encoder's: Promptriever, RepLLaMA), or with ``causal`` ``AutoModelForCausalLM``
+    (Rank-R1's)."""
     import peft
     import torch
     import transformers
     folder = Path(root) / "lora"
     torch.manual_seed(seed)
-    model = peft.get_peft_model(transformers.AutoModel.from_pretrained(base), peft.LoraConfig(
+    with quiet():  # a causal checkpoint loaded as AutoModel: its lm_head is "unexpected", as in a dense run
+        base_model = (transformers.AutoModelForCausalLM if causal else transformers.AutoModel).from_pretrained(base)
+    model = peft.get_peft_model(base_model, peft.LoraConfig(
         r=4, lora_alpha=8, init_lora_weights=False, target_modules=["q_proj", "k_proj", "v_proj", "o_proj"]))
     model.save_pretrained(str(folder))
     config = json.loads((folder / "adapter_config.json").read_text())
     (folder / "adapter_config.json").write_text(json.dumps({**config, "base_model_name_or_path": base_id}))
     return str(folder)
+
+
+def stops_at_once(model: str, folder=None, seed: int = 2) -> str:
+    """Makes the causal model in the local folder ``model`` (a copy in ``folder`` when given) answer its EOS token at
+    once: a constant direction added to every token embedding, which the output head's EOS row reads. A generating
+    family's stand-in then runs one step per prompt, not its whole budget of random tokens (its answer is empty:
+    unparseable, which the family counts and reports)."""
+    import torch
+    import transformers
+    if folder is not None:
+        shutil.copytree(model, folder)
+        model = str(folder)
+    lm = transformers.AutoModelForCausalLM.from_pretrained(model)
+    eos = lm.config.eos_token_id
+    eos = eos[0] if isinstance(eos, (list, tuple)) else eos
+    with torch.no_grad():
+        emb = lm.get_input_embeddings().weight
+        direction = torch.randn(emb.shape[1], generator=torch.Generator().manual_seed(seed))
+        direction /= direction.norm()
+        emb += 3.0 * direction  # far above a token's own (std 0.02) and the random layers' contributions
+        lm.get_output_embeddings().weight[eos] += 3.0 * direction
+        probe = torch.randint(3, emb.shape[0], (4, 24), generator=torch.Generator().manual_seed(seed))
+        assert (lm(input_ids=probe).logits[:, -1].argmax(-1) == eos).all(), "stops_at_once: EOS is not greedy"
+    lm.save_pretrained(model)
+    return model
 
 
 def with_chat_template(model: str, folder: Path, template: str) -> str:

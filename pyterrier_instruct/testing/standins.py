@@ -62,14 +62,14 @@ MODELS: Dict[str, str] = {
     # listwise
     "castorini/rank_zephyr_7b_v1_full": "zephyr",
     "HuggingFaceH4/zephyr-7b-beta": "zephyr",
-    "castorini/rank_vicuna_7b_v1": "llama",
+    "castorini/rank_vicuna_7b_v1": "vicuna",
     "castorini/first_mistral": "zephyr",
     "liuwenhan/reasonrank-7B": "qwen-chat",
     "liuwenhan/reasonrank-32B": "qwen-chat",
     # setwise: Flan-T5 (Setwise's default) and Rank-R1's LoRA adapters on Qwen2.5-Instruct
     "google/flan-t5-large": "t5",
     **{f"Qwen/Qwen2.5-{size}-Instruct": "qwen-chat" for size in ("3B", "7B", "14B")},
-    **{f"ielabgroup/Rank-R1-{size}-v0.1": f"lora:Qwen/Qwen2.5-{size}-Instruct" for size in ("3B", "7B", "14B")},
+    **{f"ielabgroup/Rank-R1-{size}-v0.1": f"lora-lm:Qwen/Qwen2.5-{size}-Instruct" for size in ("3B", "7B", "14B")},
     # dense: LoRA adapters and their bases
     "meta-llama/Llama-2-7b-hf": "llama",
     "meta-llama/Meta-Llama-3.1-8B": "llama",
@@ -91,23 +91,47 @@ MODELS: Dict[str, str] = {
 }
 
 
-def _lora(base_id: str) -> Callable[[Path, Callable[[str], str]], str]:
-    return lambda folder, built: models.tiny_lora(folder, built(MODELS[base_id]), base_id)
+#: The vocabulary of a stand-in's tokenizer: large enough that a passage takes about as many tokens as with the real
+#: tokenizer (1.5 per word on the corpus, not 2.6-3.9 with the tests' small vocabularies), so prompts, truncation and
+#: run time are those of the real family's; Mistral's and Qwen2.5's stand-ins have their 32,768 positions.
+VOCAB = 4000
+
+
+def _adapter(kind: str):
+    """``(base hub id, causal)`` of a LoRA kind (``lora:<base>``: a dense encoder's; ``lora-lm:<base>``: a causal LM's),
+    else None."""
+    prefix, _, base = kind.partition(":")
+    return (base, prefix == "lora-lm") if prefix in ("lora", "lora-lm") else None
+
+
+def _lora(kind: str) -> Callable[[Path, Callable[[str], str]], str]:
+    base_id, causal = _adapter(kind)
+    return lambda folder, built: models.tiny_lora(folder, built(MODELS[base_id]), base_id, causal=causal)
+
+
+def _chat(base: str, template: Optional[str] = None) -> Callable[[Path, Callable[[str], str]], str]:
+    """A generating family's stand-in: a copy of ``base`` that answers EOS at once (``models.stops_at_once``), with the
+    chat ``template``."""
+    def build(folder, built):
+        copy = models.stops_at_once(built(base), Path(folder) / "chat")
+        return models.with_chat_template(copy, Path(folder) / "templated", template) if template else copy
+    return build
 
 
 #: kind → builder(folder, built) of a tiny model folder; ``built(kind)`` is the folder of another kind (built once).
 BUILDERS: Dict[str, Callable] = {
-    "t5": lambda folder, built: models.tiny_t5(folder),
-    "mistral": lambda folder, built: models.tiny_mistral(folder),
-    "bert": lambda folder, built: models.tiny_bert(folder),
-    "llama": lambda folder, built: models.tiny_llama(folder),
-    "zephyr": lambda folder, built: models.with_chat_template(built("mistral"), Path(folder) / "zephyr", models.ZEPHYR_TEMPLATE),
-    "qwen3-reranker": lambda folder, built: models.tiny_qwen(folder, "reranker"),
-    "qwen3-embedding": lambda folder, built: models.tiny_qwen(folder, "embedding"),
-    "qwen2": lambda folder, built: models.tiny_qwen(folder, "qwen2"),
-    "qwen-chat": lambda folder, built: models.with_chat_template(built("qwen2"), Path(folder) / "qwen-chat", models.QWEN_CHAT_TEMPLATE),
+    "t5": lambda folder, built: models.tiny_t5(folder, vocab_size=VOCAB),
+    "mistral": lambda folder, built: models.tiny_mistral(folder, vocab_size=VOCAB, max_position_embeddings=32768),
+    "bert": lambda folder, built: models.tiny_bert(folder, vocab_size=VOCAB),
+    "llama": lambda folder, built: models.tiny_llama(folder, vocab_size=VOCAB),
+    "zephyr": _chat("mistral", models.ZEPHYR_TEMPLATE),
+    "vicuna": _chat("llama"),
+    "qwen3-reranker": lambda folder, built: models.tiny_qwen(folder, "reranker", vocab_size=VOCAB),
+    "qwen3-embedding": lambda folder, built: models.tiny_qwen(folder, "embedding", vocab_size=VOCAB),
+    "qwen2": lambda folder, built: models.tiny_qwen(folder, "qwen2", vocab_size=VOCAB, max_position_embeddings=32768),
+    "qwen-chat": _chat("qwen2", models.QWEN_CHAT_TEMPLATE),
     "rank1": lambda folder, built: models.tiny_rank1(folder),
-    **{kind: _lora(kind.split(":", 1)[1]) for kind in set(MODELS.values()) if kind.startswith("lora:")},
+    **{kind: _lora(kind) for kind in set(MODELS.values()) if _adapter(kind)},
 }
 
 
@@ -129,7 +153,7 @@ def install_models(root: Union[str, Path], ids: Optional[Iterable[str]] = None) 
     processes at once (a file lock). Needs the ``[hf]`` extra."""
     root = Path(root)
     ids = list(MODELS) if ids is None else list(ids)
-    ids += [MODELS[i].split(":", 1)[1] for i in ids if MODELS.get(i, "").startswith("lora:")]  # the base an adapter names
+    ids += [_adapter(MODELS[i])[0] for i in ids if _adapter(MODELS.get(i, ""))]  # the base an adapter names
     unknown = [i for i in ids if i not in MODELS]
     if unknown:
         raise ValueError(f"no stand-in for {unknown}: pyterrier_instruct.testing.MODELS has {sorted(MODELS)}")
@@ -141,7 +165,8 @@ def install_models(root: Union[str, Path], ids: Optional[Iterable[str]] = None) 
             done = home / ".done"
             if not done.exists():
                 shutil.rmtree(home, ignore_errors=True)
-                folder = BUILDERS[kind](home, built)
+                with models.quiet():
+                    folder = BUILDERS[kind](home, built)
                 done.write_text(str(Path(folder).relative_to(home)))
             kinds[kind] = str(home / done.read_text())
         return kinds[kind]
@@ -162,13 +187,20 @@ def install_models(root: Union[str, Path], ids: Optional[Iterable[str]] = None) 
 
 
 def install_datasets(root: Union[str, Path]) -> str:
-    """Writes the miniature benchmarks in their released layouts under ``root`` (once; kept afterwards) and returns it;
-    point ``$PYTERRIER_INSTRUCT_DATA`` at it. The bundled ``instruct-mini`` and ``infosearch-mini`` need nothing."""
+    """Writes the miniature benchmarks in their released layouts under ``root`` (once; kept afterwards), each dataset
+    folder marked as a stand-in (``_hub.STAND_IN_MARKER``: tables label it and print no published numbers beside it),
+    and returns it; point ``$PYTERRIER_INSTRUCT_DATA`` at it. The bundled ``instruct-mini`` and ``infosearch-mini``
+    need nothing."""
     root = Path(root)
     with _lock(root):
         if not (root / ".done").exists():
             layouts.write(root)
             (root / ".done").write_text("pyterrier_instruct.testing.layouts")
+        for folder in (f for owner in layouts.OWNERS if (root / owner).is_dir() for f in (root / owner).iterdir()):
+            marker = folder / STAND_IN_MARKER  # the loaders record "stand_in" in provenance; tables label it
+            if folder.is_dir() and not marker.exists():
+                marker.write_text(json.dumps({"stand_in": "pyterrier_instruct.testing.layouts",
+                                              "dataset": folder.name}))
     return str(root)
 
 
@@ -176,7 +208,8 @@ def install(root: Union[str, Path, None] = None, models: Optional[Iterable[str]]
     """Installs stand-ins under ``root`` (default :func:`default_root`): the models of ``models`` (hub ids; default
     all of :data:`MODELS`) in ``root/models`` and, with ``datasets``, the miniature benchmarks in ``root/data``; then
     sets ``$PYTERRIER_INSTRUCT_MODELS`` and ``$PYTERRIER_INSTRUCT_DATA`` in this process (and the processes it starts)
-    so that the real ids resolve to them. Returns those variables. Call it before the first model loads or dataset
+    so that the real ids resolve to them, and torch on one thread unless ``$OMP_NUM_THREADS`` says otherwise (tiny
+    models run fastest so). Returns those two variables. Call it before the first model loads or dataset
     opens."""
     root = Path(root) if root is not None else default_root()
     env = {MODELS_ENV: str(root / "models")}
@@ -184,4 +217,17 @@ def install(root: Union[str, Path, None] = None, models: Optional[Iterable[str]]
     if datasets:
         env[ENV_ROOT] = install_datasets(root / "data")
     os.environ.update(env)
+    _one_thread()
     return env
+
+
+def _one_thread() -> None:
+    """torch on one thread (``$OMP_NUM_THREADS=1`` unless set): the stand-ins' tensors are so small that a second
+    thread only waits on the first (Setwise's stand-in run on a busy 2-core machine: 13 s on one thread, 90 s on
+    two)."""
+    if "OMP_NUM_THREADS" in os.environ:
+        return
+    os.environ["OMP_NUM_THREADS"] = "1"
+    import sys
+    if "torch" in sys.modules:  # read at import: set it here too
+        sys.modules["torch"].set_num_threads(1)
