@@ -26,8 +26,11 @@ install: $(VENV)/.installed
 demo: install
 	$(PY) -m pyterrier_instruct.reproduce.cli demo --out results/demo
 
-test: install
+test: install  # every lane (docs/testing.md)
 	$(PY) -m pytest -q
+
+test-%: install  # one lane: make test-unit, test-models, test-tools, test-e2e, test-external
+	$(PY) -m pytest -q -m $*
 
 bench: install
 	$(PY) benchmarks/bench_pmrr.py

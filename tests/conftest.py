@@ -162,9 +162,9 @@ def _built(standin_models, kind: str) -> str:
 
 @pytest.fixture(scope="session")
 def tiny(standin_models):
-    """Local folders of tiny random T5, Mistral and BERT models with locally trained tokenizers (the stand-in root's
-    builds: read them, copy them to change them)."""
-    return {kind: _built(standin_models, kind) for kind in ("t5", "mistral", "bert")}
+    """Local folders of tiny random T5, Mistral, BERT and Llama models with locally trained tokenizers (the stand-in
+    root's builds: read them, copy them to change them)."""
+    return {kind: _built(standin_models, kind) for kind in ("t5", "mistral", "bert", "llama")}
 
 
 class _Built(dict):

@@ -27,11 +27,10 @@ def models(tmp_path_factory, tiny):
     """Local folders standing in for every checkpoint of the tables: T5 (monoT5), Mistral (true/false rerankers, E5),
     a Zephyr-templated Mistral (listwise), and a LoRA adapter over a tiny Llama (Promptriever/RepLLaMA)."""
     import peft
-    import tiny_models
     import torch
     import transformers
     root = tmp_path_factory.mktemp("pipeline-models")
-    llama = tiny_models.tiny_llama(root)
+    llama = tiny["llama"]
     torch.manual_seed(1)
     adapter = peft.get_peft_model(transformers.AutoModel.from_pretrained(llama),
                                   peft.LoraConfig(r=4, lora_alpha=8, init_lora_weights=False, target_modules=["q_proj", "v_proj"]))
