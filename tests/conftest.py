@@ -121,7 +121,7 @@ def _manifest(root: Path) -> dict:
     """``{relative path: sha256}`` of every file under ``root`` but the lock files and the manifest itself."""
     import hashlib
     return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(root.rglob("*"))
-            if p.is_file() and p.suffix != ".lock" and p.name != "manifest.json"}
+            if p.is_file() and not p.name.endswith(".lock") and p.name != "manifest.json"}
 
 
 @pytest.fixture(scope="session")
