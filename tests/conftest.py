@@ -109,7 +109,8 @@ def _standins_key() -> str:
     package = Path(pyterrier_instruct.testing.__file__).parent
     for path in sorted(p for p in package.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
         h.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes() + b"\0")
-    for dist in ("torch", "transformers", "tokenizers", "sentencepiece", "safetensors", "peft", "sentence-transformers"):
+    libraries = ("torch", "transformers", "tokenizers", "sentencepiece", "safetensors", "peft", "sentence-transformers")
+    for dist in libraries:
         try:
             h.update(f"{dist}=={importlib.metadata.version(dist)}\0".encode())
         except importlib.metadata.PackageNotFoundError:
@@ -181,12 +182,13 @@ class _Built(dict):
 
 @pytest.fixture(scope="session")
 def qwen(tmp_path_factory, standin_models):
-    """Tiny random Qwen models by kind (``tiny_models.QWEN_KINDS``: 'reranker', 'reranker-seq-cls', 'embedding', 'qwen2'):
-    the stand-in root's builds, the others built on first use."""
+    """Tiny random Qwen models by kind (``tiny_models.QWEN_KINDS``: 'reranker', 'reranker-seq-cls', 'embedding',
+    'qwen2'): the stand-in root's builds, the others built on first use."""
     import tiny_models
     root = tmp_path_factory.mktemp("tiny-qwen")
     built = {"reranker": "qwen3-reranker", "embedding": "qwen3-embedding", "qwen2": "qwen2"}
-    return _Built(lambda kind: _built(standin_models, built[kind]) if kind in built else tiny_models.tiny_qwen(root, kind))
+    return _Built(lambda kind: _built(standin_models, built[kind]) if kind in built
+                  else tiny_models.tiny_qwen(root, kind))
 
 
 #: Where ``make install`` puts rank-llm 0.26.0 (pure Python; it declares Python >= 3.12 but runs on 3.11):

@@ -1,5 +1,5 @@
-"""Golden cases checked in bulk (tests/test_pmrr.py, tests/test_infosearch.py): the cases' queries are evaluated together
-in one call under case-prefixed qids (``"<n>/<qid>"``; every value these measures give a query depends on that query's
+"""Golden cases checked in bulk (tests/test_pmrr.py, tests/test_infosearch.py): the cases' queries are evaluated
+together in one call under case-prefixed qids (``"<n>/<qid>"``; every value these measures give a query depends on that query's
 rows only), the results are split back by case, and every value is compared, the mismatches named by case and gathered
 into one assertion message."""
 import numpy as np
@@ -11,7 +11,8 @@ def prefix(n: int) -> str:
 
 
 def merged(cases, key: str) -> dict:
-    """``{qid: value}`` inputs of the cases as one dict, each qid under its case's prefix (case order, then dict order)."""
+    """``{qid: value}`` inputs of the cases as one dict, each qid under its case's prefix (case order, then dict
+    order)."""
     return {prefix(n) + q: v for n, case in cases for q, v in case["inputs"][key].items()}
 
 

@@ -10,7 +10,8 @@ from pyterrier_instruct.reproduce.cli import main
 
 
 def test_demo_writes_table_plot_and_provenance(tmp_path, capfd):
-    """The suite's one ``demo --no-neural`` run (also issue 38's checks: --quiet prints no bar, the BM25 corpus named)."""
+    """The suite's one ``demo --no-neural`` run (also issue 38's checks: --quiet prints no bar, the BM25 corpus
+    named)."""
     assert main(["demo", "--out", str(tmp_path), "--quiet", "--no-neural"]) == 0
     printed, err = capfd.readouterr()
     assert "PISA indexing" not in err and "%|" not in err and "\x1b[" not in printed + err  # before: the PISA bar

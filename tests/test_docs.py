@@ -55,7 +55,7 @@ def standins(standin_models):
 @pytest.mark.parametrize("page,code", list(blocks()))
 def test_block_runs(page, code, scratch, monkeypatch, request):
     monkeypatch.chdir(scratch)
-    if "local_cluster(" in code:  # docs/scaling.md starts one unless Ray runs: the session's cluster (tests/conftest.py)
+    if "local_cluster(" in code:  # docs/scaling.md starts one unless Ray runs: the session's (tests/conftest.py)
         request.getfixturevalue("ray_cluster")
     namespace = _NAMESPACES.setdefault(page, {"__name__": f"docs:{page.name}"})
     exec(compile(code, f"{page.name}", "exec"), namespace)

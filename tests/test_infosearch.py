@@ -86,7 +86,8 @@ def test_function_reproduces_reference(key, version, source):
         want = [[d["qid"], d["doc_id"], d["ori_rank"], d["ins_rank"], d["rev_rank"], d["sum_count"]]
                 for d in exp["per_doc"]["positive"]]
         bad.equal(f"{name} positive ranks", pos[cols].values.tolist(), want)
-        bad.allclose(f"{name} positive scores", pos[["ori_score", "ins_score", "rev_score", "WISE", "ideal_WISE"]].to_numpy(float),
+        scores = ["ori_score", "ins_score", "rev_score", "WISE", "ideal_WISE"]
+        bad.allclose(f"{name} positive scores", pos[scores].to_numpy(float),
                      [[d["ori_score"], d["ins_score"], d["rev_score"], d["WISE"], d["ideal_WISE"]]
                       for d in exp["per_doc"]["positive"]])
         bad.equal(f"{name} negative ranks", neg[["qid", "docno", "ori_rank", "ins_rank"]].values.tolist(),

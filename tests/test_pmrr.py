@@ -105,8 +105,8 @@ def test_function_reproduces_reference(version, ties):
 def test_frames_equal_dicts(version, ties):
     """The cases as frames (but those with a query present with an empty run: a frame cannot hold one), in one
     evaluation: every case's value as from the dicts."""
-    framed = [c for c in computable
-              if not any(len(d) == 0 for d in list(c["inputs"]["run_og"].values()) + list(c["inputs"]["run_changed"].values()))]
+    framed = [c for c in computable if not any(len(d) == 0 for run in ("run_og", "run_changed")
+                                               for d in c["inputs"][run].values())]
     _, bulk, whole = _bulk(version, framed)
     i = whole["inputs"]
     with warnings.catch_warnings():
@@ -115,7 +115,8 @@ def test_frames_equal_dicts(version, ties):
     assert value == pytest.approx(pd.Series(list(per_query.values())).mean(), abs=TOL)
     bad = golden.Mismatches(TOL)
     for n, case in bulk:
-        bad.close(f"{case['name']} p-MRR", _values_of_case(per_query, n)[0], case["expected"]["versions"][version]["p-MRR"])
+        want = case["expected"]["versions"][version]["p-MRR"]
+        bad.close(f"{case['name']} p-MRR", _values_of_case(per_query, n)[0], want)
     bad.check(f"{len(bulk)} cases, {version}")
 
 
