@@ -46,8 +46,11 @@ docs: $(VENV)/.docs  # the API reference PyTerrier's site includes, with pt_docs
 	$(PY) -m sphinx -W --keep-going -q -b html pyterrier_instruct/pt_docs build/pt_docs
 	@echo "open build/pt_docs/index.html"
 
-test: install
+test: install  # every lane (docs/testing.md)
 	$(PY) -m pytest -q
+
+test-%: install  # one lane: make test-unit, test-models, test-tools, test-e2e, test-external
+	$(PY) -m pytest -q -m $*
 
 bench: install
 	$(PY) benchmarks/bench_pmrr.py

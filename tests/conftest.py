@@ -1,4 +1,5 @@
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -49,22 +50,102 @@ def mini_bm25(mini):
     return pti.BM25(mini.get_corpus_iter())
 
 
-@pytest.fixture(scope="session")
-def tiny(tmp_path_factory):
-    """Local folders of tiny random T5, Mistral and BERT models with locally trained tokenizers."""
-    import tiny_models
-    root = tmp_path_factory.mktemp("tiny-models")
-    return {"t5": tiny_models.tiny_t5(root), "mistral": tiny_models.tiny_mistral(root), "bert": tiny_models.tiny_bert(root)}
+#: Test lanes (``pytest -m <lane>``; pyproject.toml describes them, docs/testing.md lists them): each test is in the
+#: first lane whose fixtures it uses (directly or through other fixtures), whose module it is in, or whose words its
+#: own code holds; "unit" otherwise.
+LANES = {
+    "external": ({"ray_cluster", "rank_llm_026", "llmrankers", "anserini_bm25"}, set(), ()),
+    "e2e": (set(), {"test_pipelines", "test_pipeline_files", "test_demo", "test_docs", "test_notebooks"}, ()),
+    "tools": (set(), set(), ("subprocess", "Popen", "get_context(", "multiprocessing")),
+    "models": ({"tiny", "qwen", "standin_root", "standin_models"}, set(), ("tiny_models.", "testing.models")),
+}
+
+
+def pytest_addoption(parser):
+    parser.addoption("--reverse", action="store_true", help="run the collected tests in reverse order (an order check)")
+
+
+def _source(function) -> str:
+    import inspect
+    try:
+        return inspect.getsource(function)
+    except (OSError, TypeError):
+        return ""
+
+
+def _lane(item) -> str:
+    import inspect
+    import multiprocessing.context
+    names = set(getattr(item, "fixturenames", ()))
+    module = item.module.__name__ if getattr(item, "module", None) else ""
+    code = _source(getattr(item, "function", None))
+    helpers = [f for name, f in vars(item.module).items() if inspect.isfunction(f) and f.__module__ == module
+               and not name.startswith("test_") and re.search(rf"\b{name}\(", code)] if module else []
+    code += "".join(map(_source, helpers))  # the module's helpers the test calls
+    if module and any(isinstance(v, multiprocessing.context.BaseContext) and re.search(rf"\b{k}\.", code)
+                      for k, v in vars(item.module).items()):
+        code += "multiprocessing"  # a module-level context (SPAWN = multiprocessing.get_context("spawn"))
+    for lane, (fixtures, modules, words) in LANES.items():
+        if names & fixtures or module in modules or any(w in code for w in words):
+            return lane
+    return "unit"
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        item.add_marker(getattr(pytest.mark, _lane(item)))
+    if config.getoption("--reverse"):
+        items.reverse()
+
+
+def _standins_key() -> str:
+    """A digest of what the stand-ins are made from: the files of ``pyterrier_instruct.testing`` (builders, layouts,
+    bundled data) and the versions of the libraries that write them. Another key is another folder: a stand-in built
+    by other code is never reused."""
+    import hashlib
+    import importlib.metadata
+    import pyterrier_instruct.testing
+    h = hashlib.sha256()
+    package = Path(pyterrier_instruct.testing.__file__).parent
+    for path in sorted(p for p in package.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+        h.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes() + b"\0")
+    libraries = ("torch", "transformers", "tokenizers", "sentencepiece", "safetensors", "peft", "sentence-transformers")
+    for dist in libraries:
+        try:
+            h.update(f"{dist}=={importlib.metadata.version(dist)}\0".encode())
+        except importlib.metadata.PackageNotFoundError:
+            h.update(f"{dist} absent\0".encode())
+    return h.hexdigest()[:16]
+
+
+def _manifest(root: Path) -> dict:
+    """``{relative path: sha256}`` of every file under ``root`` but the lock files and the manifest itself."""
+    import hashlib
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(root.rglob("*"))
+            if p.is_file() and not p.name.endswith(".lock") and p.name != "manifest.json"}
 
 
 @pytest.fixture(scope="session")
-def standin_root(tmp_path_factory):
+def standin_root():
     """A :func:`pyterrier_instruct.testing.install` root with every stand-in built (``models/``) and the miniature
-    benchmarks (``data/``), once per session; the environment is left alone (pass the folders where they are needed)."""
+    benchmarks (``data/``), the session's one: kept between sessions in ``$PTI_TEST_CACHE`` (default: the system's
+    temporary folder) under :func:`_standins_key`, used only while every file matches the manifest written when it
+    was built (else built again); the environment is left alone (pass the folders where they are needed)."""
+    from filelock import FileLock
+
     from pyterrier_instruct import testing
-    root = tmp_path_factory.mktemp("standins")
-    testing.install_models(root / "models")
-    testing.install_datasets(root / "data")
+    cache = Path(os.environ.get("PTI_TEST_CACHE") or Path(tempfile.gettempdir()) / "pyterrier-instruct-tests")
+    cache.mkdir(parents=True, exist_ok=True)
+    root = cache / f"standins-{_standins_key()}"
+    with FileLock(str(cache / f"{root.name}.lock")):
+        manifest = root / "manifest.json"
+        if not manifest.exists() or json.loads(manifest.read_text()) != _manifest(root):
+            shutil.rmtree(root, ignore_errors=True)
+            build = Path(tempfile.mkdtemp(prefix=f"{root.name}.", dir=cache))
+            testing.install_models(build / "models")
+            testing.install_datasets(build / "data")
+            (build / "manifest.json").write_text(json.dumps(_manifest(build)))
+            build.rename(root)
     return root
 
 
@@ -72,6 +153,19 @@ def standin_root(tmp_path_factory):
 def standin_models(standin_root):
     """The folder holding a tiny stand-in at every hub id of ``pyterrier_instruct.testing.MODELS``."""
     return standin_root / "models"
+
+
+def _built(standin_models, kind: str) -> str:
+    """The folder of the stand-in root's build of ``kind`` (a key of ``testing.BUILDERS``)."""
+    home = standin_models / ".build" / kind.replace("-", "_")
+    return str(home / (home / ".done").read_text())
+
+
+@pytest.fixture(scope="session")
+def tiny(standin_models):
+    """Local folders of tiny random T5, Mistral, BERT and Llama models with locally trained tokenizers (the stand-in
+    root's builds: read them, copy them to change them)."""
+    return {kind: _built(standin_models, kind) for kind in ("t5", "mistral", "bert", "llama")}
 
 
 class _Built(dict):
@@ -87,12 +181,14 @@ class _Built(dict):
 
 
 @pytest.fixture(scope="session")
-def qwen(tmp_path_factory):
-    """Tiny random Qwen models by kind (``tiny_models.QWEN_KINDS``: 'reranker', 'reranker-seq-cls', 'embedding', 'qwen2'),
-    each built on first use."""
+def qwen(tmp_path_factory, standin_models):
+    """Tiny random Qwen models by kind (``tiny_models.QWEN_KINDS``: 'reranker', 'reranker-seq-cls', 'embedding',
+    'qwen2'): the stand-in root's builds, the others built on first use."""
     import tiny_models
     root = tmp_path_factory.mktemp("tiny-qwen")
-    return _Built(lambda kind: tiny_models.tiny_qwen(root, kind))
+    built = {"reranker": "qwen3-reranker", "embedding": "qwen3-embedding", "qwen2": "qwen2"}
+    return _Built(lambda kind: _built(standin_models, built[kind]) if kind in built
+                  else tiny_models.tiny_qwen(root, kind))
 
 
 #: Where ``make install`` puts rank-llm 0.26.0 (pure Python; it declares Python >= 3.12 but runs on 3.11):

@@ -33,17 +33,6 @@ def test_infosearch_miniature_has_no_paper_rows_and_quiet_prints_no_bar(tmp_path
     assert footer_lines[2] == f"Full provenance of the data and the models: {tmp_path / 'report.json'}."
 
 
-def test_demo_quiet_prints_no_bar_and_names_the_bm25_corpus(tmp_path, capfd):
-    assert main(["demo", "--out", str(tmp_path), "--quiet", "--no-neural"]) == 0
-    out, err = capfd.readouterr()
-    assert "PISA indexing" not in err and "%|" not in err and "\x1b[" not in out + err  # before: the PISA bar
-    systems = json.loads((tmp_path / "provenance.json").read_text())["systems"]
-    # before: "BM25('/tmp/pti-pisa-gypv696v', ...)", a folder removed when the process ended
-    assert systems["BM25 (full index, query)"] == \
-        "BM25(pti.load_dataset('instruct-mini').get_corpus_iter(), k1=0.9, b=0.4, num_results=1000)"
-    assert "/tmp" not in json.dumps(systems)
-
-
 def test_bm25_over_an_unnamed_corpus_is_named_by_its_digest_and_a_kept_index_by_its_path(tmp_path):
     import pyterrier_instruct as pti
     docs = [{"docno": "d1", "text": "a cat"}, {"docno": "d2", "text": "a dog"}]

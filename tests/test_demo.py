@@ -9,9 +9,12 @@ import pytest
 from pyterrier_instruct.reproduce.cli import main
 
 
-def test_demo_writes_table_plot_and_provenance(tmp_path, capsys):
+def test_demo_writes_table_plot_and_provenance(tmp_path, capfd):
+    """The suite's one ``demo --no-neural`` run (also issue 38's checks: --quiet prints no bar, the BM25 corpus
+    named)."""
     assert main(["demo", "--out", str(tmp_path), "--quiet", "--no-neural"]) == 0
-    printed = capsys.readouterr().out
+    printed, err = capfd.readouterr()
+    assert "PISA indexing" not in err and "%|" not in err and "\x1b[" not in printed + err  # before: the PISA bar
     assert "| Model | instruct-mini MAP@1000 | instruct-mini p-MRR |" in printed
     table = pd.read_csv(tmp_path / "table.csv")
     assert table["Model"].tolist() == ["BM25 (full index, query)", "BM25 (full index, query+instruction)",
@@ -26,6 +29,10 @@ def test_demo_writes_table_plot_and_provenance(tmp_path, capsys):
     assert versions["pyterrier"] == pt.__version__ and versions["ir_measures"] == ir_measures.__version__
     assert prov["dataset"]["revision"].startswith("bundled with pyterrier-instruct") and prov["dataset"]["path"]
     assert prov["models"] == {}  # --no-neural: BM25 and PoolBM25 load no model
+    # before: "BM25('/tmp/pti-pisa-gypv696v', ...)", a folder removed when the process ended
+    assert prov["systems"]["BM25 (full index, query)"] == \
+        "BM25(pti.load_dataset('instruct-mini').get_corpus_iter(), k1=0.9, b=0.4, num_results=1000)"
+    assert "/tmp" not in json.dumps(prov["systems"])
     assert "-0.0" not in (tmp_path / "table.csv").read_text()  # PoolBM25's p-MRR rounds to zero from below
     perquery = pd.read_csv(tmp_path / "perquery.csv", dtype={"qid": str})
     assert perquery["qid"].str.endswith("-og").all() and len(perquery) == 3 * 10 * 2

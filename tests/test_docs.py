@@ -52,19 +52,11 @@ def standins(standin_models):
             server.close()
 
 
-@pytest.fixture(scope="module", autouse=True)
-def no_cluster_left():
-    """docs/scaling.md starts a local Ray cluster; shut it down with this module so that the Ray tests start their own
-    (with tests/ on the workers' path)."""
-    yield
-    ray = sys.modules.get("ray")
-    if ray is not None and ray.is_initialized():
-        ray.shutdown()
-
-
 @pytest.mark.parametrize("page,code", list(blocks()))
-def test_block_runs(page, code, scratch, monkeypatch):
+def test_block_runs(page, code, scratch, monkeypatch, request):
     monkeypatch.chdir(scratch)
+    if "local_cluster(" in code:  # docs/scaling.md starts one unless Ray runs: the session's (tests/conftest.py)
+        request.getfixturevalue("ray_cluster")
     namespace = _NAMESPACES.setdefault(page, {"__name__": f"docs:{page.name}"})
     exec(compile(code, f"{page.name}", "exec"), namespace)
 

@@ -9,10 +9,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import golden
 import pyterrier_instruct as pti
 from pyterrier_instruct.measures import (GoldRank, IdealWISE, InfoSearch_pMRR, SICR, WISE, infosearch_eval,
                                          infosearch_partition, infosearch_pmrr, sicr, wise)
-from pyterrier_instruct.measures.infosearch import ideal_wise_values, sicr_success, wise_values
+from pyterrier_instruct.measures.infosearch import _report, ideal_wise_values, sicr_success, wise_values
 
 CASES = json.load(open(Path(__file__).parent / "data" / "wise_sicr_cases.json"))["cases"]
 VERSIONS = [("infosearch_2024_d0eae63", "2024"), ("infosearch_2025_f33f03d", "2025")]
@@ -48,68 +49,94 @@ def _paired(case):
             pd.DataFrame(run, columns=["query_id", "doc_id", "score"]))
 
 
+REFUSED = [c for c in CASES if all("error" in e for e in c["expected"].values())]
+BULK = [(n, c) for n, c in enumerate(CASES) if c not in REFUSED]  # evaluated together (tests/golden.py)
+assert all("error" not in e for _, c in BULK for e in c["expected"].values())
+BULK_CASE = {"inputs": {k: golden.merged(BULK, k) for k in CASES[0]["inputs"]}}
+
+
 @pytest.mark.parametrize("source", ["qrels", "lists"])
 @pytest.mark.parametrize("key,version", VERSIONS)
-@pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
-def test_function_reproduces_reference(case, key, version, source):
-    i, exp = case["inputs"], case["expected"][key]
-    args = (i["ori_run"], i["ins_run"], i["rev_run"])
-    if "error" in exp:
+def test_function_reproduces_reference(key, version, source):
+    """Every case's per-document ranks and scores and per-query values from one evaluation of all the cases, and its
+    overall values (the report of its queries' rows); each case the reference refuses, alone."""
+    for case in REFUSED:
+        i = case["inputs"]
         with pytest.raises(ValueError, match=ERRORS[case["name"]]):
-            infosearch_eval(*args, version=version, warn=False, **_partition_kwargs(case, source))
-        return
-    got = infosearch_eval(*args, version=version, warn=False, **_partition_kwargs(case, source))
-    assert got["overall"].keys() == exp["overall"].keys()
-    for k, v in exp["overall"].items():
-        assert got["overall"][k] == pytest.approx(v, abs=TOL), k
-    for m, values in exp["per_query"].items():
-        assert got["per_query"][m].keys() == values.keys(), m
-        for q, v in values.items():
-            assert got["per_query"][m][q] == pytest.approx(v, abs=TOL), (m, q)
-    pos = got["positive"]
-    cols = ["qid", "docno", "ori_rank", "ins_rank", "rev_rank", "sum_count"]
-    want = [[d["qid"], d["doc_id"], d["ori_rank"], d["ins_rank"], d["rev_rank"], d["sum_count"]]
-            for d in exp["per_doc"]["positive"]]
-    assert pos[cols].values.tolist() == want
-    np.testing.assert_allclose(pos[["ori_score", "ins_score", "rev_score", "WISE", "ideal_WISE"]].to_numpy(float),
-                               [[d["ori_score"], d["ins_score"], d["rev_score"], d["WISE"], d["ideal_WISE"]]
-                                for d in exp["per_doc"]["positive"]], atol=TOL)
-    neg = got["negative"]
-    assert neg[["qid", "docno", "ori_rank", "ins_rank"]].values.tolist() == \
-        [[d["qid"], d["doc_id"], d["ori_rank"], d["ins_rank"]] for d in exp["per_doc"]["negative"]]
-    np.testing.assert_allclose(neg["p-MRR"], [d["p-MRR"] for d in exp["per_doc"]["negative"]], atol=TOL)
+            infosearch_eval(i["ori_run"], i["ins_run"], i["rev_run"], version=version, warn=False,
+                            **_partition_kwargs(case, source))
+    i = BULK_CASE["inputs"]
+    got = infosearch_eval(i["ori_run"], i["ins_run"], i["rev_run"], version=version, warn=False,
+                          **_partition_kwargs(BULK_CASE, source))
+    bad = golden.Mismatches(TOL)
+    positive, negative = golden.split(got["positive"]), golden.split(got["negative"])
+    for n, case in BULK:
+        exp, name = case["expected"][key], case["name"]
+        pos, neg = positive[n], negative[n]
+        overall = _report(pos, neg, warn=False)["overall"]
+        bad.equal(f"{name} overall keys", overall.keys(), exp["overall"].keys())
+        for k, v in exp["overall"].items():
+            bad.close(f"{name} overall {k}", overall.get(k), v)
+        for m, values in exp["per_query"].items():
+            mine = golden.of_case(got["per_query"][m], n)
+            bad.equal(f"{name} {m} qids", mine.keys(), values.keys())
+            for q, v in values.items():
+                bad.close(f"{name} {m} {q}", mine.get(q), v)
+        cols = ["qid", "docno", "ori_rank", "ins_rank", "rev_rank", "sum_count"]
+        want = [[d["qid"], d["doc_id"], d["ori_rank"], d["ins_rank"], d["rev_rank"], d["sum_count"]]
+                for d in exp["per_doc"]["positive"]]
+        bad.equal(f"{name} positive ranks", pos[cols].values.tolist(), want)
+        scores = ["ori_score", "ins_score", "rev_score", "WISE", "ideal_WISE"]
+        bad.allclose(f"{name} positive scores", pos[scores].to_numpy(float),
+                     [[d["ori_score"], d["ins_score"], d["rev_score"], d["WISE"], d["ideal_WISE"]]
+                      for d in exp["per_doc"]["positive"]])
+        bad.equal(f"{name} negative ranks", neg[["qid", "docno", "ori_rank", "ins_rank"]].values.tolist(),
+                  [[d["qid"], d["doc_id"], d["ori_rank"], d["ins_rank"]] for d in exp["per_doc"]["negative"]])
+        bad.allclose(f"{name} negative p-MRR", neg["p-MRR"], [d["p-MRR"] for d in exp["per_doc"]["negative"]])
+    bad.check(f"{len(BULK)} cases, {key}, partition from {source}")
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
-def test_partition_equals_create_qrel_match(case):
-    i = case["inputs"]
-    part = infosearch_partition(i["ori_qrels"], i["ins_qrels"])
-    for role, lists in (("positive", i["positive_qrels"]), ("negative", i["negative_qrels"])):
-        got = part[part["role"] == role]
-        assert {q: got[got["qid"] == q]["docno"].tolist() for q in lists} == lists  # order kept
+def test_partition_equals_create_qrel_match():
+    i = {k: golden.merged(list(enumerate(CASES)), k) for k in ("ori_qrels", "ins_qrels")}
+    part = infosearch_partition(i["ori_qrels"], i["ins_qrels"])  # every case's queries at once
+    bad = golden.Mismatches(TOL)
+    for n, got in golden.split(part).items():
+        case = CASES[n]
+        for role in ("positive", "negative"):
+            lists, docs = case["inputs"][f"{role}_qrels"], got[got["role"] == role]
+            bad.equal(f"{case['name']} {role}", {q: docs[docs["qid"] == q]["docno"].tolist() for q in lists}, lists)
+    bad.check(f"{len(CASES)} cases")
 
 
 @pytest.mark.parametrize("key,version", VERSIONS)
-@pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
-def test_ir_measures_path_reproduces_reference(case, key, version):
-    exp = case["expected"][key]
-    qrels, run = _paired(case)
+def test_ir_measures_path_reproduces_reference(key, version):
+    """Every case's aggregates (its metrics into each measure's ir_measures aggregator, as calc_aggregate does) and
+    per-query values from one iter_calc over all the cases; each case the reference refuses, alone."""
     ms = {"WISE": WISE(version=version), "ideal_WISE": IdealWISE(version=version), "SICR": SICR,
           "p-MRR": InfoSearch_pMRR, "ori_pos_rank": GoldRank(run="og"), "ins_pos_rank": GoldRank(run="changed"),
           "rev_pos_rank": GoldRank(run="reversed")}
-    if "error" in exp:
+    for case in REFUSED:
         with pytest.raises(ValueError, match=ERRORS[case["name"]]):
-            _quiet(ir_measures.calc_aggregate, list(ms.values()), qrels, run)
-        return
-    agg = _quiet(ir_measures.calc_aggregate, list(ms.values()), qrels, run)
-    for k, m in ms.items():
-        assert agg[m] == pytest.approx(exp["overall"][k], abs=TOL), k
-    per_q = {}
-    for metric in _quiet(lambda: list(ir_measures.iter_calc([WISE(version=version), SICR, InfoSearch_pMRR], qrels, run))):
-        per_q.setdefault(str(metric.measure), {})[metric.query_id] = metric.value
-    for name, ref in (("WISE", "WISE"), ("SICR", "SICR"), ("InfoSearch_pMRR", "p-MRR")):
-        measure = f"WISE(version='{version}')" if name == "WISE" and version != "2024" else name
-        assert per_q[measure] == pytest.approx({f"{q}-og": v for q, v in exp["per_query"][ref].items()}, abs=TOL)
+            _quiet(ir_measures.calc_aggregate, list(ms.values()), *_paired(case))
+    metrics = _quiet(lambda: list(ir_measures.iter_calc(list(ms.values()), *_paired(BULK_CASE))))
+    bad = golden.Mismatches(TOL)
+    for n, case in BULK:
+        exp, name = case["expected"][key], case["name"]
+        mine = [m._replace(query_id=m.query_id[len(golden.prefix(n)):]) for m in metrics
+                if m.query_id.startswith(golden.prefix(n))]
+        agg = {m: m.aggregator() for m in ms.values()}
+        for metric in mine:
+            agg[metric.measure].add(metric.value)
+        for k, m in ms.items():
+            bad.close(f"{name} {k}", agg[m].result(), exp["overall"][k])
+        per_q = {}
+        for metric in mine:
+            per_q.setdefault(str(metric.measure), {})[metric.query_id] = metric.value
+        for measure, ref in (("WISE", "WISE"), ("SICR", "SICR"), ("InfoSearch_pMRR", "p-MRR")):
+            measure = f"WISE(version='{version}')" if measure == "WISE" and version != "2024" else measure
+            bad.close(f"{name} {measure} per query", per_q.get(measure),
+                      {f"{q}-og": v for q, v in exp["per_query"][ref].items()})
+    bad.check(f"{len(BULK)} cases, {key}")
 
 
 def test_wise_worked_examples():

@@ -1,9 +1,9 @@
-"""Every file of pipelines/ runs as a researcher runs it (``python pipelines/<file>.py``, a fresh process) with
-``--standins``: tiny random models at the real hub ids and the miniature benchmarks at the real dataset ids, from
-:mod:`pyterrier_instruct.testing`, built once per session (``$PYTERRIER_INSTRUCT_STANDINS``); the vLLM file through the
-vLLM stand-in (tests/fake_vllm.py), the IFIR file against the stand-in judge server on 127.0.0.1 (``--base-url``)."""
-import os
-import subprocess
+"""Every file of pipelines/ runs as a researcher runs it (``python pipelines/<file>.py``: here run as ``__main__`` in
+this process, with its command line and environment) with ``--standins``: tiny random models at the real hub ids and the
+miniature benchmarks at the real dataset ids, from :mod:`pyterrier_instruct.testing`, the session's stand-in root
+(``$PYTERRIER_INSTRUCT_STANDINS``); the vLLM file through the vLLM stand-in (tests/fake_vllm.py), the IFIR file against
+the stand-in judge server on 127.0.0.1 (``--base-url``)."""
+import runpy
 import sys
 from pathlib import Path
 
@@ -32,40 +32,47 @@ def test_every_file_is_run():
     assert sorted(RUNS) == FILES
 
 
-@pytest.fixture(scope="module")
-def vllm_shim(tmp_path_factory):
-    """A folder whose ``vllm`` module is tests/fake_vllm.py (vLLM cannot be installed here)."""
-    folder = tmp_path_factory.mktemp("vllm-shim")
-    (folder / "vllm.py").write_text(f"import sys\nsys.path.insert(0, {str(TESTS)!r})\nimport fake_vllm\nsys.modules['vllm'] = fake_vllm\n")
-    return folder
-
-
-def _run(name, args, standin_root, cwd, pythonpath=()):
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([*map(str, pythonpath), str(ROOT)]),  # this checkout's package
-           testing.STANDINS_ENV: str(standin_root), "HF_HUB_OFFLINE": "1", "PYTERRIER_INSTRUCT_DATA": "",
-           "PYTERRIER_INSTRUCT_MODELS": ""}
-    return subprocess.run([sys.executable, str(ROOT / "pipelines" / name), "--standins", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=900)
+def _run(name, args, standin_root, cwd, monkeypatch, capsys):
+    """``python pipelines/<name> --standins <args>`` in ``cwd``, in this process: (exit status, stdout, stderr). The
+    environment the file sets (testing.install) is restored afterwards."""
+    monkeypatch.chdir(cwd)
+    monkeypatch.setattr(sys, "argv", [str(ROOT / "pipelines" / name), "--standins", *args])
+    for var, value in ((testing.STANDINS_ENV, str(standin_root)), ("HF_HUB_OFFLINE", "1"),
+                       ("PYTERRIER_INSTRUCT_DATA", ""), ("PYTERRIER_INSTRUCT_MODELS", "")):
+        monkeypatch.setenv(var, value)
+    capsys.readouterr()
+    try:
+        runpy.run_path(str(ROOT / "pipelines" / name), run_name="__main__")
+        code = 0
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    out, err = capsys.readouterr()
+    return code, out, err
 
 
 @pytest.mark.parametrize("name", sorted(RUNS))
-def test_pipeline_runs_on_standins(name, standin_root, vllm_shim, tmp_path):
+def test_pipeline_runs_on_standins(name, standin_root, tmp_path, monkeypatch, capsys):
     args, expected = RUNS[name]
     server = testing.chat_server() if name == "ifir.py" else None
+    if name == "listwise_vllm.py":
+        import fake_vllm
+        monkeypatch.setitem(sys.modules, "vllm", fake_vllm)
     try:
-        done = _run(name, args + (["--base-url", server.url] if server else []), standin_root, tmp_path,
-                    [vllm_shim] if name == "listwise_vllm.py" else [])
+        code, out, err = _run(name, args + (["--base-url", server.url] if server else []), standin_root, tmp_path,
+                              monkeypatch, capsys)
     finally:
         if server:
             server.close()
-    assert done.returncode == 0, done.stderr[-3000:]
-    missing = [line for line in expected if line not in done.stdout]
-    assert not missing, f"{missing} not in\n{done.stdout}"
+    assert code == 0, err[-3000:]
+    missing = [line for line in expected if line not in out]
+    assert not missing, f"{missing} not in\n{out}"
     if server:  # the judge on the given server judged the pairs of both systems (cached for the second)
         assert server.requests and all(r["body"]["model"] == "gpt-4o-mini" for r in server.requests)
 
 
-def test_ifir_without_a_server_says_which_argument(tmp_path, standin_root):
-    done = subprocess.run([sys.executable, str(ROOT / "pipelines" / "ifir.py")], cwd=tmp_path, capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
-    assert done.returncode == 2 and "--base-url" in done.stderr.splitlines()[-1]
+def test_ifir_without_a_server_says_which_argument(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", [str(ROOT / "pipelines" / "ifir.py")])
+    with pytest.raises(SystemExit) as exit_:
+        runpy.run_path(str(ROOT / "pipelines" / "ifir.py"), run_name="__main__")
+    assert exit_.value.code == 2 and "--base-url" in capsys.readouterr().err.splitlines()[-1]

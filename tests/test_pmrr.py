@@ -1,4 +1,5 @@
 """p-MRR against the reference vectors (mteb 2.26.24 and 1.7.64), through the function and ir_measures."""
+import functools
 import json
 import warnings
 from pathlib import Path
@@ -8,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import golden
 import pyterrier_instruct as pti
 from pyterrier_instruct.measures import changed_docs, pmrr, pmrr_per_doc
 
@@ -25,58 +27,109 @@ def _frame(run):
     return pd.DataFrame([(q, d, s) for q, docs in run.items() for d, s in docs.items()], columns=["qid", "docno", "score"])
 
 
-def _expected(case, version):
-    exp = case["expected"].get("versions", {}).get(version)
-    if exp is not None and "error" in exp and "KeyError" in exp["error"]:
-        # mteb 1.7 raised KeyError on a query missing from a run; we follow mteb 2 (skip + warn), whose
-        # values (docno ties) are checked in the other parametrisation.
-        pytest.skip("mteb 1.7.64 raised KeyError on a query missing from a run")
-    return exp
-
-
 computable = [c for c in CASES if "versions" in c["expected"]]
 
 
+def _bulk(version, cases=computable):
+    """(the cases that mteb ``version`` refuses, the others as (n, case), the latter as one case (tests/golden.py))."""
+    refused, bulk = [], []
+    for n, case in enumerate(cases):
+        exp = case["expected"]["versions"][version]
+        if "error" in exp and "KeyError" in exp["error"]:
+            # mteb 1.7 raised KeyError on a query missing from a run; we follow mteb 2 (skip + warn), whose values
+            # (docno ties) are checked in the other parametrisation.
+            continue
+        (refused if "error" in exp else bulk).append((n, case))
+    inputs = {k: golden.merged(bulk, k) for k in ("run_og", "run_changed", "og_qrels", "changed_qrels", "qrel_diff")}
+    diff = {golden.prefix(n) + q: docs for n, case in bulk for q, docs in _diff_dict(case).items()}
+    return [c for _, c in refused], bulk, {"inputs": {**inputs, "diff": diff}}
+
+
+@functools.lru_cache(maxsize=None)
+def _derived_diffs():
+    """``{n: {qid: [docno]}}``: the changed documents of every computable case that derives them, in one call."""
+    derived = [(n, c) for n, c in enumerate(CASES) if "versions" in c["expected"]
+               and c["inputs"]["qrel_diff_source"] != "explicit"]
+    frames = golden.split(changed_docs(golden.merged(derived, "og_qrels"), golden.merged(derived, "changed_qrels")))
+    return {n: {q: rows["docno"].tolist() for q, rows in frames[n].groupby("qid", sort=False)} if n in frames else {}
+            for n, _ in derived}
+
+
+def _diff_dict(case):
+    i = case["inputs"]
+    return i["qrel_diff"] if i["qrel_diff_source"] == "explicit" else _derived_diffs()[CASES.index(case)]
+
+
+def _values_of_case(per_query, n):
+    """(the case's value: the mean of its queries' values, as pmrr computes the dataset value; its per-query values)."""
+    mine = golden.of_case(per_query, n)
+    return (float(pd.Series(list(mine.values()), dtype=float).mean()) if mine else None), mine
+
+
 @pytest.mark.parametrize("version,ties", VERSIONS)
-@pytest.mark.parametrize("case", computable, ids=[c["name"] for c in computable])
-def test_function_reproduces_reference(case, version, ties):
-    i, exp = case["inputs"], _expected(case, version)
-    if "error" in exp:
+def test_function_reproduces_reference(version, ties):
+    """Every case's value, per-query values, per-document ranks and missing-query warnings from one evaluation of all
+    the cases; each case that mteb refuses, alone."""
+    refused, bulk, whole = _bulk(version)
+    for case in refused:
+        i = case["inputs"]
         with pytest.raises(ValueError, match="undefined"):
             pmrr(i["run_og"], i["run_changed"], _diff(case), ties=ties)
-        return
+    i = whole["inputs"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        value, per_query = pmrr(i["run_og"], i["run_changed"], _diff(case), ties=ties, per_query=True)
+        value, per_query = pmrr(i["run_og"], i["run_changed"], i["diff"], ties=ties, per_query=True)
+    assert value == pytest.approx(pd.Series(list(per_query.values())).mean(), abs=TOL)  # the mean of the queries'
     with warnings.catch_warnings(record=True) as caught:  # mteb warns once per qrel_diff query missing from a run
         warnings.simplefilter("always")
         pmrr(i["run_og"], i["run_changed"], i["qrel_diff"], ties=ties)
-    assert value == pytest.approx(exp["p-MRR"], abs=TOL)
-    assert per_query.keys() == exp["per_query"].keys()
-    for q, v in exp["per_query"].items():
-        assert per_query[q] == pytest.approx(v, abs=TOL)
-    assert len([w for w in caught if "not found in the runs" in str(w.message)]) == len(exp.get("warnings", []))
-    docs = pmrr_per_doc(i["run_og"], i["run_changed"], _diff(case), ties=ties, warn=False)
-    assert docs[["og_rank", "new_rank"]].values.tolist() == [[d["og_rank"], d["new_rank"]] for d in exp["per_doc"]]
+    missing = [str(w.message) for w in caught if "not found in the runs" in str(w.message)]
+    docs = golden.split(pmrr_per_doc(i["run_og"], i["run_changed"], i["diff"], ties=ties, warn=False))
+    bad = golden.Mismatches(TOL)
+    for n, case in bulk:
+        exp, name = case["expected"]["versions"][version], case["name"]
+        mine, mine_per_query = _values_of_case(per_query, n)
+        bad.close(f"{name} p-MRR", mine, exp["p-MRR"])
+        bad.equal(f"{name} qids", mine_per_query.keys(), exp["per_query"].keys())
+        for q, v in exp["per_query"].items():
+            bad.close(f"{name} {q}", mine_per_query.get(q), v)
+        warned = [m for m in missing if f"query '{golden.prefix(n)}" in m]
+        bad.equal(f"{name} warnings", len(warned), len(exp.get("warnings", [])))
+        got = docs.get(n, pd.DataFrame(columns=["og_rank", "new_rank"]))
+        bad.equal(f"{name} per doc", got[["og_rank", "new_rank"]].values.tolist(),
+                  [[d["og_rank"], d["new_rank"]] for d in exp["per_doc"]])
+    bad.check(f"{len(bulk)} cases, {version}")
 
 
 @pytest.mark.parametrize("version,ties", VERSIONS)
-@pytest.mark.parametrize("case", computable, ids=[c["name"] for c in computable])
-def test_frames_equal_dicts(case, version, ties):
-    i, exp = case["inputs"], _expected(case, version)
-    if "error" in exp or any(len(d) == 0 for d in list(i["run_og"].values()) + list(i["run_changed"].values())):
-        pytest.skip("a frame cannot hold a query that is present with an empty run")
+def test_frames_equal_dicts(version, ties):
+    """The cases as frames (but those with a query present with an empty run: a frame cannot hold one), in one
+    evaluation: every case's value as from the dicts."""
+    framed = [c for c in computable if not any(len(d) == 0 for run in ("run_og", "run_changed")
+                                               for d in c["inputs"][run].values())]
+    _, bulk, whole = _bulk(version, framed)
+    i = whole["inputs"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        assert pmrr(_frame(i["run_og"]), _frame(i["run_changed"]), _diff(case), ties=ties) == pytest.approx(exp["p-MRR"], abs=TOL)
+        value, per_query = pmrr(_frame(i["run_og"]), _frame(i["run_changed"]), i["diff"], ties=ties, per_query=True)
+    assert value == pytest.approx(pd.Series(list(per_query.values())).mean(), abs=TOL)
+    bad = golden.Mismatches(TOL)
+    for n, case in bulk:
+        want = case["expected"]["versions"][version]["p-MRR"]
+        bad.close(f"{case['name']} p-MRR", _values_of_case(per_query, n)[0], want)
+    bad.check(f"{len(bulk)} cases, {version}")
 
 
-@pytest.mark.parametrize("case", [c for c in CASES if c["inputs"]["qrel_diff_source"] == "create_qrel_diff" and "qrel_diff" in c["inputs"]],
-                         ids=lambda c: c["name"])
-def test_changed_docs_equal_create_qrel_diff(case):
-    got = changed_docs(case["inputs"]["og_qrels"], case["inputs"]["changed_qrels"])
-    want = [(q, d) for q, docs in case["inputs"]["qrel_diff"].items() for d in docs]
-    assert sorted(map(tuple, got[["qid", "docno"]].values.tolist())) == sorted(want)
+def test_changed_docs_equal_create_qrel_diff():
+    cases = [(n, c) for n, c in enumerate(CASES)
+             if c["inputs"]["qrel_diff_source"] == "create_qrel_diff" and "qrel_diff" in c["inputs"]]
+    got = golden.split(changed_docs(golden.merged(cases, "og_qrels"), golden.merged(cases, "changed_qrels")))
+    bad = golden.Mismatches(TOL)
+    for n, case in cases:
+        rows = got.get(n, pd.DataFrame(columns=["qid", "docno"]))
+        want = [(q, d) for q, docs in case["inputs"]["qrel_diff"].items() for d in docs]
+        bad.equal(case["name"], sorted(map(tuple, rows[["qid", "docno"]].values.tolist())), sorted(want))
+    bad.check(f"{len(cases)} cases")
 
 
 def test_og_doc_missing_from_changed_qrels_is_an_error():
@@ -100,25 +153,34 @@ measure_cases = [c for c in computable if c["inputs"]["qrel_diff_source"] == "cr
 
 
 @pytest.mark.parametrize("version,ties", VERSIONS)
-@pytest.mark.parametrize("case", measure_cases, ids=[c["name"] for c in measure_cases])
-def test_ir_measures_path_reproduces_reference(case, version, ties):
-    exp = _expected(case, version)
-    run, qrels = _paired(case)
+def test_ir_measures_path_reproduces_reference(version, ties):
+    """Every case's aggregate (its metrics into the measure's ir_measures aggregator, as calc_aggregate does) and
+    per-query values from one iter_calc over all the cases; each case that mteb refuses, alone."""
     measure = ir_measures.parse_measure("pMRR" if ties == "docno" else "pMRR(ties='input')")
-    ir_run = run.rename(columns={"qid": "query_id", "docno": "doc_id"})
-    ir_qrels = qrels.rename(columns={"qid": "query_id", "docno": "doc_id", "label": "relevance"})
+
+    def ir(case):
+        run, qrels = _paired(case)
+        return (qrels.rename(columns={"qid": "query_id", "docno": "doc_id", "label": "relevance"}),
+                run.rename(columns={"qid": "query_id", "docno": "doc_id"}))
+    refused, bulk, whole = _bulk(version, measure_cases)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        if "error" in exp:
+        for case in refused:
             with pytest.raises(ValueError, match="undefined"):
-                list(ir_measures.iter_calc([measure], ir_qrels, ir_run))
-            return
-        per_query = {m.query_id: m.value for m in ir_measures.iter_calc([measure], ir_qrels, ir_run)}
-        agg = ir_measures.calc_aggregate([measure], ir_qrels, ir_run)[measure]
-    assert per_query.keys() == {f"{q}-og" for q in exp["per_query"]}
-    for q, v in exp["per_query"].items():
-        assert per_query[f"{q}-og"] == pytest.approx(v, abs=TOL)
-    assert agg == pytest.approx(exp["p-MRR"], abs=TOL)
+                list(ir_measures.iter_calc([measure], *ir(case)))
+        metrics = list(ir_measures.iter_calc([measure], *ir(whole)))
+    bad = golden.Mismatches(TOL)
+    for n, case in bulk:
+        exp, name = case["expected"]["versions"][version], case["name"]
+        per_query = golden.of_case({m.query_id: m.value for m in metrics}, n)
+        agg = measure.aggregator()
+        for value in per_query.values():
+            agg.add(value)
+        bad.equal(f"{name} qids", per_query.keys(), {f"{q}-og" for q in exp["per_query"]})
+        for q, v in exp["per_query"].items():
+            bad.close(f"{name} {q}", per_query.get(f"{q}-og"), v)
+        bad.close(f"{name} aggregate", agg.result(), exp["p-MRR"])
+    bad.check(f"{len(bulk)} cases, {version}")
 
 
 def test_mteb_unit_vectors():

@@ -229,7 +229,11 @@ def infosearch_eval(ori_run: RunLike, ins_run: RunLike, rev_run: RunLike, *,
     """
     _check(version, WISE_VERSIONS, "version")
     table = RankTable(ori_run, ins_run, rev_run, _partition(og_qrels, changed_qrels, positives, negatives), ties)
-    pos, neg = _per_doc(table, version)
+    return _report(*_per_doc(table, version), sicr, warn)
+
+
+def _report(pos: pd.DataFrame, neg: pd.DataFrame, sicr: str = "code", warn: bool = True) -> Dict:
+    """:func:`infosearch_eval`'s result from its per-document tables (those of some queries: those queries' result)."""
     per_query = {
         "WISE": _per_query(pos["qid"], pos["WISE"].to_numpy()),
         "ideal_WISE": _per_query(pos["qid"], pos["ideal_WISE"].to_numpy()),
