@@ -53,7 +53,7 @@ def _version_tuple(version: str) -> Tuple[int, ...]:
 
 
 def install() -> str:
-    """Installs the layer now if PyTerrier's evaluation code is loaded, else as soon as it is; returns :data:`STATUS`."""
+    """Installs the layer now if PyTerrier's evaluation code is loaded, else once it is; returns :data:`STATUS`."""
     global STATUS
     if STATUS == "active":
         return STATUS
@@ -182,10 +182,10 @@ def _guarded(original, version: str):
             raise RuntimeError(
                 f"pt.Experiment with pyterrier_instruct's measures ({', '.join(ours)}) beside standard ones "
                 f"({', '.join(others)}) needs pyterrier_instruct's pt.Experiment layer, which was tested on PyTerrier "
-                f"{TESTED[0]}–{TESTED[1]} and is off on PyTerrier {version}: PyTerrier alone would run every system and "
-                "then fail (its means assume every query has every measure). Evaluate the package's measures and the "
-                "standard ones in separate pt.Experiment calls, or install a tested PyTerrier "
-                f"(pip install 'pyterrier>={TESTED[0]},<={TESTED[1]}').")
+                f"{TESTED[0]}–{TESTED[1]} and is off on PyTerrier {version}: PyTerrier alone would run every system "
+                "and then fail (its means assume every query has every measure). Evaluate the package's measures and "
+                "the standard ones in separate pt.Experiment calls, or install a tested PyTerrier (pip install "
+                f"'pyterrier>={TESTED[0]},<={TESTED[1]}').")
         return original(*args, **kwargs)
 
     return Experiment
@@ -264,9 +264,9 @@ def _parse_name(name: str):
 
 def by_name(eval_metrics):
     """``eval_metrics`` with each name PyTerrier's trec_eval-style parser cannot read (``"pMRR"``, ``"nDCG@10"``,
-    ``"OG(AP@1000)"``) replaced by the measure ``ir_measures.parse_measure`` (or the variant wrapper) reads from it (this package's measures are
-    registered there); names PyTerrier reads (``"map"``, ``"ndcg_cut_10"``, ``"mrt"``) are left to it. A name neither
-    reads is a ``ValueError`` naming it and both syntaxes."""
+    ``"OG(AP@1000)"``) replaced by the measure ``ir_measures.parse_measure`` (or the variant wrapper) reads from it
+    (this package's measures are registered there); names PyTerrier reads (``"map"``, ``"ndcg_cut_10"``, ``"mrt"``) are
+    left to it. A name neither reads is a ``ValueError`` naming it and both syntaxes."""
     if isinstance(eval_metrics, (str, bytes)) or not hasattr(eval_metrics, "__iter__"):
         return eval_metrics
     import ir_measures
@@ -280,14 +280,16 @@ def by_name(eval_metrics):
                     m = _parse_name(m)
                 except (ValueError, NameError, SyntaxError, TypeError) as err:
                     raise ValueError(f"unknown measure {m!r}: neither an ir_measures name ('nDCG@10', 'AP@1000', "
-                                     f"'pMRR', 'OG(AP@1000)') nor a trec_eval name ('map', 'ndcg_cut_10') ({err})") from None
+                                     f"'pMRR', 'OG(AP@1000)') nor a trec_eval name ('map', 'ndcg_cut_10') "
+                                     f"({err})") from None
         out.append(m)
     return out
 
 
 def _experiment(original):
-    """PyTerrier's ``Experiment``, the same code object (so no call stands between the user and it, and its warnings name
-    the user's line), whose calls to ``_validate``, ``linear_execution`` and ``tree_execution`` go through this module."""
+    """PyTerrier's ``Experiment``, the same code object (so no call stands between the user and it, and its warnings
+    name the user's line), whose calls to ``_validate``, ``linear_execution`` and ``tree_execution`` go through this
+    module."""
     names = original.__globals__
     return _rebound(original, _validate=_validation(names["_validate"]),
                     linear_execution=_execution(names["linear_execution"], "linear"),
@@ -324,8 +326,8 @@ def _validation(original):
 
 
 def _execution(original, plan: str):
-    """``linear_execution``/``tree_execution``: PyTerrier's own unless a package measure is in the list; then batches and
-    saved runs checked before any system runs, and the experiment's state set for the measures and for
+    """``linear_execution``/``tree_execution``: PyTerrier's own unless a package measure is in the list; then batches
+    and saved runs checked before any system runs, and the experiment's state set for the measures and for
     ``RenderFromPerQuery.averages``."""
     return _when_ours(original, functools.partial(_paired_execution, plan=plan))
 
@@ -639,10 +641,10 @@ def _check_batches(measures, topics: pd.DataFrame, batch_size: int, plan: str) -
     more = f" and {len(units) - 3} more" if len(units) > 3 else ""
     raise ValueError(
         f"pt.Experiment(batch_size={batch_size}) would evaluate the variants of {len(units)} base queries in different "
-        f"batches ({shown}{more}). PyTerrier evaluates each batch on its own, and the measures {', '.join(names)} compare the "
-        "variants of a query (its -og and -changed runs; for Robustness every instance of a group), so they must be "
-        f"evaluated together. Drop batch_size= (paired measures need all topics in one evaluation), or keep each "
-        f"query's variants in one batch: {_suggestion(measures, topics, batch_size, plan)}")
+        f"batches ({shown}{more}). PyTerrier evaluates each batch on its own, and the measures {', '.join(names)} "
+        "compare the variants of a query (its -og and -changed runs; for Robustness every instance of a group), so "
+        "they must be evaluated together. Drop batch_size= (paired measures need all topics in one evaluation), or "
+        f"keep each query's variants in one batch: {_suggestion(measures, topics, batch_size, plan)}")
 
 
 def _suggestion(measures, topics: pd.DataFrame, batch_size: int, plan: str) -> str:
