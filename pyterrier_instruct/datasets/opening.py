@@ -1,4 +1,4 @@
-"""``load``: opens a benchmark by id or folder (re-exported as ``pyterrier_instruct.datasets.load`` and ``pti.load_dataset``)."""
+"""``load``: opens a benchmark by id or folder (as ``pyterrier_instruct.datasets.load`` and ``pti.load_dataset``)."""
 from __future__ import annotations
 
 from typing import Optional
@@ -32,7 +32,8 @@ def load(name: str, path: Optional[str] = None, qrels_mapping: str = "as-named",
             name = name[len(prefix):]
     if name not in DATASETS and path is None and os.path.isdir(name):
         folder = os.path.normpath(name)
-        return InstructDataset(os.path.basename(folder), folder, Entry("followir", None, None, "AP@1000", "local", "unknown"),
+        return InstructDataset(os.path.basename(folder), folder,
+                               Entry("followir", None, None, "AP@1000", "local", "unknown"),
                                {"name": os.path.basename(folder), "path": folder}, qrels_mapping=qrels_mapping)
     entry = entry_of(name, given)  # an unknown id fails now, with the closest known ids
     if path is None and entry.repo_id is not None:  # located on first use, as ir_datasets.load
