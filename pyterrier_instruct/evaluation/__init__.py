@@ -24,7 +24,7 @@ from .infosearch import infosearch_measures, infosearch_report
 from .instructir import instructir_report
 from .inf_ir import inf_ir_report
 
-__all__ = ["followir_experiment", "followir_measures", "followir_report", "followir_table",
-           "plot_per_query_pmrr", "infosearch_report", "infosearch_measures", "instructir_report", "ifir_report", "inf_ir_report",
+__all__ = ["followir_experiment", "followir_measures", "followir_report", "followir_table", "plot_per_query_pmrr",
+           "infosearch_report", "infosearch_measures", "instructir_report", "ifir_report", "inf_ir_report",
            "prompt_study_report", "with_paper", "to_markdown", "PerDataset", "SavedRun", "plot_report", "build_table",
            "instfol", "doc_texts", "IFIRJudge", "Judgement", "JudgeItem", "weighted_judge_score"]
