@@ -34,7 +34,8 @@ LOADED_PACKAGES = {"sentence_transformers": "sentence-transformers", "vllm": "vl
 
 def environment() -> Dict[str, Optional[str]]:
     """The versions a result depends on: python, pyterrier_instruct, every :data:`PACKAGES` distribution (None when not
-    installed; read from the installed metadata, nothing is imported) and the :data:`LOADED_PACKAGES` this run imported."""
+    installed; read from the installed metadata, nothing is imported) and the :data:`LOADED_PACKAGES` this run
+    imported."""
     from importlib import metadata
 
     from .._version import __version__
@@ -82,8 +83,8 @@ def model_provenance(names: Sequence[str]) -> List[Dict[str, Optional[str]]]:
 
 
 def miniatures(names: Sequence[str]) -> List[str]:
-    """The dataset ids among ``names`` that are the package's bundled miniatures (``instruct-mini``, ``infosearch-mini``):
-    toy benchmarks in a paper's layout, whose numbers no paper reports."""
+    """The dataset ids among ``names`` that are the package's bundled miniatures (``instruct-mini``,
+    ``infosearch-mini``): toy benchmarks in a paper's layout, whose numbers no paper reports."""
     from ..datasets.registry import DATASETS
     found = []
     for name in names:
@@ -96,7 +97,8 @@ def miniatures(names: Sequence[str]) -> List[str]:
 
 def read_report(path: str) -> dict:
     """The ``report.json`` of earlier runs, or ``{}``; an unreadable one (truncated by a kill or a full disk before
-    reports were replaced whole) is kept aside as ``report.json.damaged`` with a warning, so this run's work is not lost."""
+    reports were replaced whole) is kept aside as ``report.json.damaged`` with a warning, so this run's work is not
+    lost."""
     if not os.path.isfile(path):
         return {}
     try:
@@ -111,7 +113,8 @@ def read_report(path: str) -> dict:
         return {}
 
 
-def finish(table: pd.DataFrame, args: argparse.Namespace, rows: Mapping[str, Row], name: str, title: str) -> pd.DataFrame:
+def finish(table: pd.DataFrame, args: argparse.Namespace, rows: Mapping[str, Row], name: str,
+           title: str) -> pd.DataFrame:
     """Prints ``table`` with the published numbers and the difference below each reported row (none on a bundled
     miniature: :func:`miniatures`), and writes ``<out>/<name>.csv`` (ours), ``<name>.paper.csv`` (with the paper rows),
     ``<name>.md`` and ``report.json`` (the full provenance the printed footer abbreviates)."""
@@ -122,13 +125,14 @@ def finish(table: pd.DataFrame, args: argparse.Namespace, rows: Mapping[str, Row
         both = table.copy()
         both.attrs.update(table.attrs, paper_rows={})
     else:
-        both = with_paper(table, {row_name(rows, k, args): rows[k].paper for k in args.keys if rows[k].paper}, strict=False)
+        both = with_paper(table, {row_name(rows, k, args): rows[k].paper for k in args.keys if rows[k].paper},
+                          strict=False)
     paper = both.attrs["paper_rows"]
     os.makedirs(args.out, exist_ok=True)
     md = to_markdown(both)  # each file replaced whole (a kill leaves the previous one), report.json last
     if toys:
-        md += (f"\nNo published numbers beside {', '.join(toys)}: a miniature bundled with the package, not the paper's "
-               "benchmark.")
+        md += (f"\nNo published numbers beside {', '.join(toys)}: a miniature bundled with the package, not the "
+               "paper's benchmark.")
     md += f"\nFull provenance of the data and the models: {os.path.join(args.out, 'report.json')}."
     write_text(os.path.join(args.out, f"{name}.csv"), table.to_csv(index=False))
     write_text(os.path.join(args.out, f"{name}.paper.csv"), both.to_csv(index=False))
@@ -141,7 +145,9 @@ def finish(table: pd.DataFrame, args: argparse.Namespace, rows: Mapping[str, Row
                    "models": {row_name(rows, k, args): model_provenance([args.models[k]])[0] for k in args.keys
                               if k in args.models and rows[k].hub},
                    "device": args.device, "seconds": round(time.time() - args.started, 1)})
-    report.setdefault("tables", {})[name] = {"title": title, "settings": {k: str(v) for k, v in table.attrs.get("settings", {}).items()},
+    report.setdefault("tables", {})[name] = {"title": title,
+                                             "settings": {k: str(v) for k, v in table.attrs.get("settings",
+                                                                                                {}).items()},
                                             "provenance": table.attrs.get("provenance", {}), "paper_rows": paper}
     write_json(report_path, report, indent=2)  # replaced whole: a kill or a full disk leaves the previous report
     print(f"{title}\n")
