@@ -101,11 +101,13 @@ BUILDERS: Dict[str, Callable] = {
     "mistral": lambda folder, built: models.tiny_mistral(folder),
     "bert": lambda folder, built: models.tiny_bert(folder),
     "llama": lambda folder, built: models.tiny_llama(folder),
-    "zephyr": lambda folder, built: models.with_chat_template(built("mistral"), Path(folder) / "zephyr", models.ZEPHYR_TEMPLATE),
+    "zephyr": lambda folder,
+    built: models.with_chat_template(built("mistral"), Path(folder) / "zephyr", models.ZEPHYR_TEMPLATE),
     "qwen3-reranker": lambda folder, built: models.tiny_qwen(folder, "reranker"),
     "qwen3-embedding": lambda folder, built: models.tiny_qwen(folder, "embedding"),
     "qwen2": lambda folder, built: models.tiny_qwen(folder, "qwen2"),
-    "qwen-chat": lambda folder, built: models.with_chat_template(built("qwen2"), Path(folder) / "qwen-chat", models.QWEN_CHAT_TEMPLATE),
+    "qwen-chat": lambda folder,
+    built: models.with_chat_template(built("qwen2"), Path(folder) / "qwen-chat", models.QWEN_CHAT_TEMPLATE),
     "rank1": lambda folder, built: models.tiny_rank1(folder),
     **{kind: _lora(kind.split(":", 1)[1]) for kind in set(MODELS.values()) if kind.startswith("lora:")},
 }
@@ -123,13 +125,14 @@ def _lock(root: Path):
 
 
 def install_models(root: Union[str, Path], ids: Optional[Iterable[str]] = None) -> Dict[str, str]:
-    """Installs the stand-in of each hub id in ``ids`` (default: all of :data:`MODELS`) at ``root/<hub id>/`` and returns
-    ``{hub id: folder}``; point ``$PYTERRIER_INSTRUCT_MODELS`` at ``root``. A LoRA adapter's base comes with it. Each kind is built once (under
-    ``root/.build``); ids already installed are kept, so a second call costs nothing. Safe to call from several
-    processes at once (a file lock). Needs the ``[hf]`` extra."""
+    """Installs the stand-in of each hub id in ``ids`` (default: all of :data:`MODELS`) at ``root/<hub id>/`` and
+    returns ``{hub id: folder}``; point ``$PYTERRIER_INSTRUCT_MODELS`` at ``root``. A LoRA adapter's base comes with it.
+    Each kind is built once (under ``root/.build``); ids already installed are kept, so a second call costs nothing.
+    Safe to call from several processes at once (a file lock). Needs the ``[hf]`` extra."""
     root = Path(root)
     ids = list(MODELS) if ids is None else list(ids)
-    ids += [MODELS[i].split(":", 1)[1] for i in ids if MODELS.get(i, "").startswith("lora:")]  # the base an adapter names
+    # the base an adapter names
+    ids += [MODELS[i].split(":", 1)[1] for i in ids if MODELS.get(i, "").startswith("lora:")]
     unknown = [i for i in ids if i not in MODELS]
     if unknown:
         raise ValueError(f"no stand-in for {unknown}: pyterrier_instruct.testing.MODELS has {sorted(MODELS)}")
@@ -154,7 +157,8 @@ def install_models(root: Union[str, Path], ids: Optional[Iterable[str]] = None) 
                 shutil.rmtree(target, ignore_errors=True)
                 shutil.copytree(built(MODELS[hub_id]), target, ignore=shutil.ignore_patterns(".done"))
                 (target / ".done").write_text(MODELS[hub_id])
-            marker = target / STAND_IN_MARKER  # the reproduction tables label its rows [stand-in] (_hub.checkpoint_note)
+            # the reproduction tables label its rows [stand-in] (_hub.checkpoint_note)
+            marker = target / STAND_IN_MARKER
             if not marker.exists():
                 marker.write_text(json.dumps({"stand_in": MODELS[hub_id], "hub_id": hub_id}))
             out[hub_id] = str(target)
@@ -172,7 +176,8 @@ def install_datasets(root: Union[str, Path]) -> str:
     return str(root)
 
 
-def install(root: Union[str, Path, None] = None, models: Optional[Iterable[str]] = None, datasets: bool = True) -> Dict[str, str]:
+def install(root: Union[str, Path, None] = None, models: Optional[Iterable[str]] = None,
+            datasets: bool = True) -> Dict[str, str]:
     """Installs stand-ins under ``root`` (default :func:`default_root`): the models of ``models`` (hub ids; default
     all of :data:`MODELS`) in ``root/models`` and, with ``datasets``, the miniature benchmarks in ``root/data``; then
     sets ``$PYTERRIER_INSTRUCT_MODELS`` and ``$PYTERRIER_INSTRUCT_DATA`` in this process (and the processes it starts)
