@@ -254,6 +254,6 @@ def _stored_ranking(ranking: pd.DataFrame, query: pd.Series) -> tuple:
 def _ranking(stored: tuple, query: pd.Series) -> pd.DataFrame:
     """A stored ranking under ``query``'s own values of the passed-through columns."""
     columns, same, ranking = stored
-    own = {c: pd.Series([query[c]] * len(ranking), dtype=object,
-                        index=ranking.index).astype(t) for c, t in same.items()}
+    own = {c: pd.Series([query[c]] * len(ranking), dtype=object, index=ranking.index).astype(t)
+           for c, t in same.items()}
     return ranking.assign(**own)[columns]
