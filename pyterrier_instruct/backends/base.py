@@ -224,8 +224,8 @@ class TokenizerBackend(Backend):
             if messages[0]["role"] != "system" or "system" not in str(err).lower():
                 raise
             log.warning("%r: the chat template rejects a system message; prepending it to the first user message", self)
-            merged = [{"role": "user",
-                       "content": messages[0]["content"] + "\n\n" + messages[1]["content"]}] + messages[2:]
+            first = {"role": "user", "content": messages[0]["content"] + "\n\n" + messages[1]["content"]}
+            merged = [first] + messages[2:]
             return tok.apply_chat_template(merged, chat_template=template, tokenize=False, add_generation_prompt=True)
 
     def count(self, text: str) -> int:

@@ -193,8 +193,8 @@ class HFBackend(TokenizerBackend):
 
             class Record(transformers.LogitsProcessor):
                 def __call__(self, input_ids, scores):
-                    top = torch.log_softmax(scores.float(),
-                                            dim=-1).topk(min(int(top_logprobs), scores.shape[-1]), dim=-1)
+                    logprobs = torch.log_softmax(scores.float(), dim=-1)
+                    top = logprobs.topk(min(int(top_logprobs), scores.shape[-1]), dim=-1)
                     tops.append((top.values.cpu(), top.indices.cpu()))
                     return scores
 
