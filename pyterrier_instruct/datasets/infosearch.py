@@ -2,8 +2,8 @@
 ``jianqunZ/{Audience,Clarity,Format,Language,Length,Source}-v1``::
 
     corpus.jsonl                 _id, title, text
-    queries.jsonl _id, text, instruction_og, instruction_changed, instruction_reversed[, keywords, short_query] one row
-                                 per instructed instance; the same _id in all three modes
+    queries.jsonl                _id, text, instruction_og, instruction_changed, instruction_reversed[, keywords,
+                                 short_query]; one row per instructed instance; the same _id in all three modes
     qrels_og/test.jsonl          query-id, corpus-id, score   (or test.tsv; scores may be numeric strings)
     qrels_changed/test.jsonl     idem
     qrels_reversed/test.jsonl    idem

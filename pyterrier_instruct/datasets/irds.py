@@ -225,8 +225,8 @@ RECORDED_COUNTS: Dict[str, Dict[str, int]] = {
     "infosearch-mini": {"docs": 20, "queries": 36, "qrels": 108, "scoreddocs": 180},
     "nevir/mteb": {"docs": 5112, "queries": 2766, "qrels": 2766, "scoreddocs": 2 * 2766},
     **{f"bright/{task}": _bright_counts(*stats) for task, stats in BRIGHT_STATS.items()},
-    **{f"bright/{task}-long": dict(zip(("docs", "queries", "qrels"),
-                                       stats)) for task, stats in BRIGHT_LONG_STATS.items()},
+    **{f"bright/{task}-long": dict(zip(("docs", "queries", "qrels"), stats))
+       for task, stats in BRIGHT_LONG_STATS.items()},
 }
 
 #: the metadata of an entity type whose count is not known here: ir_datasets' ``count`` key with no number, as

@@ -45,8 +45,8 @@ def read(path: Path, task: str) -> Benchmark:
     judged = []
     for n, (qid, r) in enumerate(zip(qids, rows), 1):
         labels = r["labels"]
-        if not isinstance(labels,
-                          list) or any(not isinstance(x, dict) or "id" not in x or "score" not in x for x in labels):
+        if not isinstance(labels, list) or any(not isinstance(x, dict) or "id" not in x or "score" not in x
+                                               for x in labels):
             raise DataError(f"{qfile}:{n}: labels of query {qid!r} must be a list of {{id, score}}, got {labels!r}")
         judged += [(qid, x["id"], x["score"]) for x in labels]
     qrels = qrels_frame([j[0] for j in judged], [j[1] for j in judged], [j[2] for j in judged], str(qfile))
