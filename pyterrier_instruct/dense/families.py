@@ -156,8 +156,8 @@ def sbert_config(path: str) -> Dict[str, object]:
             return json.load(f)
 
     out: Dict[str, object] = {}
-    pooling, modules, bert = read(os.path.join("1_Pooling",
-                                               "config.json")), read("modules.json"), read("sentence_bert_config.json")
+    pooling = read(os.path.join("1_Pooling", "config.json"))
+    modules, bert = read("modules.json"), read("sentence_bert_config.json")
     if pooling:
         modes = {"pooling_mode_mean_tokens": "mean", "pooling_mode_cls_token": "cls", "pooling_mode_lasttoken": "last"}
         chosen = [mode for key, mode in modes.items() if pooling.get(key)]

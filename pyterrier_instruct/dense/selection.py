@@ -53,8 +53,8 @@ def evaluate(run: pd.DataFrame, qrels: pd.DataFrame, measure, qids: Optional[Seq
     m = ir_measures.parse_measure(measure) if isinstance(measure, str) else measure
     if qids is not None:
         qrels = qrels[qrels["qid"].astype(str).isin(set(map(str, qids)))]
-    q = qrels.rename(columns={"qid": "query_id", "docno": "doc_id",
-                              "label": "relevance"})[["query_id", "doc_id", "relevance"]]
+    q = qrels.rename(columns={"qid": "query_id", "docno": "doc_id", "label": "relevance"})
+    q = q[["query_id", "doc_id", "relevance"]]
     r = run.rename(columns={"qid": "query_id", "docno": "doc_id"})[["query_id", "doc_id", "score"]]
     q, r = q.astype({"query_id": str, "doc_id": str}), r.astype({"query_id": str, "doc_id": str})
     return float(ir_measures.calc_aggregate([m], q, r).get(m, 0.0))
