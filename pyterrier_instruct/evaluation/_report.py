@@ -136,9 +136,8 @@ def with_paper(table: pd.DataFrame, models: Mapping[str, str], paper: Optional[s
         published = numbers[numbers["model"] == name]
         if len(published) == 0 and strict:
             raise ValueError(f"with_paper: no published {benchmark} numbers for model {name!r}")
-        covered = {p: sum((d, m) in cells for d, m in zip(g["dataset"],
-                                                          g["measure"])) for p, g in published.groupby("paper",
-                                                                                                       sort=False)}
+        covered = {p: sum((d, m) in cells for d, m in zip(g["dataset"], g["measure"]))
+                   for p, g in published.groupby("paper", sort=False)}
         if not covered or (not strict and max(covered.values()) == 0):
             continue
         published = published[published["paper"] == max(covered, key=covered.get)]  # most cells; the first on ties

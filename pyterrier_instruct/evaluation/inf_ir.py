@@ -62,8 +62,8 @@ def inf_ir_report(systems, datasets, names: Optional[Sequence[str]] = None, *, t
             evaluated = [_excluding(s, ds) for s in systems[key]] if part == "bright" else systems[key]
             frames.append(experiment_means(evaluated, names, ds.get_topics(), ds.get_qrels(), [nDCG @ 10], key, {}))
             provenance[key] = dict(getattr(ds, "provenance", {}) or {})
-    long = pd.concat(frames,
-                     ignore_index=True) if frames else pd.DataFrame(columns=["model", "dataset", "measure", "value"])
+    long = (pd.concat(frames, ignore_index=True) if frames
+            else pd.DataFrame(columns=["model", "dataset", "measure", "value"]))
     shown = long[~long["dataset"].isin(list(parts["bright"]))]
     bright = long[long["dataset"].isin(list(parts["bright"]))]
     if len(bright):

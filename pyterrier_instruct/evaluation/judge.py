@@ -144,8 +144,8 @@ class IFIRJudge:
             if not model:
                 raise ValueError(f"IFIRJudge(backend={backend!r}) needs model= (the judge model's name or path)")
             from ..backends import HFBackend, OpenAIBackend, VLLMBackend
-            return {"openai": OpenAIBackend, "hf": HFBackend,
-                    "vllm": VLLMBackend}[backend](model, **dict(options or {}))
+            factory = {"openai": OpenAIBackend, "hf": HFBackend, "vllm": VLLMBackend}[backend]
+            return factory(model, **dict(options or {}))
         raise TypeError(f"backend must be a Backend or one of 'openai', 'hf', 'vllm', got {backend!r}")
 
     def __repr__(self) -> str:

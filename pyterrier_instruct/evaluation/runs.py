@@ -42,10 +42,9 @@ def describe(system, key: Optional[str] = None) -> str:
         return fingerprint(system)
     except NotFingerprintable as e:
         raise NotFingerprintable(e.part, f"{e.reason}. SavedRun keys a run on the content of the system so that a "
-                                         "change "
-                                 "never reuses a stale run, and cannot read this stage's; name the configuration "
-                                 "yourself, e.g. SavedRun(system, directory, key='mysystem-v2'), and change the key "
-                                 "whenever the system changes") from None
+                                 "change never reuses a stale run, and cannot read this stage's; name the "
+                                 "configuration yourself, e.g. SavedRun(system, directory, key='mysystem-v2'), and "
+                                 "change the key whenever the system changes") from None
 
 
 def _cell(value) -> str:
