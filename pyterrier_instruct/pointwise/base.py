@@ -153,8 +153,8 @@ class PointwiseReranker(InstructReranker, family=False):
         if bestq is not None:
             return ids(" ".join(qwords[:bestq]), 0, words)
         iwords = (instruction or "").split()  # a template's own {instruction} slot is cut last
-        besti = self._longest(lambda n: len(ids_with("", " ".join(iwords[:n]))) <= limit, len(iwords),
-                              0) if iwords else None
+        besti = (self._longest(lambda n: len(ids_with("", " ".join(iwords[:n]))) <= limit, len(iwords), 0)
+                 if iwords else None)
         if besti is None:
             raise ValueError(f"{self!r}: the template alone is longer than max_length={limit} tokens")
         return ids_with("", " ".join(iwords[:besti]))
