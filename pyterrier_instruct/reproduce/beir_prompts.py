@@ -58,8 +58,7 @@ def main(argv=None) -> int:
     os.makedirs(args.out, exist_ok=True)
     table.attrs["prompts"].to_csv(os.path.join(args.out, "prompts.csv"), index=False)
     finish(table, args, ROWS, "table3", "Promptriever Table 3 (x100): BEIR nDCG@10 with no prompt / the selected "
-                                        "prompt / "
-                                         "the best prompt (prompts.csv: every prompt)")
+                                        "prompt / the best prompt (prompts.csv: every prompt)")
     return 0
 
 

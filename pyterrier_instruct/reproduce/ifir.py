@@ -59,8 +59,8 @@ def main(argv=None) -> int:
     }, args)
     datasets = open_datasets(args)
     # per subset: BM25 and each dense model's retriever over its corpus (one model instance, one index per subset)
-    systems = pti.PerDataset({label: full_retrieval(args, ROWS, label, ds, dense, k1=1.2,
-                                                    b=0.75) for label, ds in datasets.items()})
+    systems = pti.PerDataset({label: full_retrieval(args, ROWS, label, ds, dense, k1=1.2, b=0.75)
+                              for label, ds in datasets.items()})
     judge = None
     if args.judge:
         os.makedirs(args.out, exist_ok=True)

