@@ -105,8 +105,7 @@ class OnRay(Configured, pt.Transformer):
         model = self.transformer
         if not hasattr(model, "retriever"):
             raise TypeError(f"{model!r} has no retriever(); on_ray(...).retriever needs a dense model")
-        kwargs = {k: v for k, v in (("num_results", num_results),
-                                    ("corpus", corpus)) if k != "num_results" or v != 1000}
+        kwargs = {"corpus": corpus} if num_results == 1000 else {"num_results": num_results, "corpus": corpus}
         stage = model.retriever(index, **kwargs) if index is not None else model.retriever(**kwargs)
         return on_ray(stage, **self._options())
 
@@ -285,8 +284,8 @@ def _is_dense(obj) -> bool:
 def _runs_by_parts(transformer) -> bool:
     """Whether the wrapper sends parts of ``transformer`` (its scoring / encoding), not its whole ``transform``."""
     from ..base import InstructReranker
-    return isinstance(transformer,
-                      InstructReranker) or _is_dense(transformer) or _is_dense(getattr(transformer, "model", None))
+    return (isinstance(transformer, InstructReranker) or _is_dense(transformer)
+            or _is_dense(getattr(transformer, "model", None)))
 
 
 def _actor_args(map_batches, retries: int, span: int, strategy: str, gpus: float, groups: list) -> Dict[str, object]:
@@ -350,7 +349,7 @@ def on_ray(transformer: pt.Transformer, workers: Optional[int] = None, gpus_per_
     ``repr`` reads as this call; saved runs (``SavedRun``) key on the wrapped transformer, whose output this equals.
     """
     wrapped = OnRay(transformer, workers=workers, gpus_per_worker=gpus_per_worker, address=address, **options)
-    given = {k: v for k, v in (("workers", workers), ("gpus_per_worker", gpus_per_worker),
-                               ("address", address)) if v is not None}
+    given = {k: v for k, v in dict(workers=workers, gpus_per_worker=gpus_per_worker, address=address).items()
+             if v is not None}
     wrapped.__dict__["_call"] = ("on_ray", (transformer,), {**given, **options})
     return wrapped
