@@ -49,12 +49,14 @@ class Setwise(SetwiseBase):
         scoring: ``'generation'`` (the reference's default) or ``'likelihood'``.
         method: ``'heapsort'`` (default), ``'bubblesort'`` (the reference's, which can miss the top k) or
             ``'bubblesort_exact'`` (every pass from the bottom; docs/rerankers.md).
-        num_child: children per heap node / window step (3): ``num_child + 1`` passages per comparison, at most 23. k:
-        the number of documents sorted to the top (10); the others follow in first-stage order. query_length,
-        passage_length: tokens kept of the query and of ``"{title} {text}"`` (llm-rankers ``run.py``: 128).
+        num_child: children per heap node / window step (3): ``num_child + 1`` passages per comparison, at most 23.
+        k: the number of documents sorted to the top (10); the others follow in first-stage order.
+        query_length, passage_length: tokens kept of the query and of ``"{title} {text}"`` (llm-rankers ``run.py``:
+            128).
         chat_template: replaces the causal model's chat template (e.g. Vicuna's, as the reference for ``v1.5`` names).
-        text_field, title_field: passage columns. instruction: used when the input has no ``instruction`` column
-        (``f"{query} {instruction}"``). verbose: a progress bar over the queries.
+        text_field, title_field: passage columns.
+        instruction: used when the input has no ``instruction`` column (``f"{query} {instruction}"``).
+        verbose: a progress bar over the queries.
 
     Output: every input column; ``score`` = −1 … −k for the sorted top k, then the rest in first-stage order (the
     reference's scores), ``score_0``; ``comparisons`` and ``stats`` as docs/rerankers.md describes.
