@@ -314,8 +314,8 @@ def bright(path: Path):
     for task in BRIGHT_LONG + BRIGHT_MATH:
         docs = [{"id": _bright_ids(task, i), "content": " ".join(WORDS[BRIGHT_TOPICS[i % 4]].split()[: 3 + i % 4])
                  + f" {task} passage {i}."} for i in range(8)]
-        long_docs = [{"id": _bright_ids(task, i, True),
-                      "content": WORDS[BRIGHT_TOPICS[i]] + f" {task} page {i}."} for i in range(4)]
+        long_docs = [{"id": _bright_ids(task, i, True), "content": WORDS[BRIGHT_TOPICS[i]] + f" {task} page {i}."}
+                     for i in range(4)]
         examples = []
         for n, topic in enumerate(BRIGHT_TOPICS[:3]):
             excluded = [_bright_ids(task, n + 4)] if task in BRIGHT_MATH and n == 0 else ["N/A"]

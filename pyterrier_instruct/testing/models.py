@@ -280,8 +280,8 @@ def tiny_rank1(root: Path, seed: int = 0) -> str:
         head[false] -= tilt
         model.lm_head.weight.copy_(head)
         # ... centred on this corpus: about half of its passages end in true
-        contexts = [tok(f"Passage: {t[:200]}\n<think> the.</think>",
-                        return_tensors="pt")["input_ids"] for t in _texts()[:40]]
+        contexts = [tok(f"Passage: {t[:200]}\n<think> the.</think>", return_tensors="pt")["input_ids"]
+                    for t in _texts()[:40]]
         gaps = torch.stack([model(input_ids=c).logits[0, -1, [true, false]] for c in contexts])
         model.lm_head.weight[false] += (gaps[:, 0] - gaps[:, 1]).median() * inverse[:, states.index(end)]
     model.save_pretrained(str(folder))
@@ -314,12 +314,11 @@ def with_chat_template(model: str, folder: Path, template: str) -> str:
     return str(folder)
 
 
-#: a Zephyr-style chat template (the form rank_llm's RankZephyr prompts expect:
-#: <|system|>\n…</s>\n<|user|>\n…</s>\n<|assistant|>\n) Qwen2.5's ChatML, enough of it for the tiny Qwen models
-#: (system/user/assistant turns, the generation prompt)
+#: Qwen2.5's ChatML, enough of it for the tiny Qwen models (system/user/assistant turns, the generation prompt)
 QWEN_CHAT_TEMPLATE = ("{% for m in messages %}{{ '<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>' + "
                       "'\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}")
 
+#: a Zephyr-style chat template (rank_llm's RankZephyr prompts: <|system|>\n…</s>\n<|user|>\n…</s>\n<|assistant|>\n)
 ZEPHYR_TEMPLATE = ("{% for message in messages %}\n{% if message['role'] == 'user' %}\n{{ '<|user|>\n' + "
                    "message['content'] + eos_token }}\n{% elif message['role'] == 'system' %}\n{{ '<|system|>\n' + "
                    "message['content'] + eos_token }}\n{% elif message['role'] == 'assistant' %}\n{{ "

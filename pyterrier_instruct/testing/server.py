@@ -63,8 +63,8 @@ def _judge(body: dict) -> tuple:
     entries = []
     for t in tokens:
         cands = sorted(table.items(), key=lambda kv: -kv[1]) if t == "2" else [(t, 1.0)]
-        tops = [{"token": c, "logprob": math.log(p),
-                 "bytes": list(c.encode())} for c, p in cands[:body.get("top_logprobs") or 1]]
+        tops = [{"token": c, "logprob": math.log(p), "bytes": list(c.encode())}
+                for c, p in cands[:body.get("top_logprobs") or 1]]
         entries.append({"token": t, "logprob": tops[0]["logprob"], "bytes": list(t.encode()), "top_logprobs": tops})
     return 200, {"id": "stand-in", "object": "chat.completion", "model": body["model"],
                  "choices": [{"index": 0, "message": {"role": "assistant", "content": "".join(tokens)},
