@@ -11,8 +11,7 @@ from typing import Dict, Iterable, Iterator, Optional, Sequence
 
 log = logging.getLogger(__name__)
 
-#: the file an index folder records its corpus digest in (PISA; Lucene beside its folder; dense indexes use
-#: ``meta.json``)
+#: the file an index folder records its corpus digest in (PISA; Lucene: beside its folder; dense: ``meta.json``)
 RECORD = "corpus.json"
 
 

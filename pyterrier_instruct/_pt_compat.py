@@ -288,8 +288,7 @@ def by_name(eval_metrics):
 
 def _experiment(original):
     """PyTerrier's ``Experiment``, the same code object (so no call stands between the user and it, and its warnings
-    name the user's line), whose calls to ``_validate``, ``linear_execution`` and ``tree_execution`` go through this
-    module."""
+    name the user's line), whose calls to ``_validate``, ``linear_execution`` and ``tree_execution`` pass here."""
     names = original.__globals__
     return _rebound(original, _validate=_validation(names["_validate"]),
                     linear_execution=_execution(names["linear_execution"], "linear"),
