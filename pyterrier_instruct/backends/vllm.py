@@ -158,8 +158,7 @@ class VLLMBackend(TokenizerBackend):
             result.append(Generation(c.text, tuple(tokens), tuple(tops)))
         return result
 
-    # -- pointwise scoring
-    # ----------------------------------------------------------------------------------------------
+    # -- pointwise scoring ---------------------------------------------------------------------------------------------
     def exact_answer_values(self) -> bool:
         """Whether :meth:`answer_logits` is exact on this engine: vLLM >= 0.22.1 (``logprob_token_ids``), or an
         engine with ``logprobs_mode`` ``'processed_logprobs'``/``'processed_logits'``."""
@@ -238,8 +237,7 @@ class VLLMBackend(TokenizerBackend):
         skip_special_tokens=False)`` (rank1's, orionw/rank1 ``rank1.py``): vLLM ends a request at a stop string found in
         its detokenised text (removed from ``text``, ``include_stop_str_in_output=False``), at an end-of-sequence id, or
         at the budget; ``CompletionOutput.logprobs[-1]`` is the last step's ``{token_id: Logprob}`` (the top k plus the
-        sampled token). One ``generate`` call for all prompts (vLLM schedules them); ``bar`` is updated once at the
-        end."""
+        sampled token). One ``generate`` call for all prompts (vLLM schedules them); ``bar`` is updated at the end."""
         check_logprob_args(max_new_tokens, top_logprobs, 0.0, 1.0)
         vllm = require("vllm", "vllm")
         params = vllm.SamplingParams(n=1, temperature=0.0, max_tokens=int(max_new_tokens), stop=list(stop) or None,
