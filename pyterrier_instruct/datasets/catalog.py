@@ -2,8 +2,7 @@
 
 - ``bright/<task>`` (BRIGHT's 12 task keys) and ``bright/<task>-long`` (the 8 tasks with long documents): hub
   ``xlangai/BRIGHT`` at the revision mteb's ``BrightRetrieval`` pins (mteb ``tasks/retrieval/eng/bright_retrieval.py``);
-  sizes are those of mteb's descriptive statistics (the examples were revised on the hub, so counts depend on the
-  revision).
+  sizes are mteb's descriptive statistics (the examples were revised on the hub, so counts depend on the revision).
 - ``mair/dd-15`` … ``mair/fr-22`` (InF-IR Table 2's columns) and ``mair/<Task>`` for every task of MAIR's
   ``config.py`` (github sunnweiwei/MAIR @ 3b45273): hub ``MAIR-Bench/MAIR-Queries`` + ``MAIR-Bench/MAIR-Docs``, read
   from their main branch (no full commit id of either was published).

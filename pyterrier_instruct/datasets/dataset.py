@@ -191,8 +191,7 @@ class InstructDataset(pt.datasets.Dataset):
 
     def excluded_ids(self) -> pd.DataFrame:
         """Each query's excluded documents (BRIGHT's ``excluded_ids``, the ``"N/A"`` placeholder dropped) as ``qid,
-        docno``; empty for a dataset without exclusions. They are not in the qrels: ``ds.exclude()`` removes them from a
-        run."""
+        docno``; empty for a dataset without exclusions. Not in the qrels: ``ds.exclude()`` removes them from a run."""
         if self.bench.excluded is None:
             return pd.DataFrame({"qid": [], "docno": []}, dtype=object)
         return self.bench.excluded.copy()

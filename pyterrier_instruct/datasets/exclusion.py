@@ -15,9 +15,8 @@ import pandas as pd
 
 
 def remove(run: pd.DataFrame, pairs: pd.DataFrame) -> pd.DataFrame:
-    """``run`` without the rows whose (qid, docno) is an excluded pair; every other row and column is kept, and the
-    ranks of an affected query are recomputed (by score, as ``pt.model.add_ranks``) when the run has a ``rank``
-    column."""
+    """``run`` without the rows whose (qid, docno) is an excluded pair; every other row and column is kept, and an
+    affected query's ranks are recomputed (by score, as ``pt.model.add_ranks``) when the run has a ``rank`` column."""
     if len(run) == 0 or len(pairs) == 0:
         return run
     keys = pd.MultiIndex.from_arrays([run["qid"].astype(str), run["docno"].astype(str)])

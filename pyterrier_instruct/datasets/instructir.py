@@ -1,5 +1,4 @@
-"""InstructIR layouts (InstructIR repository; mteb's InstructIR task). Full retrieval over 16,072 MS MARCO passages: no
-candidates.
+"""InstructIR layouts (InstructIR repository; mteb's InstructIR task). Full retrieval over 16,072 MS MARCO passages.
 
 ``kaist-ai/InstructIR`` (jsonl/tsv)::
 

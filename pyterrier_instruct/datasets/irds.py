@@ -229,9 +229,8 @@ RECORDED_COUNTS: Dict[str, Dict[str, int]] = {
        for task, stats in BRIGHT_LONG_STATS.items()},
 }
 
-#: the metadata of an entity type whose count is not known here: ir_datasets' ``count`` key with no number, as
-#: ir_datasets' own ``_count`` returns when nothing is known (``ir_datasets/util/metadata.py:31-44``, "may also return
-#: None")
+#: the metadata of an entity type whose count is not known here: a ``count`` key with no number, as ir_datasets' own
+#: ``_count`` returns when nothing is known (``ir_datasets/util/metadata.py:31-44``, "may also return None")
 UNKNOWN: Dict[str, None] = {"count": None}
 
 
