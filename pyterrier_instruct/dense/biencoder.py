@@ -43,8 +43,7 @@ class BiEncoder(InstructReranker):
 
     As a transformer it dispatches on its input (pyterrier_dr's ``BiEncoder.transform``): ``R → R`` reranks (every
     column kept, the first-stage ``score`` kept as ``score_0``, new ``score`` and ``rank``), ``Q → Q`` adds
-    ``query_vec``, ``D → D`` adds ``doc_vec``; an empty input gives the correctly shaped empty output without loading
-    the model.
+    ``query_vec``, ``D → D`` adds ``doc_vec``; an empty input gives the shaped empty output without loading the model.
 
     Args:
         model_name_or_path: hub id or local folder; a LoRA adapter (``adapter_config.json``) is merged into its base.

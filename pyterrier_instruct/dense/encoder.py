@@ -43,8 +43,7 @@ def adapter_base(path: str) -> Optional[str]:
 
 def load_encoder(path: str, base_model: Optional[str], device: str, torch_dtype):
     """(model, tokenizer): ``AutoModel`` (no head) from ``path``; for a LoRA adapter the base model (``base_model`` or
-    the adapter's ``base_model_name_or_path``) with the adapter merged (``merge_and_unload``) and the base's
-    tokenizer."""
+    the adapter's ``base_model_name_or_path``) with the adapter merged (``merge_and_unload``), the base's tokenizer."""
     transformers = require("transformers", "hf")
     with loading(path):  # weights not there: ModelNotFoundError with the fixes
         base = adapter_base(model_path(path))

@@ -307,8 +307,7 @@ class EmbeddingIndexer(pt.Indexer):
     of ``chunk_size`` documents (length-sorted batches within a chunk). Vectors already in the model's document cache
     are reused; new ones are not added to it (a corpus can be far larger than memory). On disk the index is written
     whole or not at all by an :class:`IndexWriter`: ``lock_timeout`` is how long a second builder of the same path waits
-    (None: until the first is done; then, without ``overwrite``, it finds the index built and raises
-    FileExistsError)."""
+    (None: until the first is done; then, without ``overwrite``, it finds the index built: FileExistsError)."""
 
     def __init__(self, model, path: Optional[str] = None, overwrite: bool = False, chunk_size: int = 16384,
                  lock_timeout: Optional[float] = None):
