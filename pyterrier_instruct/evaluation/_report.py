@@ -162,8 +162,7 @@ def as_datasets(datasets) -> Dict[str, object]:
 def short_provenance(provenance: Mapping[str, object]) -> str:
     """A dataset's provenance in a few characters: the revision read (a commit's first 7 hex digits, ``bundled`` for a
     dataset shipped with the package), else the first 12 hex digits of the content hash of a local folder whose revision
-    is not recorded, else its folder's name. The whole record stays in ``attrs["provenance"]`` (and the CLI's
-    report.json)."""
+    is not recorded, else its folder's name. The whole record is in ``attrs["provenance"]`` (and report.json)."""
     revision = provenance.get("revision")
     if revision:
         revision = str(revision)
