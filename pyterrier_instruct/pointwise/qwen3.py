@@ -3,8 +3,7 @@ Models"; QwenLM/Qwen3-Embedding at f4ad0c4, README "Reranker Model / Transformer
 ``<Instruct>`` slot of the chat prompt, p(yes) from the 2-way softmax of the ``yes``/``no`` logits at the last position.
 
 Also reads the sequence-classification conversions of the checkpoints (``Qwen3ForSequenceClassification`` whose head is
-``lm_head[yes] - lm_head[no]``, one label, or the ``[no, yes]`` rows, two labels): the same scores from the same
-body."""
+``lm_head[yes] - lm_head[no]``, one label, or the ``[no, yes]`` rows, two labels): the same scores, the same body."""
 from __future__ import annotations
 
 from typing import List, Optional, Sequence

@@ -76,8 +76,7 @@ class Rank1(InstructReranker):
     """
     schematic = {"label": "rank1"}
     extra_outputs = ("reasoning",)
-    #: rank1's query + instruction rule (:func:`~pyterrier_instruct.instructions.compose_rank1`) in the template's
-    #: ``{query}``
+    #: rank1's query + instruction rule (:func:`~pyterrier_instruct.instructions.compose_rank1`) in ``{query}``
     query_slot = QuerySlot("rank1")
 
     def __init__(self, model_name_or_path: str = CHECKPOINTS["7b"], *, backend: BackendLike = "hf",
