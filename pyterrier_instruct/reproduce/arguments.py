@@ -106,8 +106,7 @@ def dataset_label(name: str) -> str:
 
 def open_dataset(args: argparse.Namespace, name: str, path: Optional[str] = None):
     """``pti.load_dataset(name, path=path)`` with its folder located now (a pipeline fails before any work when the data
-    is missing), looking under ``--data-root`` (as ``$PYTERRIER_INSTRUCT_DATA``, for this call only) when no path is
-    given."""
+    is missing), under ``--data-root`` (as ``$PYTERRIER_INSTRUCT_DATA``, for this call only) when no path is given."""
     from ..datasets import load
     from ..datasets.source import ENV_ROOT
     before = os.environ.get(ENV_ROOT)

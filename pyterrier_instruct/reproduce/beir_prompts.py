@@ -1,6 +1,5 @@
 """Promptriever Table 3: BEIR nDCG@10 with no prompt, with the prompt selected on 10 dev queries, and with the best of
-the 10 prompts on the test queries (an oracle), for BM25 and the promptable dense retrievers, with the published
-numbers.
+the 10 prompts on the test queries (an oracle), for BM25 and the promptable dense retrievers, with the paper's numbers.
 
 A prompt is added to every query like an instruction; the dense retrievers encode the corpus once per dataset (the index
 under --out/index/) and only the queries per prompt. Datasets without a validation or train split (arguana,

@@ -1,7 +1,6 @@
 """InfoSearch Tables 2 and 3: the rerankers on each dimension's candidates in the three modes (og, changed = the
 instruction asks for one condition, reversed = it excludes it); nDCG@10, MRR@1, Robustness@10, p-MRR, WISE, SICR and the
-mean gold ranks averaged over the dimensions (Table 2), and WISE/SICR per dimension (Table 3), with the published
-numbers.
+mean gold ranks averaged over the dimensions (Table 2), and WISE/SICR per dimension (Table 3), with the paper's numbers.
 
 Every row reranks the candidates of each instance (empty_scores.json), as the paper did; "BM25" is the pool-local BM25
 (``pti.PoolBM25``). WISE and SICR follow the reference code (InfoSearch utils.py). Runs are saved under --out/runs/ and

@@ -34,8 +34,7 @@ LOADED_PACKAGES = {"sentence_transformers": "sentence-transformers", "vllm": "vl
 
 def environment() -> Dict[str, Optional[str]]:
     """The versions a result depends on: python, pyterrier_instruct, every :data:`PACKAGES` distribution (None when not
-    installed; read from the installed metadata, nothing is imported) and the :data:`LOADED_PACKAGES` this run
-    imported."""
+    installed; read from the installed metadata, nothing imported) and the :data:`LOADED_PACKAGES` this run imported."""
     from importlib import metadata
 
     from .._version import __version__
@@ -97,8 +96,7 @@ def miniatures(names: Sequence[str]) -> List[str]:
 
 def read_report(path: str) -> dict:
     """The ``report.json`` of earlier runs, or ``{}``; an unreadable one (truncated by a kill or a full disk before
-    reports were replaced whole) is kept aside as ``report.json.damaged`` with a warning, so this run's work is not
-    lost."""
+    reports were replaced whole) is kept as ``report.json.damaged`` with a warning, so this run's work is not lost."""
     if not os.path.isfile(path):
         return {}
     try:

@@ -53,9 +53,8 @@ def rank1(model: str, backend: str, options: Mapping[str, object]):
     return pti.Rank1(model, backend=backend, backend_options=backend_options_, verbose=options["verbose"])
 
 
-#: The setwise rows (Setwise, SIGIR 2024; Rank-R1, 2025): not in the instruction-following papers' tables, so run only
-#: when ``--systems`` names them. FollowIR: both rerank the candidates; BRIGHT (``inf-ir``): Rank-R1 reranks BM25's top
-#: 100.
+#: The setwise rows (Setwise, SIGIR 2024; Rank-R1, 2025): not in the papers' tables, so run only when ``--systems``
+#: names them. FollowIR: both rerank the candidates; BRIGHT (``inf-ir``): Rank-R1 reranks BM25's top 100.
 ROWS_SETWISE = {
     "setwise": Row("Setwise (Flan-T5-large)", None, "google/flan-t5-large",
                    "setwise heapsort, top 10 (Zhuang et al., 2024; not in the paper)", default=False),
@@ -141,8 +140,7 @@ def on_cluster(systems: Mapping[str, object], args: argparse.Namespace,
 
 def first_stage_bm25(first_stage: str, corpus, index: str, **bm25):
     """The BM25 that ``--first-stage`` names over ``corpus`` (an iterable of documents), its index kept at ``index``
-    (PISA) or ``index-pyserini`` (Lucene) and reused; ``bm25`` keyword arguments such as ``k1``/``b``/``verbose`` go to
-    it."""
+    (PISA) or ``index-pyserini`` (Lucene) and reused; ``bm25`` keyword arguments (``k1``/``b``/``verbose``) go to it."""
     from .. import BM25, PyseriniBM25
     if first_stage == "pyserini":
         return PyseriniBM25(corpus, path=f"{index}-pyserini", **bm25)
