@@ -100,8 +100,7 @@ class OnRay(Configured, pt.Transformer):
 
     def retriever(self, index=None, num_results: int = 1000, corpus=None) -> "OnRay":
         """``on_ray(model.retriever(index, num_results, corpus))`` with this wrapper's settings: the index is built on
-        the cluster (:meth:`index`) when missing, queries are encoded on the cluster, the exact search runs in the
-        driver."""
+        the cluster (:meth:`index`) when missing, queries are encoded on the cluster, the exact search runs here."""
         model = self.transformer
         if not hasattr(model, "retriever"):
             raise TypeError(f"{model!r} has no retriever(); on_ray(...).retriever needs a dense model")
@@ -115,8 +114,7 @@ class OnRay(Configured, pt.Transformer):
             return dict(call[2])
         return {k: v for k, v in self.config().items() if k != "transformer"}
 
-    # -- the proxy: the wrapped transformer with its heavy methods sent to the cluster
-    # ---------------------------------------
+    # -- the proxy: the wrapped transformer with its heavy methods sent to the cluster ---------------------------------
     def _proxy(self, obj):
         """A shallow copy of ``obj`` whose scoring / encoding / indexing methods run on the cluster (its counters and
         every other attribute shared with ``obj``)."""
@@ -140,8 +138,7 @@ class OnRay(Configured, pt.Transformer):
         other.transformer = transformer
         return other
 
-    # -- the three kinds of work
-    # ---------------------------------------------------------------------------------------------
+    # -- the three kinds of work ---------------------------------------------------------------------------------------
     def _scores(self, reranker, work: pd.DataFrame) -> np.ndarray:
         """``reranker._score(work)``, a block of whole queries per task (with its ``extra_outputs`` columns, if any)."""
         from ..pointwise.base import PointwiseReranker
@@ -201,8 +198,7 @@ class OnRay(Configured, pt.Transformer):
         _check_complete(np.array([i in out for i in range(len(parts))]), "blocks")
         return pd.concat([out[i] for i in range(len(parts))], ignore_index=True)
 
-    # -- Ray
-    # ------------------------------------------------------------------------------------------------------------------
+    # -- Ray -----------------------------------------------------------------------------------------------------------
     def _planned_workers(self, transformer) -> int:
         """Workers for sizing blocks (the cluster is asked only when ``workers`` was not given)."""
         if self.workers is not None:

@@ -1,5 +1,4 @@
-"""The Ray actor behind :func:`~pyterrier_instruct.scale.on_ray` and what it needs to know about the transformer it
-runs.
+"""The Ray actor behind :func:`~pyterrier_instruct.scale.on_ray` and what it needs to know of the transformer it runs.
 
 One :class:`BlockWorker` per actor holds one copy of the transformer (pickled without its model, which it loads on
 the first block) and turns each block (a pickled frame) into a result: scores (``rerank``), vectors (``queries``,
@@ -70,8 +69,7 @@ def vllm_gpus(backend) -> int:
     return int(backend.tensor_parallel_size) * int(backend.llm_kwargs.get("pipeline_parallel_size", 1))
 
 
-# -- counters: what the workers counted is added to the driver's transformer
-# --------------------------------------------
+# -- counters: what the workers counted is added to the driver's transformer -------------------------------------------
 def _owners(transformer) -> list:
     """Where a transformer keeps its ``stats``: itself, its dense ``model``, or its ``backend`` (a pointwise reranker on
     vLLM: requests, prompt and cached tokens)."""
@@ -121,8 +119,7 @@ def add_counts(transformer, delta: Dict[str, object]) -> None:
             setattr(stats, key, getattr(stats, key) + value)
 
 
-# -- the actor
-# ----------------------------------------------------------------------------------------------------------
+# -- the actor ---------------------------------------------------------------------------------------------------------
 class BlockWorker:
     """A Ray Data actor: ``__call__`` maps a batch of blocks (``block``, ``payload``) to their results.
 
