@@ -26,8 +26,7 @@ __all__ = ["Setwise"]
 
 #: The reference's labels (``CHARACTERS``, lines 16-17): 23 letters, so at most 23 passages per comparison.
 LABELS = tuple("ABCDEFGHIJKLMNOPQRSTUVW")
-#: The prompt (lines 76-78): ``{query}`` inside double quotes is the query slot (the instruction follows the query
-#: there).
+#: The prompt (lines 76-78): ``{query}`` inside double quotes is the query slot (the instruction follows the query).
 PROMPT = ('Given a query "{query}", which of the following passages is the most relevant one to the '
           'query?\n\n{passages}\n\nOutput only the passage label of the most relevant passage:')
 PASSAGE = 'Passage {label}: "{text}"'
