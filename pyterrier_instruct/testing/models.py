@@ -126,8 +126,7 @@ def qwen_tokenizer(folder: Path, vocab_size: int = 800, append_eos: bool = False
     """A Qwen-style byte-level BPE tokenizer trained here and saved as ``tokenizer.json`` + ``tokenizer_config.json``
     (``Qwen2Tokenizer``): Qwen's pre-tokeniser regex, ``<|endoftext|>`` (pad), ``<|im_start|>``, ``<|im_end|>`` (eos) as
     special tokens, ``<think>``/``</think>`` as added (non-special) tokens, and ``yes``, ``no``, `` true``, `` false``,
-    ``1``, ``0`` single tokens. ``append_eos`` adds Qwen3-Embedding's post-processor, which appends
-    ``<|endoftext|>``."""
+    ``1``, ``0`` single tokens. ``append_eos`` adds Qwen3-Embedding's post-processor, appending ``<|endoftext|>``."""
     from tokenizers import (AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors,
                             trainers)
     folder.mkdir(parents=True, exist_ok=True)
