@@ -73,6 +73,5 @@ def tqdm(*args, **kwargs):
     from tqdm.auto import tqdm as auto
     from tqdm.autonotebook import tqdm as chosen  # the notebook widget in a Jupyter kernel, else the text bar
     if chosen is std.tqdm and not _terminal(kwargs.get("file") or sys.stderr):
-        # nested bars in a log: each rewrites its line with \r, never moves the cursor up
-        kwargs.setdefault("position", 0)
+        kwargs.setdefault("position", 0)  # nested bars in a log: each rewrites its line (\r), never moves the cursor up
     return auto(*args, **kwargs)
