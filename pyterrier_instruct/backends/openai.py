@@ -373,8 +373,7 @@ class OpenAIBackend(Backend):
                                status=200) from None
         if not content and self.reasons and payload["choices"][0].get("finish_reason") == "length":
             self._spent_on_reasoning(payload, budget)
-        # a key echoed in an answer never reaches a cache
-        return _http.redact(content, key, bearer=False) if content else ""
+        return _http.redact(content, key, bearer=False) if content else ""  # an echoed key never reaches a cache
 
     def _spent_on_reasoning(self, payload: dict, budget: int) -> None:
         """A reasoning model's empty answer cut at the limit: its reasoning took the whole ``max_completion_tokens``."""

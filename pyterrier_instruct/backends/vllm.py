@@ -184,8 +184,7 @@ class VLLMBackend(TokenizerBackend):
         if not prompts:
             return np.empty((0, len(answer_ids)), dtype="float64")
         vllm = require("vllm", "vllm")
-        # the named tokens' values whatever the engine's logprobs_mode: one engine serves rerankers and judges
-        if named:
+        if named:  # the named tokens' values whatever the logprobs_mode: one engine serves rerankers and judges
             params = vllm.SamplingParams(n=1, temperature=0.0, max_tokens=1, logprob_token_ids=answer_ids)
         else:
             params = vllm.SamplingParams(n=1, temperature=0.0, max_tokens=1, allowed_token_ids=answer_ids,
