@@ -30,8 +30,7 @@ MAIR_QUERIES, MAIR_DOCS = "MAIR-Bench/MAIR-Queries", "MAIR-Bench/MAIR-Docs"
 #: InF-IR Table 2's MAIR columns → MAIR task names (InF_Embed ``mair_update_args.py``)
 MAIR_INF_IR = {"dd-15": "DD_2015", "dd-16": "DD_2016", "dd-17": "DD_2017", "fr-21": "FairRanking_2021",
                "fr-22": "FairRanking_2022"}
-#: every MAIR task (MAIR ``config.py`` ``TASK_CONFIG``, github sunnweiwei/MAIR @
-#: 3b45273cfd8cec2a984707ec12101dcbc5454b94)
+#: every MAIR task (``config.py`` ``TASK_CONFIG``, github sunnweiwei/MAIR @ 3b45273cfd8cec2a984707ec12101dcbc5454b94)
 MAIR_TASKS = (
     "Competition-Math ProofWiki_Proof ProofWiki_Reference Stacks_Proof Stacks_Reference Stein_Proof Stein_Reference "
     "Trench_Proof Trench_Reference TAD TAS2 StackMathQA APPS CodeEditSearch CodeSearchNet Conala HumanEval-X LeetCode "
