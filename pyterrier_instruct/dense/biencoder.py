@@ -170,8 +170,7 @@ class BiEncoder(InstructReranker):
         has_title = bool(self.title_field) and self.title_field in df.columns
         empty = pd.Series("", index=df.index, dtype=object)
         title = df[self.title_field].fillna("").astype(str) if has_title else empty
-        # mteb's document text: (title + " " + text).strip()
-        docs = (title + " " + text).str.strip() if has_title else text
+        docs = (title + " " + text).str.strip() if has_title else text  # mteb's text: (title + " " + text).strip()
         return np.array([self._finish(T.fill(self.passage_template, title=a.strip(), text=b.strip(), doc=d))
                          for a, b, d in zip(title, text, docs)], dtype=object)
 
@@ -236,8 +235,7 @@ class BiEncoder(InstructReranker):
     def _doc_store(self) -> DocCache:
         if self._cache is None:
             revision = self.revision() if self.cache_dir is not None else None
-            # a hub model not downloaded yet: fetch it to know its revision
-            if self.cache_dir is not None and revision is None:
+            if self.cache_dir is not None and revision is None:  # a hub model not downloaded yet: fetch its revision
                 self.embedder()
                 revision = self.revision() or "unresolved"
             store = None if self.cache_dir is None else VectorCache(self.cache_dir)
