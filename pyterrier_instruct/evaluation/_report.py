@@ -92,8 +92,7 @@ def build_table(long: pd.DataFrame, benchmark: str, *, models: Sequence[str], se
         avg = avg.groupby(["model", "measure"], sort=False)["value"].mean().reset_index().assign(dataset="average")
         long = pd.concat([long, avg[long.columns]], ignore_index=True)
     factor = [1.0 if str(m).startswith(tuple(unscaled)) else scale for m in long["measure"]]
-    # + 0.0: a value rounded to -0.0 is 0.0 in every output
-    long["shown"] = (long["value"] * factor).round(decimals) + 0.0
+    long["shown"] = (long["value"] * factor).round(decimals) + 0.0  # + 0.0: a value rounded to -0.0 is 0.0 everywhere
     keys = list(dict.fromkeys(zip(long["dataset"], long["measure"])))
     columns = {(f"Avg {m}" if d == "average" else f"{d} {m}"): (d, m) for d, m in keys}
     table = pd.DataFrame({"Model": list(models)})

@@ -61,8 +61,7 @@ def prompt_study_report(systems, datasets, dev: Optional[Mapping[str, object]] =
                 rows.append((name, key, f"{measure}/selected", test[sel.selected]))
             rows.append((name, key, f"{measure}/best", test[int(np.argmax(test))]))
             per_prompt += [(name, key, i + 1, p, t, d) for i, (p, t, d) in enumerate(zip(prompts, test, dev_values))]
-    # columns in order: none, selected, best
-    long = pd.DataFrame(rows, columns=["model", "dataset", "measure", "value"])
+    long = pd.DataFrame(rows, columns=["model", "dataset", "measure", "value"])  # in order: none, selected, best
     cells = [f"{measure}/{s}" for s in ("none", "selected", "best")]
     settings = {"measure": measure, "prompts": len(prompts), "dev sample": sample, "seed": seed,
                 "selection": "dev argmax, lowest prompt on ties", "ignore_identical_ids": ignore_identical_ids}

@@ -133,8 +133,7 @@ def plot_per_query_pmrr(perquery: pd.DataFrame, path: Optional[str] = None, titl
                 gid=f"mean:{name}")
         if mean == mean:
             ax.annotate(f"{round(mean, 1) + 0.0:+.1f}", (len(wide) + offset, mean), textcoords="offset points",
-                        # staggered: neighbours may be equal
-                        xytext=(0, 6 + 9 * (i % 2)), ha="center", fontsize="x-small")
+                        xytext=(0, 6 + 9 * (i % 2)), ha="center", fontsize="x-small")  # staggered: equal neighbours
     ax.axhline(0, color="black", linewidth=0.8)
     ax.axvline(len(wide) - 0.5, color="grey", linewidth=0.6, linestyle=":")
     ax.set_xticks(np.arange(len(wide) + 1))
