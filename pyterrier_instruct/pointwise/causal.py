@@ -77,8 +77,7 @@ class CausalLMReranker(TrueFalseReranker):
     @classmethod
     def _from_prompt(cls, model, prompt: str, **kwargs) -> "CausalLMReranker":
         p = PROMPTS[prompt]
-        return cls(model, **{"template": p.template, "true_token": p.true_token, "false_token": p.false_token,
-                             "query_slot": p.query_slot, **kwargs})
+        return cls(model, **{**p._asdict(), **kwargs})
 
     @preset
     def mistral_instruct(cls, model_name_or_path: str = "mistralai/Mistral-7B-Instruct-v0.2", *,

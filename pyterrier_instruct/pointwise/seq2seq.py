@@ -75,8 +75,7 @@ class MonoT5(TrueFalseReranker):
 
     def _forward(self, batch):
         ids, mask = batch["input_ids"], batch["attention_mask"]
-        # decided once per load: the folded step on the first row against transformers' forward
-        if self._fold_scale is None:
+        if self._fold_scale is None:  # decided once per load: the folded step on the first row vs transformers' forward
             self._fold_scale = self._folded_step_scale(ids[:1], mask[:1])
         if self._fold_scale is False:
             return two_way(self._transformers_logits(ids, mask), self.score)
