@@ -133,8 +133,7 @@ def bm25_index(corpus: Iterable[Dict], path: Optional[str] = None, *, text_field
                     PisaIndex(tmp, **settings, overwrite=True).index(itertools.chain([first], docs))
             if refused or digest.done and not digest.count:
                 raise ValueError(refused[0] if refused else "BM25: the corpus holds no documents; nothing to index")
-            # PISA reads the corpus in a thread whose error it only reports: no index from part of it
-            if not digest.done:
+            if not digest.done:  # PISA reads the corpus in a thread whose error it only reports: no index from a part
                 kept = f"the previous index at {path} is kept" if index.built() else "no index was built"
                 raise RuntimeError(f"PISA: reading the corpus stopped after {digest.count} documents (the error is in "
                                    f"the warning above); {kept}")
