@@ -120,16 +120,14 @@ class OnRay(Configured, pt.Transformer):
         every other attribute shared with ``obj``)."""
         from ..base import InstructReranker
         proxy = copy.copy(obj)
-        # one task per block of queries (a bi-encoder: queries and passages together)
-        if isinstance(obj, InstructReranker):
+        if isinstance(obj, InstructReranker):  # a task per block of queries (a bi-encoder: queries and passages too)
             proxy._score = lambda work: self._scores(obj, work)
         if _is_dense(obj):  # Q→Q, D→D and indexing: the distinct strings
             proxy.encode_queries = lambda strings: self._strings(obj, strings, "queries")
             proxy.encode_passages = lambda strings, fill_cache=True: self._strings(obj, strings, "passages")
             proxy.index = lambda corpus_iter, path=None, **kw: self._with(obj).index(corpus_iter, path, **kw)
         if _is_dense(getattr(obj, "model", None)) and not isinstance(obj, InstructReranker):
-            # a stage (query/doc encoder, retriever): its model encodes on the cluster
-            proxy.model = self._proxy(obj.model)
+            proxy.model = self._proxy(obj.model)  # a stage (query/doc encoder, retriever): its model on the cluster
         return proxy
 
     def _with(self, transformer) -> "OnRay":
@@ -244,8 +242,7 @@ class OnRay(Configured, pt.Transformer):
                            disable=not self.verbose or not n_blocks)
         with _data_context(library_progress()), bar:
             ds = ray.data.from_items(items, override_num_blocks=len(items))
-            # Ray 2.60 marks per-actor remote arguments deprecated, with no replacement yet
-            with warnings.catch_warnings():
+            with warnings.catch_warnings():  # Ray 2.60 deprecates per-actor remote arguments, with no replacement yet
                 from ray.util.annotations import RayDeprecationWarning
                 warnings.simplefilter("ignore", RayDeprecationWarning)
                 ds = ds.map_batches(BlockWorker, fn_constructor_args=args, batch_size=1, batch_format="numpy",
