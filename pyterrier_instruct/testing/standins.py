@@ -131,8 +131,7 @@ def install_models(root: Union[str, Path], ids: Optional[Iterable[str]] = None) 
     Safe to call from several processes at once (a file lock). Needs the ``[hf]`` extra."""
     root = Path(root)
     ids = list(MODELS) if ids is None else list(ids)
-    # the base an adapter names
-    ids += [MODELS[i].split(":", 1)[1] for i in ids if MODELS.get(i, "").startswith("lora:")]
+    ids += [MODELS[i].split(":", 1)[1] for i in ids if MODELS.get(i, "").startswith("lora:")]  # an adapter's base
     unknown = [i for i in ids if i not in MODELS]
     if unknown:
         raise ValueError(f"no stand-in for {unknown}: pyterrier_instruct.testing.MODELS has {sorted(MODELS)}")
@@ -157,8 +156,7 @@ def install_models(root: Union[str, Path], ids: Optional[Iterable[str]] = None) 
                 shutil.rmtree(target, ignore_errors=True)
                 shutil.copytree(built(MODELS[hub_id]), target, ignore=shutil.ignore_patterns(".done"))
                 (target / ".done").write_text(MODELS[hub_id])
-            # the reproduction tables label its rows [stand-in] (_hub.checkpoint_note)
-            marker = target / STAND_IN_MARKER
+            marker = target / STAND_IN_MARKER  # reproduction tables label its rows [stand-in] (_hub.checkpoint_note)
             if not marker.exists():
                 marker.write_text(json.dumps({"stand_in": MODELS[hub_id], "hub_id": hub_id}))
             out[hub_id] = str(target)
