@@ -74,8 +74,7 @@ def lock(path: str, timeout: Optional[float], what: str):
         held.acquire()
     except Timeout:
         raise TimeoutError(f"{what} is being written by another process (it holds {path}), still after {timeout:g} s: "
-                           "wait for it to finish (lock_timeout=None waits as long as it takes), or write to another "
-                           "path") from None
+                           "wait for it to finish (lock_timeout=None waits indefinitely), or write elsewhere") from None
     return held
 
 

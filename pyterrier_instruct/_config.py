@@ -135,8 +135,7 @@ class Configured(metaclass=_ConfiguredType):
         config = self.config()
         missing = [n for n in _parameters(type(self)) if n not in config and n not in self._fingerprint_exclude]
         if missing:
-            raise NotFingerprintable(repr(self), f"{type(self).__name__} does not keep its constructor argument(s) "
-                                                 f"{missing}")
+            raise NotFingerprintable(repr(self), f"{type(self).__name__} does not keep its argument(s) {missing}")
         return {k: v for k, v in config.items() if k not in self._eq_exclude + self._fingerprint_exclude}
 
     def _fingerprint_(self) -> str:
