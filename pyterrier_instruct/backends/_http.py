@@ -196,8 +196,7 @@ class _SameOriginRedirects(urllib.request.HTTPRedirectHandler):
                                    "so the API key is not sent there: set base_url to the server's own address")
         if code not in (307, 308):
             raise Failure("fatal", f"{req.full_url} redirects (HTTP {code}) to {urllib.parse.urlsplit(newurl).path}, "
-                                   "which would turn the POST into a GET: set base_url to the address the server "
-                                   "redirects to")
+                                   "which would turn the POST into a GET: set base_url to the address redirected to")
         return urllib.request.Request(newurl, data=req.data, headers=dict(req.header_items()), method=req.get_method())
 
 

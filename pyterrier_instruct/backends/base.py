@@ -105,8 +105,7 @@ def as_messages(messages: Messages) -> tuple:
     out = []
     for m in messages:
         if not isinstance(m, dict) or set(m) != {"role", "content"} or m["role"] not in ("system", "user", "assistant"):
-            raise ValueError("a chat message is a dict with a 'role' (system/user/assistant) and a 'content', got "
-                             f"{m!r}")
+            raise ValueError(f"a chat message is a dict with a 'role' (system/user/assistant) and a 'content': {m!r}")
         out.append({"role": m["role"], "content": str(m["content"])})
     return tuple(out)
 

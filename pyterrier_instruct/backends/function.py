@@ -31,8 +31,7 @@ class FunctionBackend(Backend):
     def __init__(self, fn: Optional[Callable[..., Union[str, Sequence[str]]]] = None, *, tokenizer=None,
                  name: Optional[str] = None, logprobs: Optional[Callable[..., Sequence]] = None, store=None):
         if fn is None and logprobs is None:
-            raise TypeError("FunctionBackend needs a callable fn (answers) and/or logprobs= (per-token "
-                            "log-probabilities)")
+            raise TypeError("FunctionBackend needs a callable fn (answers) and/or logprobs= (per-token logprobs)")
         for arg, value in (("fn", fn), ("logprobs", logprobs)):
             if value is not None and not callable(value):
                 raise TypeError(f"FunctionBackend needs a callable {arg}, got {value!r}")
