@@ -117,8 +117,7 @@ def check_same_judged(og: pd.DataFrame, other: pd.DataFrame, og_where: str, othe
     if absent.any():
         row = merged[absent].iloc[0]
         raise DataError(f"{other_where}: document {row.docno!r} of query {row.qid!r} is judged in {og_where} but "
-                        f"absent here ({int(absent.sum())} such pairs); the og and changed qrels must judge the same "
-                        "documents")
+                        f"absent here ({int(absent.sum())} such pairs); og and changed qrels must judge the same docs")
 
 
 def check_og_has_more_relevant(og: pd.DataFrame, changed: pd.DataFrame, og_where: str,

@@ -97,8 +97,7 @@ def parse_json(text: str, where: str):
     except _DuplicateKey as e:
         raise DataError(f"{where}: the key {e.args[0]!r} occurs twice in one object; keep one") from None
     except RecursionError:
-        raise DataError(f"{where}: JSON nested too deeply to parse (more levels than Python's recursion "
-                        "limit)") from None
+        raise DataError(f"{where}: JSON nested too deeply to parse (deeper than Python's recursion limit)") from None
 
 
 def iter_jsonl(path: Path, required: Sequence[str] = ()) -> Iterator[dict]:

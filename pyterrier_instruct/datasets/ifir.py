@@ -67,8 +67,7 @@ def read_raw(path: Path, subset: str) -> Benchmark:
             level = str(inst.get("level"))
             level = "1" if level == "0" else level
             if level not in LEVELS[1:]:
-                raise DataError(f"{tfile}: query {base!r} has an instruction of level {inst.get('level')!r}; expected "
-                                "0–3")
+                raise DataError(f"{tfile}: query {base!r} has an instruction of level {inst.get('level')!r}, not 0–3")
             if level in seen:
                 raise DataError(f"{tfile}: query {base!r} has two instructions of level {level}")
             seen.add(level)
