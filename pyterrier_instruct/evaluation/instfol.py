@@ -71,8 +71,7 @@ def doc_texts(docs, docnos: Sequence[str]) -> Dict[str, str]:
                     (str(v[0] or ""), str(v[1] or "")) if isinstance(v, (tuple, list)) else ("", str(v))
     elif isinstance(docs, pd.DataFrame):
         if "docno" not in docs.columns or "text" not in docs.columns:
-            raise ValueError("INSTFOL docs frame needs columns docno and text (title optional); found "
-                             f"{list(docs.columns)}")
+            raise ValueError(f"INSTFOL docs frame needs columns docno and text (title optional): {list(docs.columns)}")
         part = docs[docs["docno"].astype(str).isin(set(wanted))]
         titles = part["title"] if "title" in part.columns else pd.Series([""] * len(part), index=part.index)
         found = {str(d): (str(t) if isinstance(t, str) else "", str(x) if isinstance(x, str) else "")
