@@ -59,8 +59,7 @@ class ListwiseReranker(InstructReranker):
         check_window(window_size, stride, depth)
         known = sorted(set(LISTWISE) | set(self.style_aliases))
         if not isinstance(style, str) or self.style_aliases.get(style, style) not in LISTWISE:
-            raise ValueError(f"style must be one of {known}, got {style!r}; pass template=Listwise(...) for a custom "
-                             "prompt")
+            raise ValueError(f"style must be one of {known}, got {style!r}; a custom prompt: template=Listwise(...)")
         if template is not None and not isinstance(template, Listwise):
             raise TypeError(f"template must be a pyterrier_instruct.prompts.Listwise, got {type(template).__name__}; "
                             "use style= to name a preset")
@@ -180,8 +179,7 @@ class ListwiseReranker(InstructReranker):
         per_qid = composed.groupby(codes).nunique()
         if (per_qid > 1).any():
             bad = qids[per_qid.index[per_qid.to_numpy() > 1][0]]
-            raise ValueError(f"qid {bad!r} has rows with different query/instruction text; a listwise prompt needs one "
-                             "per qid")
+            raise ValueError(f"qid {bad!r} has rows with different query/instruction text; a listwise prompt needs one")
         return lists, [composed.iloc[lst[0]] for lst in lists], list(qids[codes[[lst[0] for lst in lists]]])
 
     def _run_step(self, jobs, lists, queries, qids, words, notes) -> None:
