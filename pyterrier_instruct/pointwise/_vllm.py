@@ -41,8 +41,7 @@ def engine_backend(reranker, backend, options: Optional[dict]):
     elif not isinstance(backend, VLLMBackend):
         raise TypeError(f"{name}: backend must be 'hf', 'vllm' or a VLLMBackend, got {type(backend).__name__}")
     elif options:
-        raise ValueError(f"{name}: backend is a ready VLLMBackend; pass its options to that backend, not "
-                         "backend_options")
+        raise ValueError(f"{name}: backend is a ready VLLMBackend; pass its options to it, not as backend_options")
     elif backend.model != reranker.model_name_or_path:
         raise ValueError(f"{name}: the VLLMBackend serves {backend.model!r} but model_name_or_path is "
                          f"{reranker.model_name_or_path!r}; pass the same model to both")
