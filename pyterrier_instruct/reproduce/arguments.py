@@ -67,8 +67,7 @@ def parser(command: str, doc: str, rows: Mapping[str, Row], datasets: Sequence[s
                         "ray://host:10001), or 'auto' (the default when the flag has no value: the cluster this "
                         "machine joined with `ray start`)")
     g.add_argument("--workers", type=int, default=None, metavar="N",
-                   help="Ray actors per model, one model copy each (default: one per GPU of the cluster, else one per "
-                        "CPU)")
+                   help="Ray actors per model, a model copy each (default: one per GPU of the cluster, else per CPU)")
     return p
 
 

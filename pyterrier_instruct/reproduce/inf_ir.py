@@ -133,8 +133,7 @@ def main(argv=None) -> int:
                 task = pti.SetInstruction(args.bright_instruction.format(task=ds.entry.task))
                 systems[key] = {name: task >> system for name, system in systems[key].items()}
     table = pti.inf_ir_report(pti.PerDataset(systems), datasets, ties=args.ties)
-    finish(table, args, rows, "table2", "InF-IR Table 2 (x100): FollowIR, MAIR (nDCG@10), BRIGHT (nDCG@10, 12-task "
-                                        "mean)")
+    finish(table, args, rows, "table2", "InF-IR Table 2 (x100): FollowIR, MAIR, BRIGHT (nDCG@10, 12-task mean)")
     return 0
 
 
