@@ -264,8 +264,7 @@ class SavedRun(pt.Transformer):
             qids = pd.unique(res.loc[nan, "qid"].astype(str)).tolist()
             raise ValueError(f"SavedRun: {self.system!r} returned NaN scores in {int(nan.sum())} row(s) of {len(qids)} "
                              f"query(ies), e.g. qid(s) {qids[:5]}; a NaN score has no rank, so the run is not saved. "
-                             "Check the system (a model overflowing in float16: dtype='fp32'; empty texts) or fill the "
-                             "scores first")
+                             "Check the system (a model overflowing in float16: dtype='fp32'; empty texts) or fill in")
         if "rank" not in res.columns or res["rank"].isna().any():
             res = pt.model.add_ranks(res)
         run = res[RUN_COLUMNS].astype({"qid": str, "docno": str, "score": "float64",
