@@ -76,8 +76,7 @@ class FIRST(ListwiseReranker):
                 ids.append(full[-1])
             if bad or len(set(ids)) != num:
                 raise ValueError(f"{self!r}: identifier(s) {bad or ids} are not one distinct token each after '[' for "
-                                 "this tokenizer; FIRST needs single-token identifiers (a smaller window_size, or "
-                                 "letters)")
+                                 "this tokenizer; FIRST needs single-token identifiers (smaller window_size, letters)")
             self._identifiers[key] = ids
         return self._identifiers[key]
 
