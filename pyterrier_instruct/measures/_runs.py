@@ -70,8 +70,7 @@ def check_unique(frame: pd.DataFrame, name: str = "run") -> None:
     listed = [(str(q), str(d)) for q, d in pairs.itertuples(index=False)]
     raise ValueError(f"{name} lists {len(listed)} (qid, docno) pair(s) more than once: "
                      f"{_listing(listed, len(listed))}; a ranking holds each document once per query: keep one row per "
-                     f"pair, e.g. {name}.drop_duplicates(['qid', 'docno']) (or sort by score first to keep the best "
-                     "one)")
+                     f"pair, e.g. {name}.drop_duplicates(['qid', 'docno']) (sort by score first to keep the best)")
 
 
 def warn_unmatched(run: pd.DataFrame, qrels: pd.DataFrame, what: str) -> None:
