@@ -164,8 +164,7 @@ def _check_running_jvm() -> None:
         pt.java.autoclass("io.anserini.search.SimpleSearcher")
     except Exception as e:  # jnius raises JavaException (a plain Exception) for a missing class
         raise RuntimeError("Java was started in this process without Anserini's jar (pyserini); create the Anserini "
-                           "first stage before anything else starts Java, or start Java with pyterrier-anserini "
-                           "installed") from e
+                           "first stage before anything else starts Java, or have pyterrier-anserini installed") from e
     version = str(pt.java.J.System.getProperty("java.version"))
     if int(re.match(r"\d+", version).group(0)) < MIN_JAVA:
         raise RuntimeError(f"Java {version} is running in this process; Anserini needs Java >= {MIN_JAVA}. Start the "

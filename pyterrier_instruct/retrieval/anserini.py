@@ -66,8 +66,7 @@ def anserini_index(corpus: Iterable[Dict], path: Optional[str] = None, *, text_f
     fields = (text_field, "title")
     if is_lucene_index(path) and not overwrite:
         _corpus.check(f"the Lucene index at {path}", _corpus.recorded(path, inside=False), corpus, fields,
-                      f"remove {path} and {_corpus.record_path(path, inside=False)} (or pass another path) to index "
-                      "the corpus given")
+                      f"remove {path} and {_corpus.record_path(path, inside=False)} (or pass another path) to index it")
         return path
     if os.path.exists(path) and not (overwrite or is_lucene_index(path) or not os.listdir(path)
                                      or os.path.isfile(os.path.join(path, "pt_meta.json"))):
