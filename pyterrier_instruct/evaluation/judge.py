@@ -129,8 +129,8 @@ class IFIRJudge:
         self.ifir_code_bug = bool(ifir_code_bug)
         self.mode, self.direct_prefix, self.min_prob = mode, str(direct_prefix), float(min_prob)
         self.batch_size, self.verbose = int(batch_size), verbose
-        self.stats = dict.fromkeys(("requested", "hits", "duplicates", "judged", "backend_calls", "failed", "dropped"),
-                                   0)
+        self.stats = dict.fromkeys(("requested", "hits", "duplicates", "judged", "backend_calls", "failed",
+                                    "dropped"), 0)
         self.last: Dict[str, int] = dict(self.stats)
         if legacy:  # the records this judge wrote in 0.x, under its keys now
             self.store.import_judge_jsonl(legacy,

@@ -225,8 +225,8 @@ class SavedRun(pt.Transformer):
             held.release()
         merged = topics[topic_cols].astype({"qid": str}).merge(run, on="qid", how="inner", sort=False)
         order = pd.Categorical(merged["qid"], categories=pd.unique(topics["qid"].astype(str)), ordered=True)
-        return merged.assign(_o=order).sort_values(["_o", "rank"],
-                                                   kind="stable").drop(columns="_o").reset_index(drop=True)
+        merged = merged.assign(_o=order).sort_values(["_o", "rank"], kind="stable")
+        return merged.drop(columns="_o").reset_index(drop=True)
 
     def _read(self, paths: dict) -> Optional[pd.DataFrame]:
         """The stored run, or None when there is none or it does not match its record (a warning). Under its lock."""
@@ -267,8 +267,8 @@ class SavedRun(pt.Transformer):
                              "Check the system (a model overflowing in float16: dtype='fp32'; empty texts) or fill in")
         if "rank" not in res.columns or res["rank"].isna().any():
             res = pt.model.add_ranks(res)
-        run = res[RUN_COLUMNS].astype({"qid": str, "docno": str, "score": "float64",
-                                       "rank": "int64"}).reset_index(drop=True)
+        run = res[RUN_COLUMNS].astype({"qid": str, "docno": str, "score": "float64", "rank": "int64"})
+        run = run.reset_index(drop=True)
         record = identify(self.system, topics, self.key)  # keyed again: a model downloaded or an index built on the way
         held = None
         if self.paths(topics, record["key"]) != paths:
