@@ -72,9 +72,8 @@ class ListwiseReranker(InstructReranker):
                             f"{type(self).__name__}(HFBackend('org/model')), or RankZephyr(backend={backend!r})")
         self.backend = make_backend(backend, "")
         self.style, self.template = style, template
-        self.window_size, self.stride, self.depth = window_size, stride, depth
-        self.context_size, self.max_words, self.system = context_size, max_words, system
-        self.text_field, self.title_field = text_field, title_field
+        self.window_size, self.stride, self.depth, self.context_size = window_size, stride, depth, context_size
+        self.max_words, self.system, self.text_field, self.title_field = max_words, system, text_field, title_field
         self.instruction, self.verbose = instruction, verbose
         self.stats = Stats()
         self._budgets: Dict[int, int] = {}
