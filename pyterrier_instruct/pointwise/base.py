@@ -76,8 +76,7 @@ class PointwiseReranker(InstructReranker, family=False):
             raise ValueError(f"max_length must be at least 8 tokens, got {max_length!r}")
         self.model_name_or_path = str(model_name_or_path)
         self.batch_size, self.max_length, self.truncation = batch_size, max_length, truncation
-        self.device, self.dtype = device, dtype
-        self.text_field, self.title_field = text_field, title_field
+        self.device, self.dtype, self.text_field, self.title_field = device, dtype, text_field, title_field
         self.instruction, self.verbose = instruction, verbose
         self.query_slot = type(self).query_slot if query_slot is None else _query_slot(query_slot, type(self).__name__)
         self.truncated = 0

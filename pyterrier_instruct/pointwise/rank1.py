@@ -97,8 +97,7 @@ class Rank1(InstructReranker):
                             f"{' and '.join(REASONING_CALLS)} ('hf', 'vllm', HFBackend, VLLMBackend), got "
                             f"{type(built).__name__}")
         self.model_name_or_path, self.backend, self.backend_options = model_name_or_path, built, backend_options
-        self.max_output_tokens = int(max_output_tokens)
-        self.text_field, self.title_field = text_field, title_field
+        self.max_output_tokens, self.text_field, self.title_field = int(max_output_tokens), text_field, title_field
         self.instruction, self.verbose = instruction, verbose
         self.stats: Counter = Counter()
 
