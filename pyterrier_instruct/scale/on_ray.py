@@ -49,10 +49,9 @@ class OnRay(Configured, pt.Transformer):
             raise ValueError(f"cpus_per_worker must be positive, got {cpus_per_worker!r}")
         if int(max_retries) < 0:
             raise ValueError(f"max_retries must be >= 0, got {max_retries!r}")
-        self.transformer, self.workers = transformer, workers
-        self.gpus_per_worker, self.cpus_per_worker, self.address = gpus_per_worker, cpus_per_worker, address
-        self.block_rows, self.max_retries, self.runtime_env = block_rows, int(max_retries), runtime_env
-        self.verbose = verbose
+        self.transformer, self.workers, self.gpus_per_worker = transformer, workers, gpus_per_worker
+        self.cpus_per_worker, self.address, self.block_rows = cpus_per_worker, address, block_rows
+        self.max_retries, self.runtime_env, self.verbose = int(max_retries), runtime_env, verbose
         #: the last Ray run: its mode, blocks, workers, seconds and blocks finished per worker
         self.last_run: Dict[str, object] = {}
         #: the last corpus encoding: shards, reused (done before), encoded
