@@ -55,7 +55,6 @@ ROWS = {
              "...,reasonrank)"),
 }
 #: the rows that rerank a first stage (the others are bi-encoders)
-RERANKERS = ("rank-r1", "reasonrank")
 BRIGHT = ("biology", "earth_science", "economics", "psychology", "robotics", "stackoverflow", "sustainable_living",
           "leetcode", "pony", "aops", "theoremqa_theorems", "theoremqa_questions")
 DATASETS = ([f"followir/{n}" for n in ("robust04", "news21", "core17")]
