@@ -54,7 +54,6 @@ ROWS = {
              "BRIGHT), up to --reasoning-budget reasoning tokens per window (run on request: --systems "
              "...,reasonrank)"),
 }
-#: the rows that rerank a first stage (the others are bi-encoders)
 BRIGHT = ("biology", "earth_science", "economics", "psychology", "robotics", "stackoverflow", "sustainable_living",
           "leetcode", "pony", "aops", "theoremqa_theorems", "theoremqa_questions")
 DATASETS = ([f"followir/{n}" for n in ("robust04", "news21", "core17")]
