@@ -46,8 +46,8 @@ LAZY = {
                    "plot_per_query_pmrr", "infosearch_report", "infosearch_measures", "instructir_report",
                    "ifir_report", "inf_ir_report", "prompt_study_report", "with_paper", "to_markdown", "PerDataset",
                    "SavedRun", "plot_report", "build_table", "instfol", "doc_texts", "IFIRJudge",
-                   "Judgement", "JudgeItem", "weighted_judge_score", "suite", "sensitivity", "PERTURBATIONS", "Perturb", "plot_sensitivity",
-                   "rbo", "kendall_tau", "label_stand_ins"),
+                   "Judgement", "JudgeItem", "weighted_judge_score", "suite", "sensitivity", "PERTURBATIONS", "Perturb",
+                   "plot_sensitivity", "rbo", "kendall_tau", "label_stand_ins"),
     "prompts": ("PROMPTS", "LISTWISE", "IFIR_JUDGE", "BEIR_PROMPTS", "TrueFalse", "Listwise"),
     "paper": ("paper_numbers",),
     "scale": ("on_ray", "OnRay", "connect", "local_cluster"),
@@ -57,7 +57,8 @@ LAZY = {
 SUBPACKAGES = ("datasets", "evaluation")
 _MODULE = {name: module for module, names in LAZY.items() for name in names}
 _EAGER = ["__version__", "measures", "pMRR", "OG", "Changed", "Reversed", "WISE", "IdealWISE", "SICR",
-          "InfoSearch_pMRR", "GoldRank", "Robustness", "IFIR_nDCG", "PairedAccuracy", "Calls", "Tokens", "Cost", "pmrr", "changed_docs",
+          "InfoSearch_pMRR", "GoldRank", "Robustness", "IFIR_nDCG", "PairedAccuracy", "Calls", "Tokens", "Cost", "pmrr",
+          "changed_docs",
           "compose", "paired_topics", "paired_qrels", "paired_qid", "split_qid", "DEFAULT_COMPOSER", "VARIANTS",
           "QuerySlot", "load_dataset", "library_progress", "LIBRARY_BARS_ENV"]
 __all__ = sorted({*_EAGER, *SUBPACKAGES, *_MODULE})

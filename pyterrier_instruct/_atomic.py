@@ -66,15 +66,15 @@ def fsync_dir(path: str) -> None:
 
 
 def lock(path: str, timeout: Optional[float], what: str):
-    """A :mod:`filelock` lock at ``path``, acquired: waits up to ``timeout`` seconds (None: as long as it takes; the lock
-    of a killed process is released by the system), then TimeoutError naming ``what`` and the lock file."""
+    """A :mod:`filelock` lock at ``path``, acquired: waits up to ``timeout`` seconds (None: as long as it takes; the
+    lock of a killed process is released by the system), then TimeoutError naming ``what`` and the lock file."""
     from filelock import FileLock, Timeout
     held = FileLock(path, timeout=-1 if timeout is None else float(timeout))
     try:
         held.acquire()
     except Timeout:
-        raise TimeoutError(f"{what} is being written by another process (it holds {path}), still after {timeout:g} s: wait for "
-                           "it to finish (lock_timeout=None waits as long as it takes), or write to another path") from None
+        raise TimeoutError(f"{what} is being written by another process (it holds {path}), still after {timeout:g} s: "
+                           "wait for it to finish (lock_timeout=None waits indefinitely), or write elsewhere") from None
     return held
 
 

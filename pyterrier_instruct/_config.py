@@ -39,8 +39,9 @@ class preset:
         cls = type(obj) if cls is None else cls
         method = self.method
         if self.owner is not None and cls is not self.owner:
-            raise AttributeError(f"{cls.__name__}.{method.__name__}() is a preset of {self.owner.__name__}, not of {cls.__name__}: "
-                                 f"call {self.owner.__name__}.{method.__name__}(...), or one of {cls.__name__}'s own presets")
+            raise AttributeError(f"{cls.__name__}.{method.__name__}() is a preset of {self.owner.__name__}, not of "
+                                 f"{cls.__name__}: call {self.owner.__name__}.{method.__name__}(...), or one of "
+                                 f"{cls.__name__}'s own presets")
 
         @functools.wraps(method)
         def build(*args, **kwargs):
@@ -146,11 +147,11 @@ class Configured(metaclass=_ConfiguredType):
         config = self.config()
         missing = [n for n in _parameters(type(self)) if n not in config and n not in self._fingerprint_exclude]
         if missing:
-            raise NotFingerprintable(repr(self), f"{type(self).__name__} does not keep its constructor argument(s) {missing}")
+            raise NotFingerprintable(repr(self), f"{type(self).__name__} does not keep its argument(s) {missing}")
         return {k: v for k, v in config.items() if k not in self._eq_exclude + self._fingerprint_exclude}
 
     def _fingerprint_(self) -> str:
-        """The fingerprint protocol (:func:`~pyterrier_instruct._fingerprint.fingerprint`): the class and :meth:`_fingerprint_parts`."""
+        """:func:`~pyterrier_instruct._fingerprint.fingerprint`'s protocol: the class and :meth:`_fingerprint_parts`."""
         from ._fingerprint import describe
         return describe(self, self._fingerprint_parts())
 

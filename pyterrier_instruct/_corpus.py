@@ -11,7 +11,7 @@ from typing import Dict, Iterable, Iterator, Optional, Sequence
 
 log = logging.getLogger(__name__)
 
-#: the file an index folder records its corpus digest in (PISA; Lucene beside its folder; dense indexes use ``meta.json``)
+#: the file an index folder records its corpus digest in (PISA; Lucene: beside its folder; dense: ``meta.json``)
 RECORD = "corpus.json"
 
 
@@ -80,5 +80,5 @@ def check(what: str, built: Optional[str], docs: Iterable[Dict], fields: Sequenc
         count_then, count_now = built.split(":")[0], now.split(":")[0]
         change = (f"{count_then} documents then, {count_now} now" if count_then != count_now
                   else f"the same {count_now} documents in number, but their ids, text or order differ")
-        raise CorpusChanged(f"{what} was built from another corpus than the one given ({change}; digest {built} vs {now}): "
-                            f"its results would name documents of the old corpus; {fix}")
+        raise CorpusChanged(f"{what} was built from another corpus than the one given ({change}; digest {built} vs "
+                            f"{now}): its results would name documents of the old corpus; {fix}")

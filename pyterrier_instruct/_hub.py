@@ -4,8 +4,8 @@ A model argument is a local folder or a Hugging Face hub id. A hub id is looked 
 ``$PYTERRIER_INSTRUCT_MODELS/<hub id>/`` (a folder of checkpoints, as the reproduction commands use it), then in the
 Hugging Face cache, then (online) downloaded by ``transformers``. :func:`from_pretrained` is what every loader calls
 (pointwise rerankers, dense encoders, the HF generation backend): when the weights are not there it raises
-:class:`ModelNotFoundError` naming the id and the ways out, instead of transformers' "couldn't connect to huggingface.co".
-No heavy import here.
+:class:`ModelNotFoundError` naming the id and the ways out, instead of transformers' "couldn't connect to
+huggingface.co". No heavy import here.
 """
 from __future__ import annotations
 
@@ -95,9 +95,9 @@ def check_folder(name: str) -> None:
     if is_path(name) and not os.path.isdir(os.path.expanduser(name)):
         where = os.path.abspath(os.path.expanduser(name))
         there = "is a file, not a checkpoint folder" if os.path.exists(where) else "does not exist"
-        raise ModelNotFoundError(f"cannot load the model {name!r}: the local folder {where} {there}. Pass the folder that "
-                                 f"holds the checkpoint (its config.json, or adapter_config.json for a LoRA adapter), "
-                                 f"or a hub id such as 'castorini/monot5-base-msmarco-10k'")
+        raise ModelNotFoundError(f"cannot load the model {name!r}: the local folder {where} {there}. Pass the folder "
+                                 "that holds the checkpoint (its config.json, or adapter_config.json for a LoRA "
+                                 "adapter), or a hub id such as 'castorini/monot5-base-msmarco-10k'")
 
 
 def _checkpoint_in(folder: str) -> bool:
@@ -125,8 +125,8 @@ def local_model(repo_id: str) -> Optional[str]:
 
 
 def model_path(name: str) -> str:
-    """What to load ``name`` from: ``name`` when it is a local folder, ``$PYTERRIER_INSTRUCT_MODELS/<name>`` when that holds
-    the checkpoint, else ``name`` itself (a hub id: transformers reads its cache, and downloads when online)."""
+    """What to load ``name`` from: ``name`` when it is a local folder, ``$PYTERRIER_INSTRUCT_MODELS/<name>`` when that
+    holds the checkpoint, else ``name`` itself (a hub id: transformers reads its cache, and downloads when online)."""
     name = str(name)
     if os.path.isdir(name):
         return name
@@ -156,7 +156,7 @@ def adapter_base(folder: str) -> Optional[str]:
 
 
 def not_found_message(name: str, cause: BaseException) -> str:
-    """Why ``name`` could not be loaded and the three ways out (a local folder, ``$PYTERRIER_INSTRUCT_MODELS``, a download)."""
+    """Why ``name`` could not be loaded, and the ways out (a local folder, ``$PYTERRIER_INSTRUCT_MODELS``, download)."""
     root = os.environ.get(MODELS_ENV)
     under = f"not in {os.path.join(root, name)}" if root else f"${MODELS_ENV} is not set"
     first = str(cause).strip().splitlines()[0] if str(cause).strip() else type(cause).__name__

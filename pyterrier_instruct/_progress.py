@@ -6,10 +6,10 @@
   progress bars and chatty logs of the libraries and engines underneath (transformers' model-loading bars, vLLM's
   ``use_tqdm``, Ray Data's bars and logs, PISA's and Anserini's native logs). ``verbose`` does not touch them.
 
-The bars are widgets in a Jupyter notebook, text in a terminal (as ``tqdm.auto`` chooses), unless the user picked a
-bar type with ``pt.utils.set_tqdm(...)``, which is then used as it is. Text bars written to a file or a pipe (a log) stay
-on one line each (``position=0``): no cursor movements, which a log shows as ``^[[A``. Inside :func:`silenced` (the
-command line's ``--quiet``) every bar of this package is off, whatever ``verbose`` its stage was given."""
+The bars are widgets in a Jupyter notebook, text in a terminal (as ``tqdm.auto`` chooses), unless the user picked a bar
+type with ``pt.utils.set_tqdm(...)``, which is then used as it is. Text bars written to a file or a pipe (a log) stay on
+one line each (``position=0``): no cursor movements, which a log shows as ``^[[A``. Inside :func:`silenced` (the command
+line's ``--quiet``) every bar of this package is off, whatever ``verbose`` its stage was given."""
 from __future__ import annotations
 
 import contextlib
@@ -73,5 +73,5 @@ def tqdm(*args, **kwargs):
     from tqdm.auto import tqdm as auto
     from tqdm.autonotebook import tqdm as chosen  # the notebook widget in a Jupyter kernel, else the text bar
     if chosen is std.tqdm and not _terminal(kwargs.get("file") or sys.stderr):
-        kwargs.setdefault("position", 0)  # nested bars in a log: each rewrites its line with \r, never moves the cursor up
+        kwargs.setdefault("position", 0)  # nested bars in a log: each rewrites its line (\r), never moves the cursor up
     return auto(*args, **kwargs)

@@ -53,7 +53,7 @@ def _version_tuple(version: str) -> Tuple[int, ...]:
 
 
 def install() -> str:
-    """Installs the layer now if PyTerrier's evaluation code is loaded, else as soon as it is; returns :data:`STATUS`."""
+    """Installs the layer now if PyTerrier's evaluation code is loaded, else once it is; returns :data:`STATUS`."""
     global STATUS
     if STATUS == "active":
         return STATUS
@@ -182,10 +182,10 @@ def _guarded(original, version: str):
             raise RuntimeError(
                 f"pt.Experiment with pyterrier_instruct's measures ({', '.join(ours)}) beside standard ones "
                 f"({', '.join(others)}) needs pyterrier_instruct's pt.Experiment layer, which was tested on PyTerrier "
-                f"{TESTED[0]}–{TESTED[1]} and is off on PyTerrier {version}: PyTerrier alone would run every system and "
-                "then fail (its means assume every query has every measure). Evaluate the package's measures and the "
-                "standard ones in separate pt.Experiment calls, or install a tested PyTerrier "
-                f"(pip install 'pyterrier>={TESTED[0]},<={TESTED[1]}').")
+                f"{TESTED[0]}–{TESTED[1]} and is off on PyTerrier {version}: PyTerrier alone would run every system "
+                "and then fail (its means assume every query has every measure). Evaluate the package's measures and "
+                "the standard ones in separate pt.Experiment calls, or install a tested PyTerrier (pip install "
+                f"'pyterrier>={TESTED[0]},<={TESTED[1]}').")
         return original(*args, **kwargs)
 
     return Experiment
@@ -264,9 +264,9 @@ def _parse_name(name: str):
 
 def by_name(eval_metrics):
     """``eval_metrics`` with each name PyTerrier's trec_eval-style parser cannot read (``"pMRR"``, ``"nDCG@10"``,
-    ``"OG(AP@1000)"``) replaced by the measure ``ir_measures.parse_measure`` (or the variant wrapper) reads from it (this package's measures are
-    registered there); names PyTerrier reads (``"map"``, ``"ndcg_cut_10"``, ``"mrt"``) are left to it. A name neither
-    reads is a ``ValueError`` naming it and both syntaxes."""
+    ``"OG(AP@1000)"``) replaced by the measure ``ir_measures.parse_measure`` (or the variant wrapper) reads from it
+    (this package's measures are registered there); names PyTerrier reads (``"map"``, ``"ndcg_cut_10"``, ``"mrt"``) are
+    left to it. A name neither reads is a ``ValueError`` naming it and both syntaxes."""
     if isinstance(eval_metrics, (str, bytes)) or not hasattr(eval_metrics, "__iter__"):
         return eval_metrics
     import ir_measures
@@ -308,7 +308,8 @@ def _did_you_mean(name: str) -> Tuple[Optional[str], object]:
 def _misspelled_ours(eval_metrics) -> None:
     """A name in ``eval_metrics`` whose closest measure is one of this package's and that neither PyTerrier's
     trec_eval-style parser nor ``ir_measures.parse_measure`` reads (PyTerrier raises on it anyway): :func:`by_name`'s
-    ``ValueError`` naming the measure meant (``"pMMR"`` → ``'pMRR'``), before any system runs; other names: PyTerrier's."""
+    ``ValueError`` naming the measure meant (``"pMMR"`` → ``'pMRR'``), before any system runs; other names:
+    PyTerrier's."""
     from .measures import PairedMeasure
     for m in eval_metrics if isinstance(eval_metrics, (list, tuple)) else ():
         if isinstance(m, str) and isinstance(_did_you_mean(m)[1], PairedMeasure):
@@ -316,8 +317,8 @@ def _misspelled_ours(eval_metrics) -> None:
 
 
 def _experiment(original):
-    """PyTerrier's ``Experiment``, the same code object (so no call stands between the user and it, and its warnings name
-    the user's line), whose calls to ``_validate``, ``linear_execution`` and ``tree_execution`` go through this module."""
+    """PyTerrier's ``Experiment``, the same code object (so no call stands between the user and it, and its warnings
+    name the user's line), whose calls to ``_validate``, ``linear_execution`` and ``tree_execution`` pass here."""
     names = original.__globals__
     return _rebound(original, _validate=_validation(names["_validate"]),
                     linear_execution=_execution(names["linear_execution"], "linear"),
@@ -368,8 +369,8 @@ def _validation(original):
 
 
 def _execution(original, plan: str):
-    """``linear_execution``/``tree_execution``: PyTerrier's own unless a package measure is in the list; then batches and
-    saved runs checked before any system runs, and the experiment's state set for the measures and for
+    """``linear_execution``/``tree_execution``: PyTerrier's own unless a package measure is in the list; then batches
+    and saved runs checked before any system runs, and the experiment's state set for the measures and for
     ``RenderFromPerQuery.averages``."""
     return _when_ours(original, functools.partial(_paired_execution, plan=plan), _refuse_plain_caches_around_ours)
 
@@ -449,7 +450,8 @@ def _refuse_plain_caches(systems, system_names, topics, measures, names, around_
             continue
         for cache in plain_caches(system, around_ours):
             raise ValueError(
-                f"pt.Experiment: the system {str(name)!r} holds {cache}, which keys its entries without the instruction: "
+                f"pt.Experiment: the system {str(name)!r} holds {cache}, which keys its entries without the "
+                "instruction: "
                 "the topics' variants that share a query text and differ only in the instruction (og and changed) "
                 "would end in sqlite3.IntegrityError after all the scoring when scored together, or get one cached "
                 f"score{f', so {paired} would compare the system with itself' if paired else ''}; refused before any "
@@ -693,10 +695,10 @@ def _check_batches(measures, topics: pd.DataFrame, batch_size: int, plan: str) -
     more = f" and {len(units) - 3} more" if len(units) > 3 else ""
     raise ValueError(
         f"pt.Experiment(batch_size={batch_size}) would evaluate the variants of {len(units)} base queries in different "
-        f"batches ({shown}{more}). PyTerrier evaluates each batch on its own, and the measures {', '.join(names)} compare the "
-        "variants of a query (its -og and -changed runs; for Robustness every instance of a group), so they must be "
-        f"evaluated together. Drop batch_size= (paired measures need all topics in one evaluation), or keep each "
-        f"query's variants in one batch: {_suggestion(measures, topics, batch_size, plan)}")
+        f"batches ({shown}{more}). PyTerrier evaluates each batch on its own, and the measures {', '.join(names)} "
+        "compare the variants of a query (its -og and -changed runs; for Robustness every instance of a group), so "
+        "they must be evaluated together. Drop batch_size= (paired measures need all topics in one evaluation), or "
+        f"keep each query's variants in one batch: {_suggestion(measures, topics, batch_size, plan)}")
 
 
 def _suggestion(measures, topics: pd.DataFrame, batch_size: int, plan: str) -> str:

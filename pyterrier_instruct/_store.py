@@ -85,8 +85,8 @@ class SqliteStore(pt.Artifact):
                              f"{want[0]}.{want[1]} a {type(self).__name__} reads: pass another path")
         if meta.get("schema_version", 1) != self.SCHEMA_VERSION:
             raise StoreError(f"{self.path} was written with {type(self).__name__} schema version "
-                             f"{meta.get('schema_version')}, this version reads {self.SCHEMA_VERSION}: delete the folder "
-                             "(its entries are recomputed) or use another path")
+                             f"{meta.get('schema_version')}, this version reads {self.SCHEMA_VERSION}: delete the "
+                             "folder (its entries are recomputed) or use another path")
 
     def connection(self) -> sqlite3.Connection:
         """This process's connection (opened on first use: WAL, ``synchronous=NORMAL``, the schema created)."""

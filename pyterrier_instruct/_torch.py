@@ -97,8 +97,8 @@ def batch_limits(batch_size: Optional[int], device: str):
     return ACCELERATOR_BATCH_SIZE, None
 
 
-def by_length(lengths: np.ndarray, batch_size: int, run: Callable[[np.ndarray], None], *, max_tokens: Optional[int] = None,
-              bar=None, name: str = "") -> None:
+def by_length(lengths: np.ndarray, batch_size: int, run: Callable[[np.ndarray], None], *,
+              max_tokens: Optional[int] = None, bar=None, name: str = "") -> None:
     """Calls ``run(idx)`` on batches of positions into ``lengths``, longest first (so an out-of-memory error shows
     up in the first batch): at most ``batch_size`` rows and, when ``max_tokens`` is given, at most ``max_tokens``
     padded tokens (rows × the batch's longest row; at least one row). Halves the batch and retries on

@@ -1,9 +1,9 @@
 """Input validation errors that say how to fix the pipeline.
 
-``bm25 >> reranker`` fails because a first stage returns ``qid, docno, score, rank`` without the document text. PyTerrier's
-``InputValidationError`` lists the missing columns; :func:`text_hint` re-raises it as :class:`MissingTextError` (a
-subclass, with the same ``modes``, so ``pt.inspect`` and ``except pt.validate.InputValidationError`` still work) whose
-message adds the fix: a text loader between the stages.
+``bm25 >> reranker`` fails because a first stage returns ``qid, docno, score, rank`` without the document text.
+PyTerrier's ``InputValidationError`` lists the missing columns; :func:`text_hint` re-raises it as
+:class:`MissingTextError` (a subclass, with the same ``modes``, so ``pt.inspect`` and ``except
+pt.validate.InputValidationError`` still work) whose message adds the fix: a text loader between the stages.
 """
 from __future__ import annotations
 

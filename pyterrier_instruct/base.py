@@ -82,12 +82,13 @@ def check_text(df: pd.DataFrame, columns, who: str) -> None:
         rows = df.loc[missing, ids].head(3).astype(str)
         examples = "; ".join(", ".join(f"{c}={v!r}" for c, v in zip(ids, row)) for row in rows.itertuples(index=False))
         hint = HINTS.get(col if col in HINTS else "text")
-        raise ValueError(f"{who}: {int(missing.sum())} row(s) have no {col!r} (NaN/None){', e.g. ' + examples if examples else ''}; "
-                         f"fill them first, e.g. df.fillna({{{col!r}: ''}}), or {hint}")
+        raise ValueError(f"{who}: {int(missing.sum())} row(s) have no {col!r} "
+                         f"(NaN/None){', e.g. ' + examples if examples else ''}; fill them first, e.g. "
+                         f"df.fillna({{{col!r}: ''}}), or {hint}")
 
 
 def empty_result(out: pd.DataFrame, extra_outputs=()) -> pd.DataFrame:
-    """A correctly shaped empty result: the input columns, the model's ``extra_outputs`` (text), ``score`` and ``rank``."""
+    """A shaped empty result: the input columns, the model's ``extra_outputs`` (text), ``score`` and ``rank``."""
     return out.assign(**{c: pd.Series(dtype=object) for c in extra_outputs},
                       score=pd.Series(dtype="float64"), rank=pd.Series(dtype="int64"))
 
@@ -130,7 +131,8 @@ class InstructReranker(Configured, pt.Transformer):
         out = first_stage_columns(inp)
         if len(out) == 0:
             return empty_result(out, self.extra_outputs)
-        if "instruction" not in inp.columns and not self.instruction and not self.__dict__.get("_warned_no_instruction"):
+        warned = self.__dict__.get("_warned_no_instruction")
+        if "instruction" not in inp.columns and not self.instruction and not warned:
             self.__dict__["_warned_no_instruction"] = True  # once per stage: not per batch of a pt.Experiment
             warn_user(f"{type(self).__name__}: the input has no 'instruction' column and the stage no instruction= "
                       "default, so every query is scored without an instruction; pass topics with an 'instruction' "
@@ -156,7 +158,8 @@ class InstructReranker(Configured, pt.Transformer):
         raise NotImplementedError  # abstract
 
     def _tqdm(self, iterable, total=None, desc=None, unit="batch"):
-        return progress_bar(iterable, total=total, desc=desc or type(self).__name__, unit=unit, disable=not self.verbose)
+        return progress_bar(iterable, total=total, desc=desc or type(self).__name__, unit=unit,
+                            disable=not self.verbose)
 
 
 __all__ = ["InstructReranker"]

@@ -243,7 +243,7 @@ class RetrieverCache(_Keyed):
         return pd.concat([_ranking(frames[k], rows.iloc[i]) for i, k in enumerate(keys)], ignore_index=True)
 
     def _retrieve(self, queries: pd.DataFrame, keys: np.ndarray) -> Dict[str, tuple]:
-        """The retriever's result for each of ``queries`` (one per key), split by qid, as stored (:func:`_stored_ranking`)."""
+        """The retriever's result for each of ``queries`` (one per key), by qid, as stored (:func:`_stored_ranking`)."""
         qids = queries["qid"].astype(str)
         if qids.duplicated().any():
             raise ValueError(f"RetrieverCache: qid {qids[qids.duplicated()].iloc[0]!r} stands for two different "
@@ -266,5 +266,6 @@ def _stored_ranking(ranking: pd.DataFrame, query: pd.Series) -> tuple:
 def _ranking(stored: tuple, query: pd.Series) -> pd.DataFrame:
     """A stored ranking under ``query``'s own values of the passed-through columns."""
     columns, same, ranking = stored
-    own = {c: pd.Series([query[c]] * len(ranking), dtype=object, index=ranking.index).astype(t) for c, t in same.items()}
+    own = {c: pd.Series([query[c]] * len(ranking), dtype=object, index=ranking.index).astype(t)
+           for c, t in same.items()}
     return ranking.assign(**own)[columns]

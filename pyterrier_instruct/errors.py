@@ -5,10 +5,10 @@ import pyterrier as pt
 
 
 def missing_text_hint(text_field: str) -> str:
-    return (f"The input has no {text_field!r} column: a first stage such as BM25 returns docnos without the document text. "
-            f"Add a text loader before this stage, e.g. `bm25 >> pt.text.get_text(dataset, {text_field!r}) >> reranker` "
-            f"(`dataset.text_loader({text_field!r})` for a pt.get_dataset('instruct:…') dataset), or use the benchmark's "
-            f"candidates, which carry the text: `dataset.candidates() >> reranker`.")
+    return (f"The input has no {text_field!r} column: a first stage such as BM25 returns docnos without the document "
+            f"text. Add a text loader before this stage, e.g. `bm25 >> pt.text.get_text(dataset, {text_field!r}) >> "
+            f"reranker` (`dataset.text_loader({text_field!r})` for a pt.get_dataset('instruct:…') dataset), or use the "
+            "benchmark's candidates, which carry the text: `dataset.candidates() >> reranker`.")
 
 
 class ModelNotFoundError(OSError):

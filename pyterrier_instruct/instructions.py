@@ -55,8 +55,8 @@ def compose_promptriever(query: str, instruction: Optional[str] = "") -> str:
 
 
 def compose_promptriever_mteb(query: str, instruction: Optional[str] = "") -> str:
-    """Promptriever as mteb runs it (mteb's Promptriever model wrapper, FollowIR and InstructIR tasks): ``f"{q}{'?' if ...} {i}".strip()``, the ``?``
-    added even when the instruction is empty, the query itself not stripped first."""
+    """Promptriever as mteb runs it (mteb's Promptriever model wrapper, FollowIR and InstructIR tasks): ``f"{q}{'?' if
+    ...} {i}".strip()``, the ``?`` added even when the instruction is empty, the query itself not stripped first."""
     q = str(query)
     return f"{q}{_question_mark(q)} {instruction or ''}".strip()
 
@@ -69,8 +69,8 @@ def compose_rank_llm(query: str, instruction: Optional[str] = "") -> str:
 
 
 def compose_mxbai_v2(query: str, instruction: Optional[str] = "") -> str:
-    """mxbai-rerank-v2's query part (AnswerDotAI rerankers 0.10.0, ``MxBaiV2Ranker._prepare_batch``): ``"query: {query}"``,
-    preceded by ``"instruction: {instruction}\\n"`` when the instruction is non-empty; nothing stripped."""
+    """mxbai-rerank-v2's query part (AnswerDotAI rerankers 0.10.0, ``MxBaiV2Ranker._prepare_batch``): ``"query:
+    {query}"``, preceded by ``"instruction: {instruction}\\n"`` when the instruction is non-empty; nothing stripped."""
     text = f"query: {query}"
     return f"instruction: {instruction}\n{text}" if instruction else text
 
@@ -109,15 +109,15 @@ def check_composer(composer, owner: str) -> str:
     """``composer`` if it is a rule name of :data:`COMPOSERS` or a format string with a ``{query}`` field, else a
     ValueError naming ``owner``'s ``composer`` parameter."""
     if not isinstance(composer, str) or (composer not in COMPOSERS and "{query}" not in composer):
-        raise ValueError(f"{owner}: composer must be one of {sorted(COMPOSERS)} or a format string with a {{query}} field "
-                         f"(and usually {{instruction}}), got {composer!r}")
+        raise ValueError(f"{owner}: composer must be one of {sorted(COMPOSERS)} or a format string with a {{query}} "
+                         f"field (and usually {{instruction}}), got {composer!r}")
     return composer
 
 
 class QuerySlot(NamedTuple):
-    """Where a template's instruction goes: the template's ``{query}`` slot is filled with ``composer`` over the query and
-    the instruction (a format string over ``{query}`` and ``{instruction}``, the result stripped, or the name of a rule
-    in :data:`COMPOSERS`); an empty instruction drops out with its separator (``"{query} {instruction}"`` gives the
+    """Where a template's instruction goes: the template's ``{query}`` slot is filled with ``composer`` over the query
+    and the instruction (a format string over ``{query}`` and ``{instruction}``, the result stripped, or the name of a
+    rule in :data:`COMPOSERS`); an empty instruction drops out with its separator (``"{query} {instruction}"`` gives the
     query, stripped). What replaces a missing or blank instruction is the stage's ``instruction=`` (TART, E5-Mistral,
     Qwen3's default task): :func:`query_instructions` applies it, once, before any slot is filled.
 
@@ -145,8 +145,8 @@ def query_slot(value, owner: str) -> QuerySlot:
 
 
 def compose(query: str, instruction: Optional[str] = "", composer: str = DEFAULT_COMPOSER) -> str:
-    """Joins a query and an instruction with ``composer`` (a format string over ``{query}`` and ``{instruction}``, or the
-    name of a rule in :data:`COMPOSERS`), stripped.
+    """Joins a query and an instruction with ``composer`` (a format string over ``{query}`` and ``{instruction}``, or
+    the name of a rule in :data:`COMPOSERS`), stripped.
 
     With the default composer an empty (or ``None``) instruction reproduces ``query.strip()``.
     """
@@ -160,7 +160,7 @@ FOLDED = "folded_query"
 
 
 def folded_rows(df: pd.DataFrame) -> np.ndarray:
-    """A boolean mask: the rows whose ``query`` is (still) the one FoldInstruction folded, with ``query_0`` beside it."""
+    """A boolean mask: the rows whose ``query`` is (still) the one FoldInstruction folded, ``query_0`` beside it."""
     if FOLDED not in df.columns or "query_0" not in df.columns:
         return np.zeros(len(df), dtype=bool)
     return (df["query"].astype(str) == df[FOLDED].astype(str)).to_numpy() & df["query_0"].notna().to_numpy()

@@ -20,7 +20,8 @@ class FoldInstruction(Configured, pt.Transformer):
 
     Args:
         composer: a format string over ``{query}`` and ``{instruction}`` (stripped) or a rule name in
-            :data:`pyterrier_instruct.instructions.COMPOSERS`; the default leaves a query with an empty instruction as is.
+            :data:`pyterrier_instruct.instructions.COMPOSERS`; the default leaves a query with an empty instruction as
+            is.
     """
     schematic = {"label": "FoldInstr"}
 

@@ -25,5 +25,5 @@ def make_backend(backend, model: str) -> Backend:
     raise TypeError(f"backend must be one of {sorted(KINDS)}, a Backend or a callable, got {backend!r}")
 
 
-__all__ = ["Backend", "BackendUnavailable", "RequestError", "Generation", "Prompt", "TokenizerBackend", "FunctionBackend", "HFBackend",
-           "OpenAIBackend", "VLLMBackend", "make_backend", "Continuation"]
+__all__ = ["Backend", "BackendUnavailable", "RequestError", "Generation", "Prompt", "TokenizerBackend",
+           "FunctionBackend", "HFBackend", "OpenAIBackend", "VLLMBackend", "make_backend", "Continuation"]

@@ -181,7 +181,8 @@ class _HTTPSHandler(urllib.request.HTTPSHandler):
         self.watchdog = watchdog
 
     def https_open(self, req):
-        return self.do_open(lambda *a, **k: _HTTPSConnection(*a, watchdog=self.watchdog, **k), req, context=self._context)
+        return self.do_open(lambda *a, **k: _HTTPSConnection(*a, watchdog=self.watchdog, **k), req,
+                            context=self._context)
 
 
 class _SameOriginRedirects(urllib.request.HTTPRedirectHandler):
@@ -191,11 +192,11 @@ class _SameOriginRedirects(urllib.request.HTTPRedirectHandler):
         fp.close()
         here, there = origin(req.full_url), origin(newurl)
         if there != here:
-            raise Failure("fatal", f"{req.full_url} redirects (HTTP {code}) to another origin, {there}; not followed, so the "
-                                   f"API key is not sent there: set base_url to the server's own address")
+            raise Failure("fatal", f"{req.full_url} redirects (HTTP {code}) to another origin, {there}; not followed, "
+                                   "so the API key is not sent there: set base_url to the server's own address")
         if code not in (307, 308):
-            raise Failure("fatal", f"{req.full_url} redirects (HTTP {code}) to {urllib.parse.urlsplit(newurl).path}, which would "
-                                   f"turn the POST into a GET: set base_url to the address the server redirects to")
+            raise Failure("fatal", f"{req.full_url} redirects (HTTP {code}) to {urllib.parse.urlsplit(newurl).path}, "
+                                   "which would turn the POST into a GET: set base_url to the address redirected to")
         return urllib.request.Request(newurl, data=req.data, headers=dict(req.header_items()), method=req.get_method())
 
 
@@ -267,7 +268,8 @@ def post_json(url: str, data: bytes, key: Optional[str], *, timeout: float, max_
         if watchdog.expired:
             raise late from None
         kind = "retry" if err.code in RETRY_STATUS else "fatal" if err.code in REFUSED_STATUS else "final"
-        raise Failure(kind, f"{url} answered HTTP {err.code}: {detail}", err.code, retry_after(err.headers.get("Retry-After"))) from None
+        raise Failure(kind, f"{url} answered HTTP {err.code}: {detail}", err.code,
+                      retry_after(err.headers.get("Retry-After"))) from None
     except Failure as failure:
         if watchdog.expired:
             raise late from None

@@ -69,11 +69,13 @@ class Generation:
 
     def __post_init__(self):
         if len(self.tokens) != len(self.top_logprobs):
-            raise ValueError(f"Generation: {len(self.tokens)} tokens but {len(self.top_logprobs)} top-logprob positions")
+            raise ValueError(f"Generation: {len(self.tokens)} tokens but {len(self.top_logprobs)} top-logprob "
+                             "positions")
 
     @classmethod
-    def of(cls, text: str, tokens: Iterable[str], top_logprobs: Iterable[Union[Mapping[str, float], Iterable[Tuple[str, float]]]],
-           model: Optional[str] = None, usage: Optional[Mapping[str, int]] = None) -> "Generation":
+    def of(cls, text: str, tokens: Iterable[str],
+           top_logprobs: Iterable[Union[Mapping[str, float], Iterable[Tuple[str, float]]]], model: Optional[str] = None,
+           usage: Optional[Mapping[str, int]] = None) -> "Generation":
         """A Generation from plain values: each position's candidates as a ``{token: logprob}`` dict or as pairs."""
         tops = []
         for pos in top_logprobs:
@@ -114,7 +116,7 @@ def as_messages(messages: Messages) -> tuple:
     out = []
     for m in messages:
         if not isinstance(m, dict) or set(m) != {"role", "content"} or m["role"] not in ("system", "user", "assistant"):
-            raise ValueError(f"a chat message is a dict with a 'role' (system/user/assistant) and a 'content', got {m!r}")
+            raise ValueError(f"a chat message is a dict with a 'role' (system/user/assistant) and a 'content': {m!r}")
         out.append({"role": m["role"], "content": str(m["content"])})
     return tuple(out)
 
@@ -194,8 +196,9 @@ class Backend(Configured):
         an LLM judge checks it when it is built, before any request."""
         return None
 
-    def generate_logprobs(self, prompts: Sequence[Prompt], *, max_new_tokens: int, top_logprobs: int, temperature: float = 0.0,
-                          top_p: float = 1.0, return_exceptions: bool = False) -> List[Union[Generation, Exception]]:
+    def generate_logprobs(self, prompts: Sequence[Prompt], *, max_new_tokens: int, top_logprobs: int,
+                          temperature: float = 0.0, top_p: float = 1.0,
+                          return_exceptions: bool = False) -> List[Union[Generation, Exception]]:
         """One :class:`Generation` per prompt, in order. ``return_exceptions``: a prompt whose request failed (after the
         backend's retries; :class:`RequestError`) gives its exception in place of a Generation instead of failing the
         whole batch; :class:`BackendUnavailable` is always raised."""
@@ -219,7 +222,8 @@ class TokenizerBackend(Backend):
         tok = self._tokenizer()
         template = self.chat_template or (None if getattr(tok, "chat_template", None) else fallback_template)
         if template is None and not getattr(tok, "chat_template", None):
-            raise ValueError(f"{self!r}: the tokenizer has no chat template; pass chat_template= (a Jinja string) to the backend")
+            raise ValueError(f"{self!r}: the tokenizer has no chat template; pass chat_template= (a Jinja string) to "
+                             "the backend")
         text = ftfy.fix_text(self._render(tok, list(messages), template))
         return Prompt(messages, text, encode_rendered(tok, text))
 
@@ -230,7 +234,8 @@ class TokenizerBackend(Backend):
             if messages[0]["role"] != "system" or "system" not in str(err).lower():
                 raise
             log.warning("%r: the chat template rejects a system message; prepending it to the first user message", self)
-            merged = [{"role": "user", "content": messages[0]["content"] + "\n\n" + messages[1]["content"]}] + messages[2:]
+            first = {"role": "user", "content": messages[0]["content"] + "\n\n" + messages[1]["content"]}
+            merged = [first] + messages[2:]
             return tok.apply_chat_template(merged, chat_template=template, tokenize=False, add_generation_prompt=True)
 
     def count(self, text: str) -> int:

@@ -31,7 +31,7 @@ class FunctionBackend(Backend):
     def __init__(self, fn: Optional[Callable[..., Union[str, Sequence[str]]]] = None, *, tokenizer=None,
                  name: Optional[str] = None, logprobs: Optional[Callable[..., Sequence]] = None, store=None):
         if fn is None and logprobs is None:
-            raise TypeError("FunctionBackend needs a callable fn (answers) and/or logprobs= (per-token log-probabilities)")
+            raise TypeError("FunctionBackend needs a callable fn (answers) and/or logprobs= (per-token logprobs)")
         for arg, value in (("fn", fn), ("logprobs", logprobs)):
             if value is not None and not callable(value):
                 raise TypeError(f"FunctionBackend needs a callable {arg}, got {value!r}")
@@ -86,14 +86,17 @@ class FunctionBackend(Backend):
             raise ValueError(f"{self!r} must return one string per prompt ({len(prompts)}), got {answers!r:.200}")
         return answers
 
-    def generate_logprobs(self, prompts: Sequence[Prompt], *, max_new_tokens: int, top_logprobs: int, temperature: float = 0.0,
-                          top_p: float = 1.0, return_exceptions: bool = False) -> List[Union[Generation, Exception]]:
+    def generate_logprobs(self, prompts: Sequence[Prompt], *, max_new_tokens: int, top_logprobs: int,
+                          temperature: float = 0.0, top_p: float = 1.0,
+                          return_exceptions: bool = False) -> List[Union[Generation, Exception]]:
         if self.logprobs is None:
-            raise ValueError(f"{self!r} has no logprobs function; pass FunctionBackend(..., logprobs=callable) to use it as a judge")
+            raise ValueError(f"{self!r} has no logprobs function; pass FunctionBackend(..., logprobs=callable) to use "
+                             "it as a judge")
         check_logprob_args(max_new_tokens, top_logprobs, temperature, top_p)
         self.calls += 1
-        answers = list(self.logprobs([[dict(m) for m in p.messages] for p in prompts], max_new_tokens=int(max_new_tokens),
-                                        top_logprobs=int(top_logprobs), temperature=float(temperature), top_p=float(top_p)))
+        answers = list(self.logprobs([[dict(m) for m in p.messages] for p in prompts],
+                                     max_new_tokens=int(max_new_tokens), top_logprobs=int(top_logprobs),
+                                     temperature=float(temperature), top_p=float(top_p)))
         if len(answers) != len(prompts):
             raise ValueError(f"{self!r}: logprobs returned {len(answers)} entries for {len(prompts)} prompts")
         out: List[Union[Generation, Exception]] = []
@@ -113,7 +116,8 @@ class FunctionBackend(Backend):
             try:
                 return Generation.of(*a)
             except (TypeError, ValueError) as err:
-                return ValueError(f"{self!r}: logprobs returned an unusable (text, tokens, top_logprobs) triple ({err}): {a!r:.200}")
+                return ValueError(f"{self!r}: logprobs returned an unusable (text, tokens, top_logprobs) triple "
+                                  f"({err}): {a!r:.200}")
         return ValueError(f"{self!r}: logprobs must return a Generation, a (text, tokens, top_logprobs) triple or an "
                           f"Exception per prompt, got {a!r:.200}")
 
@@ -123,8 +127,8 @@ def prompt_text(messages) -> str:
     return "\n\n".join(m["content"] for m in messages)
 
 
-SIGNATURES = ("fn(prompt: str) -> str (one call per prompt) or fn(list_of_message_lists, max_new_tokens) -> list of str "
-              "(one call per batch)")
+SIGNATURES = ("fn(prompt: str) -> str (one call per prompt) or fn(list_of_message_lists, max_new_tokens) -> list of "
+              "str (one call per batch)")
 
 
 def _per_prompt(fn) -> bool:
@@ -141,9 +145,11 @@ def _per_prompt(fn) -> bool:
     keyword_only = [p.name for p in params if p.kind == p.KEYWORD_ONLY and p.default is p.empty]
     name = getattr(fn, "__name__", type(fn).__name__)
     if keyword_only:
-        raise TypeError(f"FunctionBackend: {name}{sig} has required keyword-only parameter(s) {keyword_only}; fn must be {SIGNATURES}")
+        raise TypeError(f"FunctionBackend: {name}{sig} has required keyword-only parameter(s) {keyword_only}; fn must "
+                        f"be {SIGNATURES}")
     if len(required) == 1 or (not required and len(positional) == 1 and not varargs):
         return False if varargs else True
     if len(required) == 2 or (len(required) < 2 and (varargs or len(positional) >= 2)):
         return False
-    raise TypeError(f"FunctionBackend: {name}{sig} takes {len(required)} required positional parameter(s); fn must be {SIGNATURES}")
+    raise TypeError(f"FunctionBackend: {name}{sig} takes {len(required)} required positional parameter(s); fn must be "
+                    f"{SIGNATURES}")

@@ -70,10 +70,12 @@ class HFBackend(TokenizerBackend):
 
         def run(idx: np.ndarray) -> None:
             import torch
-            batch = tok.pad([feats[i] for i in idx], padding=True, padding_side="left", return_tensors="pt").to(self._device)
+            batch = tok.pad([feats[i] for i in idx], padding=True, padding_side="left",
+                            return_tensors="pt").to(self._device)
             with torch.inference_mode():
-                ids = model.generate(**batch, do_sample=False, max_new_tokens=max_new_tokens, min_new_tokens=min_new_tokens,
-                                     pad_token_id=tok.pad_token_id, temperature=None, top_p=None, top_k=None)
+                ids = model.generate(**batch, do_sample=False, max_new_tokens=max_new_tokens,
+                                     min_new_tokens=min_new_tokens, pad_token_id=tok.pad_token_id, temperature=None,
+                                     top_p=None, top_k=None)
             new = ids[:, batch["input_ids"].shape[1]:]
             for i, row in zip(idx, new):
                 out[i] = tok.decode(row, skip_special_tokens=True, spaces_between_special_tokens=False)
@@ -83,8 +85,9 @@ class HFBackend(TokenizerBackend):
         return out
 
     # -- LLM judges ----------------------------------------------------------------------------------------------------
-    def generate_logprobs(self, prompts: Sequence[Prompt], *, max_new_tokens: int, top_logprobs: int, temperature: float = 0.0,
-                          top_p: float = 1.0, return_exceptions: bool = False) -> List[Union[Generation, Exception]]:
+    def generate_logprobs(self, prompts: Sequence[Prompt], *, max_new_tokens: int, top_logprobs: int,
+                          temperature: float = 0.0, top_p: float = 1.0,
+                          return_exceptions: bool = False) -> List[Union[Generation, Exception]]:
         """Greedy (``temperature=0``; sampling with ``temperature``/``top_p`` otherwise) generation that keeps, at each
         step, the ``top_logprobs`` most likely tokens of the log-softmax of the model's raw logits. Token texts are
         decoded incrementally with the preceding tokens as context (as vLLM does), so a sentencepiece ``▁2`` after a
@@ -98,11 +101,13 @@ class HFBackend(TokenizerBackend):
 
         def run(idx: np.ndarray) -> None:
             import torch
-            batch = tok.pad([{"input_ids": ids_of[i]} for i in idx], padding=True, padding_side="left", return_tensors="pt").to(self._device)
+            batch = tok.pad([{"input_ids": ids_of[i]} for i in idx], padding=True, padding_side="left",
+                            return_tensors="pt").to(self._device)
             with torch.inference_mode():
-                res = model.generate(**batch, do_sample=sample, max_new_tokens=int(max_new_tokens), pad_token_id=tok.pad_token_id,
-                                     temperature=float(temperature) if sample else None, top_p=float(top_p) if sample else None,
-                                     top_k=None, output_logits=True, return_dict_in_generate=True)
+                res = model.generate(**batch, do_sample=sample, max_new_tokens=int(max_new_tokens),
+                                     pad_token_id=tok.pad_token_id, temperature=float(temperature) if sample else None,
+                                     top_p=float(top_p) if sample else None, top_k=None, output_logits=True,
+                                     return_dict_in_generate=True)
             new = res.sequences[:, batch["input_ids"].shape[1]:].tolist()
             logp = torch.log_softmax(torch.stack(res.logits, dim=1).float(), dim=-1)
             top = logp.topk(min(int(top_logprobs), logp.shape[-1]), dim=-1)
@@ -127,7 +132,7 @@ class HFBackend(TokenizerBackend):
                            prefix: str = "") -> List[Dict[str, float]]:
         """``{candidate: probability}`` per prompt: the model's full-vocabulary next-token probability of each candidate
         (one token each) right after the rendered prompt + ``prefix`` (e.g. the start of the judge's JSON answer,
-        ``'{\\n    "score": '``). One forward pass per prompt, no generation; not truncated to a top-k list. Each candidate
+        ``'{\\n "score": '``). One forward pass per prompt, no generation; not truncated to a top-k list. Each candidate
         must add exactly one token to the common tokenisation of prompt + prefix (``"2"`` after ``"score":``), else a
         ValueError names it. Renormalise over the candidates for a distribution over the scores."""
         if not candidates:
@@ -141,15 +146,17 @@ class HFBackend(TokenizerBackend):
             common = base[:common_prefix_length([base] + full)]
             bad = [c for c, f in zip(candidates, full) if len(f) != len(common) + 1]
             if bad or not common:
-                raise ValueError(f"{self!r}: score candidate(s) {bad or list(candidates)} are not one token after the prompt + prefix "
-                                 f"{str(prefix)!r} for this tokenizer; choose candidates/prefix that tokenise to one token each")
+                raise ValueError(f"{self!r}: score candidate(s) {bad or list(candidates)} are not one token after the "
+                                 f"prompt + prefix {str(prefix)!r} for this tokenizer; choose candidates/prefix that "
+                                 "tokenise to one token each")
             contexts.append(common)
             cand_ids.append([f[-1] for f in full])
         out: List[Dict[str, float]] = [{} for _ in prompts]
 
         def run(idx: np.ndarray) -> None:
             import torch
-            batch = tok.pad([{"input_ids": contexts[i]} for i in idx], padding=True, padding_side="left", return_tensors="pt").to(self._device)
+            batch = tok.pad([{"input_ids": contexts[i]} for i in idx], padding=True, padding_side="left",
+                            return_tensors="pt").to(self._device)
             with torch.inference_mode():
                 logits = model(**batch).logits[:, -1, :].float()
             probs = torch.softmax(logits, dim=-1).tolist()
@@ -179,13 +186,15 @@ class HFBackend(TokenizerBackend):
         def run(idx: np.ndarray) -> None:
             import torch
             transformers = require("transformers", "hf")
-            batch = tok.pad([{"input_ids": ids_of[i]} for i in idx], padding=True, padding_side="left", return_tensors="pt").to(self._device)
+            batch = tok.pad([{"input_ids": ids_of[i]} for i in idx], padding=True, padding_side="left",
+                            return_tensors="pt").to(self._device)
             width = batch["input_ids"].shape[1]
             tops, stopped = [], {}
 
             class Record(transformers.LogitsProcessor):
                 def __call__(self, input_ids, scores):
-                    top = torch.log_softmax(scores.float(), dim=-1).topk(min(int(top_logprobs), scores.shape[-1]), dim=-1)
+                    logprobs = torch.log_softmax(scores.float(), dim=-1)
+                    top = logprobs.topk(min(int(top_logprobs), scores.shape[-1]), dim=-1)
                     tops.append((top.values.cpu(), top.indices.cpu()))
                     return scores
 
@@ -205,10 +214,11 @@ class HFBackend(TokenizerBackend):
                             stopped[row], done[row] = step, True
                     return done
 
-            config = transformers.GenerationConfig(do_sample=False, max_new_tokens=int(max_new_tokens), eos_token_id=sorted(eos),
-                                                   pad_token_id=tok.pad_token_id)
+            config = transformers.GenerationConfig(do_sample=False, max_new_tokens=int(max_new_tokens),
+                                                   eos_token_id=sorted(eos), pad_token_id=tok.pad_token_id)
             with torch.inference_mode():
-                seqs = model.generate(**batch, generation_config=config, logits_processor=transformers.LogitsProcessorList([Record()]),
+                seqs = model.generate(**batch, generation_config=config,
+                                      logits_processor=transformers.LogitsProcessorList([Record()]),
                                       stopping_criteria=transformers.StoppingCriteriaList([Stop()])).cpu()
             for row, i in enumerate(idx):
                 gen = seqs[row, width:].tolist()
@@ -232,7 +242,8 @@ class HFBackend(TokenizerBackend):
         by_length(lengths, self.batch_size, run, name=self.model_name_or_path)
         return out
 
-    def next_token_logprobs(self, token_ids: Sequence[Sequence[int]], *, allowed: Sequence[int]) -> List[Dict[int, float]]:
+    def next_token_logprobs(self, token_ids: Sequence[Sequence[int]], *,
+                            allowed: Sequence[int]) -> List[Dict[int, float]]:
         """One forward pass per batch (left padding, positions from the attention mask): the log-softmax of the last
         position's logits over ``allowed`` only (what masking every other token, as vLLM's ``allowed_token_ids`` does,
         leaves)."""
@@ -245,11 +256,13 @@ class HFBackend(TokenizerBackend):
 
         def run(idx: np.ndarray) -> None:
             import torch
-            batch = tok.pad([{"input_ids": ids_of[i]} for i in idx], padding=True, padding_side="left", return_tensors="pt").to(self._device)
+            batch = tok.pad([{"input_ids": ids_of[i]} for i in idx], padding=True, padding_side="left",
+                            return_tensors="pt").to(self._device)
             mask = batch["attention_mask"]
             positions = (mask.long().cumsum(-1) - 1).clamp(min=0)
             with torch.inference_mode():
-                logits = model(input_ids=batch["input_ids"], attention_mask=mask, position_ids=positions, logits_to_keep=1).logits
+                logits = model(input_ids=batch["input_ids"], attention_mask=mask, position_ids=positions,
+                               logits_to_keep=1).logits
             logp = torch.log_softmax(logits[:, -1, allowed].float(), dim=-1).tolist()
             for row, i in enumerate(idx):
                 out[i] = dict(zip(allowed, logp[row]))

@@ -74,12 +74,13 @@ class OpenAIBackend(Backend):
 
     _identity = ("model", "base_url", "extra_body")
 
-    def __init__(self, model: str, *, base_url: str = "https://api.openai.com/v1", api_key_env: Optional[str] = "OPENAI_API_KEY",
-                 concurrency: int = 8, max_retries: int = 5, backoff: float = 1.0, max_wait: float = 60.0, max_retry_time: float = 120.0,
-                 timeout: float = 120.0,
-                 max_response_bytes: int = 16 * 2 ** 20, min_tokens: bool = False, tokenizer=None, extra_body: Optional[dict] = None,
-                 check_model: bool = True, reasoning: Optional[bool] = None, reasoning_effort: Optional[str] = None,
-                 reasoning_tokens: int = REASONING_TOKENS, sleep: Optional[Callable[[float], None]] = None, store=None):
+    def __init__(self, model: str, *, base_url: str = "https://api.openai.com/v1",
+                 api_key_env: Optional[str] = "OPENAI_API_KEY", concurrency: int = 8, max_retries: int = 5,
+                 backoff: float = 1.0, max_wait: float = 60.0, max_retry_time: float = 120.0, timeout: float = 120.0,
+                 max_response_bytes: int = 16 * 2 ** 20, min_tokens: bool = False, tokenizer=None,
+                 extra_body: Optional[dict] = None, check_model: bool = True, reasoning: Optional[bool] = None,
+                 reasoning_effort: Optional[str] = None, reasoning_tokens: int = REASONING_TOKENS,
+                 sleep: Optional[Callable[[float], None]] = None, store=None):
         if int(concurrency) < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency!r}")
         if int(max_retries) < 0:
@@ -92,19 +93,24 @@ class OpenAIBackend(Backend):
         if int(max_response_bytes) < 1:
             raise ValueError(f"max_response_bytes must be at least 1, got {max_response_bytes!r}")
         if api_key_env is not None and (not isinstance(api_key_env, str) or not api_key_env):
-            raise ValueError(f"api_key_env must name an environment variable, or be None for a server that takes no key; got {api_key_env!r}")
+            raise ValueError("api_key_env must name an environment variable, or be None for a server that takes no "
+                             f"key; got {api_key_env!r}")
         if reasoning_effort is not None and reasoning_effort not in REASONING_EFFORTS:
-            raise ValueError(f"reasoning_effort must be one of {REASONING_EFFORTS} or None (the model's default), got {reasoning_effort!r}")
+            raise ValueError(f"reasoning_effort must be one of {REASONING_EFFORTS} or None (the model's default), got "
+                             f"{reasoning_effort!r}")
         if int(reasoning_tokens) < 0:
             raise ValueError(f"reasoning_tokens must be >= 0, got {reasoning_tokens!r}")
         if reasoning_effort is not None and not (is_reasoning_model(model) if reasoning is None else reasoning):
-            how = "by its name (pyterrier_instruct.backends.openai.is_reasoning_model)" if reasoning is None else "(reasoning=False)"
-            raise ValueError(f"reasoning_effort={reasoning_effort!r} applies to reasoning models; {str(model)!r} is not one {how}: "
-                             "pass reasoning=True if it is one, or leave reasoning_effort out")
-        self.reasoning, self.reasoning_effort, self.reasoning_tokens = reasoning, reasoning_effort, int(reasoning_tokens)
+            how = ("by its name (pyterrier_instruct.backends.openai.is_reasoning_model)" if reasoning is None
+                   else "(reasoning=False)")
+            raise ValueError(f"reasoning_effort={reasoning_effort!r} applies to reasoning models; {str(model)!r} is "
+                             f"not one {how}: pass reasoning=True if it is one, or leave reasoning_effort out")
+        self.reasoning, self.reasoning_effort = reasoning, reasoning_effort
+        self.reasoning_tokens = int(reasoning_tokens)
         self.model, self.base_url, self.api_key_env = str(model), str(base_url).rstrip("/"), api_key_env
-        self.concurrency, self.max_retries, self.backoff, self.max_wait = int(concurrency), int(max_retries), float(backoff), float(max_wait)
-        self.max_retry_time, self.timeout, self.max_response_bytes = float(max_retry_time), float(timeout), int(max_response_bytes)
+        self.concurrency, self.max_retries, self.backoff = int(concurrency), int(max_retries), float(backoff)
+        self.max_wait, self.max_retry_time, self.timeout = float(max_wait), float(max_retry_time), float(timeout)
+        self.max_response_bytes = int(max_response_bytes)
         self.min_tokens, self.extra_body, self._sleep = min_tokens, dict(extra_body or {}), sleep
         self.tokenizer, self.check_model, self.store = tokenizer, bool(check_model), as_store(store)
         self._tok = None
@@ -131,9 +137,10 @@ class OpenAIBackend(Backend):
     def logprobs_refusal(self) -> Optional[str]:
         if self._sampling:
             return None
-        return (f"{self.model!r} is a reasoning model ({'reasoning=True' if self.reasoning else 'by its name, is_reasoning_model'}): "
-                "OpenAI's API refuses logprobs, temperature and top_p from it unless reasoning_effort='none' (gpt-5.1 and "
-                "later). Pass reasoning_effort='none' to a model that takes it, use a chat model (e.g. gpt-4o-mini), or "
+        return (f"{self.model!r} is a reasoning model "
+                f"({'reasoning=True' if self.reasoning else 'by its name, is_reasoning_model'}): OpenAI's API refuses "
+                "logprobs, temperature and top_p from it unless reasoning_effort='none' (gpt-5.1 and later). Pass "
+                "reasoning_effort='none' to a model that takes it, use a chat model (e.g. gpt-4o-mini), or "
                 "reasoning=False if this server is not OpenAI's and returns logprobs")
 
     def _limits(self, max_new_tokens: int, temperature: Optional[float] = None, top_p: Optional[float] = None) -> dict:
@@ -151,7 +158,7 @@ class OpenAIBackend(Backend):
         return {k: v for k, v in fields.items() if v is not None}
 
     def _fingerprint_parts(self) -> Dict[str, object]:
-        """The arguments, the reasoning ones only for a reasoning model (a chat model's requests do not change with them)."""
+        """The arguments, the reasoning ones only for a reasoning model (a chat model's requests ignore them)."""
         parts = super()._fingerprint_parts()
         for name in ("reasoning", "reasoning_effort", "reasoning_tokens"):
             parts.pop(name, None)
@@ -189,7 +196,8 @@ class OpenAIBackend(Backend):
         key = self._key()
 
         def one(p: Prompt, abort: threading.Event) -> str:
-            body = {"model": self.model, "messages": list(p.messages), **self._limits(max_new_tokens, 0.0), **self.extra_body}
+            body = {"model": self.model, "messages": list(p.messages), **self._limits(max_new_tokens, 0.0),
+                    **self.extra_body}
             if self.min_tokens and min_new_tokens:
                 body["min_tokens"] = int(min_new_tokens)
             payload = self._post(body, key, abort)
@@ -197,8 +205,9 @@ class OpenAIBackend(Backend):
 
         return self._map(one, prompts, return_exceptions=False)
 
-    def generate_logprobs(self, prompts: Sequence[Prompt], *, max_new_tokens: int, top_logprobs: int, temperature: float = 0.0,
-                          top_p: float = 1.0, return_exceptions: bool = False) -> List[Union[Generation, Exception]]:
+    def generate_logprobs(self, prompts: Sequence[Prompt], *, max_new_tokens: int, top_logprobs: int,
+                          temperature: float = 0.0, top_p: float = 1.0,
+                          return_exceptions: bool = False) -> List[Union[Generation, Exception]]:
         """One request per prompt (``concurrency`` in flight): ``temperature``, ``top_p``, ``max_tokens``,
         ``logprobs: true``, ``top_logprobs`` (OpenAI allows at most 20). With ``return_exceptions`` a request that fails
         for good (after the retries, refused with e.g. HTTP 400 for a too-long prompt, or answered without usable
@@ -212,8 +221,9 @@ class OpenAIBackend(Backend):
         key = self._key()
 
         def one(p: Prompt, abort: threading.Event) -> Generation:
-            body = {"model": self.model, "messages": list(p.messages), **self._limits(max_new_tokens, float(temperature), float(top_p)),
-                    "logprobs": True, "top_logprobs": int(top_logprobs), **self.extra_body}
+            body = {"model": self.model, "messages": list(p.messages),
+                    **self._limits(max_new_tokens, float(temperature), float(top_p)), "logprobs": True,
+                    "top_logprobs": int(top_logprobs), **self.extra_body}
             return self._generation(self._post(body, key, abort), key, max_new_tokens)
 
         return self._map(one, prompts, return_exceptions=return_exceptions)
@@ -225,8 +235,8 @@ class OpenAIBackend(Backend):
         key = os.environ.get(self.api_key_env, "").strip()
         if not key:
             raise BackendUnavailable(f"{self.api_key_env} is not set: export {self.api_key_env}=<your key>, or pass "
-                                     f"api_key_env=None for a server that takes no key (e.g. a local vllm serve or llama.cpp "
-                                     f"server); nothing was sent to {self.base_url}")
+                                     "api_key_env=None for a server that takes no key (e.g. a local vllm serve or "
+                                     f"llama.cpp server); nothing was sent to {self.base_url}")
         return key
 
     def _map(self, one, prompts: Sequence[Prompt], *, return_exceptions: bool) -> list:
@@ -256,7 +266,8 @@ class OpenAIBackend(Backend):
                 for f in futures:
                     f.cancel()
                 wait(futures)
-                raise next(e for e in (f.exception() for f in futures if not f.cancelled()) if e is not None and not isinstance(e, _Aborted))
+                errors = (f.exception() for f in futures if not f.cancelled())
+                raise next(e for e in errors if e is not None and not isinstance(e, _Aborted))
             return [f.result() for f in futures]
         except BaseException:
             abort.set()
@@ -295,33 +306,41 @@ class OpenAIBackend(Backend):
         try:
             payload = json.loads(raw)
         except ValueError:
-            raise RequestError(f"{self.url} answered with invalid JSON: {self._quote(raw.decode('utf-8', 'replace'), key)}",
+            raise RequestError(f"{self.url} answered with invalid JSON: "
+                               f"{self._quote(raw.decode('utf-8', 'replace'), key)}",
                                status=200, attempts=attempts) from None
         if not isinstance(payload, dict):
-            raise RequestError(f"{self.url} answered with JSON that is not an object: {self._quote(raw.decode('utf-8', 'replace'), key)}",
+            raise RequestError(f"{self.url} answered with JSON that is not an object: "
+                               f"{self._quote(raw.decode('utf-8', 'replace'), key)}",
                                status=200, attempts=attempts)
         return payload
 
-    def _retry_wait(self, failure: "_http.Failure", attempts: int, connects: int, retries: int, waited: float = 0.0) -> float:
+    def _retry_wait(self, failure: "_http.Failure", attempts: int, connects: int, retries: int,
+                    waited: float = 0.0) -> float:
         """Seconds to wait before the next attempt, or the exception ending the request."""
         if failure.kind == "fatal":
-            hint = f" (is {self.api_key_env} the right key for this server?)" if failure.status == 401 and self.api_key_env else ""
+            wrong_key = failure.status == 401 and self.api_key_env
+            hint = f" (is {self.api_key_env} the right key for this server?)" if wrong_key else ""
             raise BackendUnavailable(failure.message + hint) from None
         if failure.kind == "connect":
             if connects >= min(self.max_retries, len(CONNECT_WAITS)):
-                raise BackendUnavailable(f"cannot connect to {self.base_url} ({failure.message}) after {attempts} attempt(s) over "
-                                         f"{sum(CONNECT_WAITS[:connects]):g} s: is the server running, and is base_url right?") from None
+                raise BackendUnavailable(f"cannot connect to {self.base_url} ({failure.message}) after {attempts} "
+                                         f"attempt(s) over {sum(CONNECT_WAITS[:connects]):g} s: is the server running, "
+                                         "and is base_url right?") from None
             return CONNECT_WAITS[connects]
         after = f" (after {attempts} attempts)" if attempts > 1 else ""
         if failure.kind == "retry" and retries < self.max_retries:
             if failure.retry_after is not None and failure.retry_after > self.max_wait:
-                raise RequestError(f"{failure.message}{after}; the server asks to retry after {failure.retry_after:.0f} s, more "
-                                   f"than max_wait={self.max_wait:g} s: not retried (raise max_wait to wait that long)",
+                raise RequestError(f"{failure.message}{after}; the server asks to retry after "
+                                   f"{failure.retry_after:.0f} s, more than max_wait={self.max_wait:g} s: not retried "
+                                   "(raise max_wait to wait that long)",
                                    status=failure.status, attempts=attempts) from None
-            wait_s = min(failure.retry_after if failure.retry_after is not None else self.backoff * 2 ** retries, self.max_wait)
+            wait_s = min(failure.retry_after if failure.retry_after is not None else self.backoff * 2 ** retries,
+                         self.max_wait)
             if waited + wait_s > self.max_retry_time:
-                raise RequestError(f"{failure.message}{after}; another wait of {wait_s:g} s would take this request's retries "
-                                   f"past max_retry_time={self.max_retry_time:g} s (waited {waited:g} s): not retried",
+                raise RequestError(f"{failure.message}{after}; another wait of {wait_s:g} s would take this request's "
+                                   f"retries past max_retry_time={self.max_retry_time:g} s (waited {waited:g} s): not "
+                                   "retried",
                                    status=failure.status, attempts=attempts) from None
             return wait_s
         raise RequestError(failure.message + after, status=failure.status, attempts=attempts) from None
@@ -338,9 +357,9 @@ class OpenAIBackend(Backend):
         with _COUNT:
             self.served_models[served] = self.served_models.get(served, 0) + 1
         if self.check_model and served != self.model and not served.startswith(self.model + "-"):
-            raise BackendUnavailable(f"{self.url} answered with model {served!r}, not {self.model!r}: the server serves another "
-                                     "model than the one asked for (check base_url and model, or pass check_model=False for a "
-                                     "provider that answers with its own model names)")
+            raise BackendUnavailable(f"{self.url} answered with model {served!r}, not {self.model!r}: the server "
+                                     "serves another model than the one asked for (check base_url and model, or pass "
+                                     "check_model=False for a provider that answers with its own model names)")
         return served
 
     def _answer(self, payload: dict, key: Optional[str], budget: int) -> str:
@@ -350,18 +369,19 @@ class OpenAIBackend(Backend):
             if content is not None and not isinstance(content, str):
                 raise TypeError(content)
         except (KeyError, IndexError, TypeError):
-            raise RequestError(f"{self.url} returned no choices[0].message.content: {self._quote(json.dumps(payload), key)}",
+            raise RequestError(f"{self.url} returned no choices[0].message.content: "
+                               f"{self._quote(json.dumps(payload), key)}",
                                status=200) from None
         if not content and self.reasons and payload["choices"][0].get("finish_reason") == "length":
             self._spent_on_reasoning(payload, budget)
-        return _http.redact(content, key, bearer=False) if content else ""  # a key echoed in an answer never reaches a cache
+        return _http.redact(content, key, bearer=False) if content else ""  # an echoed key never reaches a cache
 
     def _spent_on_reasoning(self, payload: dict, budget: int) -> None:
         """A reasoning model's empty answer cut at the limit: its reasoning took the whole ``max_completion_tokens``."""
         extra = 0 if self._sampling else self.reasoning_tokens
         spent = (_usage(payload) or {}).get("reasoning_tokens", "them all")
-        raise RequestError(f"{self.model} answered nothing within max_completion_tokens={budget + extra} ({extra} for reasoning + "
-                           f"{budget} for the answer): it spent {spent} on reasoning; raise "
+        raise RequestError(f"{self.model} answered nothing within max_completion_tokens={budget + extra} ({extra} for "
+                           f"reasoning + {budget} for the answer): it spent {spent} on reasoning; raise "
                            f"reasoning_tokens (now {self.reasoning_tokens}) or lower reasoning_effort", status=200)
 
     def _generation(self, payload: dict, key: Optional[str], budget: int) -> Generation:
@@ -374,8 +394,9 @@ class OpenAIBackend(Backend):
             return Generation.of(text, tokens, tops, served, _usage(payload))
         except (KeyError, IndexError, TypeError, ValueError) as err:
             problem = f"{type(err).__name__}: {err}" if isinstance(err, (TypeError, ValueError)) else f"missing {err}"
-            raise RequestError(f"{self.url} returned no usable choices[0].logprobs.content with top_logprobs (does the server "
-                               f"support logprobs?) — {self._quote(problem, key)}: {self._quote(json.dumps(payload), key)}",
+            raise RequestError(f"{self.url} returned no usable choices[0].logprobs.content with top_logprobs (does the "
+                               f"server support logprobs?) — {self._quote(problem, key)}: "
+                               f"{self._quote(json.dumps(payload), key)}",
                                status=200) from None
 
 

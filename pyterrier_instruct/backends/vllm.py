@@ -1,5 +1,5 @@
-"""Greedy generation and exact answer-token scores with vLLM's offline engine (``pip install 'pyterrier-instruct[vllm]'``,
-imported lazily).
+"""Greedy generation and exact answer-token scores with vLLM's offline engine (``pip install
+'pyterrier-instruct[vllm]'``, imported lazily).
 
 Supported vLLM: 0.10.2 to 0.22 (the ``[vllm]`` extra), the V1 engine, whose documentation this module follows:
 ``logprobs_mode`` (engine arguments, https://docs.vllm.ai/en/v0.10.2/configuration/engine_args.html),
@@ -73,7 +73,8 @@ class VLLMBackend(TokenizerBackend):
         if logprobs_mode is not None and logprobs_mode not in LOGPROBS_MODES:
             raise ValueError(f"logprobs_mode must be None or one of {LOGPROBS_MODES}, got {logprobs_mode!r}")
         self.model, self.tensor_parallel_size = str(model), int(tensor_parallel_size)
-        self.gpu_memory_utilization, self.max_model_len, self.dtype = float(gpu_memory_utilization), max_model_len, dtype
+        self.gpu_memory_utilization = float(gpu_memory_utilization)
+        self.max_model_len, self.dtype = max_model_len, dtype
         self.enable_prefix_caching, self.chat_template, self.seed = enable_prefix_caching, chat_template, seed
         self.logprobs_mode, self.store = logprobs_mode, as_store(store)
         self.llm_kwargs = dict(llm_kwargs)
@@ -124,8 +125,9 @@ class VLLMBackend(TokenizerBackend):
             raise RuntimeError(f"{self!r}: vLLM returned {len(outputs)} outputs for {len(inputs)} prompts")
         return outputs
 
-    def generate_logprobs(self, prompts: Sequence[Prompt], *, max_new_tokens: int, top_logprobs: int, temperature: float = 0.0,
-                          top_p: float = 1.0, return_exceptions: bool = False) -> List[Union[Generation, Exception]]:
+    def generate_logprobs(self, prompts: Sequence[Prompt], *, max_new_tokens: int, top_logprobs: int,
+                          temperature: float = 0.0, top_p: float = 1.0,
+                          return_exceptions: bool = False) -> List[Union[Generation, Exception]]:
         """``SamplingParams(logprobs=top_logprobs, temperature=, top_p=, max_tokens=max_new_tokens)``; each generated
         position's ``{token_id: Logprob(logprob, rank, decoded_token)}`` becomes its candidates, by rank (the top-k plus
         the sampled token when it is outside them, as vLLM returns). Requests do not fail one by one here, so
@@ -135,8 +137,8 @@ class VLLMBackend(TokenizerBackend):
             raise ValueError(f"{self!r}: generate_logprobs needs log-probabilities; this engine returns logits "
                              f"(logprobs_mode={self.logprobs_mode!r}): use another VLLMBackend for judges")
         vllm = require("vllm", "vllm")
-        params = vllm.SamplingParams(n=1, temperature=float(temperature), top_p=float(top_p), max_tokens=int(max_new_tokens),
-                                     logprobs=int(top_logprobs))
+        params = vllm.SamplingParams(n=1, temperature=float(temperature), top_p=float(top_p),
+                                     max_tokens=int(max_new_tokens), logprobs=int(top_logprobs))
         outputs = self._generate(prompts, params)
         tok = None
         result: List[Union[Generation, Exception]] = []
@@ -146,7 +148,8 @@ class VLLMBackend(TokenizerBackend):
                 raise RuntimeError(f"{self!r}: vLLM returned no per-token logprobs for request {o.request_id!r}")
             tokens, tops = [], []
             for token_id, position in zip(c.token_ids, c.logprobs):
-                ranked = sorted(position.items(), key=lambda kv: (kv[1].rank if kv[1].rank is not None else float("inf")))
+                ranked = sorted(position.items(),
+                                key=lambda kv: (kv[1].rank if kv[1].rank is not None else float("inf")))
                 if tok is None and (token_id not in position or any(lp.decoded_token is None for _, lp in ranked)):
                     tok = self._tokenizer()  # detokenize=False: decode here
                 texts = {i: (lp.decoded_token if lp.decoded_token is not None else tok.decode([i])) for i, lp in ranked}
@@ -155,7 +158,7 @@ class VLLMBackend(TokenizerBackend):
             result.append(Generation(c.text, tuple(tokens), tuple(tops)))
         return result
 
-    # -- pointwise scoring ----------------------------------------------------------------------------------------------
+    # -- pointwise scoring ---------------------------------------------------------------------------------------------
     def exact_answer_values(self) -> bool:
         """Whether :meth:`answer_logits` is exact on this engine: vLLM >= 0.22.1 (``logprob_token_ids``), or an
         engine with ``logprobs_mode`` ``'processed_logprobs'``/``'processed_logits'``."""
@@ -175,15 +178,17 @@ class VLLMBackend(TokenizerBackend):
         named = named_logprobs()
         if not named and self.logprobs_mode not in EXACT_MODES:
             raise ValueError(f"{self!r}: exact answer-token scores need logprobs_mode='processed_logprobs' (or "
-                             f"'processed_logits'), got {self.logprobs_mode!r}; vLLM's default returns raw log-probabilities "
-                             "of the top k tokens only (vLLM >= 0.22.1 names the tokens instead: SamplingParams(logprob_token_ids=))")
+                             f"'processed_logits'), got {self.logprobs_mode!r}; vLLM's default returns raw "
+                             "log-probabilities of the top k tokens only (vLLM >= 0.22.1 names the tokens instead: "
+                             "SamplingParams(logprob_token_ids=))")
         if not prompts:
             return np.empty((0, len(answer_ids)), dtype="float64")
         vllm = require("vllm", "vllm")
-        if named:  # the named tokens' values whatever the engine's logprobs_mode: one engine serves rerankers and judges
+        if named:  # the named tokens' values whatever the logprobs_mode: one engine serves rerankers and judges
             params = vllm.SamplingParams(n=1, temperature=0.0, max_tokens=1, logprob_token_ids=answer_ids)
         else:
-            params = vllm.SamplingParams(n=1, temperature=0.0, max_tokens=1, allowed_token_ids=answer_ids, logprobs=len(answer_ids))
+            params = vllm.SamplingParams(n=1, temperature=0.0, max_tokens=1, allowed_token_ids=answer_ids,
+                                         logprobs=len(answer_ids))
         outputs = self._generate_ids(prompts, params)
         values = np.empty((len(prompts), len(answer_ids)), dtype="float64")
         for n, o in enumerate(outputs):
@@ -192,8 +197,9 @@ class VLLMBackend(TokenizerBackend):
             if lps:
                 missing = [i for i in answer_ids if i not in lps[0]]
             if missing:
-                raise RuntimeError(f"{self!r}: vLLM returned no value for answer token(s) {missing} of request {o.request_id!r}: "
-                                   "allowed_token_ids and logprobs_mode='processed_logprobs' need vLLM >= 0.10.2")
+                raise RuntimeError(f"{self!r}: vLLM returned no value for answer token(s) {missing} of request "
+                                   f"{o.request_id!r}: allowed_token_ids and logprobs_mode='processed_logprobs' need "
+                                   "vLLM >= 0.10.2")
             values[n] = [lps[0][i].logprob for i in answer_ids]
             cached = getattr(o, "num_cached_tokens", None)
             self.stats["prompt_tokens"] += len(prompts[n])
@@ -212,7 +218,7 @@ class VLLMBackend(TokenizerBackend):
             return np.empty((0, 0), dtype="float64")
         vllm = require("vllm", "vllm")
         fields = inspect.signature(vllm.PoolingParams).parameters
-        params = vllm.PoolingParams(**({"use_activation": False} if "use_activation" in fields else {"activation": False}))
+        params = vllm.PoolingParams(**{"use_activation" if "use_activation" in fields else "activation": False})
         inputs = [{"prompt_token_ids": [int(i) for i in ids]} for ids in prompts]
         outputs = self._engine().classify(inputs, pooling_params=params, use_tqdm=library_progress())
         if len(outputs) != len(inputs):
@@ -230,7 +236,7 @@ class VLLMBackend(TokenizerBackend):
         skip_special_tokens=False)`` (rank1's, orionw/rank1 ``rank1.py``): vLLM ends a request at a stop string found in
         its detokenised text (removed from ``text``, ``include_stop_str_in_output=False``), at an end-of-sequence id, or
         at the budget; ``CompletionOutput.logprobs[-1]`` is the last step's ``{token_id: Logprob}`` (the top k plus the
-        sampled token). One ``generate`` call for all prompts (vLLM schedules them); ``bar`` is updated once at the end."""
+        sampled token). One ``generate`` call for all prompts (vLLM schedules them); ``bar`` is updated at the end."""
         check_logprob_args(max_new_tokens, top_logprobs, 0.0, 1.0)
         vllm = require("vllm", "vllm")
         params = vllm.SamplingParams(n=1, temperature=0.0, max_tokens=int(max_new_tokens), stop=list(stop) or None,
@@ -240,16 +246,19 @@ class VLLMBackend(TokenizerBackend):
             c = o.outputs[0]
             if not c.logprobs or len(c.logprobs) != len(c.token_ids):
                 raise RuntimeError(f"{self!r}: vLLM returned no per-token logprobs for request {o.request_id!r}")
-            out.append(Continuation(c.text, tuple(int(t) for t in c.token_ids), {int(i): float(lp.logprob) for i, lp in c.logprobs[-1].items()},
+            out.append(Continuation(c.text, tuple(int(t) for t in c.token_ids),
+                                    {int(i): float(lp.logprob) for i, lp in c.logprobs[-1].items()},
                                     "length" if c.finish_reason == "length" else "stop"))
         if bar is not None:
             bar.update(len(out))
         return out
 
-    def next_token_logprobs(self, token_ids: Sequence[Sequence[int]], *, allowed: Sequence[int]) -> List[Dict[int, float]]:
-        """rank1's forced step (orionw/rank1 ``rank1.py``: ``allowed_token_ids`` = the two answer tokens): the next-token
-        log-probabilities renormalised over ``allowed`` (a log-softmax of :meth:`answer_logits`, the one exact
-        answer-token request: the same values whether the engine's processed values are logits or log-probabilities)."""
+    def next_token_logprobs(self, token_ids: Sequence[Sequence[int]], *,
+                            allowed: Sequence[int]) -> List[Dict[int, float]]:
+        """rank1's forced step (orionw/rank1 ``rank1.py``: ``allowed_token_ids`` = the two answer tokens): the
+        next-token log-probabilities renormalised over ``allowed`` (a log-softmax of :meth:`answer_logits`, the one
+        exact answer-token request: the same values whether the engine's processed values are logits or
+        log-probabilities)."""
         allowed = [int(a) for a in allowed]
         if not allowed:
             raise ValueError("next_token_logprobs needs at least one allowed token id")

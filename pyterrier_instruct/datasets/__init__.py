@@ -21,4 +21,5 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'pyterrier_instruct.datasets' has no attribute {name!r}")
 
 
-__all__ = ["DATASETS", "DataError", "Entry", "InstructDataset", "UnknownDatasetError", "bundled_path", "irds_id", "load"]
+__all__ = ["DATASETS", "DataError", "Entry", "InstructDataset", "UnknownDatasetError", "bundled_path", "irds_id",
+           "load"]

@@ -73,7 +73,8 @@ def candidates_from_scores(scores: dict, where: str) -> pd.DataFrame:
     rows = []
     for qid, docs in scores.items():
         if not isinstance(docs, dict):
-            raise DataError(f"{where}: the candidates of query {qid!r} must be {{docid: score}}, got {type(docs).__name__}")
+            raise DataError(f"{where}: the candidates of query {qid!r} must be {{docid: score}}, got "
+                            f"{type(docs).__name__}")
         ranked = sorted(docs.items(), key=lambda kv: -float(kv[1]))
         rows.extend((str(qid), str(d)) for d, _ in ranked)
     return pd.DataFrame(rows, columns=["qid", "docno"], dtype=object)
@@ -109,8 +110,8 @@ def require_instructions(frame: pd.DataFrame, columns: Sequence[str], where: str
 def check_known_queries(qrels: pd.DataFrame, known: Sequence[str], where: str, topics_where: str) -> None:
     unknown = ~qrels["qid"].isin(set(known))
     if unknown.any():
-        raise DataError(f"{where}: qrels row for query {qrels['qid'][unknown].iloc[0]!r}, which is not in {topics_where}"
-                        f" ({int(unknown.sum())} such rows)")
+        raise DataError(f"{where}: qrels row for query {qrels['qid'][unknown].iloc[0]!r}, which is not in "
+                        f"{topics_where} ({int(unknown.sum())} such rows)")
 
 
 def check_same_judged(og: pd.DataFrame, other: pd.DataFrame, og_where: str, other_where: str) -> None:
@@ -120,13 +121,14 @@ def check_same_judged(og: pd.DataFrame, other: pd.DataFrame, og_where: str, othe
     if absent.any():
         row = merged[absent].iloc[0]
         raise DataError(f"{other_where}: document {row.docno!r} of query {row.qid!r} is judged in {og_where} but "
-                        f"absent here ({int(absent.sum())} such pairs); the og and changed qrels must judge the same documents")
+                        f"absent here ({int(absent.sum())} such pairs); og and changed qrels must judge the same docs")
 
 
-def check_og_has_more_relevant(og: pd.DataFrame, changed: pd.DataFrame, og_where: str, changed_where: str) -> Dict[str, float]:
-    """FollowIR's loader assertion: the changed instruction only removes relevant documents (FollowIR paper §3, Table 1),
-    so per query the og qrels hold at least as many relevant documents as the changed ones, and more
-    in all. Returns the mean relevant documents per query of each side."""
+def check_og_has_more_relevant(og: pd.DataFrame, changed: pd.DataFrame, og_where: str,
+                               changed_where: str) -> Dict[str, float]:
+    """FollowIR's loader assertion: the changed instruction only removes relevant documents (FollowIR paper §3, Table
+    1), so per query the og qrels hold at least as many relevant documents as the changed ones, and more in all. Returns
+    the mean relevant documents per query of each side."""
     n_og = og[og["label"] > 0].groupby("qid").size()
     n_ch = changed[changed["label"] > 0].groupby("qid").size()
     qids = sorted(set(n_og.index) | set(n_ch.index))
@@ -138,7 +140,8 @@ def check_og_has_more_relevant(og: pd.DataFrame, changed: pd.DataFrame, og_where
             f"{og_where} vs {changed_where}: the og qrels must have more relevant documents per query than the changed "
             f"qrels (the changed instruction only narrows), but query {q!r} has {n_og[q]} og vs {n_ch[q]} changed "
             f"({int(worse.sum())} queries like this; totals {n_og.sum()} vs {n_ch.sum()}). The two qrels configs look "
-            f"swapped (mteb 1.7 reads them the other way round): load with qrels_mapping='swapped' if this release names them the other way round")
+            "swapped (mteb 1.7 reads them the other way round): load with qrels_mapping='swapped' if this release "
+            "names them the other way round")
     return {"og_relevant_per_query": float(n_og.mean()) if qids else 0.0,
             "changed_relevant_per_query": float(n_ch.mean()) if qids else 0.0}
 

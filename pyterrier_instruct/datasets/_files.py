@@ -97,7 +97,7 @@ def parse_json(text: str, where: str):
     except _DuplicateKey as e:
         raise DataError(f"{where}: the key {e.args[0]!r} occurs twice in one object; keep one") from None
     except RecursionError:
-        raise DataError(f"{where}: JSON nested too deeply to parse (more levels than Python's recursion limit)") from None
+        raise DataError(f"{where}: JSON nested too deeply to parse (deeper than Python's recursion limit)") from None
 
 
 def iter_jsonl(path: Path, required: Sequence[str] = ()) -> Iterator[dict]:
@@ -132,8 +132,8 @@ def read_json(path: Path):
 
 
 def parquet_files(folder: Path, pattern: str = "*.parquet") -> List[Path]:
-    """The parquet shards of one config folder (``{config}/{split}-00000-of-00001.parquet`` …), in name order; ``pattern``
-    picks one split's shards where a folder holds several (BRIGHT: ``biology-*.parquet``)."""
+    """The parquet shards of one config folder (``{config}/{split}-00000-of-00001.parquet`` …), in name order;
+    ``pattern`` picks one split's shards where a folder holds several (BRIGHT: ``biology-*.parquet``)."""
     folder = Path(folder)
     files = sorted(folder.glob(pattern)) if folder.is_dir() else []
     if not files:
@@ -184,7 +184,8 @@ def qrels_frame(qids, docnos, scores, where: str) -> pd.DataFrame:
 
 def read_qrels_jsonl(path: Path) -> pd.DataFrame:
     rows = read_jsonl(path, ["query-id", "corpus-id", "score"])
-    return qrels_frame([r["query-id"] for r in rows], [r["corpus-id"] for r in rows], [r["score"] for r in rows], str(path))
+    return qrels_frame([r["query-id"] for r in rows], [r["corpus-id"] for r in rows], [r["score"] for r in rows],
+                       str(path))
 
 
 def read_qrels_tsv(path: Path) -> pd.DataFrame:

@@ -9,8 +9,8 @@ share one layout; the hub's jsonl files are gzipped::
     qrels/<split>.tsv     header "query-id corpus-id score"; test.tsv, and dev.tsv and/or train.tsv
 
 Topics are the queries judged in the split, in ``queries.jsonl`` order: ``qid, query``, an empty ``instruction`` (BEIR
-has none; a prompt goes there, applied like an instruction), ``base_qid`` = ``qid``, ``variant`` = ``''``. The
-``dev`` split reads ``qrels/dev.tsv``, or ``qrels/train.tsv`` where no dev file exists (SciFact); ``info()`` records which.
+has none; a prompt goes there, applied like an instruction), ``base_qid`` = ``qid``, ``variant`` = ``''``. The ``dev``
+split reads ``qrels/dev.tsv``, or ``qrels/train.tsv`` where no dev file exists (SciFact); ``info()`` records which.
 """
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def _one_of(path: Path, stem: str) -> Path:
 
 
 def qrels_file(path: Path, split: str) -> Path:
-    """``qrels/<split>.tsv`` (for ``dev``: ``dev.tsv``, else ``train.tsv``); a missing file names what was looked for."""
+    """``qrels/<split>.tsv`` (for ``dev``: ``dev.tsv``, else ``train.tsv``); a missing file names what was tried."""
     tried = [Path(path) / "qrels" / f"{s}.tsv" for s in SPLIT_FILES.get(split, (split,))]
     for f in tried:
         if f.is_file():
@@ -44,7 +44,7 @@ def qrels_file(path: Path, split: str) -> Path:
 
 
 def _with_keys(frame: pd.DataFrame) -> pd.DataFrame:
-    """``base_qid`` = ``qid`` and an empty ``variant``: every BEIR query is its own base query (string columns as object)."""
+    """``base_qid`` = ``qid`` and an empty ``variant``: each BEIR query is its own base query (strings as object)."""
     return frame.assign(base_qid=frame["qid"], variant=pd.Series([""] * len(frame), dtype=object, index=frame.index))
 
 

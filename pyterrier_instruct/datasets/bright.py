@@ -3,16 +3,17 @@ github xlang-ai/BRIGHT @ d99e8391). Full retrieval over the task's documents: no
 
 Parquet configs, one split per task::
 
-    examples/<task>-00000-of-00001.parquet        query, reasoning, id, excluded_ids, gold_ids_long, gold_ids, gold_answer
+    examples/<task>-00000-of-00001.parquet        query, reasoning, id, excluded_ids, gold_ids_long, gold_ids,
+                                                  gold_answer
     documents/<task>-00000-of-00001.parquet       id, content
     long_documents/<task>-00000-of-00001.parquet  id, content   (8 tasks)
 
 Topics: ``qid`` = ``id``, ``query``, an empty ``instruction`` (BRIGHT has none; models get a per-task template, set it
 with ``pti.SetInstruction``), ``base_qid`` = ``qid``, ``variant`` = ``''``. Qrels: label 1 for each ``gold_ids``
-(``gold_ids_long`` in the long setting) document, the released gold ids only. The ``excluded_ids`` (``"N/A"`` = none) are
-kept apart (``Benchmark.excluded``, ``ds.excluded_ids()``): BRIGHT's evaluation removes a query's excluded documents from
-that query's ranking before the cut-off (``retrievers.py`` ``get_scores``: ``cur_scores.pop(did)``), which ``ds.exclude()``
-does as the last stage of a system (:mod:`.exclusion`).
+(``gold_ids_long`` in the long setting) document, the released gold ids only. The ``excluded_ids`` (``"N/A"`` = none)
+are kept apart (``Benchmark.excluded``, ``ds.excluded_ids()``): BRIGHT's evaluation removes a query's excluded documents
+from that query's ranking before the cut-off (``retrievers.py`` ``get_scores``: ``cur_scores.pop(did)``), which
+``ds.exclude()`` does as the last stage of a system (:mod:`.exclusion`).
 """
 from __future__ import annotations
 
@@ -58,13 +59,15 @@ def read(path: Path, task: str, long: bool = False) -> Benchmark:
     check_unique(qids, where, "query id")
     rows, removed = [], []
     for qid, gold, excluded in zip(qids, ex[gold_col], ex["excluded_ids"]):
-        gold, excluded = _ids(gold, qid, gold_col, where), [e for e in _ids(excluded, qid, "excluded_ids", where) if e != NONE]
+        gold = _ids(gold, qid, gold_col, where)
+        excluded = [e for e in _ids(excluded, qid, "excluded_ids", where) if e != NONE]
         clash = sorted(set(gold) & set(excluded))
         if clash:  # BRIGHT run.py asserts this
             raise DataError(f"{where}: query {qid!r} lists {clash[0]!r} both in {gold_col} and in excluded_ids")
         rows += [(qid, d, 1) for d in dict.fromkeys(gold)]
         removed += [(qid, d) for d in dict.fromkeys(excluded)]
-    qrels = pd.DataFrame(rows, columns=["qid", "docno", "label"]).astype({"qid": object, "docno": object, "label": "int64"})
+    qrels = pd.DataFrame(rows, columns=["qid", "docno", "label"])
+    qrels = qrels.astype({"qid": object, "docno": object, "label": "int64"})
     qrels = qrels.assign(base_qid=qrels["qid"], variant=pd.Series([""] * len(qrels), dtype=object))
     topics = pd.DataFrame({"qid": qids.astype(object), "query": ex["query"].astype(object)})
     topics = topics.assign(instruction=pd.Series([""] * len(topics), dtype=object), base_qid=topics["qid"],

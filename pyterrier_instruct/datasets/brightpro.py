@@ -1,6 +1,7 @@
 """BRIGHT-PRO layout (``ya-ir/BRIGHT-PRO``, which BRIGHT-PRO's code loads; the same configs are on
 ``yale-nlp/Bright-Pro``; github echo0715/BRIGHT-PRO ``retrieval/run.py``,
-``retrieval/evaluation/alpha-ndcg-evaluation.py`` and ``weighted_aspect_recall.py``). Full retrieval over the task's documents: no candidate lists.
+``retrieval/evaluation/alpha-ndcg-evaluation.py`` and ``weighted_aspect_recall.py``). Full retrieval over the task's
+documents: no candidate lists.
 
 Parquet configs, one split per task (the 7 StackExchange tasks of BRIGHT)::
 

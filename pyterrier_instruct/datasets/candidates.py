@@ -96,8 +96,10 @@ class Candidates(_DatasetStage):
         key = key.where(own, key.map(first_qid))
         if key.isna().any():
             bad = base["qid"][key.isna()].astype(str).unique().tolist()
-            known = f"candidate lists exist for qids like {cands['qid'].iloc[0]!r}" if len(cands) else "no query has a candidate list"
-            raise KeyError(f"query(ies) {bad[:5]} have no candidates in {self.dataset.name} ({len(bad)} in all); {known}")
+            known = (f"candidate lists exist for qids like {cands['qid'].iloc[0]!r}" if len(cands)
+                     else "no query has a candidate list")
+            raise KeyError(f"query(ies) {bad[:5]} have no candidates in {self.dataset.name} ({len(bad)} in all); "
+                           f"{known}")
         out = base.assign(_key=key.to_numpy()).merge(cands.rename(columns={"qid": "_key"}), on="_key", how="inner",
                                                      sort=False).drop(columns="_key")
         out = _attach(out, self.dataset, self.fields)
@@ -123,9 +125,9 @@ class MaxP(pt.Transformer):
 
 class Exclude(_DatasetStage):
     """``R → R``: removes each query's excluded documents (BRIGHT's ``excluded_ids``) from that query's ranking, ranks
-    recomputed; other queries and every column are kept. Built by ``ds.exclude()``; idempotent, and a no-op for a dataset
-    without exclusions. The last stage of a system evaluated on BRIGHT (``system >> ds.exclude()``): the qrels hold the
-    released gold ids only, so ``pt.Experiment``, ``pt.Evaluate`` and ``ir_measures`` then give BRIGHT's number
+    recomputed; other queries and every column are kept. Built by ``ds.exclude()``; idempotent, and a no-op for a
+    dataset without exclusions. The last stage of a system evaluated on BRIGHT (``system >> ds.exclude()``): the qrels
+    hold the released gold ids only, so ``pt.Experiment``, ``pt.Evaluate`` and ``ir_measures`` then give BRIGHT's number
     (:mod:`pyterrier_instruct.datasets.exclusion`)."""
     schematic = {"label": "Exclude"}
 

@@ -2,10 +2,10 @@
 
 - ``bright/<task>`` (BRIGHT's 12 task keys) and ``bright/<task>-long`` (the 8 tasks with long documents): hub
   ``xlangai/BRIGHT`` at the revision mteb's ``BrightRetrieval`` pins (mteb ``tasks/retrieval/eng/bright_retrieval.py``);
-  sizes are those of mteb's descriptive statistics (the examples were revised on the hub, so counts depend on the revision).
+  sizes are mteb's descriptive statistics (the examples were revised on the hub, so counts depend on the revision).
 - ``mair/dd-15`` … ``mair/fr-22`` (InF-IR Table 2's columns) and ``mair/<Task>`` for every task of MAIR's
-  ``config.py`` (github sunnweiwei/MAIR @ 3b45273): hub ``MAIR-Bench/MAIR-Queries`` + ``MAIR-Bench/MAIR-Docs``, read from
-  their main branch (no full commit id of either was published).
+  ``config.py`` (github sunnweiwei/MAIR @ 3b45273): hub ``MAIR-Bench/MAIR-Queries`` + ``MAIR-Bench/MAIR-Docs``, read
+  from their main branch (no full commit id of either was published).
 - ``nevir`` (test split; ``nevir/validation``, ``nevir/train``): hub ``orionweller/NevIR``; ``nevir/mteb`` (and its
   splits): mteb's copy ``orionweller/NevIR-mteb`` at the revision mteb's ``NevIR`` task pins.
 """
@@ -30,21 +30,22 @@ MAIR_QUERIES, MAIR_DOCS = "MAIR-Bench/MAIR-Queries", "MAIR-Bench/MAIR-Docs"
 #: InF-IR Table 2's MAIR columns → MAIR task names (InF_Embed ``mair_update_args.py``)
 MAIR_INF_IR = {"dd-15": "DD_2015", "dd-16": "DD_2016", "dd-17": "DD_2017", "fr-21": "FairRanking_2021",
                "fr-22": "FairRanking_2022"}
-#: every MAIR task (MAIR ``config.py`` ``TASK_CONFIG``, github sunnweiwei/MAIR @ 3b45273cfd8cec2a984707ec12101dcbc5454b94)
+#: every MAIR task (``config.py`` ``TASK_CONFIG``, github sunnweiwei/MAIR @ 3b45273cfd8cec2a984707ec12101dcbc5454b94)
 MAIR_TASKS = (
     "Competition-Math ProofWiki_Proof ProofWiki_Reference Stacks_Proof Stacks_Reference Stein_Proof Stein_Reference "
-    "Trench_Proof Trench_Reference TAD TAS2 StackMathQA APPS CodeEditSearch CodeSearchNet Conala HumanEval-X LeetCode MBPP "
-    "RepoBench TLDR SWE-Bench-Lite Apple ConvFinQA FinQA FinanceBench HC3Finance TAT-DQA Trade-the-event AY2 ELI5 Fever "
-    "TREx WnCw WnWi WoW zsRE AILA2019-Case AILA2019-Statutes BSARD BillSum CUAD GerDaLIR LeCaRDv2 LegalQuAD REGIR-EU2UK "
-    "REGIR-UK2EU ArguAna CQADupStack FiQA NFCorpus Quora SciDocs SciFact TopiOCQA Touche Trec-Covid ACORDAR CPCD "
-    "ChroniclingAmericaQA Monant NTCIR PointRec ProCIS-Dialog ProCIS-Turn QuanTemp WebTableSearch CARE MISeD SParC "
-    "SParC-SQL Spider Spider-SQL LitSearch CAsT_2019 CAsT_2020 CAsT_2021 CAsT_2022 Core_2017 Microblog_2011 Microblog_2012 "
-    "Microblog_2013 Microblog_2014 PrecisionMedicine_2017 PrecisionMedicine_2018 PrecisionMedicine_2019 "
-    "PrecisionMedicine-Article_2019 PrecisionMedicine-Article_2020 CliniDS_2014 CliniDS_2015 CliniDS_2016 "
-    "ClinicalTrials_2021 ClinicalTrials_2022 ClinicalTrials_2023 DD_2015 DD_2016 DD_2017 FairRanking_2020 FairRanking_2021 "
-    "FairRanking_2022 Genomics-AdHoc_2004 Genomics-AdHoc_2005 Genomics-AdHoc_2006 Genomics-AdHoc_2007 TREC-Legal_2011 "
-    "NeuCLIR-Tech_2023 NeuCLIR_2022 NeuCLIR_2023 ProductSearch_2023 ToT_2023 ToT_2024 FoodAPI HuggingfaceAPI PytorchAPI "
-    "SpotifyAPI TMDB TensorAPI ToolBench WeatherAPI ExcluIR Core17 News21 Robust04 InstructIR NevIR IFEval").split()
+    "Trench_Proof Trench_Reference TAD TAS2 StackMathQA APPS CodeEditSearch CodeSearchNet Conala HumanEval-X LeetCode "
+    "MBPP RepoBench TLDR SWE-Bench-Lite Apple ConvFinQA FinQA FinanceBench HC3Finance TAT-DQA Trade-the-event AY2 ELI5 "
+    "Fever TREx WnCw WnWi WoW zsRE AILA2019-Case AILA2019-Statutes BSARD BillSum CUAD GerDaLIR LeCaRDv2 LegalQuAD "
+    "REGIR-EU2UK REGIR-UK2EU ArguAna CQADupStack FiQA NFCorpus Quora SciDocs SciFact TopiOCQA Touche Trec-Covid "
+    "ACORDAR CPCD ChroniclingAmericaQA Monant NTCIR PointRec ProCIS-Dialog ProCIS-Turn QuanTemp WebTableSearch CARE "
+    "MISeD SParC SParC-SQL Spider Spider-SQL LitSearch CAsT_2019 CAsT_2020 CAsT_2021 CAsT_2022 Core_2017 "
+    "Microblog_2011 Microblog_2012 Microblog_2013 Microblog_2014 PrecisionMedicine_2017 PrecisionMedicine_2018 "
+    "PrecisionMedicine_2019 PrecisionMedicine-Article_2019 PrecisionMedicine-Article_2020 CliniDS_2014 CliniDS_2015 "
+    "CliniDS_2016 ClinicalTrials_2021 ClinicalTrials_2022 ClinicalTrials_2023 DD_2015 DD_2016 DD_2017 FairRanking_2020 "
+    "FairRanking_2021 FairRanking_2022 Genomics-AdHoc_2004 Genomics-AdHoc_2005 Genomics-AdHoc_2006 Genomics-AdHoc_2007 "
+    "TREC-Legal_2011 NeuCLIR-Tech_2023 NeuCLIR_2022 NeuCLIR_2023 ProductSearch_2023 ToT_2023 ToT_2024 FoodAPI "
+    "HuggingfaceAPI PytorchAPI SpotifyAPI TMDB TensorAPI ToolBench WeatherAPI ExcluIR Core17 News21 Robust04 "
+    "InstructIR NevIR IFEval").split()
 MAIR_LICENCE = "per source task (MAIR-Bench cards)"
 NEVIR = ("orionweller/NevIR", "6263585072ce3b435ed09658613553fbf4e74184")
 NEVIR_MTEB = ("orionweller/NevIR-mteb", "eab99575c01c6a8e39f8d2adc6e3c3adcfe84413")
@@ -64,7 +65,8 @@ def entries() -> Dict[str, Entry]:
                 "CC-BY-4.0", allow=(examples, f"long_documents/{task}-*", "README.md"), split="long", task=task)
     tasks = {**MAIR_INF_IR, **{t: t for t in MAIR_TASKS}}
     for key, task in tasks.items():
-        out[f"mair/{key}"] = Entry("mair", MAIR_QUERIES, None, "nDCG@10", f"MAIR task {task} (queries + its docs.jsonl)",
+        out[f"mair/{key}"] = Entry("mair", MAIR_QUERIES, None, "nDCG@10",
+                                   f"MAIR task {task} (queries + its docs.jsonl)",
                                    MAIR_LICENCE, subdir=task, allow=(f"{task}/*",), task=task)
     for split, pairs in NEVIR_PAIRS.items():
         suffix = "" if split == "test" else f"/{split}"

@@ -1,7 +1,7 @@
 """``InstructDataset``: one benchmark as a PyTerrier dataset (what ``pt.get_dataset('instruct:…')`` returns).
 
-The folder is located and the files are read on first use. Topics keep ``qid, query, instruction, base_qid, variant`` (PyTerrier's
-irds wrapper would drop all but ``qid, query``: PyTerrier ``datasets/_irds.py``, ``get_topics(variant)``).
+The folder is located and the files are read on first use. Topics keep ``qid, query, instruction, base_qid, variant``
+(PyTerrier's irds wrapper would drop all but ``qid, query``: PyTerrier ``datasets/_irds.py``, ``get_topics(variant)``).
 """
 from __future__ import annotations
 
@@ -45,13 +45,14 @@ class InstructDataset(pt.datasets.Dataset):
         entry: the registry entry (layout family, hub repository, revision, standard measure).
         provenance: where the files came from, recorded with every result (filled when the folder is located).
         qrels_mapping: FollowIR only: ``'as-named'`` reads ``qrels_og`` as og; ``'swapped'`` reads it as changed
-            (mteb 1.7's loader fills og from ``qrels_changed``). The loader asserts that og has more relevant documents than
-            changed either way.
+            (mteb 1.7's loader fills og from ``qrels_changed``). The loader asserts that og has more relevant documents
+            than changed either way.
         download: allow the pinned download when no local copy is found (never with ``HF_HUB_OFFLINE``).
     """
 
-    def __init__(self, name: str, path: Union[str, Path, None], entry: Entry, provenance: Optional[Dict[str, str]] = None,
-                 qrels_mapping: str = "as-named", *, download: bool = True):
+    def __init__(self, name: str, path: Union[str, Path, None], entry: Entry,
+                 provenance: Optional[Dict[str, str]] = None, qrels_mapping: str = "as-named", *,
+                 download: bool = True):
         self.name = name
         self.entry = entry
         self.measure = entry.measure
@@ -93,7 +94,8 @@ class InstructDataset(pt.datasets.Dataset):
     def _fingerprint_(self) -> str:
         """The fingerprint protocol: the name, qrels mapping and the revision of the folder (its files' content)."""
         from .._fingerprint import path_revision
-        return f"InstructDataset({self.name!r}, qrels_mapping={self.qrels_mapping!r}, revision={path_revision(str(self.path))!r})"
+        revision = path_revision(str(self.path))
+        return f"InstructDataset({self.name!r}, qrels_mapping={self.qrels_mapping!r}, revision={revision!r})"
 
     def __repr__(self) -> str:
         where = f", path={str(self._path)!r}" if self._path is not None else ""
@@ -188,16 +190,16 @@ class InstructDataset(pt.datasets.Dataset):
         return self.bench.changed.copy()
 
     def excluded_ids(self) -> pd.DataFrame:
-        """Each query's excluded documents (BRIGHT's ``excluded_ids``, the ``"N/A"`` placeholder dropped) as ``qid, docno``;
-        empty for a dataset without exclusions. They are not in the qrels: ``ds.exclude()`` removes them from a run."""
+        """Each query's excluded documents (BRIGHT's ``excluded_ids``, the ``"N/A"`` placeholder dropped) as ``qid,
+        docno``; empty for a dataset without exclusions. Not in the qrels: ``ds.exclude()`` removes them from a run."""
         if self.bench.excluded is None:
             return pd.DataFrame({"qid": [], "docno": []}, dtype=object)
         return self.bench.excluded.copy()
 
     def exclude(self) -> pt.Transformer:
-        """``R → R``: removes each query's excluded documents from its ranking (BRIGHT's official rule; idempotent). Put it
-        at the end of each system evaluated on BRIGHT (``system >> ds.exclude()``), as BRIGHT's ``run.py`` removes them
-        before scoring; a no-op for a dataset without exclusions."""
+        """``R → R``: removes each query's excluded documents from its ranking (BRIGHT's official rule; idempotent). Put
+        it at the end of each system evaluated on BRIGHT (``system >> ds.exclude()``), as BRIGHT's ``run.py`` removes
+        them before scoring; a no-op for a dataset without exclusions."""
         from .candidates import Exclude
         return Exclude(self)
 
@@ -251,4 +253,5 @@ class InstructDataset(pt.datasets.Dataset):
         b = self.bench
         return {"name": self.name, "variants": list(b.variants), "topics": len(b.topics),
                 "base_queries": int(b.topics["base_qid"].nunique()), "qrels": len(b.qrels),
-                "candidates": None if b.candidates is None else len(b.candidates), **b.notes, "provenance": self.provenance}
+                "candidates": None if b.candidates is None else len(b.candidates), **b.notes,
+                "provenance": self.provenance}

@@ -16,7 +16,7 @@ Doc = Tuple[str, str, str]  # docno, title, text
 
 
 def _known(store, docnos: Iterable[str]) -> List[str]:
-    """The requested docnos as strings, each once, in order; one that ``store`` lacks is a ``KeyError`` naming the corpus."""
+    """The requested docnos as strings, each once, in order; one ``store`` lacks is a ``KeyError`` naming the corpus."""
     wanted = list(dict.fromkeys(str(d) for d in docnos))
     missing = store.missing(wanted)
     if missing:

@@ -5,7 +5,7 @@ from typing import NamedTuple, Optional, Tuple
 
 
 class Entry(NamedTuple):
-    family: str                 # layout reader: bundled, followir, followir-mteb, mfollowir, infosearch, ifir, instructir, beir
+    family: str  # layout reader: bundled, followir, followir-mteb, mfollowir, infosearch, ifir, instructir, beir
     repo_id: Optional[str]      # hub dataset repository (None: bundled with the package)
     revision: Optional[str]     # pinned commit; None = the repository's main branch (no usable pin published)
     measure: str                # the benchmark's standard retrieval measure

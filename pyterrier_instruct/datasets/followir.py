@@ -26,8 +26,9 @@ from typing import Dict, Optional
 import pandas as pd
 
 from ..instructions import paired_qrels, paired_topics, split_qids
-from ._bench import (layout, Benchmark, check_known_queries, check_og_has_more_relevant, check_same_judged, explode_lists,
-                     expand_candidates, candidates_from_scores, in_topic_order, require_candidates, require_instructions)
+from ._bench import (layout, Benchmark, check_known_queries, check_og_has_more_relevant, check_same_judged,
+                     explode_lists, expand_candidates, candidates_from_scores, in_topic_order, require_candidates,
+                     require_instructions)
 from ._files import (DataError, check_unique, first_existing, read_json, read_jsonl, read_parquet, read_qrels_jsonl,
                      read_qrels_parquet, read_qrels_tsv)
 from .docstore import DocStore
@@ -84,10 +85,12 @@ def read_original(path: Path, qrels_mapping: str = "as-named") -> Benchmark:
 
     top = first_existing(path, ["top_ranked.jsonl", "empty_scores.json"])
     if top is None:
-        raise DataError(f"missing candidate lists: neither {path / 'top_ranked.jsonl'} nor {path / 'empty_scores.json'} exists")
+        raise DataError(f"missing candidate lists: neither {path / 'top_ranked.jsonl'} nor "
+                        f"{path / 'empty_scores.json'} exists")
     if top.suffix == ".jsonl":
         cand = read_jsonl(top, ["qid", "pid"])
-        cands = pd.DataFrame({"qid": [str(r["qid"]) for r in cand], "docno": [str(r["pid"]) for r in cand]}, dtype=object)
+        cands = pd.DataFrame({"qid": [str(r["qid"]) for r in cand], "docno": [str(r["pid"]) for r in cand]},
+                             dtype=object)
     else:
         cands = candidates_from_scores(read_json(top), str(top))
     require_candidates(cands, str(top))
@@ -126,7 +129,8 @@ def read_mteb(path: Path, lang: Optional[str] = None, qrels_mapping: str = "as-n
     base_qid, variant = split_qids(queries["_id"])
     bad = variant.isna() | ~variant.isin(["og", "changed"])
     if bad.any():
-        raise DataError(f"{qdir}: query id {queries['_id'][bad].iloc[0]!r} lacks the -og/-changed suffix of this layout")
+        raise DataError(f"{qdir}: query id {queries['_id'][bad].iloc[0]!r} lacks the -og/-changed suffix of this "
+                        "layout")
     idir = _folder(path, ["instruction", "instructions"], lang)
     if idir is not None:
         ins = read_parquet(idir, ["query-id", "instruction"])
@@ -134,7 +138,8 @@ def read_mteb(path: Path, lang: Optional[str] = None, qrels_mapping: str = "as-n
         check_unique(ins["query-id"], str(idir), "instruction query-id")
         unknown = ~ins["query-id"].isin(set(queries["_id"]))
         if unknown.any():
-            raise DataError(f"{idir}: instruction for query {ins['query-id'][unknown].iloc[0]!r}, which is not in {qdir}")
+            raise DataError(f"{idir}: instruction for query {ins['query-id'][unknown].iloc[0]!r}, which is not in "
+                            f"{qdir}")
         instruction = queries["_id"].map(dict(zip(ins["query-id"], ins["instruction"])))
         where_ins = str(idir)
     elif "instruction" in queries.columns:
@@ -183,10 +188,12 @@ def read_mteb(path: Path, lang: Optional[str] = None, qrels_mapping: str = "as-n
 
 
 #: The files of the original layout, in the order they are checked (docs/data.md lists their fields).
-ORIGINAL_FILES = ("queries.jsonl", "corpus.jsonl", "qrels_og/test.jsonl", "qrels_changed/test.jsonl", "top_ranked.jsonl")
+ORIGINAL_FILES = ("queries.jsonl", "corpus.jsonl", "qrels_og/test.jsonl", "qrels_changed/test.jsonl",
+                  "top_ranked.jsonl")
 
 
-def read(path: Path, lang: Optional[str] = None, qrels_mapping: str = "as-named", expected: Optional[str] = None) -> Benchmark:
+def read(path: Path, lang: Optional[str] = None, qrels_mapping: str = "as-named",
+         expected: Optional[str] = None) -> Benchmark:
     """Either layout, detected from the files (``queries.jsonl`` → original, else mteb parquet). ``expected="original"``
     (a registered original-layout id): a folder with neither layout's queries is reported as missing the original
     layout's files."""

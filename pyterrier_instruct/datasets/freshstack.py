@@ -3,8 +3,9 @@
 
 One config per topic (``langchain``, ``yolo``, ``laravel``, ``angular``, ``godot``), queries in split ``test``, the
 corpus in split ``train``. The file names inside a config are UNVERIFIED (parquet or jsonl shards under
-``<topic>/`` are read, those of the named split when the names carry one). The corpus repository is read from ``corpus-oct-2024/`` inside the
-queries folder (where this package downloads it) or beside it (``<root>/freshstack/corpus-oct-2024``)::
+``<topic>/`` are read, those of the named split when the names carry one). The corpus repository is read from
+``corpus-oct-2024/`` inside the queries folder (where this package downloads it) or beside it
+(``<root>/freshstack/corpus-oct-2024``)::
 
     queries-oct-2024/<topic>/test-*.parquet   query_id, query_title, query_text, answer_text,
                                               nuggets: [{_id ("<query_id>_<n>"), text, relevant_corpus_ids,

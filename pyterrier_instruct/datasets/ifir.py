@@ -1,4 +1,5 @@
-"""IFIR layouts (IFIR repository README and ``src/eval.py``; mteb ``if-ir/*`` tasks). Full retrieval over the subset's corpus: no candidate lists.
+"""IFIR layouts (IFIR repository README and ``src/eval.py``; mteb ``if-ir/*`` tasks). Full retrieval over the subset's
+corpus: no candidate lists.
 
 Raw ``songtingyu/IFIR`` (the paper's own evaluation path), one folder per subset ``{s}/``::
 
@@ -66,7 +67,7 @@ def read_raw(path: Path, subset: str) -> Benchmark:
             level = str(inst.get("level"))
             level = "1" if level == "0" else level
             if level not in LEVELS[1:]:
-                raise DataError(f"{tfile}: query {base!r} has an instruction of level {inst.get('level')!r}; expected 0–3")
+                raise DataError(f"{tfile}: query {base!r} has an instruction of level {inst.get('level')!r}, not 0–3")
             if level in seen:
                 raise DataError(f"{tfile}: query {base!r} has two instructions of level {level}")
             seen.add(level)
@@ -74,8 +75,8 @@ def read_raw(path: Path, subset: str) -> Benchmark:
             topics.append((qid, x["text"], inst.get("instruction") or "", base, level))
             for i in inst.get("rel", []):
                 if not isinstance(i, int) or not 0 <= i < len(corpus_ids):
-                    raise DataError(f"{tfile}: query {base!r} level {level}: rel index {i!r} is outside its corpus list "
-                                    f"of {len(corpus_ids)} documents")
+                    raise DataError(f"{tfile}: query {base!r} level {level}: rel index {i!r} is outside its corpus "
+                                    f"list of {len(corpus_ids)} documents")
                 qrels.append((qid, corpus_ids[i], 1, base, level))
     topics = pd.DataFrame(topics, columns=["qid", "query", "instruction", "base_qid", "variant"], dtype=object)
     check_unique(topics["qid"], str(tfile), "query _id")
@@ -84,7 +85,8 @@ def read_raw(path: Path, subset: str) -> Benchmark:
     qrels["label"] = qrels["label"].astype("int64")
     dup = qrels.duplicated(["qid", "docno"])
     if dup.any():
-        raise DataError(f"{tfile}: query {qrels['qid'][dup].iloc[0]!r} lists document {qrels['docno'][dup].iloc[0]!r} twice")
+        raise DataError(f"{tfile}: query {qrels['qid'][dup].iloc[0]!r} lists document {qrels['docno'][dup].iloc[0]!r} "
+                        "twice")
     corpus = path / f"{subset}-corpus.jsonl"
     return Benchmark(topics=topics, qrels=qrels, corpus=DocStore(corpus, skip_empty=True),
                      variants=tuple(v for v in LEVELS if (topics["variant"] == v).any()),
@@ -102,8 +104,9 @@ def read_mteb(path: Path) -> Benchmark:
     if unknown:
         raise DataError(f"{ifile}: instruction for query {unknown[0]!r}, which is not in {qfile}")
     bases, levels = zip(*(_mteb_level(q) for q in qids)) if len(qids) else ((), ())
-    topics = pd.DataFrame({"qid": qids, "query": [r["text"] for r in rows], "instruction": [ins.get(q, "") for q in qids],
-                           "base_qid": list(bases), "variant": list(levels)})
+    topics = pd.DataFrame({"qid": qids, "query": [r["text"] for r in rows],
+                           "instruction": [ins.get(q, "") for q in qids], "base_qid": list(bases),
+                           "variant": list(levels)})
     require_instructions(topics, ["instruction"], str(ifile))
     rfile = path / "qrels" / "test.jsonl"
     q = read_qrels_jsonl(rfile)

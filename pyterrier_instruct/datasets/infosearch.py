@@ -1,8 +1,9 @@
-"""InfoSearch layout (InfoSearch repository task files, the hub dataset cards): ``jianqunZ/{Audience,Clarity,Format,Language,Length,Source}-v1``::
+"""InfoSearch layout (InfoSearch repository task files, the hub dataset cards):
+``jianqunZ/{Audience,Clarity,Format,Language,Length,Source}-v1``::
 
     corpus.jsonl                 _id, title, text
-    queries.jsonl                _id, text, instruction_og, instruction_changed, instruction_reversed[, keywords, short_query]
-                                 one row per instructed instance; the same _id in all three modes
+    queries.jsonl                _id, text, instruction_og, instruction_changed, instruction_reversed[, keywords,
+                                 short_query]; one row per instructed instance; the same _id in all three modes
     qrels_og/test.jsonl          query-id, corpus-id, score   (or test.tsv; scores may be numeric strings)
     qrels_changed/test.jsonl     idem
     qrels_reversed/test.jsonl    idem
@@ -17,8 +18,8 @@ from pathlib import Path
 import pandas as pd
 
 from ..instructions import paired_qrels, paired_topics
-from ._bench import (layout, Benchmark, candidates_from_scores, check_known_queries, check_same_judged, expand_candidates,
-                     require_candidates, require_instructions)
+from ._bench import (layout, Benchmark, candidates_from_scores, check_known_queries, check_same_judged,
+                     expand_candidates, require_candidates, require_instructions)
 from ._files import DataError, check_unique, first_existing, read_json, read_jsonl, read_qrels_jsonl, read_qrels_tsv
 from .docstore import DocStore
 
@@ -38,7 +39,8 @@ def read(path: Path) -> Benchmark:
     for v in VARIANTS:
         found = first_existing(path, [f"qrels_{v}/test.jsonl", f"qrels_{v}/test.tsv"])
         if found is None:
-            raise DataError(f"missing qrels config 'qrels_{v}': neither {path / f'qrels_{v}' / 'test.jsonl'} nor test.tsv exists")
+            raise DataError(f"missing qrels config 'qrels_{v}': neither {path / f'qrels_{v}' / 'test.jsonl'} nor "
+                            "test.tsv exists")
         qrels[v] = read_qrels_jsonl(found) if found.suffix == ".jsonl" else read_qrels_tsv(found)
         where[v] = str(found)
         check_known_queries(qrels[v], base["qid"], where[v], str(qfile))
@@ -57,8 +59,8 @@ def read(path: Path) -> Benchmark:
     cands = cands[cands["qid"].isin(judged)].reset_index(drop=True)
 
     topics = paired_topics(base, VARIANTS)
-    return Benchmark(topics=topics, qrels=paired_qrels(qrels), corpus=DocStore(path / "corpus.jsonl"), variants=VARIANTS,
-                     candidates=expand_candidates(cands, topics), base_topics=base,
+    return Benchmark(topics=topics, qrels=paired_qrels(qrels), corpus=DocStore(path / "corpus.jsonl"),
+                     variants=VARIANTS, candidates=expand_candidates(cands, topics), base_topics=base,
                      notes={"layout": "infosearch", "dropped_without_og_qrels": dropped})
 
 

@@ -1,4 +1,4 @@
-"""InstructIR layouts (InstructIR repository; mteb's InstructIR task). Full retrieval over 16,072 MS MARCO passages: no candidates.
+"""InstructIR layouts (InstructIR repository; mteb's InstructIR task). Full retrieval over 16,072 MS MARCO passages.
 
 ``kaist-ai/InstructIR`` (jsonl/tsv)::
 
@@ -51,7 +51,8 @@ def read(path: Path) -> Benchmark:
     if (path / "queries.jsonl").is_file():
         qfile = path / "queries.jsonl"
         rows = read_jsonl(qfile, ["_id", "text"])
-        split = [_split(r["text"], (r.get("metadata") or {}).get("origin_query"), str(r["_id"]), str(qfile)) for r in rows]
+        split = [_split(r["text"], (r.get("metadata") or {}).get("origin_query"), str(r["_id"]), str(qfile))
+                 for r in rows]
         topics = _topics([r["_id"] for r in rows], [q for q, _ in split], [i for _, i in split])
         rfile = path / "qrels" / "test.tsv"
         qrels, where, corpus, layout = read_qrels_tsv(rfile), str(rfile), path / "corpus.jsonl", "instructir"

@@ -38,7 +38,7 @@ class InstructDoc(NamedTuple):
 
 
 class InstructQuery(NamedTuple):
-    """One topic as ``queries_iter()`` yields it: the two fields of :class:`QueryText`, then the instruction and the pairing."""
+    """A topic as ``queries_iter()`` yields it: :class:`QueryText`'s fields, then the instruction and the pairing."""
     query_id: str
     query: str
     instruction: str
@@ -53,11 +53,12 @@ class QueryText(NamedTuple):
     """The query type ``queries_cls()`` declares: ``query_id`` and the text ``query`` (the first two fields of every
     :class:`InstructQuery`).
 
-    PyTerrier's ``irds:`` wrapper reads no default-text declaration: ``IRDSDataset.get_topics()`` renames the text field to
-    ``query`` only when the declared type has exactly one besides ``query_id``, and otherwise prints "There are multiple
-    query fields available" on every call. Declared this way, ``pt.get_dataset('irds:instruct/…').get_topics()`` prints
-    nothing and still carries ``instruction``, ``base_qid`` and ``variant`` (the frame is built from the yielded
-    topics). ir_datasets' ``export`` command writes the declared fields; iterate ``queries_iter()`` for all five.
+    PyTerrier's ``irds:`` wrapper reads no default-text declaration: ``IRDSDataset.get_topics()`` renames the text field
+    to ``query`` only when the declared type has exactly one besides ``query_id``, and otherwise prints "There are
+    multiple query fields available" on every call. Declared this way,
+    ``pt.get_dataset('irds:instruct/…').get_topics()`` prints nothing and still carries ``instruction``, ``base_qid``
+    and ``variant`` (the frame is built from the yielded topics). ir_datasets' ``export`` command writes the declared
+    fields; iterate ``queries_iter()`` for all five.
     """
     query_id: str
     query: str
@@ -81,7 +82,7 @@ class _Lazy:
         return self._bench
 
     def local(self) -> bool:
-        """Whether the files are here (bundled, ``$PYTERRIER_INSTRUCT_DATA``, the cache) and read, without a download."""
+        """Whether the files are here (bundled, ``$PYTERRIER_INSTRUCT_DATA``, the cache) and read, not downloaded."""
         if self._bench is not None:
             return True
         from .readers import DataError, resolve
@@ -224,14 +225,15 @@ RECORDED_COUNTS: Dict[str, Dict[str, int]] = {
     "infosearch-mini": {"docs": 20, "queries": 36, "qrels": 108, "scoreddocs": 180},
     "nevir/mteb": {"docs": 5112, "queries": 2766, "qrels": 2766, "scoreddocs": 2 * 2766},
     **{f"bright/{task}": _bright_counts(*stats) for task, stats in BRIGHT_STATS.items()},
-    **{f"bright/{task}-long": dict(zip(("docs", "queries", "qrels"), stats)) for task, stats in BRIGHT_LONG_STATS.items()},
+    **{f"bright/{task}-long": dict(zip(("docs", "queries", "qrels"), stats))
+       for task, stats in BRIGHT_LONG_STATS.items()},
     # LIMIT at mteb's pins: the card's num_examples (mteb descriptive_stats LIMIT{,Small}Retrieval.json)
     "limit": {"docs": 50000, "queries": 1000, "qrels": 2000},
     "limit/small": {"docs": 46, "queries": 1000, "qrels": 2000},
 }
 
-#: the metadata of an entity type whose count is not known here: ir_datasets' ``count`` key with no number, as
-#: ir_datasets' own ``_count`` returns when nothing is known (``ir_datasets/util/metadata.py:31-44``, "may also return None")
+#: the metadata of an entity type whose count is not known here: a ``count`` key with no number, as ir_datasets' own
+#: ``_count`` returns when nothing is known (``ir_datasets/util/metadata.py:31-44``, "may also return None")
 UNKNOWN: Dict[str, None] = {"count": None}
 
 
@@ -260,7 +262,7 @@ METADATA = _Metadata()
 
 
 class UnknownIrdsDatasetError(UnknownDatasetError, KeyError):
-    """``ir_datasets.load('instruct/<typo>')``: a ``KeyError`` as ir_datasets raises for unknown ids, with the closest ids."""
+    """``ir_datasets.load('instruct/<typo>')``: a ``KeyError`` as ir_datasets raises, naming the closest ids."""
 
     def __str__(self) -> str:
         return str(self.args[0])
@@ -271,8 +273,8 @@ def _unknown(name: str, groups) -> None:
 
 
 def register() -> None:
-    """Registers every id of :data:`DATASETS` (idempotent), and an ``instruct/…`` pattern that is tried only for an id not
-    registered: it raises the did-you-mean error instead of ir_datasets' bare ``KeyError``."""
+    """Registers every id of :data:`DATASETS` (idempotent), and an ``instruct/…`` pattern that is tried only for an id
+    not registered: it raises the did-you-mean error instead of ir_datasets' bare ``KeyError``."""
     global _PATTERN
     if not _PATTERN:
         ir_datasets.registry.register_pattern(rf"^{NAMESPACE}/(.+)$", _unknown)

@@ -6,10 +6,10 @@ One folder into which both repositories were downloaded (``hf download … --loc
     <Task>/queries.jsonl    qid, instruction, query, labels: [{id, score}]   (relevant documents only)
     <Task>/docs.jsonl       id, doc
 
-Topics: ``qid``, ``query`` and the row's own ``instruction`` (several per task), ``base_qid`` = ``qid``, ``variant`` = ``''``.
-Qrels: graded, from ``labels`` (``str(id) → int(score)``, MAIR ``mair.py``); ids are strings (some tasks store
-integers). The tasks whose queries come in several splits (``<split>_queries.jsonl`` with ``<split>_docs.jsonl``, e.g. IFEval,
-MISeD) each have their own corpus per split and are refused with the list of splits.
+Topics: ``qid``, ``query`` and the row's own ``instruction`` (several per task), ``base_qid`` = ``qid``, ``variant`` =
+``''``. Qrels: graded, from ``labels`` (``str(id) → int(score)``, MAIR ``mair.py``); ids are strings (some tasks store
+integers). The tasks whose queries come in several splits (``<split>_queries.jsonl`` with ``<split>_docs.jsonl``, e.g.
+IFEval, MISeD) each have their own corpus per split and are refused with the list of splits.
 """
 from __future__ import annotations
 
@@ -28,13 +28,14 @@ def read(path: Path, task: str) -> Benchmark:
     if not qfile.is_file():
         splits = sorted(p.name[:-len("_queries.jsonl")] for p in path.glob("*_queries.jsonl"))
         if splits:
-            raise DataError(f"{path}: MAIR task {task} has several query splits ({', '.join(splits)}), each with its own "
-                            "corpus; only single-split tasks (queries.jsonl + docs.jsonl) are supported")
+            raise DataError(f"{path}: MAIR task {task} has several query splits ({', '.join(splits)}), each with its "
+                            "own corpus; only single-split tasks (queries.jsonl + docs.jsonl) are supported")
         raise DataError(f"missing file {qfile} (MAIR-Bench/MAIR-Queries, task {task}): download the task's folder of "
                         "MAIR-Bench/MAIR-Queries and of MAIR-Bench/MAIR-Docs into the same folder")
     if not dfile.is_file():
-        raise DataError(f"missing file {dfile}: {path} holds MAIR-Bench/MAIR-Queries' {task}/ but not MAIR-Bench/MAIR-Docs' "
-                        f"{task}/docs.jsonl; download that repository's {task}/ folder into the same folder")
+        raise DataError(f"missing file {dfile}: {path} holds MAIR-Bench/MAIR-Queries' {task}/ but not "
+                        f"MAIR-Bench/MAIR-Docs' {task}/docs.jsonl; download that repository's {task}/ folder into the "
+                        "same folder")
     rows = read_jsonl(qfile, ["qid", "instruction", "query", "labels"])
     qids = pd.Series([str(r["qid"]) for r in rows], dtype=object)
     check_unique(qids, str(qfile), "qid")
@@ -44,7 +45,8 @@ def read(path: Path, task: str) -> Benchmark:
     judged = []
     for n, (qid, r) in enumerate(zip(qids, rows), 1):
         labels = r["labels"]
-        if not isinstance(labels, list) or any(not isinstance(x, dict) or "id" not in x or "score" not in x for x in labels):
+        if not isinstance(labels, list) or any(not isinstance(x, dict) or "id" not in x or "score" not in x
+                                               for x in labels):
             raise DataError(f"{qfile}:{n}: labels of query {qid!r} must be a list of {{id, score}}, got {labels!r}")
         judged += [(qid, x["id"], x["score"]) for x in labels]
     qrels = qrels_frame([j[0] for j in judged], [j[1] for j in judged], [j[2] for j in judged], str(qfile))

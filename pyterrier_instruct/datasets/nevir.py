@@ -54,14 +54,16 @@ def read(path: Path, split: str = "test") -> Benchmark:
     qrels = pd.DataFrame({"qid": pd.Series(qids, dtype=object), "docno": pd.Series(own, dtype=object),
                           "label": pd.Series([1] * len(qids), dtype="int64")})
     cands = pd.DataFrame({"qid": pd.Series([q for q in qids for _ in (1, 2)], dtype=object),
-                          "docno": pd.Series([f"{p}_doc{i}" for p in pairs for _ in VARIANTS for i in (1, 2)], dtype=object)})
-    return Benchmark(topics=topics, qrels=_with_keys(qrels, topics), corpus=MemoryDocStore(docs, file), variants=VARIANTS,
-                     candidates=cands, notes={"layout": "nevir", "split": split, "pairs": len(pairs)})
+                          "docno": pd.Series([f"{p}_doc{i}" for p in pairs for _ in VARIANTS for i in (1, 2)],
+                                             dtype=object)})
+    return Benchmark(topics=topics, qrels=_with_keys(qrels, topics), corpus=MemoryDocStore(docs, file),
+                     variants=VARIANTS, candidates=cands,
+                     notes={"layout": "nevir", "split": split, "pairs": len(pairs)})
 
 
 def read_mteb(path: Path, split: str = "test") -> Benchmark:
     path = Path(path)
-    qfile, rfile, tfile = path / "queries.jsonl", path / "qrels" / f"{split}.jsonl", path / "top_ranked" / f"{split}.jsonl"
+    qfile, rfile, tfile = path / "queries.jsonl", path / "qrels" / f"{split}.jsonl", path / f"top_ranked/{split}.jsonl"
     qrels = read_qrels_jsonl(rfile)
     rows = read_jsonl(qfile, ["_id", "text"])
     texts = {str(r["_id"]): r["text"] for r in rows}
@@ -78,5 +80,6 @@ def read_mteb(path: Path, split: str = "test") -> Benchmark:
     check_known_queries(cands, topics["qid"], str(tfile), str(rfile))
     check_unique(topics["qid"], str(rfile), "query id")
     return Benchmark(topics=topics, qrels=_with_keys(in_topic_order(qrels, topics), topics),
-                     corpus=DocStore(path / "corpus.jsonl"), variants=VARIANTS, candidates=in_topic_order(cands, topics),
+                     corpus=DocStore(path / "corpus.jsonl"), variants=VARIANTS,
+                     candidates=in_topic_order(cands, topics),
                      notes={"layout": "nevir-mteb", "split": split, "pairs": int(topics["base_qid"].nunique())})

@@ -1,4 +1,4 @@
-"""``load``: opens a benchmark by id or folder (re-exported as ``pyterrier_instruct.datasets.load`` and ``pti.load_dataset``)."""
+"""``load``: opens a benchmark by id or folder (as ``pyterrier_instruct.datasets.load`` and ``pti.load_dataset``)."""
 from __future__ import annotations
 
 from typing import Optional
@@ -36,8 +36,8 @@ def load(name: str, path: Optional[str] = None, qrels_mapping: str = "as-named",
         provenance = {"name": os.path.basename(folder), "path": folder}
         if is_stand_in(folder):
             provenance["stand_in"] = True
-        return InstructDataset(os.path.basename(folder), folder, Entry("followir", None, None, "AP@1000", "local", "unknown"),
-                               provenance, qrels_mapping=qrels_mapping)
+        entry = Entry("followir", None, None, "AP@1000", "local", "unknown")
+        return InstructDataset(os.path.basename(folder), folder, entry, provenance, qrels_mapping=qrels_mapping)
     entry = entry_of(name, given)  # an unknown id fails now, with the closest known ids
     if path is None and entry.repo_id is not None:  # located on first use, as ir_datasets.load
         return InstructDataset(name, None, entry, qrels_mapping=qrels_mapping, download=download)

@@ -1,4 +1,4 @@
-"""``pt.get_dataset('instruct:<name>')``: the PyTerrier dataset provider (entry point ``pyterrier.dataset_provider``)."""
+"""``pt.get_dataset('instruct:<name>')``: PyTerrier's dataset provider (entry point ``pyterrier.dataset_provider``)."""
 from __future__ import annotations
 
 from typing import Iterable

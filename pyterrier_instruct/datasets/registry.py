@@ -1,5 +1,5 @@
-"""Every dataset id the plugin serves (``instruct/<family>/<name>`` in ir_datasets): where its files come from (hub repository, pinned
-revision), which layout reader opens them, the benchmark's standard measure and its published size.
+"""Every dataset id the plugin serves (``instruct/<family>/<name>`` in ir_datasets): where its files come from (hub
+repository, pinned revision), which layout reader opens them, the benchmark's standard measure and its published size.
 
 Plain data, no heavy imports: the ir_datasets registration and the PyTerrier provider both read it.
 """
@@ -17,13 +17,14 @@ FULL_RETRIEVAL = frozenset({"ifir", "instructir", "beir", "bright", "mair", "lim
 
 
 _FOLLOWIR_FILES = ("corpus.jsonl", "queries.jsonl", "qrels_og/*", "qrels_changed/*", "top_ranked.jsonl", "README.md")
-_MTEB_FILES = ("corpus/*", "queries/*", "instruction/*", "data/*", "qrels/*", "default/*", "top_ranked/*", "qrel_diff/*",
-               "README.md")
+_MTEB_FILES = ("corpus/*", "queries/*", "instruction/*", "data/*", "qrels/*", "default/*", "top_ranked/*",
+               "qrel_diff/*", "README.md")
 _INFOSEARCH_FILES = ("corpus.jsonl", "queries.jsonl", "qrels_og/*", "qrels_changed/*", "qrels_reversed/*",
                      "empty_scores.json", "README.md")
 
 DATASETS: Dict[str, Entry] = {
-    "instruct-mini": Entry("bundled", None, None, "AP@1000", "10 queries × 2 variants, 280 docs, 28 candidates per query",
+    "instruct-mini": Entry("bundled", None, None, "AP@1000",
+                           "10 queries × 2 variants, 280 docs, 28 candidates per query",
                            "CC-BY-4.0 (written for this package)"),
     "infosearch-mini": Entry("infosearch", None, None, "nDCG@10",
                              "12 instances × 3 modes (format dimension), 20 docs, 5 candidates per instance",
@@ -41,14 +42,15 @@ _FOLLOWIR = {  # name: (original repo rev, mteb repo rev, measure, size, mteb si
 for _n, (_rev, _mrev, _m, _size) in _FOLLOWIR.items():
     DATASETS[f"followir/{_n}"] = Entry("followir", f"jhu-clsp/{_n}-instructions", _rev, _m, _size, "MIT",
                                        allow=_FOLLOWIR_FILES)
-    DATASETS[f"followir/{_n}/mteb"] = Entry("followir-mteb", f"jhu-clsp/{_n}-instructions-mteb", _mrev, _m, _size, "MIT",
-                                            allow=_MTEB_FILES)
+    DATASETS[f"followir/{_n}/mteb"] = Entry("followir-mteb", f"jhu-clsp/{_n}-instructions-mteb", _mrev, _m, _size,
+                                            "MIT", allow=_MTEB_FILES)
 
 for _lang, _rows, _docs in (("fas", 80, "41,189"), ("rus", 80, "39,326"), ("zho", 86, "41,120")):
     DATASETS[f"mfollowir/{_lang}"] = Entry(
         "mfollowir", "jhu-clsp/mFollowIR-parquet-mteb", "09eecbe45c54b4a6dfb8e68e345cae77337768e2", "nDCG@20",
         f"{_rows} query rows (og + changed), ≈{_docs} docs, 1,000 candidates per query", "ODC-By", lang=_lang,
-        allow=tuple(f"{c}-{_lang}/*" for c in ("corpus", "queries", "instruction", "default", "top_ranked", "qrel_diff"))
+        allow=tuple(f"{c}-{_lang}/*" for c in ("corpus", "queries", "instruction", "default", "top_ranked",
+                                               "qrel_diff"))
         + ("README.md",))
 
 DATASETS["instructir"] = Entry(
@@ -67,9 +69,9 @@ for _dim, _repo, _rev, _n in (
     DATASETS[f"infosearch/{_dim}"] = Entry("infosearch", f"jianqunZ/{_repo}", _rev, "nDCG@10", _n, "not declared",
                                            allow=_INFOSEARCH_FILES)
 
-for _s, _q, _docs, _levels in (("fiqa", 1718, "57,638", 3), ("scifact_open", 152, "500,000", 3), ("nfcorpus", 86, "3,633", 1),
-                               ("aila", 85, "2,914", 3), ("fire", 168, "1,745", 1), ("pm", 172, "241,006", 3),
-                               ("cds", 43, "633,955", 1)):
+for _s, _q, _docs, _levels in (("fiqa", 1718, "57,638", 3), ("scifact_open", 152, "500,000", 3),
+                               ("nfcorpus", 86, "3,633", 1), ("aila", 85, "2,914", 3), ("fire", 168, "1,745", 1),
+                               ("pm", 172, "241,006", 3), ("cds", 43, "633,955", 1)):
     DATASETS[f"ifir/{_s}"] = Entry(
         "ifir", "songtingyu/IFIR", None, "nDCG@20",
         f"{_q:,} instruction queries ({'levels 1–3' if _levels == 3 else 'level 1'}) + level 0, {_docs} docs", "MIT",
@@ -112,7 +114,7 @@ DATASETS.update(_benchmarks_2026())
 
 
 def qrels_repo(entry: Entry) -> Optional[str]:
-    """BEIR keeps the qrels in a second hub repository, ``BeIR/<name>-qrels`` (``test.tsv``, ``dev.tsv``, ``train.tsv``)."""
+    """BEIR keeps the qrels in a second repository, ``BeIR/<name>-qrels`` (``test.tsv``, ``dev.tsv``, ``train.tsv``)."""
     return f"{entry.repo_id}-qrels" if entry.family == "beir" and entry.repo_id else None
 
 

@@ -36,7 +36,7 @@ def cache_root() -> Path:
 
 def cache_dir(entry: Entry) -> Path:
     folder = cache_root() / f"{entry.repo_id}@{entry.revision or 'main'}"
-    return folder / entry.task if companion(entry) else folder  # MAIR: one folder per task (each downloads its own files)
+    return folder / entry.task if companion(entry) else folder  # MAIR: a folder per task (each downloads its own files)
 
 
 def _with_subdir(folder: Path, entry: Entry) -> Path:

@@ -1,5 +1,5 @@
-"""``BiEncoder``: one configurable instruction-aware bi-encoder, itself a PyTerrier transformer (its explicit stages are in
-:mod:`.stages`, its model families in :mod:`.families`).
+"""``BiEncoder``: one configurable instruction-aware bi-encoder, itself a PyTerrier transformer (its explicit stages are
+in :mod:`.stages`, its model families in :mod:`.families`).
 
 Like pyterrier_dr's ``BiEncoder`` (``biencoder.py``, ``transform`` dispatching on the input columns), one object does
 whatever its input asks for: a result frame with ``query`` and the document text is reranked (``R → R``, the
@@ -7,9 +7,9 @@ whatever its input asks for: a result frame with ``query`` and the document text
 a document frame gets ``doc_vec`` (``D → D``, :meth:`~BiEncoder.doc_encoder`). So ``ds.candidates() >> model`` reranks,
 ``model >> pyterrier_dr.FlexIndex(path).indexer()`` indexes and ``model >> FlexIndex(path).np_retriever()`` retrieves.
 
-The query side reads the instruction: ``query_template`` filled with the composed query+instruction (``query_slot``, a rule
-of :mod:`pyterrier_instruct.instructions`); the passage side ``passage_template`` filled with the document. Strings are
-encoded by :class:`.encoder.Embedder` (loaded on first non-empty use). Queries are deduplicated on the final string
+The query side reads the instruction: ``query_template`` filled with the composed query+instruction (``query_slot``, a
+rule of :mod:`pyterrier_instruct.instructions`); the passage side ``passage_template`` filled with the document. Strings
+are encoded by :class:`.encoder.Embedder` (loaded on first non-empty use). Queries are deduplicated on the final string
 (so different instructions never share a vector); passage vectors are cached per exact passage string
 (:class:`.cache.DocCache`, on disk a :class:`.cache.VectorCache`). ``stats`` counts forward passes and encoded strings.
 """
@@ -42,8 +42,8 @@ class BiEncoder(InstructReranker):
     """An instruction-aware bi-encoder: configuration, encoding, caches, and the PyTerrier stages built on them.
 
     As a transformer it dispatches on its input (pyterrier_dr's ``BiEncoder.transform``): ``R → R`` reranks (every
-    column kept, the first-stage ``score`` kept as ``score_0``, new ``score`` and ``rank``), ``Q → Q`` adds ``query_vec``,
-    ``D → D`` adds ``doc_vec``; an empty input gives the correctly shaped empty output without loading the model.
+    column kept, the first-stage ``score`` kept as ``score_0``, new ``score`` and ``rank``), ``Q → Q`` adds
+    ``query_vec``, ``D → D`` adds ``doc_vec``; an empty input gives the shaped empty output without loading the model.
 
     Args:
         model_name_or_path: hub id or local folder; a LoRA adapter (``adapter_config.json``) is merged into its base.
@@ -63,18 +63,19 @@ class BiEncoder(InstructReranker):
     def __init__(self, model_name_or_path: str, *, base_model: Optional[str] = None, query_template: str = "{query}",
                  passage_template: str = "{doc}", query_slot: QuerySlot = QuerySlot(), instruction: str = "",
                  pooling: str = "mean", normalize: bool = True, max_length: Optional[int] = 512,
-                 query_max_length: Optional[int] = None, passage_max_length: Optional[int] = None, padding_side: str = "right",
-                 add_special_tokens: bool = True, strip: bool = True, batch_size: Optional[int] = None, device: Optional[str] = None,
-                 dtype="auto", text_field: str = "text", title_field: Optional[str] = "title", doc_cache: bool = True,
-                 cache_dir: Optional[str] = None, verbose: bool = True):
+                 query_max_length: Optional[int] = None, passage_max_length: Optional[int] = None,
+                 padding_side: str = "right", add_special_tokens: bool = True, strip: bool = True,
+                 batch_size: Optional[int] = None, device: Optional[str] = None, dtype="auto", text_field: str = "text",
+                 title_field: Optional[str] = "title", doc_cache: bool = True, cache_dir: Optional[str] = None,
+                 verbose: bool = True):
         if pooling not in POOLINGS:
             raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
         if padding_side not in PADDING_SIDES:
             raise ValueError(f"padding_side must be one of {PADDING_SIDES}, got {padding_side!r}")
         query_slot = query_slot_arg(query_slot, type(self).__name__)
         if query_slot.composer not in COMPOSERS and "{instruction}" not in query_slot.composer:
-            raise ValueError(f"{type(self).__name__}: composer must be one of {sorted(COMPOSERS)} or a template with {{query}} and "
-                             f"{{instruction}}, got {query_slot.composer!r}")
+            raise ValueError(f"{type(self).__name__}: composer must be one of {sorted(COMPOSERS)} or a template with "
+                             f"{{query}} and {{instruction}}, got {query_slot.composer!r}")
         for n in (max_length, query_max_length, passage_max_length):
             if n is not None and int(n) < 2:
                 raise ValueError(f"token limits must be at least 2, got {n!r}")
@@ -86,7 +87,8 @@ class BiEncoder(InstructReranker):
         self.passage_template = T.check(passage_template, ("title", "text", "doc"), "passage_template")
         self.query_slot, self.instruction = query_slot, instruction
         self.pooling, self.normalize, self.padding_side = pooling, bool(normalize), padding_side
-        self.max_length, self.query_max_length, self.passage_max_length = max_length, query_max_length, passage_max_length
+        self.max_length = max_length
+        self.query_max_length, self.passage_max_length = query_max_length, passage_max_length
         self.add_special_tokens, self.strip, self.batch_size = bool(add_special_tokens), bool(strip), batch_size
         self.device, self.dtype, self.text_field, self.title_field = device, dtype, text_field, title_field
         self.doc_cache, self.cache_dir, self.verbose = bool(doc_cache), cache_dir, verbose
@@ -135,7 +137,8 @@ class BiEncoder(InstructReranker):
     def doc_key(self) -> str:
         """Everything a passage vector depends on: an index or on-disk cache records it and refuses another."""
         keys = ("base_model", "passage_template", "pooling", "normalize", "max_length", "passage_max_length",
-                "add_special_tokens", "strip", "dtype", "padding_side", "title_field")  # padding moves absolute positions
+                # padding moves absolute positions
+                "add_special_tokens", "strip", "dtype", "padding_side", "title_field")
         return repr((self.model_name_or_path,) + tuple(getattr(self, k) for k in keys))
 
     def revision(self) -> Optional[str]:
@@ -165,8 +168,9 @@ class BiEncoder(InstructReranker):
         check_text(df, [self.text_field], type(self).__name__)
         text = df[self.text_field].fillna("").astype(str)
         has_title = bool(self.title_field) and self.title_field in df.columns
-        title = df[self.title_field].fillna("").astype(str) if has_title else pd.Series("", index=df.index, dtype=object)
-        docs = (title + " " + text).str.strip() if has_title else text  # mteb's document text: (title + " " + text).strip()
+        empty = pd.Series("", index=df.index, dtype=object)
+        title = df[self.title_field].fillna("").astype(str) if has_title else empty
+        docs = (title + " " + text).str.strip() if has_title else text  # mteb's text: (title + " " + text).strip()
         return np.array([self._finish(T.fill(self.passage_template, title=a.strip(), text=b.strip(), doc=d))
                          for a, b, d in zip(title, text, docs)], dtype=object)
 
@@ -231,7 +235,7 @@ class BiEncoder(InstructReranker):
     def _doc_store(self) -> DocCache:
         if self._cache is None:
             revision = self.revision() if self.cache_dir is not None else None
-            if self.cache_dir is not None and revision is None:  # a hub model not downloaded yet: fetch it to know its revision
+            if self.cache_dir is not None and revision is None:  # a hub model not downloaded yet: fetch its revision
                 self.embedder()
                 revision = self.revision() or "unresolved"
             store = None if self.cache_dir is None else VectorCache(self.cache_dir)
@@ -250,13 +254,13 @@ class BiEncoder(InstructReranker):
         return built_by(DocEncoder(self), self, "doc_encoder")
 
     def scorer(self):
-        """``R → R``: reranks a candidate frame (``qid, query, [instruction,] docno, text``) by the vectors' dot product."""
+        """``R → R``: reranks candidates (``qid, query, [instruction,] docno, text``) by the vectors' dot product."""
         from .stages import DenseScorer, built_by
         return built_by(DenseScorer(self), self, "scorer")
 
     def indexer(self, path: Optional[str] = None, **kwargs):
-        """An :class:`.index.EmbeddingIndexer` over ``{docno, text[, title]}`` dicts (``overwrite``, ``chunk_size``); for
-        pyterrier-dr's FlexIndex write ``model >> pyterrier_dr.FlexIndex(path).indexer()``."""
+        """An :class:`.index.EmbeddingIndexer` over ``{docno, text[, title]}`` dicts (``overwrite``, ``chunk_size``);
+        for pyterrier-dr's FlexIndex write ``model >> pyterrier_dr.FlexIndex(path).indexer()``."""
         from .index import EmbeddingIndexer
         return EmbeddingIndexer(self, path, **kwargs)
 
@@ -265,15 +269,18 @@ class BiEncoder(InstructReranker):
         return self.indexer(path, **kwargs).index(corpus_iter)
 
     def retriever(self, index=None, num_results: int = 1000, corpus=None):
-        """``Q → R``: exact inner-product top-``num_results`` over an :class:`.index.EmbeddingIndex` (or its path). ``corpus``:
-        a callable returning ``{docno, text[, title]}`` dicts (e.g. ``dataset.get_corpus_iter``) from which an index not
-        built yet (in memory when ``index`` is None) is built on the first non-empty call, reading vectors already in
-        the document cache. For pyterrier-dr's FlexIndex write ``model >> pyterrier_dr.FlexIndex(path).np_retriever()``."""
+        """``Q → R``: exact inner-product top-``num_results`` over an :class:`.index.EmbeddingIndex` (or its path).
+        ``corpus``: a callable returning ``{docno, text[, title]}`` dicts (e.g. ``dataset.get_corpus_iter``) from which
+        an index not built yet (in memory when ``index`` is None) is built on the first non-empty call, reading vectors
+        already in the document cache. For pyterrier-dr's FlexIndex write ``model >>
+        pyterrier_dr.FlexIndex(path).np_retriever()``."""
         from .index import EmbeddingIndex
         from .stages import DenseRetriever, built_by
         if index is None and corpus is None:
-            raise ValueError("retriever needs an index (an EmbeddingIndex or its path), or corpus= a callable returning the documents")
-        stage = DenseRetriever(self, index if isinstance(index, EmbeddingIndex) else EmbeddingIndex(index), num_results, corpus)
+            raise ValueError("retriever needs an index (an EmbeddingIndex or its path), or corpus= a callable "
+                             "returning the documents")
+        stage = DenseRetriever(self, index if isinstance(index, EmbeddingIndex) else EmbeddingIndex(index), num_results,
+                               corpus)
         given = {"num_results": num_results} if num_results != 1000 else {}
         given.update({"corpus": corpus} if corpus is not None else {})
         return built_by(stage, self, "retriever", *(() if index is None else (index,)), **given)

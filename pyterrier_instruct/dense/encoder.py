@@ -52,8 +52,8 @@ def merge_adapter(model, name: str):
 
 
 def load_encoder(path: str, base_model: Optional[str], device: str, torch_dtype):
-    """(model, tokenizer): ``AutoModel`` (no head) from ``path``; for a LoRA adapter the base model (``base_model`` or the
-    adapter's ``base_model_name_or_path``) with the adapter merged (``merge_and_unload``) and the base's tokenizer."""
+    """(model, tokenizer): ``AutoModel`` (no head) from ``path``; for a LoRA adapter the base model (``base_model`` or
+    the adapter's ``base_model_name_or_path``) with the adapter merged (``merge_and_unload``), the base's tokenizer."""
     transformers = require("transformers", "hf")
     with loading(path):  # weights not there: ModelNotFoundError with the fixes
         base = adapter_base(model_path(path))
@@ -86,10 +86,12 @@ class Embedder:
     """A loaded model and tokenizer: strings → float32 vectors. Created by a BiEncoder on first non-empty use."""
 
     def __init__(self, model_name_or_path: str, *, base_model: Optional[str], pooling: str, normalize: bool,
-                 padding_side: str, add_special_tokens: bool, batch_size: Optional[int], device: Optional[str], dtype, stats):
+                 padding_side: str, add_special_tokens: bool, batch_size: Optional[int], device: Optional[str], dtype,
+                 stats):
         _, self._device, torch_dtype = hf_setup(device, dtype)
         self.model_name_or_path, self.pooling, self.normalize = model_name_or_path, pooling, normalize
-        self.padding_side, self.add_special_tokens, self.batch_size, self.stats = padding_side, add_special_tokens, batch_size, stats
+        self.padding_side, self.add_special_tokens = padding_side, add_special_tokens
+        self.batch_size, self.stats = batch_size, stats
         self.model, self.tokenizer = load_encoder(model_name_or_path, base_model, self._device, torch_dtype)
         self.dim = int(self.model.config.hidden_size)
         limit = getattr(self.tokenizer, "model_max_length", None)

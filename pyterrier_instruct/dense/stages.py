@@ -85,7 +85,8 @@ class DenseRetriever(_Stage):
             v.query_frame(extra_columns=["query"], mode="query")
         queries = inp.drop(columns=["docno", "score", "rank", "query_vec"], errors="ignore").reset_index(drop=True)
         if len(queries) == 0:
-            return queries.assign(docno=pd.Series(dtype=object), score=pd.Series(dtype="float64"), rank=pd.Series(dtype="int64"))
+            return queries.assign(docno=pd.Series(dtype=object), score=pd.Series(dtype="float64"),
+                                  rank=pd.Series(dtype="int64"))
         if not self.index.built() and self.corpus is not None:
             try:
                 self.index = self.model.index(self.corpus(), self.index.path)

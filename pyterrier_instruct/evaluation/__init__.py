@@ -9,8 +9,8 @@
   scores, backends; judgements kept in a :class:`~pyterrier_instruct.calls.CallStore`); the judge's arithmetic is
   :mod:`.scoring`, INSTFOL's :mod:`pyterrier_instruct.measures.instfol`.
 - InF-IR Table 2 (FollowIR, MAIR DD/FR, BRIGHT): :func:`inf_ir_report`.
-- Across benchmarks: :func:`suite` (one leaderboard, :mod:`.leaderboard`); how much a ranking depends on its instruction:
-  :func:`sensitivity` (:mod:`.perturbation`).
+- Across benchmarks: :func:`suite` (one leaderboard, :mod:`.leaderboard`); how much a ranking depends on its
+  instruction: :func:`sensitivity` (:mod:`.perturbation`).
 - Shared: :func:`with_paper` (published numbers and Δ beside ours; none beside stand-ins), :func:`label_stand_ins`
   (``[stand-in]`` on the rows of a ``pt.Experiment`` computed with stand-in weights or data), :func:`to_markdown`,
   :func:`plot_report`,
@@ -30,7 +30,8 @@ from .inf_ir import inf_ir_report
 from .leaderboard import suite
 from .perturbation import PERTURBATIONS, Perturb, kendall_tau, plot_sensitivity, rbo, sensitivity
 
-__all__ = ["followir_experiment", "followir_measures", "followir_report", "followir_table",
-           "plot_per_query_pmrr", "infosearch_report", "infosearch_measures", "instructir_report", "ifir_report", "inf_ir_report",
+__all__ = ["followir_experiment", "followir_measures", "followir_report", "followir_table", "plot_per_query_pmrr",
+           "infosearch_report", "infosearch_measures", "instructir_report", "ifir_report", "inf_ir_report",
            "prompt_study_report", "with_paper", "to_markdown", "PerDataset", "SavedRun", "plot_report", "build_table",
-           "instfol", "doc_texts", "IFIRJudge", "Judgement", "JudgeItem", "weighted_judge_score", "suite", "sensitivity", "PERTURBATIONS", "Perturb", "plot_sensitivity", "rbo", "kendall_tau", "label_stand_ins"]
+           "instfol", "doc_texts", "IFIRJudge", "Judgement", "JudgeItem", "weighted_judge_score", "suite",
+           "sensitivity", "PERTURBATIONS", "Perturb", "plot_sensitivity", "rbo", "kendall_tau", "label_stand_ins"]

@@ -114,8 +114,8 @@ def system_names(systems, names: Optional[Sequence[str]]):
 
 class PerDataset(dict):
     """Systems that differ per dataset, e.g. each reranking its own dataset's candidates: ``{dataset key: systems}``
-    (each a list with ``names=``, or ``{name: system}``; the same names for every dataset). Pass it as the ``systems`` of
-    a report over several datasets."""
+    (each a list with ``names=``, or ``{name: system}``; the same names for every dataset). Pass it as the ``systems``
+    of a report over several datasets."""
 
 
 def systems_per_dataset(systems, names: Optional[Sequence[str]], keys: Sequence[str]):
@@ -170,7 +170,7 @@ def build_table(long: pd.DataFrame, benchmark: str, *, models: Sequence[str], se
         avg = avg.groupby(["model", "measure"], sort=False)["value"].mean().reset_index().assign(dataset="average")
         long = pd.concat([long, avg[long.columns]], ignore_index=True)
     factor = [1.0 if str(m).startswith(tuple(unscaled)) else scale for m in long["measure"]]
-    long["shown"] = (long["value"] * factor).round(decimals) + 0.0  # + 0.0: a value rounded to -0.0 is 0.0 in every output
+    long["shown"] = (long["value"] * factor).round(decimals) + 0.0  # + 0.0: a value rounded to -0.0 is 0.0 everywhere
     keys = list(dict.fromkeys(zip(long["dataset"], long["measure"])))
     columns = {(f"Avg {m}" if d == "average" else f"{d} {m}"): (d, m) for d, m in keys}
     table = pd.DataFrame({"Model": list(models)})
@@ -184,7 +184,8 @@ def build_table(long: pd.DataFrame, benchmark: str, *, models: Sequence[str], se
     return table
 
 
-def with_paper(table: pd.DataFrame, models: Mapping[str, str], paper: Optional[str] = None, strict: bool = True) -> pd.DataFrame:
+def with_paper(table: pd.DataFrame, models: Mapping[str, str], paper: Optional[str] = None,
+               strict: bool = True) -> pd.DataFrame:
     """Places the published numbers beside ours: below each mapped system a ``paper: <model>`` row and a
     ``Δ`` row (ours − paper), on the table's scale. ``attrs["paper_rows"]``: the systems that got them.
 
@@ -218,7 +219,8 @@ def with_paper(table: pd.DataFrame, models: Mapping[str, str], paper: Optional[s
         published = numbers[numbers["model"] == name]
         if len(published) == 0 and strict:
             raise ValueError(f"with_paper: no published {benchmark} numbers for model {name!r}")
-        covered = {p: sum((d, m) in cells for d, m in zip(g["dataset"], g["measure"])) for p, g in published.groupby("paper", sort=False)}
+        covered = {p: sum((d, m) in cells for d, m in zip(g["dataset"], g["measure"]))
+                   for p, g in published.groupby("paper", sort=False)}
         if not covered or (not strict and max(covered.values()) == 0):
             continue
         published = published[published["paper"] == max(covered, key=covered.get)]  # most cells; the first on ties

@@ -1,5 +1,5 @@
-"""Promptriever's BEIR prompt study (Table 3; protocol Promptriever §4.3): per dataset, the measure with no prompt, with the
-prompt selected on a dev sample, and with the best prompt on the test queries (an oracle: test-set leakage, reported
+"""Promptriever's BEIR prompt study (Table 3; protocol Promptriever §4.3): per dataset, the measure with no prompt, with
+the prompt selected on a dev sample, and with the best prompt on the test queries (an oracle: test-set leakage, reported
 separately). A prompt is applied to every query exactly like an instruction (the ``instruction`` column).
 """
 from __future__ import annotations
@@ -14,9 +14,10 @@ from ..prompts import BEIR_PROMPTS
 from ._report import as_datasets, build_table, systems_per_dataset
 
 
-def prompt_study_report(systems, datasets, dev: Optional[Mapping[str, object]] = None, names: Optional[Sequence[str]] = None,
-                        *, prompts: Sequence[str] = BEIR_PROMPTS, measure: str = "nDCG@10", sample: Optional[int] = 10,
-                        seed: int = 0, ignore_identical_ids: bool = True, verbose: bool = True) -> pd.DataFrame:
+def prompt_study_report(systems, datasets, dev: Optional[Mapping[str, object]] = None,
+                        names: Optional[Sequence[str]] = None, *, prompts: Sequence[str] = BEIR_PROMPTS,
+                        measure: str = "nDCG@10", sample: Optional[int] = 10, seed: int = 0,
+                        ignore_identical_ids: bool = True, verbose: bool = True) -> pd.DataFrame:
     """``Model | <dataset> nDCG@10/none | …/selected | …/best | Avg …`` (×100, one decimal).
 
     Args:
@@ -29,7 +30,8 @@ def prompt_study_report(systems, datasets, dev: Optional[Mapping[str, object]] =
         ignore_identical_ids: drop a retrieved document whose id is the query's, as BEIR's evaluator does by default.
         verbose: the prompt-selection progress bar.
 
-    ``table.attrs["prompts"]``: every prompt's value per system and dataset (``model, dataset, prompt, text, test, dev``).
+    ``table.attrs["prompts"]``: every prompt's value per system and dataset (``model, dataset, prompt, text, test,
+    dev``).
     """
     from ..dense.selection import evaluate, select_prompt
     prompts = list(prompts)
@@ -59,7 +61,7 @@ def prompt_study_report(systems, datasets, dev: Optional[Mapping[str, object]] =
                 rows.append((name, key, f"{measure}/selected", test[sel.selected]))
             rows.append((name, key, f"{measure}/best", test[int(np.argmax(test))]))
             per_prompt += [(name, key, i + 1, p, t, d) for i, (p, t, d) in enumerate(zip(prompts, test, dev_values))]
-    long = pd.DataFrame(rows, columns=["model", "dataset", "measure", "value"])  # columns in order: none, selected, best
+    long = pd.DataFrame(rows, columns=["model", "dataset", "measure", "value"])  # in order: none, selected, best
     cells = [f"{measure}/{s}" for s in ("none", "selected", "best")]
     settings = {"measure": measure, "prompts": len(prompts), "dev sample": sample, "seed": seed,
                 "selection": "dev argmax, lowest prompt on ties", "ignore_identical_ids": ignore_identical_ids}

@@ -85,8 +85,8 @@ def followir_table(results: Dict[str, Tuple[object, pd.DataFrame]], ties: str = 
 
 
 def followir_report(systems, datasets, names: Optional[Sequence[str]] = None, *, ties: str = "docno") -> pd.DataFrame:
-    """FollowIR Table 2 for ``systems`` on ``datasets`` (``{key: dataset}``, e.g. robust04/news21/core17, or one dataset);
-    a :class:`PerDataset` gives each dataset its own systems (e.g. ``ds.candidates() >> reranker``).
+    """FollowIR Table 2 for ``systems`` on ``datasets`` (``{key: dataset}``, e.g. robust04/news21/core17, or one
+    dataset); a :class:`PerDataset` gives each dataset its own systems (e.g. ``ds.candidates() >> reranker``).
 
     Per dataset one ``pt.Experiment`` (:func:`followir_experiment`): the standard measure on the og run
     against the og qrels, p-MRR on og vs changed; then :func:`followir_table`.
@@ -102,10 +102,10 @@ def plot_per_query_pmrr(perquery: pd.DataFrame, path: Optional[str] = None, titl
     """A grouped bar chart of per-query p-MRR (×100), one series per system; ``perquery`` is pt.Experiment's long
     per-query frame (``name, qid, measure, value``). Saved to ``path`` when given; returns the (closed) figure.
 
-    Series follow ``names`` (default: the order in which ``perquery`` lists the systems, i.e. the table's), in the bars and
-    in the legend. A last group, ``mean``, has one diamond per system at its mean over queries, with the value. A series
-    that is 0 for every query draws no visible bars: it gets hollow circles on the zero line and ``(all 0)`` in its legend
-    entry. Markers carry ``gid`` ``"mean:<system>"`` and ``"all 0:<system>"``.
+    Series follow ``names`` (default: the order in which ``perquery`` lists the systems, i.e. the table's), in the bars
+    and in the legend. A last group, ``mean``, has one diamond per system at its mean over queries, with the value. A
+    series that is 0 for every query draws no visible bars: it gets hollow circles on the zero line and ``(all 0)`` in
+    its legend entry. Markers carry ``gid`` ``"mean:<system>"`` and ``"all 0:<system>"``.
     """
     import matplotlib
     matplotlib.use("Agg")
@@ -133,7 +133,7 @@ def plot_per_query_pmrr(perquery: pd.DataFrame, path: Optional[str] = None, titl
                 gid=f"mean:{name}")
         if mean == mean:
             ax.annotate(f"{round(mean, 1) + 0.0:+.1f}", (len(wide) + offset, mean), textcoords="offset points",
-                        xytext=(0, 6 + 9 * (i % 2)), ha="center", fontsize="x-small")  # staggered: neighbours may be equal
+                        xytext=(0, 6 + 9 * (i % 2)), ha="center", fontsize="x-small")  # staggered: equal neighbours
     ax.axhline(0, color="black", linewidth=0.8)
     ax.axvline(len(wide) - 0.5, color="grey", linewidth=0.6, linestyle=":")
     ax.set_xticks(np.arange(len(wide) + 1))

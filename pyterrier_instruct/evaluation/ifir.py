@@ -56,7 +56,8 @@ def ifir_report(systems, datasets, names: Optional[Sequence[str]] = None, *, k: 
             res0 = None
             if origin:  # the level-0 ranking of a query, copied under each of its judged level qids
                 res0 = system(topics[_level(topics["qid"]) == "0"])
-                levels_of = pd.DataFrame({"base": _base(qrels["qid"]), "qid": qrels["qid"].astype(str)}).drop_duplicates()
+                levels_of = pd.DataFrame({"base": _base(qrels["qid"]), "qid": qrels["qid"].astype(str)})
+                levels_of = levels_of.drop_duplicates()
                 runs[f"{name} (origin)"] = (res0.assign(base=_base(res0["qid"])).drop(columns="qid")
                                             .merge(levels_of, on="base").drop(columns="base"))
             for run_name, run in runs.items():
@@ -72,11 +73,12 @@ def ifir_report(systems, datasets, names: Optional[Sequence[str]] = None, *, k: 
     settings = {"nDCG": norm, "ties": ties, "k": k}
     provenance = {key: dict(getattr(ds, "provenance", {}) or {}) for key, ds in datasets.items()}
     if judge is None:
-        return build_table(long, "ifir", models=models, settings=settings, provenance=provenance, average=average, scale=1.0, decimals=2)
+        return build_table(long, "ifir", models=models, settings=settings, provenance=provenance, average=average,
+                           scale=1.0, decimals=2)
     average[f"INSTFOL@{k}"] = f"INSTFOL@{k}"
     settings.update({f"INSTFOL {name}": value for name, value in judge.settings().items()})
-    table = build_table(long, "ifir", models=models, settings=settings, provenance=provenance, average=average, scale=100.0,
-                        decimals=2, unscaled=("nDCG@", "MRR@") + tuple(UNSCALED_PREFIXES))
+    table = build_table(long, "ifir", models=models, settings=settings, provenance=provenance, average=average,
+                        scale=100.0, decimals=2, unscaled=("nDCG@", "MRR@") + tuple(UNSCALED_PREFIXES))
     combined = combine_instfol([r for _, r in judged])
     table.attrs["instfol"] = pd.concat([r.per_query.assign(model=n) for n, r in judged], ignore_index=True)
     table.attrs["instfol_judge"] = dict(combined.judge)
@@ -98,14 +100,17 @@ def _instfol_rows(result, name, key, k, levels):
     value = float(result.per_dataset.iloc[0]) if len(result.per_dataset) else float("nan")
     out = [(name, key, f"INSTFOL@{k}", value)]
     if levels:
-        out += [(name, key, f"INSTFOL@{k}/level{lv}", float(v)) for lv, v in zip(result.per_level["level"], result.per_level["instfol"])]
+        out += [(name, key, f"INSTFOL@{k}/level{lv}", float(v))
+                for lv, v in zip(result.per_level["level"], result.per_level["instfol"])]
     return out
 
 
 def _rows(run, qrels, measures, key, name, levels):
-    q = qrels.rename(columns={"qid": "query_id", "docno": "doc_id", "label": "relevance"})[["query_id", "doc_id", "relevance"]]
+    q = qrels.rename(columns={"qid": "query_id", "docno": "doc_id", "label": "relevance"})
+    q = q[["query_id", "doc_id", "relevance"]]
     r = run.rename(columns={"qid": "query_id", "docno": "doc_id"})[["query_id", "doc_id", "score"]]
-    per = pd.DataFrame([(m.query_id, measures[m.measure], m.value) for m in ir_measures.iter_calc(list(measures), q, r)],
+    per = pd.DataFrame([(m.query_id, measures[m.measure], m.value)
+                        for m in ir_measures.iter_calc(list(measures), q, r)],
                        columns=["qid", "measure", "value"])
     out = [(name, key, m, float(v)) for m, v in per.groupby("measure", sort=False)["value"].mean().items()]
     if levels:

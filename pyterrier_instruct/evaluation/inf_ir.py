@@ -3,8 +3,8 @@ TREC Dynamic Domain and Fair Ranking tasks (nDCG@10 each) and BRIGHT (nDCG@10 av
 documents), one row per system.
 
 Each part is scored as its benchmark's official code does: FollowIR through :func:`~.followir.followir_report`; MAIR and
-BRIGHT by ``pt.Experiment`` with nDCG@10 against the dataset's qrels; each BRIGHT system ends with ``ds.exclude()``, which
-removes each query's ``excluded_ids`` from its ranking before scoring, as BRIGHT's ``run.py`` does
+BRIGHT by ``pt.Experiment`` with nDCG@10 against the dataset's qrels; each BRIGHT system ends with ``ds.exclude()``,
+which removes each query's ``excluded_ids`` from its ranking before scoring, as BRIGHT's ``run.py`` does
 (:mod:`pyterrier_instruct.datasets.exclusion`).
 """
 from __future__ import annotations
@@ -28,16 +28,18 @@ def part_of(dataset) -> str:
     for part, families in PARTS.items():
         if family in families:
             return part
-    raise ValueError(f"inf_ir_report: {getattr(dataset, 'name', dataset)!r} (family {family!r}) is not a FollowIR, MAIR or "
-                     "BRIGHT dataset")
+    raise ValueError(f"inf_ir_report: {getattr(dataset, 'name', dataset)!r} (family {family!r}) is not a FollowIR, "
+                     "MAIR or BRIGHT dataset")
 
 
 def inf_ir_report(systems, datasets, names: Optional[Sequence[str]] = None, *, ties: str = "docno") -> pd.DataFrame:
-    """``Model | <followir> MAP@1000 / nDCG@5, p-MRR | Avg Score | Avg p-MRR | <mair> nDCG@10 | BRIGHT avg nDCG@10`` (×100).
+    """``Model | <followir> MAP@1000 / nDCG@5, p-MRR | Avg Score | Avg p-MRR | <mair> nDCG@10 | BRIGHT avg nDCG@10``
+    (×100).
 
     Args:
-        systems: per dataset, ``Q → R`` systems: FollowIR ones rerank the candidates (``ds.candidates() >> model.scorer()``),
-            MAIR and BRIGHT ones retrieve from the corpus; a :class:`PerDataset` (or the same systems for all).
+        systems: per dataset, ``Q → R`` systems: FollowIR ones rerank the candidates (``ds.candidates() >>
+            model.scorer()``), MAIR and BRIGHT ones retrieve from the corpus; a :class:`PerDataset` (or the same systems
+            for all).
         datasets: ``{key: dataset}``, keys as the paper's columns (``robust04``, ``dd15``, BRIGHT task keys, …).
         ties: p-MRR tie-break (FollowIR).
 
@@ -60,7 +62,8 @@ def inf_ir_report(systems, datasets, names: Optional[Sequence[str]] = None, *, t
             evaluated = [_excluding(s, ds) for s in systems[key]] if part == "bright" else systems[key]
             frames.append(experiment_means(evaluated, names, ds.get_topics(), ds.get_qrels(), [nDCG @ 10], key, {}))
             provenance[key] = dict(getattr(ds, "provenance", {}) or {})
-    long = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["model", "dataset", "measure", "value"])
+    long = (pd.concat(frames, ignore_index=True) if frames
+            else pd.DataFrame(columns=["model", "dataset", "measure", "value"]))
     shown = long[~long["dataset"].isin(list(parts["bright"]))]
     bright = long[long["dataset"].isin(list(parts["bright"]))]
     if len(bright):
@@ -71,13 +74,14 @@ def inf_ir_report(systems, datasets, names: Optional[Sequence[str]] = None, *, t
     table = build_table(shown, ["followir", "mair", "bright"], models=names, settings=settings, provenance=provenance)
     if "Avg nDCG" in table.columns:  # the paper's cell (average, nDCG), labelled as what it is: BRIGHT's task mean
         table = table.rename(columns={"Avg nDCG": BRIGHT_COLUMN})
-        table.attrs["columns"] = {(BRIGHT_COLUMN if c == "Avg nDCG" else c): key for c, key in table.attrs["columns"].items()}
+        columns = table.attrs["columns"]
+        table.attrs["columns"] = {(BRIGHT_COLUMN if c == "Avg nDCG" else c): key for c, key in columns.items()}
     table.attrs["long"] = long
     return table
 
 
 def _excluding(system, ds):
-    """``system >> ds.exclude()`` (a result frame: filtered the same way); idempotent when the system already ends so."""
+    """``system >> ds.exclude()`` (a result frame: filtered the same way); idempotent when the system ends so."""
     if isinstance(system, pd.DataFrame):
         from ..datasets.exclusion import remove
         return remove(system, ds.excluded_ids())

@@ -51,7 +51,8 @@ def infosearch_report(systems, datasets, names: Optional[Sequence[str]] = None, 
     systems, names = systems_per_dataset(systems, names, list(datasets))
     measures = infosearch_measures(version, sicr, ties)
     labels = {str(m): name for m, name in measures.items()}
-    long = pd.concat([experiment_means(systems[key], names, ds.get_topics(), ds.get_qrels(), list(measures), key, labels)
+    long = pd.concat([experiment_means(systems[key], names, ds.get_topics(), ds.get_qrels(), list(measures),
+                                       key, labels)
                       for key, ds in datasets.items()], ignore_index=True)
     provenance = {key: dict(getattr(ds, "provenance", {}) or {}) for key, ds in datasets.items()}
     settings = {"WISE": version, "SICR": sicr, "ties": ties}

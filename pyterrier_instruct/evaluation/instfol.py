@@ -41,7 +41,8 @@ def level_topics(topics: pd.DataFrame) -> pd.DataFrame:
             raise ValueError(f"INSTFOL topics need base_qid/variant columns or qids '<base>_<level>'; got qid {bad!r}")
         base, level = parts.str[0], parts.str[1]
     return pd.DataFrame({"qid": qid.to_numpy(), "base_qid": base.to_numpy(), "level": level.to_numpy(),
-                         "query": topics["query"].astype(str).to_numpy(), "instruction": topics["instruction"].fillna("").astype(str).to_numpy()})
+                         "query": topics["query"].astype(str).to_numpy(),
+                         "instruction": topics["instruction"].fillna("").astype(str).to_numpy()})
 
 
 def no_instruction_topics(topics: pd.DataFrame) -> pd.DataFrame:
@@ -52,8 +53,8 @@ def no_instruction_topics(topics: pd.DataFrame) -> pd.DataFrame:
     if len(zero):
         return zero.copy()
     first = lv.drop_duplicates("base_qid")
-    return pd.DataFrame({"qid": first["base_qid"] + "_0", "query": first["query"], "instruction": "", "base_qid": first["base_qid"],
-                         "variant": "0"}).reset_index(drop=True)
+    return pd.DataFrame({"qid": first["base_qid"] + "_0", "query": first["query"], "instruction": "",
+                         "base_qid": first["base_qid"], "variant": "0"}).reset_index(drop=True)
 
 
 def doc_texts(docs, docnos: Sequence[str]) -> Dict[str, str]:
@@ -70,7 +71,7 @@ def doc_texts(docs, docnos: Sequence[str]) -> Dict[str, str]:
                     (str(v[0] or ""), str(v[1] or "")) if isinstance(v, (tuple, list)) else ("", str(v))
     elif isinstance(docs, pd.DataFrame):
         if "docno" not in docs.columns or "text" not in docs.columns:
-            raise ValueError(f"INSTFOL docs frame needs columns docno and text (title optional); found {list(docs.columns)}")
+            raise ValueError(f"INSTFOL docs frame needs columns docno and text (title optional): {list(docs.columns)}")
         part = docs[docs["docno"].astype(str).isin(set(wanted))]
         titles = part["title"] if "title" in part.columns else pd.Series([""] * len(part), index=part.index)
         found = {str(d): (str(t) if isinstance(t, str) else "", str(x) if isinstance(x, str) else "")
@@ -86,7 +87,8 @@ def doc_texts(docs, docnos: Sequence[str]) -> Dict[str, str]:
                 if str(doc["docno"]) in need:
                     found[str(doc["docno"])] = (str(doc.get("title") or ""), str(doc.get("text") or ""))
         else:
-            raise TypeError(f"INSTFOL docs must be a mapping, a frame, a dataset or a DocStore, got {type(docs).__name__}")
+            raise TypeError("INSTFOL docs must be a mapping, a frame, a dataset or a DocStore, got "
+                            f"{type(docs).__name__}")
     missing = [d for d in wanted if d not in found]
     if missing:
         raise ValueError(f"INSTFOL: {len(missing)} retrieved document(s) have no text in docs, e.g. {missing[:5]}")
@@ -145,7 +147,7 @@ def instfol(run_q, run_inst, topics: pd.DataFrame, docs, judge: IFIRJudge, *, da
         q_scores = [next(judged).score for _ in q]
         i_scores = [next(judged).score for _ in i]
         value = instfol_query(q_scores, i_scores)
-        rows.append({"dataset": dataset, "qid": row.qid, "base_qid": row.base_qid, "level": row.level, "prompt": judge.prompt_id(prompts[row.level]),
-                     **value})
+        rows.append({"dataset": dataset, "qid": row.qid, "base_qid": row.base_qid, "level": row.level,
+                     "prompt": judge.prompt_id(prompts[row.level]), **value})
     per_query = pd.DataFrame(rows, columns=PER_QUERY_COLUMNS)
     return instfol_summary(per_query, k=int(k), scale=scale, judge=dict(judge.last), settings=judge.settings())

@@ -1,5 +1,5 @@
-"""InstructIR report (FollowIR Table 4, Promptriever Tables 1/4/5): nDCG@10 over instances and
-Robustness@10 over base queries (qids ``<base>_<n>``), ×100 to one decimal (mteb ``robustness_at_10``; FollowIR Table 4)."""
+"""InstructIR report (FollowIR Table 4, Promptriever Tables 1/4/5): nDCG@10 over instances and Robustness@10 over base
+queries (qids ``<base>_<n>``), ×100 to one decimal (mteb ``robustness_at_10``; FollowIR Table 4)."""
 from __future__ import annotations
 
 from typing import Optional, Sequence
@@ -18,5 +18,6 @@ def instructir_report(systems, dataset, names: Optional[Sequence[str]] = None, k
     measures = [ir_measures.nDCG @ k, Robustness @ k]
     labels = {str(m): str(m) for m in measures}
     long = experiment_means(systems, names, dataset.get_topics(), dataset.get_qrels(), measures, "instructir", labels)
-    return build_table(long, "instructir", models=names, settings={"nDCG": "trec_eval (ir_measures)", "group": "qid before '_'"},
+    return build_table(long, "instructir", models=names,
+                       settings={"nDCG": "trec_eval (ir_measures)", "group": "qid before '_'"},
                        provenance={"instructir": dict(getattr(dataset, "provenance", {}) or {})})

@@ -1,5 +1,5 @@
-"""IFIR's INSTFOL judge (IFIR paper §4.1, App. B): :class:`IFIRJudge` renders each (instruction, passage) pair's
-prompt, asks its backend in batches and scores the answers (:mod:`~pyterrier_instruct.evaluation.scoring` spells out how).
+"""IFIR's INSTFOL judge (IFIR paper §4.1, App. B): :class:`IFIRJudge` renders each (instruction, passage) pair's prompt,
+asks its backend in batches and scores the answers (:mod:`~pyterrier_instruct.evaluation.scoring` spells out how).
 
 Judgements are kept in a :class:`~pyterrier_instruct.calls.CallStore` (``store=``), keyed by the judge model, its
 backend and settings, the prompt id (``+ifir_code_bug``/``+figure8_system`` when they change the message), the
@@ -84,8 +84,8 @@ class IFIRJudge:
     """The INSTFOL judge over any backend with ``generate_logprobs`` (OpenAI-compatible HTTP, vLLM, HF, a callable).
 
     Args:
-        backend: a :class:`~pyterrier_instruct.backends.base.Backend`, or ``'openai'``/``'hf'``/``'vllm'`` with ``model``
-            (and ``backend_options`` for its constructor, e.g. ``base_url``).
+        backend: a :class:`~pyterrier_instruct.backends.base.Backend`, or ``'openai'``/``'hf'``/``'vllm'`` with
+            ``model`` (and ``backend_options`` for its constructor, e.g. ``base_url``).
         judge_model: the judge's name in keys and reports (default: the backend's model name).
         store: a :class:`~pyterrier_instruct.calls.CallStore`, its folder, an earlier version's ``judge.jsonl`` (read
             into the store beside it once, see :func:`judge_store`), or ``None`` (a temporary store: re-runs with this
@@ -105,16 +105,18 @@ class IFIRJudge:
     def __init__(self, backend, *, model: Optional[str] = None, judge_model: Optional[str] = None, store=None,
                  top_logprobs: int = 10, temperature: float = 0.0, top_p: float = 0.7, max_new_tokens: int = 512,
                  system_prompt: bool = False, ifir_code_bug: bool = False, mode: str = "answer",
-                 direct_prefix: str = DIRECT_PREFIX, min_prob: float = MIN_PROB, batch_size: int = 64, verbose: bool = True,
-                 backend_options: Optional[dict] = None):
+                 direct_prefix: str = DIRECT_PREFIX, min_prob: float = MIN_PROB, batch_size: int = 64,
+                 verbose: bool = True, backend_options: Optional[dict] = None):
         self.backend = self._backend(backend, model, backend_options)
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         if mode == "direct" and not hasattr(self.backend, "score_distribution"):
-            raise ValueError(f"mode='direct' needs a backend with score_distribution (HFBackend); {self.backend!r} has none")
+            raise ValueError(f"mode='direct' needs a backend with score_distribution (HFBackend); {self.backend!r} has "
+                             "none")
         refusal = self.backend.logprobs_refusal() if mode == "answer" else None
         if refusal is not None:
-            raise ValueError(f"IFIRJudge(mode='answer') reads the score token's top logprobs, which {self.backend!r} cannot give: {refusal}")
+            raise ValueError(f"IFIRJudge(mode='answer') reads the score token's top logprobs, which {self.backend!r} "
+                             f"cannot give: {refusal}")
         check_logprob_args(max_new_tokens, top_logprobs, temperature, top_p)
         if int(batch_size) < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size!r}")
@@ -123,14 +125,16 @@ class IFIRJudge:
         self.judge_model = str(judge_model) if judge_model is not None else _model_name(self.backend)
         self.store, legacy = judge_store(store)
         self.top_logprobs, self.temperature, self.top_p = int(top_logprobs), float(temperature), float(top_p)
-        self.max_new_tokens, self.system_prompt, self.ifir_code_bug = int(max_new_tokens), bool(system_prompt), bool(ifir_code_bug)
+        self.max_new_tokens, self.system_prompt = int(max_new_tokens), bool(system_prompt)
+        self.ifir_code_bug = bool(ifir_code_bug)
         self.mode, self.direct_prefix, self.min_prob = mode, str(direct_prefix), float(min_prob)
         self.batch_size, self.verbose = int(batch_size), verbose
         self.stats = dict.fromkeys(("requested", "hits", "duplicates", "judged", "backend_calls", "failed", "dropped",
                                   "unparsed"), 0)
         self.last: Dict[str, int] = dict(self.stats)
         if legacy:  # the records this judge wrote in 0.x, under its keys now
-            self.store.import_judge_jsonl(legacy, rekey={self._judge_id(_legacy_backend_id(self.backend)): self.judge_id})
+            self.store.import_judge_jsonl(legacy,
+                                          rekey={self._judge_id(_legacy_backend_id(self.backend)): self.judge_id})
 
     @staticmethod
     def _backend(backend, model, options) -> Backend:
@@ -140,12 +144,13 @@ class IFIRJudge:
             if not model:
                 raise ValueError(f"IFIRJudge(backend={backend!r}) needs model= (the judge model's name or path)")
             from ..backends import HFBackend, OpenAIBackend, VLLMBackend
-            return {"openai": OpenAIBackend, "hf": HFBackend, "vllm": VLLMBackend}[backend](model, **dict(options or {}))
+            factory = {"openai": OpenAIBackend, "hf": HFBackend, "vllm": VLLMBackend}[backend]
+            return factory(model, **dict(options or {}))
         raise TypeError(f"backend must be a Backend or one of 'openai', 'hf', 'vllm', got {backend!r}")
 
     def __repr__(self) -> str:
-        return (f"IFIRJudge({self.backend!r}, judge_model={self.judge_model!r}, mode={self.mode!r}, top_logprobs={self.top_logprobs}, "
-                f"ifir_code_bug={self.ifir_code_bug}, store={self.store!r})")
+        return (f"IFIRJudge({self.backend!r}, judge_model={self.judge_model!r}, mode={self.mode!r}, "
+                f"top_logprobs={self.top_logprobs}, ifir_code_bug={self.ifir_code_bug}, store={self.store!r})")
 
     @property
     def judge_id(self) -> str:
@@ -161,12 +166,12 @@ class IFIRJudge:
                 f"|max_tokens={self.max_new_tokens}")
 
     def settings(self) -> Dict[str, object]:
-        return {"judge": self.judge_model, "mode": self.mode, "top_logprobs": self.top_logprobs, "temperature": self.temperature,
-                "top_p": self.top_p, "max_tokens": self.max_new_tokens, "system_prompt": self.system_prompt,
-                "ifir_code_bug": self.ifir_code_bug}
+        return {"judge": self.judge_model, "mode": self.mode, "top_logprobs": self.top_logprobs,
+                "temperature": self.temperature, "top_p": self.top_p, "max_tokens": self.max_new_tokens,
+                "system_prompt": self.system_prompt, "ifir_code_bug": self.ifir_code_bug}
 
     def prompt_id(self, name: str) -> str:
-        """The prompt name plus the options that change its message (``aila3+ifir_code_bug``, ``aila1+figure8_system``)."""
+        """The prompt name plus the options changing its message (``aila3+ifir_code_bug``, ``aila1+figure8_system``)."""
         suffix = "+ifir_code_bug" if self.ifir_code_bug and name in IFIR_JUDGE_CODE_BUG else ""
         return name + suffix + ("+figure8_system" if self._system(name) else "")
 
@@ -175,7 +180,8 @@ class IFIRJudge:
 
     def messages(self, prompt: str, instruction: str, text: str) -> List[Dict[str, str]]:
         """The chat messages of one judgement: the rendered prompt as the one user message (+ the system line)."""
-        user = {"role": "user", "content": render_ifir_judge(prompt, instruction, text, ifir_code_bug=self.ifir_code_bug)}
+        user = {"role": "user",
+                "content": render_ifir_judge(prompt, instruction, text, ifir_code_bug=self.ifir_code_bug)}
         system = self._system(prompt)
         return ([{"role": "system", "content": system}] if system else []) + [user]
 
@@ -238,13 +244,14 @@ class IFIRJudge:
                 self.stats[name] += value
             self.last = last
         if errors:
-            log.warning("INSTFOL judge %s: %d of %d judge request(s) failed, first: %s; their rank positions are dropped "
-                        "from both lists (not stored: judged again next time)", self.judge_model, len(errors),
+            log.warning("INSTFOL judge %s: %d of %d judge request(s) failed, first: %s; their rank positions are "
+                        "dropped from both lists (not stored: judged again next time)", self.judge_model, len(errors),
                         last["judged"], errors[0])
         from ..base import warn_unparsed
         warn_unparsed(f"INSTFOL judge {self.judge_model}", last["unparsed"], len(out), "held no score", "scored 0")
-        log.info("INSTFOL judge %s: %d judgements, %d stored, %d duplicates, %d judged in %d backend call(s), %d failed",
-                 self.judge_model, *(last[k] for k in ("requested", "hits", "duplicates", "judged", "backend_calls", "failed")))
+        counts = (last[k] for k in ("requested", "hits", "duplicates", "judged", "backend_calls", "failed"))
+        log.info("INSTFOL judge %s: %d judgements, %d stored, %d duplicates, %d judged in %d backend call(s), "
+                 "%d failed", self.judge_model, *counts)
         return out
 
     def _run(self, keys: List[str], items: List[JudgeItem]) -> List[tuple]:
@@ -279,5 +286,5 @@ class IFIRJudge:
     def _record(self, key: str, item: JudgeItem, j: Judgement) -> dict:
         return {"key": key, "judge": self.judge_id, "prompt": self.prompt_id(item.prompt), "docno": item.docno,
                 "text_sha256": sha256(item.text), "instruction_sha256": sha256(item.instruction), "status": j.status,
-                "score": j.score, "parsed": j.parsed, "position": j.position, "candidates": [list(c) for c in j.candidates],
-                "answer": j.answer, "served_model": j.model}
+                "score": j.score, "parsed": j.parsed, "position": j.position,
+                "candidates": [list(c) for c in j.candidates], "answer": j.answer, "served_model": j.model}

@@ -42,10 +42,10 @@ def describe(system, key: Optional[str] = None) -> str:
     try:
         return fingerprint(system)
     except NotFingerprintable as e:
-        raise NotFingerprintable(e.part, f"{e.reason}. SavedRun keys a run on the content of the system so that a change "
-                                 "never reuses a stale run, and cannot read this stage's; name the configuration yourself, "
-                                 "e.g. SavedRun(system, directory, key='mysystem-v2'), and change the key whenever the "
-                                 "system changes") from None
+        raise NotFingerprintable(e.part, f"{e.reason}. SavedRun keys a run on the content of the system so that a "
+                                 "change never reuses a stale run, and cannot read this stage's; name the "
+                                 "configuration yourself, e.g. SavedRun(system, directory, key='mysystem-v2'), and "
+                                 "change the key whenever the system changes") from None
 
 
 def _cell(value) -> str:
@@ -228,7 +228,8 @@ class SavedRun(pt.Transformer):
             held.release()
         merged = topics[topic_cols].astype({"qid": str}).merge(run, on="qid", how="inner", sort=False)
         order = pd.Categorical(merged["qid"], categories=pd.unique(topics["qid"].astype(str)), ordered=True)
-        return merged.assign(_o=order).sort_values(["_o", "rank"], kind="stable").drop(columns="_o").reset_index(drop=True)
+        merged = merged.assign(_o=order).sort_values(["_o", "rank"], kind="stable")
+        return merged.drop(columns="_o").reset_index(drop=True)
 
     def _read(self, paths: dict) -> Optional[pd.DataFrame]:
         """The stored run, or None when there is none or it does not match its record (a warning). Under its lock."""
@@ -259,16 +260,18 @@ class SavedRun(pt.Transformer):
         res = self.system(topics)
         missing = [c for c in ("qid", "docno", "score") if c not in res.columns]
         if missing:
-            raise ValueError(f"SavedRun: {self.system!r} returned no {missing} column(s); a run needs qid, docno and score")
+            raise ValueError(f"SavedRun: {self.system!r} returned no {missing} column(s); a run needs qid, docno and "
+                             "score")
         nan = res["score"].isna()
         if nan.any():
             qids = pd.unique(res.loc[nan, "qid"].astype(str)).tolist()
             raise ValueError(f"SavedRun: {self.system!r} returned NaN scores in {int(nan.sum())} row(s) of {len(qids)} "
-                             f"query(ies), e.g. qid(s) {qids[:5]}; a NaN score has no rank, so the run is not saved. Check the "
-                             "system (a model overflowing in float16: dtype='fp32'; empty texts) or fill the scores first")
+                             f"query(ies), e.g. qid(s) {qids[:5]}; a NaN score has no rank, so the run is not saved. "
+                             "Check the system (a model overflowing in float16: dtype='fp32'; empty texts) or fill in")
         if "rank" not in res.columns or res["rank"].isna().any():
             res = pt.model.add_ranks(res)
-        run = res[RUN_COLUMNS].astype({"qid": str, "docno": str, "score": "float64", "rank": "int64"}).reset_index(drop=True)
+        run = res[RUN_COLUMNS].astype({"qid": str, "docno": str, "score": "float64", "rank": "int64"})
+        run = run.reset_index(drop=True)
         record = identify(self.system, topics, self.key)  # keyed again: a model downloaded or an index built on the way
         held = None
         if self.paths(topics, record["key"]) != paths:

@@ -93,7 +93,8 @@ def weighted_judge_score(generation: Generation, min_prob: float = MIN_PROB) -> 
     value = weighted_candidates(candidates, min_prob)
     if math.isnan(value):
         return Judgement(None, "no_candidates", target, generation.text, position, candidates, model=generation.model)
-    return Judgement(value, "ok" if ok else "unparsed", target, generation.text, position, candidates, model=generation.model)
+    return Judgement(value, "ok" if ok else "unparsed", target, generation.text, position, candidates,
+                     model=generation.model)
 
 
 def direct_judgement(probs: Dict[str, float], min_prob: float = MIN_PROB) -> Judgement:

@@ -6,4 +6,5 @@ from .reasonrank import ReasonRank
 from .reranker import ListwiseReranker, RankGPT, RankVicuna, RankZephyr
 from .window import parse_permutation, windows
 
-__all__ = ["ListwiseReranker", "RankZephyr", "RankVicuna", "RankGPT", "FIRST", "ReasonRank", "parse_permutation", "windows"]
+__all__ = ["ListwiseReranker", "RankZephyr", "RankVicuna", "RankGPT", "FIRST", "ReasonRank", "parse_permutation",
+           "windows"]

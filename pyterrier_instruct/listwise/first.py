@@ -60,15 +60,16 @@ class FIRST(ListwiseReranker):
         if bos not in BOS:
             raise ValueError(f"FIRST: bos must be one of {list(BOS)}, got {bos!r}")
         if callable(backend) and not isinstance(backend, Backend):
-            raise TypeError("FIRST reads next-token log-probabilities: backend must be 'hf', 'vllm' or a TokenizerBackend, "
-                            f"not a callable ({backend!r})")
+            raise TypeError("FIRST reads next-token log-probabilities: backend must be 'hf', 'vllm' or a "
+                            f"TokenizerBackend, not a callable ({backend!r})")
         options = backend_options
         if backend == "vllm":  # the identifiers' values taken after allowed_token_ids (VLLMBackend.answer_logits)
             options = {"logprobs_mode": "processed_logprobs", **(backend_options or {})}
         built = _family_backend(type(self), backend, model_name_or_path, self.default_model, options)
         missing = [m for m in (REASONING_CALLS[1], "tokenizer") if not callable(getattr(built, m, None))]
         if missing:
-            raise TypeError(f"FIRST needs a backend with {missing} (HFBackend, VLLMBackend), got {type(built).__name__}")
+            raise TypeError(f"FIRST needs a backend with {missing} (HFBackend, VLLMBackend), got "
+                            f"{type(built).__name__}")
         super().__init__(built, style=style, **kwargs)
         self.model_name_or_path, self.backend_options, self.bos = model_name_or_path, backend_options, bos
         if self.listwise.alpha and self.window_size > 26:
@@ -99,8 +100,8 @@ class FIRST(ListwiseReranker):
                     bad.append(identifier(r, self.listwise.alpha))
                 ids.append(full[-1])
             if bad or len(set(ids)) != num:
-                raise ValueError(f"{self!r}: identifier(s) {bad or ids} are not one distinct token each after '[' for this "
-                                 "tokenizer; FIRST needs single-token identifiers (a smaller window_size, or letters)")
+                raise ValueError(f"{self!r}: identifier(s) {bad or ids} are not one distinct token each after '[' for "
+                                 "this tokenizer; FIRST needs single-token identifiers (smaller window_size, letters)")
             self._identifiers[key] = ids
         return self._identifiers[key]
 
@@ -121,7 +122,7 @@ class FIRST(ListwiseReranker):
         return out
 
     def _run_step(self, jobs, lists, queries, qids, words, notes) -> None:
-        """One window position for every query that has one: one batched forward pass per window length, no generation."""
+        """One window position for every query that has one: a batched forward pass per window length, no generation."""
         group = [(q, a, b, self._prompt(queries[q], [words[r] for r in lists[q][a:b]])) for q, (a, b) in jobs]
         values = self.window_logprobs([g[3] for g in group], [b - a for _, a, b, _ in group])
         self.stats["forward_passes"] += len(group)

@@ -45,7 +45,8 @@ class ReasonRank(ListwiseReranker):
             raise ValueError(f"max_output_tokens must be a non-negative integer, got {max_output_tokens!r}")
         built = _family_backend(type(self), backend, model_name_or_path, self.default_model, backend_options)
         super().__init__(built, style=style, context_size=context_size, **kwargs)
-        self.model_name_or_path, self.backend_options, self.max_output_tokens = model_name_or_path, backend_options, max_output_tokens
+        self.model_name_or_path, self.backend_options = model_name_or_path, backend_options
+        self.max_output_tokens = max_output_tokens
 
     def _reasoning_budget(self) -> int:
         return self.max_output_tokens

@@ -51,14 +51,15 @@ class ListwiseReranker(InstructReranker):
     #: the chat template used when the checkpoint's tokenizer has none and the style names none.
     fallback_chat_template: Optional[str] = None
 
-    def __init__(self, backend: Union[Backend, callable], *, style: str = "rank_zephyr", template: Optional[Listwise] = None,
-                 window_size: int = 20, stride: int = 10, depth: int = 100, context_size: Optional[int] = 4096,
-                 max_words: Optional[float] = None, system: Optional[str] = None, text_field: str = "text",
-                 title_field: Optional[str] = "title", instruction: str = "", verbose: bool = True):
+    def __init__(self, backend: Union[Backend, callable], *, style: str = "rank_zephyr",
+                 template: Optional[Listwise] = None, window_size: int = 20, stride: int = 10, depth: int = 100,
+                 context_size: Optional[int] = 4096, max_words: Optional[float] = None, system: Optional[str] = None,
+                 text_field: str = "text", title_field: Optional[str] = "title", instruction: str = "",
+                 verbose: bool = True):
         check_window(window_size, stride, depth)
         known = sorted(set(LISTWISE) | set(self.style_aliases))
         if not isinstance(style, str) or self.style_aliases.get(style, style) not in LISTWISE:
-            raise ValueError(f"style must be one of {known}, got {style!r}; pass template=Listwise(...) for a custom prompt")
+            raise ValueError(f"style must be one of {known}, got {style!r}; a custom prompt: template=Listwise(...)")
         if template is not None and not isinstance(template, Listwise):
             raise TypeError(f"template must be a pyterrier_instruct.prompts.Listwise, got {type(template).__name__}; "
                             "use style= to name a preset")
@@ -71,8 +72,9 @@ class ListwiseReranker(InstructReranker):
                             f"{type(self).__name__}(HFBackend('org/model')), or RankZephyr(backend={backend!r})")
         self.backend = make_backend(backend, "")
         self.style, self.template = style, template
-        self.window_size, self.stride, self.depth, self.context_size, self.max_words = window_size, stride, depth, context_size, max_words
-        self.system, self.text_field, self.title_field, self.instruction, self.verbose = system, text_field, title_field, instruction, verbose
+        self.window_size, self.stride, self.depth, self.context_size = window_size, stride, depth, context_size
+        self.max_words, self.system, self.text_field, self.title_field = max_words, system, text_field, title_field
+        self.instruction, self.verbose = instruction, verbose
         self.stats = Stats()
         self._budgets: Dict[int, int] = {}
 
@@ -153,7 +155,8 @@ class ListwiseReranker(InstructReranker):
         plans = [windows(len(lst), self.window_size, self.stride, self.depth) for lst in lists]
         lists = [lst.tolist() for lst in lists]
         repaired, notes = self.stats["repaired"], {}
-        with progress_bar(total=sum(map(len, plans)), desc=type(self).__name__, unit="window", disable=not self.verbose or not plans) as bar:
+        with progress_bar(total=sum(map(len, plans)), desc=type(self).__name__, unit="window",
+                          disable=not self.verbose or not plans) as bar:
             for step in range(max(map(len, plans))):
                 jobs = [(q, plan[step]) for q, plan in enumerate(plans) if step < len(plan)]
                 self._run_step(jobs, lists, queries, qids, words, notes)
@@ -179,7 +182,7 @@ class ListwiseReranker(InstructReranker):
         per_qid = composed.groupby(codes).nunique()
         if (per_qid > 1).any():
             bad = qids[per_qid.index[per_qid.to_numpy() > 1][0]]
-            raise ValueError(f"qid {bad!r} has rows with different query/instruction text; a listwise prompt needs one per qid")
+            raise ValueError(f"qid {bad!r} has rows with different query/instruction text; a listwise prompt needs one")
         return lists, [composed.iloc[lst[0]] for lst in lists], list(qids[codes[[lst[0] for lst in lists]]])
 
     def _run_step(self, jobs, lists, queries, qids, words, notes) -> None:
@@ -201,7 +204,8 @@ class ListwiseReranker(InstructReranker):
                     notes.update(dict.fromkeys(lists[q][a:b], reasoning_of(answer)))
                 self.stats.record(problems)
                 if problems:
-                    log.info("qid %s, window [%d, %d): repaired answer (%s): %.120r", qids[q], a, b, ", ".join(problems), answer)
+                    log.info("qid %s, window [%d, %d): repaired answer (%s): %.120r", qids[q], a, b,
+                             ", ".join(problems), answer)
                 lists[q][a:b] = reorder(lists[q][a:b], order)
 
 
@@ -215,7 +219,7 @@ def reasoning_of(answer: str) -> str:
 
 
 def identifier(rank: int, alpha: bool = False) -> str:
-    """A passage's identifier in the prompt: ``rank`` (1-based), or its letter (rank_llm ``use_alpha``: ``chr(64 + rank)``)."""
+    """A passage's identifier: ``rank`` (1-based), or its letter (rank_llm ``use_alpha``: ``chr(64 + rank)``)."""
     return chr(64 + rank) if alpha else str(rank)
 
 
@@ -229,8 +233,8 @@ def _family_backend(cls, backend: BackendLike, model: str, default: str, options
             return OpenAIBackend(model, **(options or {}))
         return KINDS[backend](model, **(options or {}))
     if model != default or options:
-        raise ValueError(f"{cls.__name__}: backend is a ready {type(backend).__name__}; pass the model and its options to "
-                         f"that backend instead of model_name_or_path/backend_options")
+        raise ValueError(f"{cls.__name__}: backend is a ready {type(backend).__name__}; pass the model and its options "
+                         "to that backend instead of model_name_or_path/backend_options")
     return backend
 
 
@@ -313,9 +317,9 @@ class RankGPT(ListwiseReranker):
     default_model = "gpt-4o"
     style_aliases = {"rank_llm_0.26": "rank_gpt_0.26"}
 
-    def __init__(self, model: str = "gpt-4o", *, backend: BackendLike = "openai", base_url: str = "https://api.openai.com/v1",
-                 api_key_env: Optional[str] = "OPENAI_API_KEY", backend_options: Optional[dict] = None, style: str = "rank_gpt",
-                 **kwargs):
+    def __init__(self, model: str = "gpt-4o", *, backend: BackendLike = "openai",
+                 base_url: str = "https://api.openai.com/v1", api_key_env: Optional[str] = "OPENAI_API_KEY",
+                 backend_options: Optional[dict] = None, style: str = "rank_gpt", **kwargs):
         if backend == "openai":
             options = {"base_url": base_url, "api_key_env": api_key_env, **(backend_options or {})}
         elif (base_url, api_key_env) != ("https://api.openai.com/v1", "OPENAI_API_KEY"):
@@ -324,4 +328,5 @@ class RankGPT(ListwiseReranker):
             options = backend_options
         built = _family_backend(type(self), backend, model, self.default_model, options, kinds=("openai", "hf", "vllm"))
         super().__init__(built, style=style, **kwargs)
-        self.model, self.base_url, self.api_key_env, self.backend_options = model, base_url, api_key_env, backend_options
+        self.model, self.base_url = model, base_url
+        self.api_key_env, self.backend_options = api_key_env, backend_options

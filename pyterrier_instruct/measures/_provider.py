@@ -96,10 +96,11 @@ class _Evaluator(providers.Evaluator):
         comparing = [repr(m) for m in self.measures if m.COMPARES_VARIANTS]
         reused = getattr(active(), "reuses_runs", False)  # a run read back from save_dir keeps no topic columns
         if comparing and "instruction" not in run.columns and len(run) and not reused:
-            warnings.warn(f"{', '.join(comparing)}: the run has no 'instruction' column, so the system most likely never "
-                          "saw the instructions and its -og and -changed runs rank alike (p-MRR 0). Evaluate runs made "
-                          "from topics that carry the instruction: pyterrier_instruct.paired_topics(...) or the "
-                          "dataset's get_topics(); keep that column through the pipeline", UserWarning, stacklevel=user_stacklevel())
+            warnings.warn(f"{', '.join(comparing)}: the run has no 'instruction' column, so the system most likely "
+                          "never saw the instructions and its -og and -changed runs rank alike (p-MRR 0). Evaluate "
+                          "runs made from topics that carry the instruction: pyterrier_instruct.paired_topics(...) or "
+                          "the dataset's get_topics(); keep that column through the pipeline", UserWarning,
+                          stacklevel=user_stacklevel())
         warn_unmatched(run, self.qrels, names)
         cache: dict = {}
         for measure in self.measures:

@@ -68,9 +68,9 @@ def check_unique(frame: pd.DataFrame, name: str = "run") -> None:
         return
     pairs = frame.loc[dup, ["qid", "docno"]].drop_duplicates()
     listed = [(str(q), str(d)) for q, d in pairs.itertuples(index=False)]
-    raise ValueError(f"{name} lists {len(listed)} (qid, docno) pair(s) more than once: {_listing(listed, len(listed))}; "
-                     "a ranking holds each document once per query: keep one row per pair, e.g. "
-                     f"{name}.drop_duplicates(['qid', 'docno']) (or sort by score first to keep the best one)")
+    raise ValueError(f"{name} lists {len(listed)} (qid, docno) pair(s) more than once: "
+                     f"{_listing(listed, len(listed))}; a ranking holds each document once per query: keep one row per "
+                     f"pair, e.g. {name}.drop_duplicates(['qid', 'docno']) (sort by score first to keep the best)")
 
 
 def warn_unmatched(run: pd.DataFrame, qrels: pd.DataFrame, what: str) -> None:
@@ -93,10 +93,10 @@ def warn_unmatched(run: pd.DataFrame, qrels: pd.DataFrame, what: str) -> None:
         return
     example = run.loc[run["qid"] == bad[0], "docno"].iloc[:2].tolist()
     judged_example = qrels.loc[qrels["qid"] == bad[0], "docno"].iloc[:2].tolist()
-    warnings.warn(f"{what}: for {len(bad)} of {len(common)} queries the run shares no docno with the qrels, so they score "
-                  f"as if nothing relevant was retrieved: {_listing(bad, len(bad))} (query {bad[0]!r}: run {example}, "
-                  f"qrels {judged_example}); docnos are compared as strings: convert both to the same ids (e.g. no "
-                  "'10.0' for '10', no prefix)", UserWarning, stacklevel=user_stacklevel())
+    warnings.warn(f"{what}: for {len(bad)} of {len(common)} queries the run shares no docno with the qrels, so they "
+                  f"score as if nothing relevant was retrieved: {_listing(bad, len(bad))} (query {bad[0]!r}: run "
+                  f"{example}, qrels {judged_example}); docnos are compared as strings: convert both to the same ids "
+                  "(e.g. no '10.0' for '10', no prefix)", UserWarning, stacklevel=user_stacklevel())
 
 
 def normalised(frame: pd.DataFrame, kind: str, name: str) -> pd.DataFrame:
@@ -164,11 +164,11 @@ def label_pairs(og_qrels: QrelsLike, changed_qrels: QrelsLike) -> pd.DataFrame:
     changed_qids = set(ch["qid"])
     absent = [q for q in pd.unique(og["qid"]) if q not in changed_qids]
     if absent:
-        raise ValueError(f"{len(absent)} queries have og qrels but no changed qrels at all: {_listing(absent, len(absent))}; "
-                         "the og and changed variants of a query must be evaluated together. With "
-                         "pt.Experiment(batch_size=...) (or a GridSearch batch_size) a batch held the -og topic of "
-                         "such a query without its -changed topic: drop batch_size. Otherwise add the changed "
-                         "judgements ('<qid>-changed' rows, see pyterrier_instruct.paired_qrels)")
+        raise ValueError(f"{len(absent)} queries have og qrels but no changed qrels at all: "
+                         f"{_listing(absent, len(absent))}; the og and changed variants of a query must be evaluated "
+                         "together. With pt.Experiment(batch_size=...) (or a GridSearch batch_size) a batch held the "
+                         "-og topic of such a query without its -changed topic: drop batch_size. Otherwise add the "
+                         "changed judgements ('<qid>-changed' rows, see pyterrier_instruct.paired_qrels)")
     merged = og.merge(ch, on=["qid", "docno"], how="left", suffixes=("_og", "_changed"))
     missing = merged["label_changed"].isna()
     if missing.any():
@@ -208,7 +208,8 @@ def ranks_and_scores(docs: pd.DataFrame, run: pd.DataFrame, ties: str, name: str
         raise ValueError(f"ties must be one of {TIES}, got {ties!r}")
     n = len(run)
     qcode, quniq = pd.factorize(np.concatenate([run["qid"].to_numpy(dtype=object), docs["qid"].to_numpy(dtype=object)]))
-    dcode, duniq = pd.factorize(np.concatenate([run["docno"].to_numpy(dtype=object), docs["docno"].to_numpy(dtype=object)]))
+    dcode, duniq = pd.factorize(np.concatenate([run["docno"].to_numpy(dtype=object),
+                                                docs["docno"].to_numpy(dtype=object)]))
     key = qcode.astype(np.int64) * max(len(duniq), 1) + dcode
     run_keys = pd.Index(key[:n])
     if not run_keys.is_unique:

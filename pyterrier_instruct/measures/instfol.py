@@ -1,7 +1,7 @@
-"""INSTFOL@K (IFIR paper §4.1; the IFIR repository's ``fmss_avg``): the LLM-judged gain in instruction alignment of the instructed run over the
-no-instruction run. This module is the pure arithmetic on judge scores; the judge itself (prompts, probability-
-weighted scores, cache) is :mod:`pyterrier_instruct.evaluation.judge` and the evaluator over runs is
-:func:`pyterrier_instruct.evaluation.instfol.instfol`.
+"""INSTFOL@K (IFIR paper §4.1; the IFIR repository's ``fmss_avg``): the LLM-judged gain in instruction alignment of the
+instructed run over the no-instruction run. This module is the pure arithmetic on judge scores; the judge itself
+(prompts, probability-weighted scores, cache) is :mod:`pyterrier_instruct.evaluation.judge` and the evaluator over runs
+is :func:`pyterrier_instruct.evaluation.instfol.instfol`.
 
 Per (query, level), from the judge scores of the top-K documents of both runs, aligned by rank position:
 
@@ -28,8 +28,8 @@ import pandas as pd
 #: The normaliser of α = 1/(MAX_SCORE − S_q), fixed at 3 for every level as in the IFIR code.
 MAX_SCORE = 3.0
 
-PER_QUERY_COLUMNS = ["dataset", "qid", "base_qid", "level", "prompt", "n_q", "n_inst", "dropped", "s_q", "s_inst", "instfol",
-                     "skipped"]
+PER_QUERY_COLUMNS = ["dataset", "qid", "base_qid", "level", "prompt", "n_q", "n_inst", "dropped", "s_q", "s_inst",
+                     "instfol", "skipped"]
 
 
 def instfol_value(s_q: float, s_inst: float, max_score: float = MAX_SCORE) -> float:
@@ -90,21 +90,25 @@ class InstfolResult:
 
     def __repr__(self) -> str:
         datasets = ", ".join(f"{d}={v:.2f}" for d, v in self.per_dataset.items())
-        return f"InstfolResult(INSTFOL@{self.k}×{self.scale:g}: {datasets}; average={self.average:.2f}; skipped={self.skipped})"
+        return (f"InstfolResult(INSTFOL@{self.k}×{self.scale:g}: {datasets}; average={self.average:.2f}; "
+                f"skipped={self.skipped})")
 
     def level_means(self) -> Dict[Tuple[str, str], float]:
         """``{(dataset, level): mean}`` (×scale)."""
-        return {(d, str(lv)): float(v) for d, lv, v in zip(self.per_level["dataset"], self.per_level["level"], self.per_level["instfol"])}
+        return {(d, str(lv)): float(v) for d, lv, v in zip(self.per_level["dataset"], self.per_level["level"],
+                                                           self.per_level["instfol"])}
 
 
-def instfol_summary(per_query: pd.DataFrame, *, k: int = 20, scale: float = 100.0, judge: Optional[Dict[str, int]] = None,
+def instfol_summary(per_query: pd.DataFrame, *, k: int = 20, scale: float = 100.0,
+                    judge: Optional[Dict[str, int]] = None,
                     settings: Optional[Dict[str, object]] = None) -> InstfolResult:
     """Every aggregation level from a per-(query, level) frame (columns ``dataset``, ``level``, ``instfol``,
     ``skipped``; other :data:`PER_QUERY_COLUMNS` optional): level means, dataset = mean of level means, average over
     datasets; ×``scale``. Skipped pairs count in ``skipped`` and in no mean."""
     missing = [c for c in ("dataset", "level", "instfol") if c not in per_query.columns]
     if missing:
-        raise ValueError(f"instfol_summary: the per-query frame lacks column(s) {missing}; has {list(per_query.columns)}")
+        raise ValueError(f"instfol_summary: the per-query frame lacks column(s) {missing}; has "
+                         f"{list(per_query.columns)}")
     frame = per_query.copy()
     if "skipped" not in frame.columns:
         frame["skipped"] = frame["instfol"].isna()
@@ -119,8 +123,9 @@ def instfol_summary(per_query: pd.DataFrame, *, k: int = 20, scale: float = 100.
     per_dataset = levels.dropna(subset=["instfol"]).groupby("dataset", sort=False)["instfol"].mean()
     per_dataset = per_dataset.reindex([d for d in order if d in per_dataset.index])
     average = float(per_dataset.mean()) if len(per_dataset) else math.nan
-    return InstfolResult(frame.reset_index(drop=True), levels, per_dataset, average, int(frame["skipped"].astype(bool).sum()),
-                         k=int(k), scale=float(scale), judge=dict(judge or {}), settings=dict(settings or {}))
+    return InstfolResult(frame.reset_index(drop=True), levels, per_dataset, average,
+                         int(frame["skipped"].astype(bool).sum()), k=int(k), scale=float(scale),
+                         judge=dict(judge or {}), settings=dict(settings or {}))
 
 
 def combine_instfol(results: Iterable[InstfolResult]) -> InstfolResult:

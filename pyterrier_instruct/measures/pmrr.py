@@ -61,7 +61,8 @@ def pmrr_per_doc(og_run: RunLike, changed_run: RunLike, changed: ChangedDocs, ti
     if warn:
         for qid in listed:
             if qid not in og_present or qid not in ch_present:
-                warnings.warn(f"p-MRR: query {qid!r} not found in the runs (og and changed); it is skipped", stacklevel=user_stacklevel())
+                warnings.warn(f"p-MRR: query {qid!r} not found in the runs (og and changed); it is skipped",
+                              stacklevel=user_stacklevel())
     usable = docs["qid"].isin(og_present) & docs["qid"].isin(ch_present)
     docs = docs[usable].reset_index(drop=True)
     o = ranks_of(docs, og, ties, "og_run")

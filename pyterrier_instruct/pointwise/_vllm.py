@@ -29,33 +29,34 @@ def engine_backend(reranker, backend, options: Optional[dict]):
             raise ValueError(f"{name}: backend must be 'hf', 'vllm' or a VLLMBackend, got {backend!r}")
         if backend == "hf":
             if options:
-                raise ValueError(f"{name}: backend_options configure backend='vllm'; the transformers path takes batch_size=, "
-                                 f"device=, dtype= directly")
+                raise ValueError(f"{name}: backend_options configure backend='vllm'; the transformers path takes "
+                                 "batch_size=, device=, dtype= directly")
             return "hf"
         options = dict(options or {})
         options.setdefault("logprobs_mode", "processed_logprobs")
         if options["logprobs_mode"] not in EXACT_MODES:
-            raise ValueError(f"{name}: backend_options logprobs_mode must be one of {EXACT_MODES}, got {options['logprobs_mode']!r}")
+            raise ValueError(f"{name}: backend_options logprobs_mode must be one of {EXACT_MODES}, got "
+                             f"{options['logprobs_mode']!r}")
         backend = VLLMBackend(reranker.model_name_or_path, **options)
     elif not isinstance(backend, VLLMBackend):
         raise TypeError(f"{name}: backend must be 'hf', 'vllm' or a VLLMBackend, got {type(backend).__name__}")
     elif options:
-        raise ValueError(f"{name}: backend is a ready VLLMBackend; pass its options to that backend, not backend_options")
+        raise ValueError(f"{name}: backend is a ready VLLMBackend; pass its options to it, not as backend_options")
     elif backend.model != reranker.model_name_or_path:
-        raise ValueError(f"{name}: the VLLMBackend serves {backend.model!r} but model_name_or_path is {reranker.model_name_or_path!r}; "
-                         "pass the same model to both")
+        raise ValueError(f"{name}: the VLLMBackend serves {backend.model!r} but model_name_or_path is "
+                         f"{reranker.model_name_or_path!r}; pass the same model to both")
     elif not backend.exact_answer_values():
-        raise ValueError(f"{name}: the VLLMBackend needs logprobs_mode='processed_logprobs' for exact scores on this vLLM "
-                         f"(older than 0.22.1, no logprob_token_ids), got {backend.logprobs_mode!r}: "
+        raise ValueError(f"{name}: the VLLMBackend needs logprobs_mode='processed_logprobs' for exact scores on this "
+                         f"vLLM (older than 0.22.1, no logprob_token_ids), got {backend.logprobs_mode!r}: "
                          f"VLLMBackend({backend.model!r}, logprobs_mode='processed_logprobs', ...)")
     length, engine = getattr(reranker, "max_length", None), backend.max_model_len
     if length is not None and engine is not None and int(length) >= int(engine):
-        raise ValueError(f"{name}: max_length={length} prompts do not fit max_model_len={engine}: vLLM refuses a prompt of "
-                         f"max_model_len tokens or more (one output token must fit); pass max_model_len >= {int(length) + 1} "
-                         f"or max_length <= {int(engine) - 1}")
+        raise ValueError(f"{name}: max_length={length} prompts do not fit max_model_len={engine}: vLLM refuses a "
+                         "prompt of max_model_len tokens or more (one output token must fit); pass max_model_len >= "
+                         f"{int(length) + 1} or max_length <= {int(engine) - 1}")
     if getattr(reranker, "share_prefix", False):
-        raise ValueError(f"{name}: share_prefix is the transformers path's prefix reuse; on vLLM the engine's prefix cache "
-                         "does it (enable_prefix_caching, on by default)")
+        raise ValueError(f"{name}: share_prefix is the transformers path's prefix reuse; on vLLM the engine's prefix "
+                         "cache does it (enable_prefix_caching, on by default)")
     return backend
 
 
@@ -71,8 +72,8 @@ def query_contiguous(queries: Sequence[str]) -> List[np.ndarray]:
     return [np.asarray(g, dtype=np.int64) for g in groups]
 
 
-def engine_scores(backend, feats: List[Dict[str, List[int]]], queries: Sequence[str], answer_ids: Sequence[int], mode: str,
-                  bar, values=None) -> np.ndarray:
+def engine_scores(backend, feats: List[Dict[str, List[int]]], queries: Sequence[str], answer_ids: Sequence[int],
+                  mode: str, bar, values=None) -> np.ndarray:
     """One score per row (input order) from ``backend.answer_logits`` (or ``values(prompts)``, ``[false, true]``
     columns) on query-contiguous submissions of whole queries."""
     import torch

@@ -76,8 +76,8 @@ class PointwiseReranker(InstructReranker, family=False):
             raise ValueError(f"max_length must be at least 8 tokens, got {max_length!r}")
         self.model_name_or_path = str(model_name_or_path)
         self.batch_size, self.max_length, self.truncation = batch_size, max_length, truncation
-        self.device, self.dtype = device, dtype
-        self.text_field, self.title_field, self.instruction, self.verbose = text_field, title_field, instruction, verbose
+        self.device, self.dtype, self.text_field, self.title_field = device, dtype, text_field, title_field
+        self.instruction, self.verbose = instruction, verbose
         self.query_slot = type(self).query_slot if query_slot is None else _query_slot(query_slot, type(self).__name__)
         self.truncated = 0
         self._model = None
@@ -94,7 +94,8 @@ class PointwiseReranker(InstructReranker, family=False):
                 tokenizer.pad_token = tokenizer.eos_token
             self._model, self._tokenizer = model.to(self._device).eval(), tokenizer
             self._max_length = self.max_length or self._reference_max_length(tokenizer)
-            log.info("%s: using max_length of %d (%s truncation)", self.model_name_or_path, self._max_length, self.truncation)
+            log.info("%s: using max_length of %d (%s truncation)", self.model_name_or_path, self._max_length,
+                     self.truncation)
         return self._model, self._tokenizer
 
     def _reference_max_length(self, tokenizer) -> int:
@@ -151,7 +152,8 @@ class PointwiseReranker(InstructReranker, family=False):
         if bestq is not None:
             return ids(" ".join(qwords[:bestq]), 0, words)
         iwords = (instruction or "").split()  # a template's own {instruction} slot is cut last
-        besti = self._longest(lambda n: len(ids_with("", " ".join(iwords[:n]))) <= limit, len(iwords), 0) if iwords else None
+        besti = (self._longest(lambda n: len(ids_with("", " ".join(iwords[:n]))) <= limit, len(iwords), 0)
+                 if iwords else None)
         if besti is None:
             raise ValueError(f"{self!r}: the template alone is longer than max_length={limit} tokens")
         return ids_with("", " ".join(iwords[:besti]))

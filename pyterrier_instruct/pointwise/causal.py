@@ -1,7 +1,8 @@
-"""Causal-LM true/false rerankers (FollowIR's ``rerank.py``, InfoSearch's rerankers): FollowIR-7B, Mistral-7B-Instruct, Llama-2-chat, Llama, GritLM,
-or any model + template + token pair. Left padding, pad = eos, the default BOS prepended (so templates with a
-literal ``<s>`` start with two BOS tokens, as in the reference), logits of ``vocab[true]``/``vocab[false]`` at
-the last position, 2-way softmax. ``backend='vllm'`` scores the same prompts on vLLM (:mod:`._vllm`)."""
+"""Causal-LM true/false rerankers (FollowIR's ``rerank.py``, InfoSearch's rerankers): FollowIR-7B, Mistral-7B-Instruct,
+Llama-2-chat, Llama, GritLM, or any model + template + token pair. Left padding, pad = eos, the default BOS prepended
+(so templates with a literal ``<s>`` start with two BOS tokens, as in the reference), logits of
+``vocab[true]``/``vocab[false]`` at the last position, 2-way softmax. ``backend='vllm'`` scores the same prompts on vLLM
+(:mod:`._vllm`)."""
 from __future__ import annotations
 
 import functools
@@ -40,8 +41,8 @@ class CausalLMReranker(TrueFalseReranker):
         share_prefix: compute the key/value cache of the prefix a query's candidates share once per query (the same
             scores within float rounding); ``None``: where it pays (``SHARE_MIN_ROWS``, ``SHARE_MIN_TOKENS``); on vLLM
             the engine's prefix cache does it. Measured in docs/performance.md.
-        score, batch_size, max_length (default ``min(2048, model_max_length)``), truncation, device, dtype,
-        text_field, title_field, instruction, verbose: see :class:`~pyterrier_instruct.pointwise.base.PointwiseReranker`.
+        score, batch_size, max_length (default ``min(2048, model_max_length)``), truncation, device, dtype, text_field,
+        title_field, instruction, verbose: see :class:`~pyterrier_instruct.pointwise.base.PointwiseReranker`.
 
     Presets (checkpoint, prompt):
 
@@ -68,20 +69,20 @@ class CausalLMReranker(TrueFalseReranker):
 
     def __init__(self, model_name_or_path: str, *, template: str, true_token: str = "true", false_token: str = "false",
                  share_prefix: Optional[bool] = None, backend="hf", backend_options: Optional[dict] = None, **kwargs):
-        super().__init__(model_name_or_path, template=template, true_token=true_token, false_token=false_token, **kwargs)
+        super().__init__(model_name_or_path, template=template, true_token=true_token, false_token=false_token,
+                         **kwargs)
         self.share_prefix = None if share_prefix is None else bool(share_prefix)
         self.backend, self.backend_options = engine_backend(self, backend, backend_options), backend_options
 
     @classmethod
     def _from_prompt(cls, model, prompt: str, **kwargs) -> "CausalLMReranker":
         p = PROMPTS[prompt]
-        return cls(model, **{"template": p.template, "true_token": p.true_token, "false_token": p.false_token,
-                             "query_slot": p.query_slot, **kwargs})
+        return cls(model, **{**p._asdict(), **kwargs})
 
     @preset
-    def mistral_instruct(cls, model_name_or_path: str = "mistralai/Mistral-7B-Instruct-v0.2", *, style: str = "followir",
-                         **kwargs) -> "CausalLMReranker":
-        """Zero-shot ``mistralai/Mistral-7B-Instruct-v0.2`` with the FollowIR (``style='followir'``) or InfoSearch prompt."""
+    def mistral_instruct(cls, model_name_or_path: str = "mistralai/Mistral-7B-Instruct-v0.2", *,
+                         style: str = "followir", **kwargs) -> "CausalLMReranker":
+        """Zero-shot ``mistralai/Mistral-7B-Instruct-v0.2``: FollowIR's prompt (``style='followir'``) or InfoSearch."""
         if style not in cls.STYLES:
             raise ValueError(f"style must be one of {sorted(cls.STYLES)}, got {style!r}")
         return cls._from_prompt(model_name_or_path, cls.STYLES[style], **kwargs)
@@ -93,7 +94,7 @@ class CausalLMReranker(TrueFalseReranker):
 
     @preset
     def llama(cls, model_name_or_path: str = "meta-llama/Meta-Llama-3.1-8B-Instruct", **kwargs) -> "CausalLMReranker":
-        """``meta-llama/Meta-Llama-3.1-8B-Instruct`` with the plain Llama prompt (InfoSearch's Llama-3.1-8B-Instruct)."""
+        """``meta-llama/Meta-Llama-3.1-8B-Instruct``, the plain Llama prompt (InfoSearch's Llama-3.1-8B-Instruct)."""
         return cls._from_prompt(model_name_or_path, "llama", **kwargs)
 
     @preset
@@ -116,16 +117,18 @@ class CausalLMReranker(TrueFalseReranker):
                 if self.backend._llm is None:  # vLLM's pooling runner: LLM.classify on the same ids
                     self.backend._runner = "pooling"
                 elif getattr(self.backend._llm, "runner_type", "pooling") != "pooling":
-                    raise ValueError(f"{self!r}: {self.model_name_or_path} is a sequence-classification checkpoint; its vLLM "
-                                     "engine must run runner='pooling' (pass it in the VLLMBackend's options)")
+                    raise ValueError(f"{self!r}: {self.model_name_or_path} is a sequence-classification checkpoint; "
+                                     "its vLLM engine must run runner='pooling' (pass it in the VLLMBackend's options)")
             elif self._pooling:
-                raise ValueError(f"{self!r}: {self.model_name_or_path} is a sequence-classification checkpoint; backend='vllm' "
-                                 "scores a causal LM's answer tokens: use its causal-LM checkpoint, or backend='hf'")
+                raise ValueError(f"{self!r}: {self.model_name_or_path} is a sequence-classification checkpoint; "
+                                 "backend='vllm' scores a causal LM's answer tokens: use its causal-LM checkpoint, or "
+                                 "backend='hf'")
             # the package's own tokenizer, not the engine's: vLLM's truncates on the left (``get_tokenizer`` sets
             # truncation_side='left' for generate models), which would cut the template's head, not the document
             tok = self._load_tokenizer(model_path(self.model_name_or_path))
             self._ids = self._answer_ids(tok, self.backend.model)
-            self._tokenizer, self._max_length = tok, self._fit_engine(self.max_length or self._reference_max_length(tok))
+            self._tokenizer = tok
+            self._max_length = self._fit_engine(self.max_length or self._reference_max_length(tok))
         return None, self._tokenizer
 
     def _classified(self, prompts) -> np.ndarray:
@@ -143,9 +146,9 @@ class CausalLMReranker(TrueFalseReranker):
         if limit is None or length <= limit:
             return length
         if self.max_length is not None:
-            raise ValueError(f"{self!r}: max_length={self.max_length} prompts do not fit the vLLM engine's max_model_len="
-                             f"{limit + 1} (a prompt of max_model_len tokens or more is refused): pass max_model_len >= "
-                             f"{self.max_length + 1} in backend_options, or max_length <= {limit}")
+            raise ValueError(f"{self!r}: max_length={self.max_length} prompts do not fit the vLLM engine's "
+                             f"max_model_len={limit + 1} (a prompt of max_model_len tokens or more is refused): pass "
+                             f"max_model_len >= {self.max_length + 1} in backend_options, or max_length <= {limit}")
         log.info("%r: prompts cut to %d tokens, the vLLM engine's max_model_len - 1", self, limit)
         return limit
 
@@ -247,14 +250,16 @@ class CausalLMReranker(TrueFalseReranker):
 
 
 class FollowIR7B(CausalLMReranker):
-    """FollowIR-7B (Weller et al., 2024; ``jhu-clsp/FollowIR-7B``, Mistral-7B-Instruct-v0.2 fine-tuned): the exact prompt of
-    FollowIR's ``rerank.py`` (literal ``<s>`` + BOS, trailing space), left padding, pad = eos, P(true) from the last position.
+    """FollowIR-7B (Weller et al., 2024; ``jhu-clsp/FollowIR-7B``, Mistral-7B-Instruct-v0.2 fine-tuned): the exact
+    prompt of FollowIR's ``rerank.py`` (literal ``<s>`` + BOS, trailing space), left padding, pad = eos, P(true) from
+    the last position.
 
     Presets (checkpoint):
 
     - ``FollowIR7B()``: ``jhu-clsp/FollowIR-7B``
 
-    Arguments: see :class:`CausalLMReranker` (``share_prefix``: each query's prompt prefix is computed once, by default)."""
+    Arguments: see :class:`CausalLMReranker` (``share_prefix``: each query's prompt prefix is computed once, by
+    default)."""
     schematic = {"label": "FollowIR-7B"}
 
     def __init__(self, model_name_or_path: str = "jhu-clsp/FollowIR-7B", **kwargs):

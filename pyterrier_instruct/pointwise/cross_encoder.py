@@ -1,5 +1,6 @@
 """Cross-encoder (sequence classification) rerankers, scored as FollowIR's and sentence-transformers' ``CrossEncoder``:
-the pair (composed query, document) with ``only_second`` truncation; score = softmax(logits)[1] (MonoBERT, TART) or the single logit."""
+the pair (composed query, document) with ``only_second`` truncation; score = softmax(logits)[1] (MonoBERT, TART) or the
+single logit."""
 from __future__ import annotations
 
 from typing import Dict, List, Optional, Sequence
@@ -37,7 +38,8 @@ class CrossEncoderReranker(PointwiseReranker):
     def _load_model(self):
         import transformers
         tok = from_pretrained(transformers.AutoTokenizer, self.model_name_or_path)
-        model = from_pretrained(transformers.AutoModelForSequenceClassification, self.model_name_or_path, dtype=self._torch_dtype)
+        model = from_pretrained(transformers.AutoModelForSequenceClassification, self.model_name_or_path,
+                                dtype=self._torch_dtype)
         return model, tok
 
     def _encode(self, queries: Sequence[str], texts: Sequence[str],

@@ -35,9 +35,10 @@ class MxbaiRerankV2(CausalLMReranker):
     default_max_length = 8192
     query_slot = QuerySlot("mxbai_v2")
 
-    def __init__(self, model_name_or_path: str = "mixedbread-ai/mxbai-rerank-base-v2", *, score: str = "logit_diff", **kwargs):
-        kwargs = {"template": MXBAI_V2["document"], "true_token": MXBAI_V2["true_token"], "false_token": MXBAI_V2["false_token"],
-                  **kwargs}
+    def __init__(self, model_name_or_path: str = "mixedbread-ai/mxbai-rerank-base-v2", *, score: str = "logit_diff",
+                 **kwargs):
+        kwargs = {"template": MXBAI_V2["document"], "true_token": MXBAI_V2["true_token"],
+                  "false_token": MXBAI_V2["false_token"], **kwargs}
         super().__init__(model_name_or_path, score=score, **kwargs)
 
     @preset

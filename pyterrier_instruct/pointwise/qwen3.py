@@ -3,7 +3,7 @@ Models"; QwenLM/Qwen3-Embedding at f4ad0c4, README "Reranker Model / Transformer
 ``<Instruct>`` slot of the chat prompt, p(yes) from the 2-way softmax of the ``yes``/``no`` logits at the last position.
 
 Also reads the sequence-classification conversions of the checkpoints (``Qwen3ForSequenceClassification`` whose head is
-``lm_head[yes] - lm_head[no]``, one label, or the ``[no, yes]`` rows, two labels): the same scores from the same body."""
+``lm_head[yes] - lm_head[no]``, one label, or the ``[no, yes]`` rows, two labels): the same scores, the same body."""
 from __future__ import annotations
 
 from typing import List, Optional, Sequence
@@ -25,8 +25,9 @@ class Qwen3Reranker(CausalLMReranker):
     README's; mteb uses ``"Given the user query, retrieval the relevant passages"``). Details: docs/rerankers.md.
 
     Args:
-        model_name_or_path: a hub id or local folder: the causal LM (``Qwen3ForCausalLM``) or its sequence-classification
-            conversion (``Qwen3ForSequenceClassification``, read from the folder's ``config.json``).
+        model_name_or_path: a hub id or local folder: the causal LM (``Qwen3ForCausalLM``) or its
+            sequence-classification conversion (``Qwen3ForSequenceClassification``, read from the folder's
+            ``config.json``).
         instruction: the default instruction (see above).
         max_length: token limit of the whole prompt (default 8192, the README's).
         truncation: ``'safe'`` (default: whole words off the document, then the query) or ``'reference'`` (README).
@@ -46,8 +47,8 @@ class Qwen3Reranker(CausalLMReranker):
     _lazy = ("_model", "_tokenizer", "_head")
     pooling_checkpoints = True
 
-    def __init__(self, model_name_or_path: str = "Qwen/Qwen3-Reranker-0.6B", *, instruction: str = QWEN3_DEFAULT_INSTRUCTION,
-                 **kwargs):
+    def __init__(self, model_name_or_path: str = "Qwen/Qwen3-Reranker-0.6B", *,
+                 instruction: str = QWEN3_DEFAULT_INSTRUCTION, **kwargs):
         p = PROMPTS["qwen3_reranker"]
         kwargs = {"template": p.template, "true_token": p.true_token, "false_token": p.false_token, **kwargs}
         super().__init__(model_name_or_path, instruction=instruction, **kwargs)
@@ -73,8 +74,8 @@ class Qwen3Reranker(CausalLMReranker):
         if not any(a.endswith("ForSequenceClassification") for a in (config.architectures or ())):
             return super()._load_model()
         if config.num_labels not in (1, 2):
-            raise ValueError(f"{path}: a sequence-classification Qwen3-Reranker has 1 label (yes - no) or 2 ([no, yes]), "
-                             f"not {config.num_labels}")
+            raise ValueError(f"{path}: a sequence-classification Qwen3-Reranker has 1 label (yes - no) or 2 ([no, "
+                             f"yes]), not {config.num_labels}")
         tok = from_pretrained(transformers.AutoTokenizer, path, padding_side="left")
         model = from_pretrained(transformers.AutoModelForSequenceClassification, path, dtype=self._torch_dtype)
         self._head = model.score
@@ -93,7 +94,8 @@ class Qwen3Reranker(CausalLMReranker):
             return super()._forward(batch)
         mask = batch["attention_mask"]
         positions = (mask.long().cumsum(-1) - 1).clamp(min=0)
-        hidden = self._model.model(input_ids=batch["input_ids"], attention_mask=mask, position_ids=positions).last_hidden_state
+        hidden = self._model.model(input_ids=batch["input_ids"], attention_mask=mask,
+                                   position_ids=positions).last_hidden_state
         return two_way(self._answer_logits(hidden[:, -1]), self.score)
 
     def _encode(self, queries: Sequence[str], texts: Sequence[str],
@@ -107,7 +109,7 @@ class Qwen3Reranker(CausalLMReranker):
         start, end = t.rindex("\n", 0, first) + 1, t.index("{text}") + len("{text}")
         prefix, suffix = tok.encode(t[:start], add_special_tokens=False), tok.encode(t[end:], add_special_tokens=False)
         budget = self._max_length - len(prefix) - len(suffix)
-        ids = tok([render(t[start:end], q, d, i) for q, d, i in zip(queries, texts, instructions)], truncation="longest_first",
-                  max_length=budget, verbose=False)["input_ids"]
+        ids = tok([render(t[start:end], q, d, i) for q, d, i in zip(queries, texts, instructions)],
+                  truncation="longest_first", max_length=budget, verbose=False)["input_ids"]
         self.truncated += sum(len(i) >= budget for i in ids)
         return [{"input_ids": prefix + i + suffix} for i in ids]

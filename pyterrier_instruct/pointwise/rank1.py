@@ -1,8 +1,8 @@
 """rank1, a reasoning reranker (Weller et al., 2025, "Rank1: Test-Time Compute for Reranking in Information Retrieval";
-orionw/rank1 at 30585c2f3166b3df03e3b8f2d496d6dc5db68a9b, ``rank1.py``): the model thinks greedily after ``<think>`` until
-``</think> true``/``</think> false``, and the score is p(true) from the last step's top-20 log-probabilities; reasoning
-that is unfinished (the budget ran out, or the answer tokens are not in that top 20) is cut after its last sentence,
-closed with ``</think>`` and answered in one step restricted to the two answer tokens.
+orionw/rank1 at 30585c2f3166b3df03e3b8f2d496d6dc5db68a9b, ``rank1.py``): the model thinks greedily after ``<think>``
+until ``</think> true``/``</think> false``, and the score is p(true) from the last step's top-20 log-probabilities;
+reasoning that is unfinished (the budget ran out, or the answer tokens are not in that top 20) is cut after its last
+sentence, closed with ``</think>`` and answered in one step restricted to the two answer tokens.
 
 Generation goes through two backend calls (:meth:`~pyterrier_instruct.backends.HFBackend.generate_until`,
 :meth:`~pyterrier_instruct.backends.HFBackend.next_token_logprobs`) shaped after the vLLM ``SamplingParams``
@@ -76,7 +76,7 @@ class Rank1(InstructReranker):
     """
     schematic = {"label": "rank1"}
     extra_outputs = ("reasoning",)
-    #: rank1's query + instruction rule (:func:`~pyterrier_instruct.instructions.compose_rank1`) in the template's ``{query}``
+    #: rank1's query + instruction rule (:func:`~pyterrier_instruct.instructions.compose_rank1`) in ``{query}``
     query_slot = QuerySlot("rank1")
 
     def __init__(self, model_name_or_path: str = CHECKPOINTS["7b"], *, backend: BackendLike = "hf",
@@ -85,19 +85,20 @@ class Rank1(InstructReranker):
         if int(max_output_tokens) < 1:
             raise ValueError(f"max_output_tokens must be at least 1, got {max_output_tokens!r}")
         if callable(backend) and not isinstance(backend, Backend):
-            raise TypeError("Rank1 needs token ids and log-probabilities: backend must be 'hf', 'vllm' or a TokenizerBackend, "
-                            f"not a callable ({backend!r})")
+            raise TypeError("Rank1 needs token ids and log-probabilities: backend must be 'hf', 'vllm' or a "
+                            f"TokenizerBackend, not a callable ({backend!r})")
         options = backend_options
         if backend == "vllm":  # rank1's engine; exact answer-step values: log-probabilities after allowed_token_ids
             options = {**VLLM_DEFAULTS, **(backend_options or {})}
         built = _family_backend(type(self), backend, model_name_or_path, CHECKPOINTS["7b"], options)
         missing = [m for m in REASONING_CALLS if not callable(getattr(built, m, None))]
         if not isinstance(built, TokenizerBackend) or missing:
-            raise TypeError(f"Rank1 needs a backend with a tokenizer, log-probabilities and {' and '.join(REASONING_CALLS)} "
-                            f"('hf', 'vllm', HFBackend, VLLMBackend), got {type(built).__name__}")
+            raise TypeError("Rank1 needs a backend with a tokenizer, log-probabilities and "
+                            f"{' and '.join(REASONING_CALLS)} ('hf', 'vllm', HFBackend, VLLMBackend), got "
+                            f"{type(built).__name__}")
         self.model_name_or_path, self.backend, self.backend_options = model_name_or_path, built, backend_options
-        self.max_output_tokens = int(max_output_tokens)
-        self.text_field, self.title_field, self.instruction, self.verbose = text_field, title_field, instruction, verbose
+        self.max_output_tokens, self.text_field, self.title_field = int(max_output_tokens), text_field, title_field
+        self.instruction, self.verbose = instruction, verbose
         self.stats: Counter = Counter()
 
     @preset
@@ -112,9 +113,9 @@ class Rank1(InstructReranker):
             raise ValueError(f"Rank1.released: no AWQ checkpoint of rank1-{name}; AWQ exists for {list(AWQ_SIZES)}")
         backend = kwargs.get("backend", "hf")
         if awq and (backend == "hf" or isinstance(backend, HFBackend)) and importlib.util.find_spec("awq") is None:
-            raise ImportError(f"jhu-clsp/rank1-{name}-awq is AWQ-quantised: the HF backend needs autoawq "
-                              "(pip install autoawq, a CUDA GPU); or use backend='vllm', or the unquantised Rank1.released("
-                              f"{name!r})")
+            raise ImportError(f"jhu-clsp/rank1-{name}-awq is AWQ-quantised: the HF backend needs autoawq (pip install "
+                              "autoawq, a CUDA GPU); or use backend='vllm', or the unquantised "
+                              f"Rank1.released({name!r})")
         return cls(CHECKPOINTS[name] + ("-awq" if awq else ""), **kwargs)
 
     # -- prompts ---------------------------------------------------------------------------------------------------
@@ -131,8 +132,8 @@ class Rank1(InstructReranker):
         """rank1's ``tokenizer(" true", add_special_tokens=False).input_ids[0]`` and the same for ``" false"``."""
         ids = [tok(w, add_special_tokens=False)["input_ids"] for w in (RANK1.true_token, RANK1.false_token)]
         if not all(ids) or ids[0][0] == ids[1][0]:
-            raise ValueError(f"{self!r}: the tokenizer does not give distinct first tokens for {RANK1.true_token!r} and "
-                             f"{RANK1.false_token!r}")
+            raise ValueError(f"{self!r}: the tokenizer does not give distinct first tokens for {RANK1.true_token!r} "
+                             f"and {RANK1.false_token!r}")
         return ids[0][0], ids[1][0]
 
     # -- scoring ---------------------------------------------------------------------------------------------------
@@ -142,8 +143,9 @@ class Rank1(InstructReranker):
         true_id, false_id = self._answer_ids(tok)
         bar = self._tqdm(None, total=len(prompts), unit="doc")
         try:
-            runs = self.backend.generate_until([tok(p)["input_ids"] for p in prompts], max_new_tokens=self.max_output_tokens,
-                                               stop=RANK1.stop, top_logprobs=TOP_LOGPROBS, bar=bar)
+            runs = self.backend.generate_until([tok(p)["input_ids"] for p in prompts],
+                                               max_new_tokens=self.max_output_tokens, stop=RANK1.stop,
+                                               top_logprobs=TOP_LOGPROBS, bar=bar)
         finally:
             bar.close()
         scores = np.empty(len(prompts), dtype="float64")

@@ -1,5 +1,6 @@
-"""monoT5 and other seq2seq true/false rerankers (pyterrier_t5 ``MonoT5ReRanker``, FollowIR's ``rerank.py``): one decoder step from the decoder start
-token, the logits of ``encode(true_word)[0]`` / ``encode(false_word)[0]`` (``▁true``/``▁false`` for T5)."""
+"""monoT5 and other seq2seq true/false rerankers (pyterrier_t5 ``MonoT5ReRanker``, FollowIR's ``rerank.py``): one
+decoder step from the decoder start token, the logits of ``encode(true_word)[0]`` / ``encode(false_word)[0]``
+(``▁true``/``▁false`` for T5)."""
 from __future__ import annotations
 
 import logging
@@ -39,7 +40,8 @@ class MonoT5(TrueFalseReranker):
     def __init__(self, model_name_or_path: str = "castorini/monot5-base-msmarco-10k", *,
                  template: str = PROMPTS["monot5"].template, true_token: str = "true", false_token: str = "false",
                  **kwargs):
-        super().__init__(model_name_or_path, template=template, true_token=true_token, false_token=false_token, **kwargs)
+        super().__init__(model_name_or_path, template=template, true_token=true_token, false_token=false_token,
+                         **kwargs)
         self._fold_scale = None
 
     @preset
@@ -51,13 +53,15 @@ class MonoT5(TrueFalseReranker):
     def flan_t5(cls, model_name_or_path: str = "google/flan-t5-base", **kwargs) -> "MonoT5":
         """FLAN-T5 zero-shot (yes/no) with FollowIR's prompt; ``google/flan-t5-large`` was also used there."""
         p = PROMPTS["flan_t5"]
-        return cls(model_name_or_path, template=p.template, true_token=p.true_token, false_token=p.false_token, **kwargs)
+        return cls(model_name_or_path, template=p.template, true_token=p.true_token, false_token=p.false_token,
+                   **kwargs)
 
     @preset
     def mt5(cls, model_name_or_path: str = "unicamp-dl/mt5-base-mmarco-v2", **kwargs) -> "MonoT5":
         """mT5 mMARCO checkpoints: the monoT5 prompt answered with ``yes``/``no``."""
         p = PROMPTS["mt5_mmarco"]
-        return cls(model_name_or_path, template=p.template, true_token=p.true_token, false_token=p.false_token, **kwargs)
+        return cls(model_name_or_path, template=p.template, true_token=p.true_token, false_token=p.false_token,
+                   **kwargs)
 
     def _load_model(self):
         import transformers
@@ -71,7 +75,7 @@ class MonoT5(TrueFalseReranker):
 
     def _forward(self, batch):
         ids, mask = batch["input_ids"], batch["attention_mask"]
-        if self._fold_scale is None:  # decided once per load: the folded step on the first row against transformers' forward
+        if self._fold_scale is None:  # decided once per load: the folded step on the first row vs transformers' forward
             self._fold_scale = self._folded_step_scale(ids[:1], mask[:1])
         if self._fold_scale is False:
             return two_way(self._transformers_logits(ids, mask), self.score)
@@ -91,12 +95,12 @@ class MonoT5(TrueFalseReranker):
     def _first_step_logits(self, encoded, mask, scale: float):
         """``[false, true]`` logits of the first decoder step, as transformers' forward computes them, with less work.
 
-        The one decoder token's self-attention sees only itself (softmax over one key is 1: the output is
-        ``o(v(x))``), and each cross-attention folds its key and value projections into its query and output:
-        ``q·(E·Wk)ᵀ = (q·Wk)·Eᵀ`` and ``softmax·(E·Wv) = (softmax·E)·Wvᵀ``, O(n·d) per layer instead of projecting all n
-        encoder states (O(n·d²), 1/7 of a t5-small rerank's multiply-adds). T5 scales no attention scores; the padding
-        mask is added as in transformers; ``scale`` multiplies the last hidden state before the LM head (``d_model**-0.5``
-        for T5's tied head; which one a transformers version applies is found by :meth:`_folded_step_scale`)."""
+        The one decoder token's self-attention sees only itself (softmax over one key is 1: the output is ``o(v(x))``),
+        and each cross-attention folds its key and value projections into its query and output: ``q·(E·Wk)ᵀ =
+        (q·Wk)·Eᵀ`` and ``softmax·(E·Wv) = (softmax·E)·Wvᵀ``, O(n·d) per layer instead of projecting all n encoder
+        states (O(n·d²), 1/7 of a t5-small rerank's multiply-adds). T5 scales no attention scores; the padding mask is
+        added as in transformers; ``scale`` multiplies the last hidden state before the LM head (``d_model**-0.5`` for
+        T5's tied head; which one a transformers version applies is found by :meth:`_folded_step_scale`)."""
         import torch
         dec, n, d = self._model.decoder, encoded.shape[0], encoded.shape[-1]
         h = dec.embed_tokens(torch.full((n, 1), self._start, dtype=torch.long, device=encoded.device))
@@ -107,7 +111,8 @@ class MonoT5(TrueFalseReranker):
             a = cross.EncDecAttention
             heads, k = a.n_heads, a.key_value_proj_dim
             q = a.q(cross.layer_norm(h)).view(n, heads, k)
-            scores = torch.einsum("nhd,nld->nhl", torch.einsum("nhk,hkd->nhd", q, a.k.weight.view(heads, k, d)), encoded)
+            scores = torch.einsum("nhd,nld->nhl", torch.einsum("nhk,hkd->nhd", q, a.k.weight.view(heads, k, d)),
+                                  encoded)
             p = torch.softmax((scores + masked).float(), dim=-1).type_as(scores)
             mixed = torch.einsum("nhl,nld->nhd", p, encoded)
             h = h + a.o(torch.einsum("nhd,hkd->nhk", mixed, a.v.weight.view(heads, k, d)).reshape(n, 1, heads * k))
@@ -127,10 +132,13 @@ class MonoT5(TrueFalseReranker):
                 encoded = self._model.encoder(input_ids=ids, attention_mask=mask).last_hidden_state
                 tolerance = 1e-4 if self._model.dtype == torch.float32 else 5e-2
                 for scale in (self._model.config.d_model ** -0.5, 1.0):
-                    if torch.allclose(self._first_step_logits(encoded, mask, scale).float(), want, atol=tolerance, rtol=0):
+                    if torch.allclose(self._first_step_logits(encoded, mask, scale).float(), want, atol=tolerance,
+                                      rtol=0):
                         return scale
         except (AttributeError, IndexError, RuntimeError, TypeError) as err:
-            log.info("%s: the folded first decoder step does not apply (%s); using transformers' forward", self.model_name_or_path, err)
+            log.info("%s: the folded first decoder step does not apply (%s); using transformers' forward",
+                     self.model_name_or_path, err)
             return False
-        log.info("%s: the folded first decoder step differs from transformers' forward; using the latter", self.model_name_or_path)
+        log.info("%s: the folded first decoder step differs from transformers' forward; using the latter",
+                 self.model_name_or_path)
         return False

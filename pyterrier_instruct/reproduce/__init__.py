@@ -1,5 +1,5 @@
-"""The reproduction of the instruction-following retrieval papers: one module per benchmark, each a short composition
-of the package's public API, behind one console entry point (``pyterrier-instruct <command>``, :mod:`.cli`) and each also
+"""The reproduction of the instruction-following retrieval papers: one module per benchmark, each a short composition of
+the package's public API, behind one console entry point (``pyterrier-instruct <command>``, :mod:`.cli`) and each also
 runnable as ``python -m pyterrier_instruct.reproduce.<module>``.
 
 - what the pipelines share: :mod:`.arguments`, the one command line (:func:`parser`, :func:`parse`) and opening
@@ -16,8 +16,9 @@ Importing this package imports no model library; the pipelines import theirs whe
 from .arguments import FIRST_STAGES, Row, dataset_label, model_options, open_dataset, open_datasets, parse, parser
 from .baselines import followir_baselines
 from .output import finish
-from .systems import ROWS_2025, check_models, first_stage_bm25, full_retrieval, on_cluster, rank1, rerankers_2025, row_name, saved, selected
+from .systems import (ROWS_2025, check_models, first_stage_bm25, full_retrieval, on_cluster, rank1, rerankers_2025,
+                      row_name, saved, selected)
 
 __all__ = ["Row", "parser", "parse", "dataset_label", "open_dataset", "open_datasets", "model_options", "check_models",
-           "saved", "finish", "selected", "on_cluster", "first_stage_bm25", "FIRST_STAGES", "full_retrieval", "followir_baselines",
-           "ROWS_2025", "rerankers_2025", "rank1", "row_name"]
+           "saved", "finish", "selected", "on_cluster", "first_stage_bm25", "FIRST_STAGES", "full_retrieval",
+           "followir_baselines", "ROWS_2025", "rerankers_2025", "rank1", "row_name"]

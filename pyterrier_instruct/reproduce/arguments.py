@@ -47,22 +47,27 @@ def parser(command: str, doc: str, rows: Mapping[str, Row], datasets: Sequence[s
     for key, row in rows.items():
         if row.model is not None:
             g.add_argument(f"--{key}", dest=f"model_{key}", default=row.model, metavar="MODEL",
-                           help=f"{row.name}: hub id or local folder (default: {row.model}){'; ' + row.help if row.help else ''}")
+                           help=f"{row.name}: hub id or local folder (default: "
+                                f"{row.model}){'; ' + row.help if row.help else ''}")
     g = p.add_argument_group("run")
-    g.add_argument("--device", default=None, help="torch device for the models (default: cuda when available, else cpu)")
-    g.add_argument("--batch-size", type=int, default=None, metavar="N", help="model batch size (default: each model's own)")
+    g.add_argument("--device", default=None,
+                   help="torch device for the models (default: cuda when available, else cpu)")
+    g.add_argument("--batch-size", type=int, default=None, metavar="N",
+                   help="model batch size (default: each model's own)")
     g.add_argument("--out", default=os.path.join("results", command), metavar="DIR",
                    help="output folder: the tables, report.json and runs/ (saved runs; a re-run reuses them)")
     g.add_argument("--quiet", action="store_true", help="no progress bars")
     g.add_argument("--first-stage", choices=FIRST_STAGES, default="pisa",
-                   help="the full-collection BM25 engine: pisa (pti.BM25, no Java; default) or pyserini (pti.PyseriniBM25, "
-                        "Anserini/Lucene; needs pip install 'pyterrier-instruct[pyserini]'). See docs/first_stage.md")
+                   help="the full-collection BM25 engine: pisa (pti.BM25, no Java; default) or pyserini "
+                        "(pti.PyseriniBM25, Anserini/Lucene; needs pip install 'pyterrier-instruct[pyserini]'). See "
+                        "docs/first_stage.md")
     g = p.add_argument_group("cluster (pip install 'pyterrier-instruct[ray]'; see docs/scaling.md)")
     g.add_argument("--ray", nargs="?", const="auto", default=None, metavar="ADDRESS",
-                   help="run the rerankers and dense encoders on a Ray cluster: ADDRESS of its head (host:6379, ray://host:10001), "
-                        "or 'auto' (the default when the flag has no value: the cluster this machine joined with `ray start`)")
+                   help="run the rerankers and dense encoders on a Ray cluster: ADDRESS of its head (host:6379, "
+                        "ray://host:10001), or 'auto' (the default when the flag has no value: the cluster this "
+                        "machine joined with `ray start`)")
     g.add_argument("--workers", type=int, default=None, metavar="N",
-                   help="Ray actors per model, one model copy each (default: one per GPU of the cluster, else one per CPU)")
+                   help="Ray actors per model, a model copy each (default: one per GPU of the cluster, else per CPU)")
     return p
 
 
@@ -75,7 +80,8 @@ def parse(p: argparse.ArgumentParser, argv: Optional[Sequence[str]], rows: Mappi
     wanted = [k.strip() for k in args.systems.split(",") if k.strip()]
     unknown = [k for k in wanted if k not in rows]
     if unknown or not wanted:
-        p.error(f"--systems: unknown row(s) {unknown}; choose from {', '.join(rows)}" if unknown else "--systems is empty")
+        p.error(f"--systems: unknown row(s) {unknown}; choose from {', '.join(rows)}" if unknown
+                else "--systems is empty")
     args.keys = [k for k in rows if k in wanted]
     args.models = {k: getattr(args, f"model_{k}") for k, row in rows.items() if row.model is not None}
     args.dataset = args.dataset or list(datasets)
@@ -98,8 +104,8 @@ def dataset_label(name: str) -> str:
 
 
 def open_dataset(args: argparse.Namespace, name: str, path: Optional[str] = None):
-    """``pti.load_dataset(name, path=path)`` with its folder located now (a pipeline fails before any work when the data is
-    missing), looking under ``--data-root`` (as ``$PYTERRIER_INSTRUCT_DATA``, for this call only) when no path is given."""
+    """``pti.load_dataset(name, path=path)`` with its folder located now (a pipeline fails before any work when the data
+    is missing), under ``--data-root`` (as ``$PYTERRIER_INSTRUCT_DATA``, for this call only) when no path is given."""
     from ..datasets import load
     from ..datasets.source import ENV_ROOT
     before = os.environ.get(ENV_ROOT)

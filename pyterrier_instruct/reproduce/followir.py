@@ -43,10 +43,11 @@ ROWS = {
     "e5-mistral": Row("E5-mistral", "E5-mistral", "intfloat/e5-mistral-7b-instruct"),
     "rank1": ROW_RANK1,
     "rank-zephyr": Row("RankZephyr", None, "castorini/rank_zephyr_7b_v1_full", "listwise, top 100 of the candidates"),
-    "first": Row("FIRST", None, "castorini/first_mistral", "single-token listwise, top 100 of the candidates, one forward "
-                 "pass per window (run on request: --systems ...,first)", default=False),
-    "reasonrank": Row("ReasonRank-7B", None, "liuwenhan/reasonrank-7B", "reasoning listwise, top 100 of the candidates, up "
-                      "to 3072 reasoning tokens per window (run on request: --systems ...,reasonrank)", default=False),
+    "first": Row("FIRST", None, "castorini/first_mistral", "single-token listwise, top 100 of the candidates, one "
+                 "forward pass per window (run on request: --systems ...,first)", default=False),
+    "reasonrank": Row("ReasonRank-7B", None, "liuwenhan/reasonrank-7B", "reasoning listwise, top 100 of the "
+                      "candidates, up to 3072 reasoning tokens per window (run on request: --systems ...,reasonrank)",
+                      default=False),
     **ROWS_2025,
     **ROWS_SETWISE,
 }
@@ -57,9 +58,11 @@ def main(argv=None) -> int:
     p = parser("followir", __doc__, ROWS, DATASETS)
     p.add_argument("--listwise-backend", choices=["hf", "vllm"], default="hf",
                    help="the generation backend of RankZephyr, FIRST, ReasonRank, rank1, Setwise and Rank-R1")
-    p.add_argument("--reasoning-budget", type=int, default=None, help="the reasoning tokens of ReasonRank (per window) and Rank-R1 "
-                   "(per comparison) (default: each model's own: ReasonRank 3072 as rank_llm's demo, Rank-R1 2048 as its library)")
-    p.add_argument("--ties", choices=["docno", "input"], default="docno", help="p-MRR tie-break (default: docno, as mteb)")
+    p.add_argument("--reasoning-budget", type=int, default=None,
+                   help="the reasoning tokens of ReasonRank (per window) and Rank-R1 (per comparison) (default: each "
+                   "model's own: ReasonRank 3072 as rank_llm's demo, Rank-R1 2048 as its library)")
+    p.add_argument("--ties", choices=["docno", "input"], default="docno",
+                   help="p-MRR tie-break (default: docno, as mteb)")
     args = parse(p, argv, ROWS, DATASETS)
     check_models(args, ROWS)
     kw, m = model_options(args), args.models
@@ -92,7 +95,7 @@ def main(argv=None) -> int:
     systems = pti.PerDataset({label: saved({k: ds.candidates() >> r for k, r in rerankers.items()}, args, ROWS, label)
                               for label, ds in datasets.items()})
     table = pti.followir_report(systems, datasets, ties=args.ties)
-    finish(table, args, ROWS, "table2", "FollowIR Table 2 (x100): standard measure on the og instruction, p-MRR og -> changed")
+    finish(table, args, ROWS, "table2", "FollowIR Table 2 (x100): standard measure on og, p-MRR og -> changed")
     return 0
 
 

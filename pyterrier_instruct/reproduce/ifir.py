@@ -2,9 +2,9 @@
 normalisation) per subset, per instruction level and averaged over the subsets, with the published numbers. With
 --judge, also INSTFOL@20 (IFIR's LLM judge on the level-0 vs level runs; judgements cached under --out and reused).
 
-"BM25" is PISA BM25 (k1 1.2, b 0.75) over the subset's corpus on query + instruction; the paper used Elasticsearch 8.11.1
-with the same parameters, so expect small differences. Promptriever and E5-mistral use IFIR's own query strings. Indexes
-and runs are kept under --out (index/, runs/) and reused by a re-run.
+"BM25" is PISA BM25 (k1 1.2, b 0.75) over the subset's corpus on query + instruction; the paper used Elasticsearch
+8.11.1 with the same parameters, so expect small differences. Promptriever and E5-mistral use IFIR's own query strings.
+Indexes and runs are kept under --out (index/, runs/) and reused by a re-run.
 
 examples:
   # a local copy of one subset, BM25 only (no GPU):
@@ -38,12 +38,14 @@ DATASETS = [f"ifir/{s}" for s in ("fiqa", "scifact_open", "nfcorpus", "aila", "f
 
 def main(argv=None) -> int:
     p = parser("ifir", __doc__, ROWS, DATASETS)
-    p.add_argument("--judge", default=None, metavar="MODEL", help="INSTFOL judge model (the paper: gpt-4o-mini); none: no INSTFOL")
+    p.add_argument("--judge", default=None, metavar="MODEL",
+                   help="INSTFOL judge model (the paper: gpt-4o-mini); none: no INSTFOL")
     p.add_argument("--judge-backend", choices=["openai", "hf", "vllm"], default="openai", help="where the judge runs")
     p.add_argument("--judge-base-url", default="https://api.openai.com/v1",
                    help="the OpenAI-compatible server of --judge-backend openai")
     p.add_argument("--judge-key-env", default="OPENAI_API_KEY", metavar="VAR",
-                   help="the environment variable holding that server's key; 'none' for a server without a key (a local vllm serve)")
+                   help="the environment variable holding that server's key; 'none' for a server without a key (a "
+                        "local vllm serve)")
     p.add_argument("--levels", action="store_true", help="also report every instruction level (Tables 8-11)")
     args = parse(p, argv, ROWS, DATASETS)
     check_models(args, ROWS)
@@ -57,7 +59,8 @@ def main(argv=None) -> int:
     }, args)
     datasets = open_datasets(args)
     # per subset: BM25 and each dense model's retriever over its corpus (one model instance, one index per subset)
-    systems = pti.PerDataset({label: full_retrieval(args, ROWS, label, ds, dense, k1=1.2, b=0.75) for label, ds in datasets.items()})
+    systems = pti.PerDataset({label: full_retrieval(args, ROWS, label, ds, dense, k1=1.2, b=0.75)
+                              for label, ds in datasets.items()})
     judge = None
     if args.judge:
         os.makedirs(args.out, exist_ok=True)

@@ -1,10 +1,10 @@
 """InfoSearch Tables 2 and 3: the rerankers on each dimension's candidates in the three modes (og, changed = the
 instruction asks for one condition, reversed = it excludes it); nDCG@10, MRR@1, Robustness@10, p-MRR, WISE, SICR and the
-mean gold ranks averaged over the dimensions (Table 2), and WISE/SICR per dimension (Table 3), with the published numbers.
+mean gold ranks averaged over the dimensions (Table 2), and WISE/SICR per dimension (Table 3), with the paper's numbers.
 
 Every row reranks the candidates of each instance (empty_scores.json), as the paper did; "BM25" is the pool-local BM25
-(``pti.PoolBM25``). WISE and SICR follow the reference code (InfoSearch utils.py). Runs are saved under --out/runs/ and reused.
-GPT-4o (RankGPT prompt on an OpenAI-compatible server; reads $OPENAI_API_KEY) runs only when named in --systems.
+(``pti.PoolBM25``). WISE and SICR follow the reference code (InfoSearch utils.py). Runs are saved under --out/runs/ and
+reused. GPT-4o (RankGPT prompt on an OpenAI-compatible server; reads $OPENAI_API_KEY) runs only when named in --systems.
 
 examples:
   # the bundled 8-instance InfoSearch-format benchmark, BM25 only (no GPU, no network):
@@ -46,10 +46,12 @@ DATASETS = [f"infosearch/{d}" for d in ("audience", "keyword", "format", "langua
 
 def main(argv=None) -> int:
     p = parser("infosearch", __doc__, ROWS, DATASETS)
-    p.add_argument("--listwise-backend", choices=["hf", "vllm"], default="hf", help="generation backend of the listwise rows and rank1")
+    p.add_argument("--listwise-backend", choices=["hf", "vllm"], default="hf",
+                   help="generation backend of the listwise rows and rank1")
     p.add_argument("--openai-base-url", default="https://api.openai.com/v1", help="server of the GPT-4o row")
     p.add_argument("--openai-key-env", default="OPENAI_API_KEY", metavar="VAR",
-                   help="the environment variable holding that server's key; 'none' for a server without a key (a local vllm serve)")
+                   help="the environment variable holding that server's key; 'none' for a server without a key (a "
+                        "local vllm serve)")
     p.add_argument("--table", choices=["2", "3", "both"], default="both", help="which paper table(s) to print")
     args = parse(p, argv, ROWS, DATASETS)
     check_models(args, ROWS)
@@ -70,7 +72,8 @@ def main(argv=None) -> int:
         "rank-vicuna": lambda: listwise(pti.RankVicuna, "rank-vicuna"),
         "zephyr": lambda: listwise(pti.RankZephyr, "zephyr"),
         "gpt-4o": lambda: pti.RankGPT(m["gpt-4o"], base_url=args.openai_base_url, verbose=kw["verbose"],
-                                      api_key_env=None if args.openai_key_env.lower() == "none" else args.openai_key_env),
+                                      api_key_env=None if args.openai_key_env.lower() == "none"
+                                      else args.openai_key_env),
     }, args)
     rerankers = on_cluster(rerankers, args)  # --ray: each model on the cluster (the pool BM25 stays here)
 

@@ -38,7 +38,8 @@ DATASETS = ["instructir"]
 
 def main(argv=None) -> int:
     p = parser("instructir", __doc__, ROWS, DATASETS)
-    p.add_argument("--depth", type=int, default=100, help="BM25 candidates per instance for the rerankers (default 100)")
+    p.add_argument("--depth", type=int, default=100,
+                   help="BM25 candidates per instance for the rerankers (default 100)")
     args = parse(p, argv, ROWS, DATASETS)
     if len(args.dataset) != 1:
         p.error("InstructIR is one dataset: give at most one --dataset")
@@ -58,11 +59,14 @@ def main(argv=None) -> int:
         "mistral": lambda: pti.CausalLMReranker.mistral_instruct(m["mistral"], style="followir", **kw),
     }, args), args)
     if rerankers:
-        bm25 = pti.FoldInstruction() >> pti.BM25(ds.get_corpus_iter(verbose=kw["verbose"]), path=os.path.join(args.out, "index", label, "bm25"),
+        bm25 = pti.FoldInstruction() >> pti.BM25(ds.get_corpus_iter(verbose=kw["verbose"]),
+                                                 path=os.path.join(args.out, "index", label, "bm25"),
                                                  verbose=kw["verbose"])
-        systems.update(saved({k: bm25 % args.depth >> ds.text_loader() >> r for k, r in rerankers.items()}, args, ROWS, label))
+        systems.update(saved({k: bm25 % args.depth >> ds.text_loader() >> r for k, r in rerankers.items()}, args, ROWS,
+                             label))
     table = pti.instructir_report(systems, ds)
-    finish(table, args, ROWS, "instructir", "InstructIR (x100): nDCG@10 over instances, Robustness@10 over base queries")
+    finish(table, args, ROWS, "instructir",
+           "InstructIR (x100): nDCG@10 over instances, Robustness@10 over base queries")
     return 0
 
 

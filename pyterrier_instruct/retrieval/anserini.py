@@ -53,11 +53,11 @@ def _start_java() -> None:
     pt.java.autoclass("org.apache.lucene.search.IndexSearcher").setMaxClauseCount(_MAX_CLAUSES)
 
 
-def anserini_index(corpus: Iterable[Dict], path: Optional[str] = None, *, text_field: str = "text", overwrite: bool = False,
-                   verbose: bool = True) -> str:
-    """Builds (or reuses) a Lucene index of ``corpus`` at ``path`` (if None, a temporary folder removed at exit) with pyterrier-anserini's
-    indexer, with a progress bar over the documents unless ``verbose=False`` (Anserini's and Lucene's own logs follow
-    :func:`~pyterrier_instruct.library_progress`); returns the path."""
+def anserini_index(corpus: Iterable[Dict], path: Optional[str] = None, *, text_field: str = "text",
+                   overwrite: bool = False, verbose: bool = True) -> str:
+    """Builds (or reuses) a Lucene index of ``corpus`` at ``path`` (if None, a temporary folder removed at exit) with
+    pyterrier-anserini's indexer, with a progress bar over the documents unless ``verbose=False`` (Anserini's and
+    Lucene's own logs follow :func:`~pyterrier_instruct.library_progress`); returns the path."""
     _check_installed()
     _java.find_java_home()  # fail before reading the corpus when there is no usable Java
     if path is None:
@@ -66,7 +66,7 @@ def anserini_index(corpus: Iterable[Dict], path: Optional[str] = None, *, text_f
     fields = (text_field, "title")
     if is_lucene_index(path) and not overwrite:
         _corpus.check(f"the Lucene index at {path}", _corpus.recorded(path, inside=False), corpus, fields,
-                      f"remove {path} and {_corpus.record_path(path, inside=False)} (or pass another path) to index the corpus given")
+                      f"remove {path} and {_corpus.record_path(path, inside=False)} (or pass another path) to index it")
         return path
     if os.path.exists(path) and not (overwrite or is_lucene_index(path) or not os.listdir(path)
                                      or os.path.isfile(os.path.join(path, "pt_meta.json"))):
@@ -109,7 +109,8 @@ class PyseriniBM25(Configured, pt.Transformer):
     _lazy = ("_retriever",)  # the Java searcher; reopened on first use
 
     def __init__(self, corpus: Union[Iterable[Dict], str, os.PathLike, None] = None, path: Optional[str] = None, *,
-                 k1: float = 0.9, b: float = 0.4, num_results: int = 1000, text_field: str = "text", verbose: bool = True):
+                 k1: float = 0.9, b: float = 0.4, num_results: int = 1000, text_field: str = "text",
+                 verbose: bool = True):
         _check_installed()
         if isinstance(corpus, (str, os.PathLike)):
             if path is not None:

@@ -1,7 +1,8 @@
 """Optional first stage: Terrier (needs Java and PyTerrier's Terrier jars).
 
-A plain factory function that checks its requirements when called and raises an error naming what is missing;
-importing this module never fails. The Pyserini/Anserini first stage is :class:`~pyterrier_instruct.retrieval.anserini.PyseriniBM25`.
+A plain factory function that checks its requirements when called and raises an error naming what is missing; importing
+this module never fails. The Pyserini/Anserini first stage is
+:class:`~pyterrier_instruct.retrieval.anserini.PyseriniBM25`.
 """
 from __future__ import annotations
 

@@ -133,9 +133,10 @@ def bm25_index(corpus: Iterable[Dict], path: Optional[str] = None, *, text_field
                     PisaIndex(tmp, **settings, overwrite=True).index(itertools.chain([first], docs))
             if refused or digest.done and not digest.count:
                 raise ValueError(refused[0] if refused else "BM25: the corpus holds no documents; nothing to index")
-            if not digest.done:  # PISA reads the corpus in a thread whose error it only reports: no index from part of it
-                raise RuntimeError(f"PISA: reading the corpus stopped after {digest.count} documents (the error is in the warning "
-                                   f"above); {'the previous index at ' + path + ' is kept' if index.built() else 'no index was built'}")
+            if not digest.done:  # PISA reads the corpus in a thread whose error it only reports: no index from a part
+                kept = f"the previous index at {path} is kept" if index.built() else "no index was built"
+                raise RuntimeError(f"PISA: reading the corpus stopped after {digest.count} documents (the error is in "
+                                   f"the warning above); {kept}")
             _corpus.record(tmp, digest)
         index = PisaIndex(path, **settings)
     else:
@@ -177,8 +178,9 @@ class BM25(Configured, pt.Transformer):
         else:
             self.index = bm25_index(corpus, path, text_field=text_field, stemmer=stemmer, stops=stops,
                                     verbose=verbose, threads=threads)
-        #: what the index was built from, for provenance: the corpus's ``source`` (e.g. ``pti.load_dataset('instruct-mini')``
-        #: for a dataset's ``get_corpus_iter()``), its digest (``<documents>:<hash>``) and whether the folder is temporary
+        #: what the index was built from, for provenance: the corpus's ``source`` (e.g.
+        #: ``pti.load_dataset('instruct-mini')`` for a dataset's ``get_corpus_iter()``), its digest
+        #: (``<documents>:<hash>``) and whether the folder is temporary
         self.built_from = {"corpus": getattr(corpus, "source", None), "digest": recorded(str(self.index.path)),
                            "temporary": path is None and corpus is not None}
         self.k1, self.b, self.num_results, self.verbose = k1, b, num_results, verbose
@@ -215,7 +217,8 @@ class BM25(Configured, pt.Transformer):
         params = f"k1={self.k1}, b={self.b}, num_results={self.num_results}"
         built = getattr(self, "built_from", {})
         if built.get("temporary"):
-            corpus = f"{built['corpus']}.get_corpus_iter()" if built.get("corpus") else f"<corpus {built.get('digest')}>"
+            corpus = built.get("corpus")
+            corpus = f"{corpus}.get_corpus_iter()" if corpus else f"<corpus {built.get('digest')}>"
             return f"BM25({corpus}, {params})"
         return f"BM25({str(self.index.path)!r}, {params})"
 

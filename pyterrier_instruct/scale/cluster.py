@@ -1,11 +1,12 @@
 """Connecting to a Ray cluster, or starting a local one that listens on the loopback interface only.
 
-``connect(address)``: an initialised Ray is used as it is; an ``address`` (``"auto"``, ``"ray://…"``, ``"host:port"``) or
-``$RAY_ADDRESS`` joins that cluster; otherwise a local single-machine cluster starts, bound to 127.0.0.1 (every Ray
+``connect(address)``: an initialised Ray is used as it is; an ``address`` (``"auto"``, ``"ray://…"``, ``"host:port"``)
+or ``$RAY_ADDRESS`` joins that cluster; otherwise a local single-machine cluster starts, bound to 127.0.0.1 (every Ray
 process, the GCS included, listens on the loopback address only; no dashboard, no usage statistics).
 
-Ray turns a node address of ``127.0.0.1`` into the machine's routable address unless ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER``
-is ``0`` (the setting that makes Ray local-only on Windows and macOS), so :func:`local_cluster` sets it for the start.
+Ray turns a node address of ``127.0.0.1`` into the machine's routable address unless
+``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER`` is ``0`` (the setting that makes Ray local-only on Windows and macOS), so
+:func:`local_cluster` sets it for the start.
 """
 from __future__ import annotations
 
@@ -61,7 +62,8 @@ def local_cluster(num_cpus: Optional[int] = None, num_gpus: Optional[int] = None
     node = ray.util.get_node_ip_address()
     if node != LOOPBACK:  # a Ray that ignores the setting must not be left listening on a routable address
         ray.shutdown()
-        raise RuntimeError(f"Ray started on {node}, not on {LOOPBACK}; refusing a local cluster reachable from the network")
+        raise RuntimeError(f"Ray started on {node}, not on {LOOPBACK}; refusing a local cluster reachable from the "
+                           "network")
     return context
 
 

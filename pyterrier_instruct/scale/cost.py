@@ -25,7 +25,8 @@ PARAMS: Dict[str, float] = {
     "RankZephyr-7B": 7.24e9, "Promptriever-7B": 6.74e9, "RepLLaMA-7B": 6.74e9, "E5-mistral-7B": 7.11e9,
 }
 #: the models' token limits where they truncate (monoT5 512; the dense models encode at most 512 passage tokens)
-MAX_TOKENS: Dict[str, int] = {"MonoT5-base": 512, "MonoT5-3B": 512, "Promptriever-7B": 512, "RepLLaMA-7B": 512, "E5-mistral-7B": 512}
+MAX_TOKENS: Dict[str, int] = {"MonoT5-base": 512, "MonoT5-3B": 512, "Promptriever-7B": 512, "RepLLaMA-7B": 512,
+                              "E5-mistral-7B": 512}
 
 
 class Stage(NamedTuple):
@@ -83,14 +84,15 @@ def workloads() -> List[Stage]:
         rows.append(Stage("FollowIR", name, "RankZephyr-7B", "listwise", qrows * WINDOWS_PER_QUERY, WINDOW_TOKENS,
                           f"{qrows} query rows × {WINDOWS_PER_QUERY} windows of the top 100"))
         for model in ("Promptriever-7B", "E5-mistral-7B"):
-            rows.append(Stage("FollowIR", name, model, "encode corpus", docs, min(tokens(400, False), 512), "the candidate pool's passages"))
+            rows.append(Stage("FollowIR", name, model, "encode corpus", docs, min(tokens(400, False), 512),
+                              "the candidate pool's passages"))
     instances = 1_598 * 3  # InfoSearch Table 1: instructed instances, reranked in the ori/ins/rev modes
     for model in ("FollowIR-7B", "Mistral-7B-instruct"):
         rows.append(Stage("InfoSearch", "6 dimensions", model, "rerank", instances * 100, _pairs(model, 15 + 18 + 300),
                           "top 100 per instance and mode; ~300-word documents assumed (the paper gives no length)",
                           _head(model, 15 + 18), 100))
-    rows.append(Stage("InfoSearch", "6 dimensions", "RankZephyr-7B", "listwise", instances * WINDOWS_PER_QUERY, WINDOW_TOKENS,
-                      "top 100 per instance and mode"))
+    rows.append(Stage("InfoSearch", "6 dimensions", "RankZephyr-7B", "listwise", instances * WINDOWS_PER_QUERY,
+                      WINDOW_TOKENS, "top 100 per instance and mode"))
     rows.append(Stage("InfoSearch", "6 dimensions", "E5-mistral-7B", "encode corpus", 6_392, tokens(300, False),
                       "6,392 documents"))
     for model in ("Promptriever-7B", "E5-mistral-7B"):
@@ -99,17 +101,20 @@ def workloads() -> List[Stage]:
         rows.append(Stage("IFIR", "7 subsets", model, "encode queries", 2 * 2_424, tokens(60, False),
                           "2,424 instruction queries + level 0"))
     for model in ("Promptriever-7B", "RepLLaMA-7B", "E5-mistral-7B"):
-        rows.append(Stage("InstructIR", "instructir", model, "encode corpus", 16_072, tokens(80, False), "16,072 revised passages"))
+        rows.append(Stage("InstructIR", "instructir", model, "encode corpus", 16_072, tokens(80, False),
+                          "16,072 revised passages"))
     for model in ("FollowIR-7B", "Mistral-7B-instruct"):
         rows.append(Stage("InstructIR", "instructir", model, "rerank", 9_906 * 100, _pairs(model, 15 + 40 + 80),
                           "9,906 instances × BM25 top 100", _head(model, 15 + 40), 100))
     for model in ("Promptriever-7B", "RepLLaMA-7B"):
         for name, (docs, words) in _BEIR.items():
-            rows.append(Stage("BEIR", name, model, "encode corpus", docs, min(tokens(words, False), 512), f"{docs:,} passages"))
+            rows.append(Stage("BEIR", name, model, "encode corpus", docs, min(tokens(words, False), 512),
+                              f"{docs:,} passages"))
     return rows
 
 
-def estimate(stages: Optional[List[Stage]] = None, utilisation: float = 0.5, peak: float = H100_BF16_PEAK) -> pd.DataFrame:
+def estimate(stages: Optional[List[Stage]] = None, utilisation: float = 0.5,
+             peak: float = H100_BF16_PEAK) -> pd.DataFrame:
     """One row per stage: items, tokens per item, total tokens, FLOPs (``2 × params × tokens``) and GPU-hours on one
     GPU of ``peak`` FLOP/s at ``utilisation``."""
     if not 0 < utilisation <= 1:

@@ -20,7 +20,8 @@ import numpy as np
 
 
 def encode_corpus(wrapper, corpus_iter: Iterable[dict], shard_dir: Optional[str] = None, *, shard_size: int = 4096,
-                  wave_shards: int = 256, stats: Optional[Dict[str, int]] = None) -> Iterator[Tuple[List[str], np.ndarray]]:
+                  wave_shards: int = 256,
+                  stats: Optional[Dict[str, int]] = None) -> Iterator[Tuple[List[str], np.ndarray]]:
     """``(docnos, vectors)`` per shard of ``corpus_iter`` in corpus order, encoded by ``wrapper`` (an ``OnRay`` around a
     dense model); with ``shard_dir`` finished shards are kept there and reused. ``stats`` counts ``shards``, ``reused``
     and ``encoded``."""
@@ -61,7 +62,8 @@ def encode_corpus(wrapper, corpus_iter: Iterable[dict], shard_dir: Optional[str]
 
 
 def build_index(wrapper, corpus_iter: Iterable[dict], path: Optional[str] = None, *, overwrite: bool = False,
-                shard_size: int = 4096, wave_shards: int = 256, keep_shards: bool = False, lock_timeout: Optional[float] = None):
+                shard_size: int = 4096, wave_shards: int = 256, keep_shards: bool = False,
+                lock_timeout: Optional[float] = None):
     """An :class:`~pyterrier_instruct.dense.index.EmbeddingIndex` of ``corpus_iter`` (at ``path``, else in memory) from
     :func:`encode_corpus`; shards under ``<path>/shards/``, removed once the index is committed unless ``keep_shards``.
     On disk it is written whole or not at all (:class:`~pyterrier_instruct.dense.index.IndexWriter`, ``lock_timeout``).

@@ -33,9 +33,10 @@ log = logging.getLogger(__name__)
 class OnRay(Configured, pt.Transformer):
     """See :func:`on_ray` (its arguments) and the module docstring (what runs where)."""
 
-    def __init__(self, transformer: pt.Transformer, *, workers: Optional[int] = None, gpus_per_worker: Optional[float] = None,
-                 cpus_per_worker: float = 1, address: Optional[str] = None, block_rows: Optional[int] = None,
-                 max_retries: int = 3, runtime_env: Optional[dict] = None, verbose: bool = True):
+    def __init__(self, transformer: pt.Transformer, *, workers: Optional[int] = None,
+                 gpus_per_worker: Optional[float] = None, cpus_per_worker: float = 1, address: Optional[str] = None,
+                 block_rows: Optional[int] = None, max_retries: int = 3, runtime_env: Optional[dict] = None,
+                 verbose: bool = True):
         if isinstance(transformer, OnRay):
             raise TypeError("on_ray: the transformer already runs on Ray")
         if not isinstance(transformer, pt.Transformer):
@@ -48,9 +49,9 @@ class OnRay(Configured, pt.Transformer):
             raise ValueError(f"cpus_per_worker must be positive, got {cpus_per_worker!r}")
         if int(max_retries) < 0:
             raise ValueError(f"max_retries must be >= 0, got {max_retries!r}")
-        self.transformer, self.workers, self.gpus_per_worker, self.cpus_per_worker = transformer, workers, gpus_per_worker, cpus_per_worker
-        self.address, self.block_rows, self.max_retries, self.runtime_env = address, block_rows, int(max_retries), runtime_env
-        self.verbose = verbose
+        self.transformer, self.workers, self.gpus_per_worker = transformer, workers, gpus_per_worker
+        self.cpus_per_worker, self.address, self.block_rows = cpus_per_worker, address, block_rows
+        self.max_retries, self.runtime_env, self.verbose = int(max_retries), runtime_env, verbose
         #: the last Ray run: its mode, blocks, workers, seconds and blocks finished per worker
         self.last_run: Dict[str, object] = {}
         #: the last corpus encoding: shards, reused (done before), encoded
@@ -76,54 +77,56 @@ class OnRay(Configured, pt.Transformer):
 
     def index(self, corpus_iter, path: Optional[str] = None, *, overwrite: bool = False, shard_size: int = 4096,
               wave_shards: int = 256, keep_shards: bool = False, lock_timeout: Optional[float] = None):
-        """A dense model's :class:`~pyterrier_instruct.dense.index.EmbeddingIndex` of ``corpus_iter``, encoded on the cluster
-        in shards of ``shard_size`` documents. Each finished shard is stored whole as it arrives, in the vector cache at
-        ``<path>/shards/``, so a re-run after a failure encodes only the shards not stored. ``wave_shards``: shards per
-        Ray run (the corpus is read lazily, one wave at a time). The index is committed whole or not at all, under a lock a
-        second builder waits on (``lock_timeout``). See :func:`.dense.build_index`."""
+        """A dense model's :class:`~pyterrier_instruct.dense.index.EmbeddingIndex` of ``corpus_iter``, encoded on the
+        cluster in shards of ``shard_size`` documents. Each finished shard is stored whole as it arrives, in the vector
+        cache at ``<path>/shards/``, so a re-run after a failure encodes only the shards not stored. ``wave_shards``:
+        shards per Ray run (the corpus is read lazily, one wave at a time). The index is committed whole or not at all,
+        under a lock a second builder waits on (``lock_timeout``). See :func:`.dense.build_index`."""
         from .dense import build_index
         return build_index(self, corpus_iter, path, overwrite=overwrite, shard_size=shard_size, wave_shards=wave_shards,
                            keep_shards=keep_shards, lock_timeout=lock_timeout)
 
     def encode_corpus(self, corpus_iter, shard_dir: Optional[str] = None, *, shard_size: int = 4096,
                       wave_shards: int = 256) -> Iterator[dict]:
-        """``{docno, doc_vec}`` per document of ``corpus_iter``, in corpus order, encoded on the cluster (resumable through
-        ``shard_dir``); e.g. for ``pyterrier_dr.FlexIndex(path).indexer().index(...)``."""
+        """``{docno, doc_vec}`` per document of ``corpus_iter``, in corpus order, encoded on the cluster (resumable
+        through ``shard_dir``); e.g. for ``pyterrier_dr.FlexIndex(path).indexer().index(...)``."""
         from .dense import encode_corpus
         self.last_index = {}
-        for docnos, vectors in encode_corpus(self, corpus_iter, shard_dir, shard_size=shard_size, wave_shards=wave_shards,
-                                             stats=self.last_index):
+        for docnos, vectors in encode_corpus(self, corpus_iter, shard_dir, shard_size=shard_size,
+                                             wave_shards=wave_shards, stats=self.last_index):
             for docno, vec in zip(docnos, vectors):
                 yield {"docno": docno, "doc_vec": vec}
 
     def retriever(self, index=None, num_results: int = 1000, corpus=None) -> "OnRay":
-        """``on_ray(model.retriever(index, num_results, corpus))`` with this wrapper's settings: the index is built on the
-        cluster (:meth:`index`) when missing, queries are encoded on the cluster, the exact search runs in the driver."""
+        """``on_ray(model.retriever(index, num_results, corpus))`` with this wrapper's settings: the index is built on
+        the cluster (:meth:`index`) when missing, queries are encoded on the cluster, the exact search runs here."""
         model = self.transformer
         if not hasattr(model, "retriever"):
             raise TypeError(f"{model!r} has no retriever(); on_ray(...).retriever needs a dense model")
-        kwargs = {k: v for k, v in (("num_results", num_results), ("corpus", corpus)) if k != "num_results" or v != 1000}
+        kwargs = {"corpus": corpus} if num_results == 1000 else {"num_results": num_results, "corpus": corpus}
         stage = model.retriever(index, **kwargs) if index is not None else model.retriever(**kwargs)
         return on_ray(stage, **self._options())
 
     def _options(self) -> dict:
         call = self.__dict__.get("_call")
-        return dict(call[2]) if isinstance(call, tuple) else {k: v for k, v in self.config().items() if k != "transformer"}
+        if isinstance(call, tuple):
+            return dict(call[2])
+        return {k: v for k, v in self.config().items() if k != "transformer"}
 
-    # -- the proxy: the wrapped transformer with its heavy methods sent to the cluster ---------------------------------------
+    # -- the proxy: the wrapped transformer with its heavy methods sent to the cluster ---------------------------------
     def _proxy(self, obj):
         """A shallow copy of ``obj`` whose scoring / encoding / indexing methods run on the cluster (its counters and
         every other attribute shared with ``obj``)."""
         from ..base import InstructReranker
         proxy = copy.copy(obj)
-        if isinstance(obj, InstructReranker):  # one task per block of queries (a bi-encoder: queries and passages together)
+        if isinstance(obj, InstructReranker):  # a task per block of queries (a bi-encoder: queries and passages too)
             proxy._score = lambda work: self._scores(obj, work)
         if _is_dense(obj):  # Q→Q, D→D and indexing: the distinct strings
             proxy.encode_queries = lambda strings: self._strings(obj, strings, "queries")
             proxy.encode_passages = lambda strings, fill_cache=True: self._strings(obj, strings, "passages")
             proxy.index = lambda corpus_iter, path=None, **kw: self._with(obj).index(corpus_iter, path, **kw)
         if _is_dense(getattr(obj, "model", None)) and not isinstance(obj, InstructReranker):
-            proxy.model = self._proxy(obj.model)  # a stage (query/doc encoder, retriever): its model encodes on the cluster
+            proxy.model = self._proxy(obj.model)  # a stage (query/doc encoder, retriever): its model on the cluster
         return proxy
 
     def _with(self, transformer) -> "OnRay":
@@ -132,9 +135,9 @@ class OnRay(Configured, pt.Transformer):
         other.transformer = transformer
         return other
 
-    # -- the three kinds of work ---------------------------------------------------------------------------------------------
+    # -- the three kinds of work ---------------------------------------------------------------------------------------
     def _scores(self, reranker, work: pd.DataFrame) -> np.ndarray:
-        """``reranker._score(work)``, one block of whole queries per task (with its ``extra_outputs`` columns, if any)."""
+        """``reranker._score(work)``, a block of whole queries per task (with its ``extra_outputs`` columns, if any)."""
         from ..pointwise.base import PointwiseReranker
         rows = B.target_rows(len(work), self._planned_workers(reranker), self.block_rows)
         if isinstance(reranker, PointwiseReranker):
@@ -166,7 +169,8 @@ class OnRay(Configured, pt.Transformer):
         if not len(uniq):  # nothing to encode, nothing loaded
             return np.zeros((0, 0), dtype=np.float32)
         order = np.argsort(-np.fromiter((len(s) for s in uniq), dtype=np.int64, count=len(uniq)), kind="stable")
-        parts = [order[p] for p in B.row_blocks(len(uniq), B.target_rows(len(uniq), self._planned_workers(model), self.block_rows))]
+        rows = B.target_rows(len(uniq), self._planned_workers(model), self.block_rows)
+        parts = [order[p] for p in B.row_blocks(len(uniq), rows)]
         vectors: Optional[np.ndarray] = None
         done = np.zeros(len(uniq), dtype=bool)
         for block, result in self.run_blocks(model, mode, ((i, uniq[idx]) for i, idx in enumerate(parts)), len(parts)):
@@ -185,12 +189,13 @@ class OnRay(Configured, pt.Transformer):
         rows = B.target_rows(len(inp), self._planned_workers(t), self.block_rows)
         parts = B.query_blocks(inp["qid"], rows) if "qid" in inp.columns else B.row_blocks(len(inp), rows)
         out: Dict[int, pd.DataFrame] = {}
-        for block, result in self.run_blocks(t, "frame", ((i, inp.iloc[idx]) for i, idx in enumerate(parts)), len(parts)):
+        for block, result in self.run_blocks(t, "frame", ((i, inp.iloc[idx]) for i, idx in enumerate(parts)),
+                                             len(parts)):
             out[block] = result
         _check_complete(np.array([i in out for i in range(len(parts))]), "blocks")
         return pd.concat([out[i] for i in range(len(parts))], ignore_index=True)
 
-    # -- Ray ------------------------------------------------------------------------------------------------------------------
+    # -- Ray -----------------------------------------------------------------------------------------------------------
     def _planned_workers(self, transformer) -> int:
         """Workers for sizing blocks (the cluster is asked only when ``workers`` was not given)."""
         if self.workers is not None:
@@ -236,16 +241,18 @@ class OnRay(Configured, pt.Transformer):
                            disable=not self.verbose or not n_blocks)
         with _data_context(library_progress()), bar:
             ds = ray.data.from_items(items, override_num_blocks=len(items))
-            with warnings.catch_warnings():  # Ray 2.60 marks per-actor remote arguments deprecated, with no replacement yet
+            with warnings.catch_warnings():  # Ray 2.60 deprecates per-actor remote arguments, with no replacement yet
                 from ray.util.annotations import RayDeprecationWarning
                 warnings.simplefilter("ignore", RayDeprecationWarning)
                 ds = ds.map_batches(BlockWorker, fn_constructor_args=args, batch_size=1, batch_format="numpy",
-                                    compute=ray.data.ActorPoolStrategy(size=workers), num_cpus=float(self.cpus_per_worker),
-                                    num_gpus=0.0 if span > 1 else gpus, runtime_env=self.runtime_env,
+                                    compute=ray.data.ActorPoolStrategy(size=workers),
+                                    num_cpus=float(self.cpus_per_worker), num_gpus=0.0 if span > 1 else gpus,
+                                    runtime_env=self.runtime_env,
                                     **_actor_args(ds.map_batches, self.max_retries, span, strategy, gpus, groups))
             try:
                 for batch in ds.iter_batches(batch_size=None, batch_format="numpy"):
-                    for block, result, counts, where in zip(batch["block"], batch["result"], batch["counts"], batch["worker"]):
+                    columns = (batch[c] for c in ("block", "result", "counts", "worker"))
+                    for block, result, counts, where in zip(*columns):
                         add_counts(transformer, pickle.loads(counts))
                         per_worker[str(where)] += 1
                         bar.update(1)
@@ -253,8 +260,8 @@ class OnRay(Configured, pt.Transformer):
             finally:
                 for group in groups:
                     ray.util.remove_placement_group(group)
-        self.last_run = {"mode": mode, "blocks": n_blocks, "workers": workers, "seconds": round(time.time() - started, 3),
-                         "blocks_per_worker": dict(per_worker)}
+        self.last_run = {"mode": mode, "blocks": n_blocks, "workers": workers,
+                         "seconds": round(time.time() - started, 3), "blocks_per_worker": dict(per_worker)}
 
 
 def _check_complete(done: np.ndarray, what: str) -> None:
@@ -267,9 +274,10 @@ def _is_dense(obj) -> bool:
 
 
 def _runs_by_parts(transformer) -> bool:
-    """Whether the wrapper sends parts of ``transformer`` (its scoring / encoding) rather than its whole ``transform``."""
+    """Whether the wrapper sends parts of ``transformer`` (its scoring / encoding), not its whole ``transform``."""
     from ..base import InstructReranker
-    return isinstance(transformer, InstructReranker) or _is_dense(transformer) or _is_dense(getattr(transformer, "model", None))
+    return (isinstance(transformer, InstructReranker) or _is_dense(transformer)
+            or _is_dense(getattr(transformer, "model", None)))
 
 
 def _actor_args(map_batches, retries: int, span: int, strategy: str, gpus: float, groups: list) -> Dict[str, object]:
@@ -290,7 +298,8 @@ def _actor_args(map_batches, retries: int, span: int, strategy: str, gpus: float
             from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
             group = placement_group([{"GPU": max(gpus, 1.0), "CPU": 1.0}] * span, strategy=strategy)
             groups.append(group)
-            args["scheduling_strategy"] = PlacementGroupSchedulingStrategy(group, placement_group_capture_child_tasks=True)
+            args["scheduling_strategy"] = PlacementGroupSchedulingStrategy(
+                group, placement_group_capture_child_tasks=True)
         return args
     return {"ray_remote_args_fn": remote_args}
 
@@ -332,6 +341,7 @@ def on_ray(transformer: pt.Transformer, workers: Optional[int] = None, gpus_per_
     ``repr`` reads as this call; saved runs (``SavedRun``) key on the wrapped transformer, whose output this equals.
     """
     wrapped = OnRay(transformer, workers=workers, gpus_per_worker=gpus_per_worker, address=address, **options)
-    given = {k: v for k, v in (("workers", workers), ("gpus_per_worker", gpus_per_worker), ("address", address)) if v is not None}
+    given = {k: v for k, v in dict(workers=workers, gpus_per_worker=gpus_per_worker, address=address).items()
+             if v is not None}
     wrapped.__dict__["_call"] = ("on_ray", (transformer,), {**given, **options})
     return wrapped

@@ -1,4 +1,4 @@
-"""The Ray actor behind :func:`~pyterrier_instruct.scale.on_ray` and what it needs to know about the transformer it runs.
+"""The Ray actor behind :func:`~pyterrier_instruct.scale.on_ray` and what it needs to know of the transformer it runs.
 
 One :class:`BlockWorker` per actor holds one copy of the transformer (pickled without its model, which it loads on
 the first block) and turns each block (a pickled frame) into a result: scores (``rerank``), vectors (``queries``,
@@ -69,7 +69,7 @@ def vllm_gpus(backend) -> int:
     return int(backend.tensor_parallel_size) * int(backend.llm_kwargs.get("pipeline_parallel_size", 1))
 
 
-# -- counters: what the workers counted is added to the driver's transformer --------------------------------------------
+# -- counters: what the workers counted is added to the driver's transformer -------------------------------------------
 def _owners(transformer) -> list:
     """Where a transformer keeps its ``stats``: itself, its dense ``model``, or its ``backend`` (a pointwise reranker on
     vLLM: requests, prompt and cached tokens)."""
@@ -119,7 +119,7 @@ def add_counts(transformer, delta: Dict[str, object]) -> None:
             setattr(stats, key, getattr(stats, key) + value)
 
 
-# -- the actor ----------------------------------------------------------------------------------------------------------
+# -- the actor ---------------------------------------------------------------------------------------------------------
 class BlockWorker:
     """A Ray Data actor: ``__call__`` maps a batch of blocks (``block``, ``payload``) to their results.
 
@@ -140,8 +140,8 @@ class BlockWorker:
         missing = [(name, path) for name, path in paths if not os.path.exists(path)]
         if missing:
             listed = "; ".join(f"{path} ({name} of {type(transformer).__name__})" for name, path in missing)
-            raise FileNotFoundError(f"{self.where} cannot see {listed}: every worker needs the model files at the same path "
-                                    "(copy them to each node, or use a shared filesystem)")
+            raise FileNotFoundError(f"{self.where} cannot see {listed}: every worker needs the model files at the same "
+                                    "path (copy them to each node, or use a shared filesystem)")
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         self.transformer, self.mode = transformer, mode

@@ -1,7 +1,8 @@
 """What Setwise and Rank-R1 share (ielab/llm-rankers ``SetwiseLlmRanker``, which ``RankR1SetwiseLlmRanker`` subclasses):
 the passage and query text cut to a token length as the reference's ``truncate`` (``convert_tokens_to_string`` of the
 first ``length`` tokens, 0.0.2 ``setwise.py:309-310``), each query's first-stage list sorted by
-:mod:`~pyterrier_instruct.setwise.sort` with the comparisons of all queries batched, and the reference's −rank scores."""
+:mod:`~pyterrier_instruct.setwise.sort` with the comparisons of all queries batched, and the reference's −rank
+scores."""
 from __future__ import annotations
 
 from collections import Counter
@@ -27,11 +28,13 @@ class SetwiseBase(InstructReranker, family=False):
     ANSWERS, UNPARSED = "comparisons_asked", "named no passage label"
     UNPARSED_THEN = "the comparison's first passage was taken as the winner"
 
-    def _setup(self, method: str, num_child: int, k: int, query_length: Optional[int], passage_length: Optional[int]) -> None:
+    def _setup(self, method: str, num_child: int, k: int, query_length: Optional[int],
+               passage_length: Optional[int]) -> None:
         sort.check(method, num_child, k, type(self).__name__)
         for name, value in (("query_length", query_length), ("passage_length", passage_length)):
             if value is not None and int(value) < 1:
-                raise ValueError(f"{type(self).__name__}: {name} must be a positive number of tokens or None, got {value!r}")
+                raise ValueError(f"{type(self).__name__}: {name} must be a positive number of tokens or None, got "
+                                 f"{value!r}")
         self.method, self.num_child, self.k = method, int(num_child), int(k)
         self.query_length, self.passage_length = query_length, passage_length
         self.stats: Counter = Counter()
@@ -52,7 +55,7 @@ class SetwiseBase(InstructReranker, family=False):
         return tok.convert_tokens_to_string(tok.tokenize(text)[:int(length)])
 
     def passages(self, df: pd.DataFrame) -> List[str]:
-        """``"{title} {text}"`` (llm-rankers ``run.py``), or the text alone for an empty title, cut to ``passage_length``."""
+        """``"{title} {text}"`` (llm-rankers ``run.py``; the text alone for no title), cut to ``passage_length``."""
         text = df[self.text_field].astype(str)
         if self.title_field and self.title_field in df.columns:
             title = df[self.title_field].fillna("").astype(str)
@@ -74,8 +77,8 @@ class SetwiseBase(InstructReranker, family=False):
         queries = self.queries(work.iloc[firsts])
         per_qid = pd.Series(self.queries(work)).groupby(codes).nunique()
         if (per_qid > 1).any():
-            raise ValueError(f"{type(self).__name__}: qid {qids[int(per_qid.idxmax())]!r} has rows with different query/instruction "
-                             "text; a setwise comparison needs one query per qid")
+            raise ValueError(f"{type(self).__name__}: qid {qids[int(per_qid.idxmax())]!r} has rows with different "
+                             "query/instruction text; a setwise comparison needs one query per qid")
         texts = self.passages(work)
         orders = [list(lst) for lst in lists]
         sorts = [sort.SORTS[self.method](order, self.num_child, self.k) for order in orders]
@@ -108,7 +111,7 @@ class SetwiseBase(InstructReranker, family=False):
         """Called once per frame before the sorts start (Rank-R1 seeds its per-query shuffles here)."""
 
     def _skipped(self, q: int, docs: List[int]) -> None:
-        """Told of a comparison of one document or none, which the model is not asked (Rank-R1 still draws its shuffle)."""
+        """Told of a comparison of one document or none, not asked of the model (Rank-R1 still draws its shuffle)."""
 
     def _finish(self, scores: np.ndarray):
         return scores

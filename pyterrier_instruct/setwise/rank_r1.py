@@ -1,17 +1,17 @@
 """Rank-R1, setwise reranking with reasoning (Zhuang et al., 2025, "Rank-R1: Enhancing Reasoning in LLM-based Document
 Rerankers via Reinforcement Learning"; ielab/llm-rankers at b36517bf17a3956dc56c4c967f972d02390b1cdd,
-``llmrankers/setwise.py`` lines 406-553, ``RankR1SetwiseLlmRanker``, and ``Rank-R1/prompts/prompt_setwise-R1.toml``): the
-model reasons in ``<think>`` and answers the label of the most relevant of up to 20 documents in ``<answer>[i]</answer>``;
-heapsort (or bubblesort) over those answers, as :class:`~pyterrier_instruct.setwise.Setwise`.
+``llmrankers/setwise.py`` lines 406-553, ``RankR1SetwiseLlmRanker``, and ``Rank-R1/prompts/prompt_setwise-R1.toml``):
+the model reasons in ``<think>`` and answers the label of the most relevant of up to 20 documents in
+``<answer>[i]</answer>``; heapsort (or bubblesort) over those answers, as :class:`~pyterrier_instruct.setwise.Setwise`.
 
-As the reference: the system and user messages (the toml's ``prompt_system``/``prompt_user``; the documents as
-``[i] text`` joined by newlines, line 483), greedy generation up to 2,048 tokens (lines 445-446), the answer read with the
+As the reference: the system and user messages (the toml's ``prompt_system``/``prompt_user``; the documents as ``[i]
+text`` joined by newlines, line 483), greedy generation up to 2,048 tokens (lines 445-446), the answer read with the
 toml's ``pattern`` from the lower-cased completion and kept only when it is exactly a shown label (lines 513-533), the
 documents shuffled before every comparison (``random.sample``, line 469; the labels stay in order), votes over
-``num_permutation`` shuffles with random tie-breaks, no usable answer → the first document wins. Ours: the shuffles
-come from a ``random.Random(seed)`` created per query (the reference draws from the process's ``random``, seeded once
-with 929 at import, so its shuffles depend on every query ranked before), which gives the reference's shuffles of a
-query ranked first after import."""
+``num_permutation`` shuffles with random tie-breaks, no usable answer → the first document wins. Ours: the shuffles come
+from a ``random.Random(seed)`` created per query (the reference draws from the process's ``random``, seeded once with
+929 at import, so its shuffles depend on every query ranked before), which gives the reference's shuffles of a query
+ranked first after import."""
 from __future__ import annotations
 
 import random
@@ -35,14 +35,14 @@ from .sort import check
 __all__ = ["RankR1"]
 
 #: ``prompt_setwise-R1.toml`` (the v0.1 checkpoints' prompt): ``prompt_system``, ``prompt_user``, ``pattern``
-SYSTEM = ("A conversation between User and Assistant. The user asks a question, and the Assistant solves it. The assistant first thinks "
-          "about the reasoning process in the mind and then provides the user with the answer. The reasoning process and answer are "
-          "enclosed within <think> </think> and <answer> </answer> tags, respectively, i.e., <think> reasoning process here </think> "
-          "<answer> answer here </answer>.")
-USER = ('Given the query: "{query}", which of the following documents is most relevant?\n{docs}\nAfter completing the reasoning '
-        'process, please provide only the label of the most relevant document to the query, enclosed in square brackets, within '
-        'the answer tags. For example, if the third document is the most relevant, the answer should be: <think> reasoning process '
-        'here </think> <answer>[3]</answer>.')
+SYSTEM = ("A conversation between User and Assistant. The user asks a question, and the Assistant solves it. The "
+          "assistant first thinks about the reasoning process in the mind and then provides the user with the answer. "
+          "The reasoning process and answer are enclosed within <think> </think> and <answer> </answer> tags, "
+          "respectively, i.e., <think> reasoning process here </think> <answer> answer here </answer>.")
+USER = ('Given the query: "{query}", which of the following documents is most relevant?\n{docs}\nAfter completing the '
+        'reasoning process, please provide only the label of the most relevant document to the query, enclosed in '
+        'square brackets, within the answer tags. For example, if the third document is the most relevant, the answer '
+        'should be: <think> reasoning process here </think> <answer>[3]</answer>.')
 PATTERN = r"<think>.*?</think>\s*<answer>(.*?)</answer>"
 #: the labels (line 407): ``[1]`` … ``[20]``
 LABELS = tuple(f"[{i + 1}]" for i in range(20))
@@ -59,14 +59,14 @@ def parse_answer(completion: str, labels) -> Optional[str]:
 
 
 class _AdapterHFBackend(HFBackend):
-    """:class:`~pyterrier_instruct.backends.HFBackend` that also loads a peft LoRA adapter: its base (``base_model`` or the
-    adapter's ``base_model_name_or_path``) with the adapter merged, and the base's tokenizer."""
+    """:class:`~pyterrier_instruct.backends.HFBackend` that also loads a peft LoRA adapter: its base (``base_model`` or
+    the adapter's ``base_model_name_or_path``) with the adapter merged, and the base's tokenizer."""
     _identity = HFBackend._identity + ("base_model",)
 
-    def __init__(self, model_name_or_path: str, *, base_model: Optional[str] = None, batch_size: int = 8, device: Optional[str] = None,
-                 dtype="auto", chat_template: Optional[str] = None, store=None):
-        super().__init__(model_name_or_path, batch_size=batch_size, device=device, dtype=dtype, chat_template=chat_template,
-                         store=store)
+    def __init__(self, model_name_or_path: str, *, base_model: Optional[str] = None, batch_size: int = 8,
+                 device: Optional[str] = None, dtype="auto", chat_template: Optional[str] = None, store=None):
+        super().__init__(model_name_or_path, batch_size=batch_size, device=device, dtype=dtype,
+                         chat_template=chat_template, store=store)
         self.base_model = base_model
         self._base = False  # not looked up yet
 
@@ -121,31 +121,37 @@ class RankR1(SetwiseBase):
     schematic = {"label": "Rank-R1"}
     extra_outputs = ("reasoning",)
 
-    def __init__(self, model_name_or_path: str = CHECKPOINTS["7b"], *, backend="hf", backend_options: Optional[dict] = None,
-                 method: str = "heapsort", num_child: int = 19, k: int = 10, num_permutation: int = 1, max_output_tokens: int = 2048,
-                 seed: int = 929, query_length: Optional[int] = 32, passage_length: Optional[int] = 512, text_field: str = "text",
+    def __init__(self, model_name_or_path: str = CHECKPOINTS["7b"], *, backend="hf",
+                 backend_options: Optional[dict] = None, method: str = "heapsort", num_child: int = 19, k: int = 10,
+                 num_permutation: int = 1, max_output_tokens: int = 2048, seed: int = 929,
+                 query_length: Optional[int] = 32, passage_length: Optional[int] = 512, text_field: str = "text",
                  title_field: Optional[str] = "title", instruction: str = "", verbose: bool = True):
         check(method, num_child, k, "RankR1")
         if int(num_child) + 1 > len(LABELS):
-            raise ValueError(f"RankR1: at most {len(LABELS)} documents per comparison (num_child <= {len(LABELS) - 1}), got num_child={num_child!r}")
+            raise ValueError(f"RankR1: at most {len(LABELS)} documents per comparison (num_child <= "
+                             f"{len(LABELS) - 1}), got num_child={num_child!r}")
         if int(num_permutation) < 1 or int(max_output_tokens) < 1:
-            raise ValueError(f"RankR1: num_permutation and max_output_tokens must be at least 1, got {num_permutation!r}, {max_output_tokens!r}")
+            raise ValueError("RankR1: num_permutation and max_output_tokens must be at least 1, got "
+                             f"{num_permutation!r}, {max_output_tokens!r}")
         if isinstance(backend, str):
             if backend not in ("hf", "vllm"):
                 raise ValueError(f"RankR1: backend must be 'hf', 'vllm' or a TokenizerBackend, got {backend!r}")
-            built = (_AdapterHFBackend if backend == "hf" else VLLMBackend)(model_name_or_path, **(backend_options or {}))
+            factory = _AdapterHFBackend if backend == "hf" else VLLMBackend
+            built = factory(model_name_or_path, **(backend_options or {}))
         else:
             if model_name_or_path != CHECKPOINTS["7b"] or backend_options:
-                raise ValueError(f"RankR1: backend is a ready {type(backend).__name__}; pass the model and its options to that backend")
+                raise ValueError(f"RankR1: backend is a ready {type(backend).__name__}; pass the model and its options "
+                                 "to that backend")
             built = backend
         missing = [m for m in REASONING_CALLS if not callable(getattr(built, m, None))]
         if not isinstance(built, TokenizerBackend) or missing:
-            raise TypeError(f"RankR1 needs a backend with a tokenizer and generate_until ('hf', 'vllm', HFBackend, VLLMBackend), "
-                            f"got {type(built).__name__}")
+            raise TypeError("RankR1 needs a backend with a tokenizer and generate_until ('hf', 'vllm', HFBackend, "
+                            f"VLLMBackend), got {type(built).__name__}")
         self._setup(method, num_child, k, query_length, passage_length)
         self.model_name_or_path, self.backend, self.backend_options = model_name_or_path, built, backend_options
-        self.num_permutation, self.max_output_tokens, self.seed = int(num_permutation), int(max_output_tokens), int(seed)
-        self.text_field, self.title_field, self.instruction, self.verbose = text_field, title_field, instruction, verbose
+        self.num_permutation, self.max_output_tokens = int(num_permutation), int(max_output_tokens)
+        self.seed, self.text_field, self.title_field = int(seed), text_field, title_field
+        self.instruction, self.verbose = instruction, verbose
         self._rngs: Dict[int, random.Random] = {}
         self._wins: Dict[int, str] = {}
 
@@ -166,10 +172,10 @@ class RankR1(SetwiseBase):
         return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": fill(USER, query=query, docs=docs)}]
 
     def input_ids(self, messages: List[dict]) -> List[int]:
-        """vLLM ``LLM.chat``'s prompt: the chat template with the generation prompt, tokenised without special tokens."""
+        """vLLM ``LLM.chat``'s prompt: the chat template and generation prompt, tokenised without special tokens."""
         tok = self._tokenizer()
-        text = tok.apply_chat_template(messages, chat_template=getattr(self.backend, "chat_template", None), tokenize=False,
-                                       add_generation_prompt=True)
+        text = tok.apply_chat_template(messages, chat_template=getattr(self.backend, "chat_template", None),
+                                       tokenize=False, add_generation_prompt=True)
         return list(tok(text, add_special_tokens=False)["input_ids"])
 
     # -- comparisons -----------------------------------------------------------------------------------------------

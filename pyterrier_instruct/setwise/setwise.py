@@ -1,7 +1,7 @@
-"""Setwise reranking (Zhuang et al., SIGIR 2024, "A Setwise Approach for Effective and Highly Efficient Zero-shot Ranking
-with Large Language Models"; ielab/llm-rankers ``llmrankers/setwise.py``, PyPI 0.0.2, ``SetwiseLlmRanker`` lines 15-310):
-the model picks the most relevant of ``num_child + 1`` passages labelled ``A``, ``B``, …; heapsort or bubblesort turn the
-picks into the top ``k``.
+"""Setwise reranking (Zhuang et al., SIGIR 2024, "A Setwise Approach for Effective and Highly Efficient Zero-shot
+Ranking with Large Language Models"; ielab/llm-rankers ``llmrankers/setwise.py``, PyPI 0.0.2, ``SetwiseLlmRanker`` lines
+15-310): the model picks the most relevant of ``num_child + 1`` passages labelled ``A``, ``B``, …; heapsort or
+bubblesort turn the picks into the top ``k``.
 
 As the reference: the prompt (lines 76-78), Flan-T5 (``<pad> Passage`` as the decoder prefix; generation: two new
 tokens, the last character of the decoded text, lines 80-95; likelihood: the full-vocabulary softmax at the labels'
@@ -26,9 +26,9 @@ __all__ = ["Setwise"]
 
 #: The reference's labels (``CHARACTERS``, lines 16-17): 23 letters, so at most 23 passages per comparison.
 LABELS = tuple("ABCDEFGHIJKLMNOPQRSTUVW")
-#: The prompt (lines 76-78): ``{query}`` inside double quotes is the query slot (the instruction follows the query there).
-PROMPT = ('Given a query "{query}", which of the following passages is the most relevant one to the query?\n\n{passages}'
-          '\n\nOutput only the passage label of the most relevant passage:')
+#: The prompt (lines 76-78): ``{query}`` inside double quotes is the query slot (the instruction follows the query).
+PROMPT = ('Given a query "{query}", which of the following passages is the most relevant one to the '
+          'query?\n\n{passages}\n\nOutput only the passage label of the most relevant passage:')
 PASSAGE = 'Passage {label}: "{text}"'
 PASSAGE_SEPARATOR = "\n\n"
 #: T5's decoder prefix (line 45) and the text appended to a chat model's rendered prompt (line 157)
@@ -50,7 +50,8 @@ class Setwise(SetwiseBase):
             ``'bubblesort_exact'`` (every pass from the bottom; docs/rerankers.md).
         num_child: children per heap node / window step (3): ``num_child + 1`` passages per comparison, at most 23.
         k: the number of documents sorted to the top (10); the others follow in first-stage order.
-        query_length, passage_length: tokens kept of the query and of ``"{title} {text}"`` (llm-rankers ``run.py``: 128).
+        query_length, passage_length: tokens kept of the query and of ``"{title} {text}"`` (llm-rankers ``run.py``:
+            128).
         chat_template: replaces the causal model's chat template (e.g. Vicuna's, as the reference for ``v1.5`` names).
         text_field, title_field: passage columns.
         instruction: used when the input has no ``instruction`` column (``f"{query} {instruction}"``).
@@ -61,23 +62,27 @@ class Setwise(SetwiseBase):
     """
     schematic = {"label": "Setwise"}
 
-    def __init__(self, model_name_or_path: str = "google/flan-t5-large", *, backend: str = "hf", backend_options: Optional[dict] = None,
-                 scoring: str = "generation", method: str = "heapsort", num_child: int = 3, k: int = 10,
-                 query_length: Optional[int] = 128, passage_length: Optional[int] = 128, chat_template: Optional[str] = None,
-                 text_field: str = "text", title_field: Optional[str] = "title", instruction: str = "", verbose: bool = True):
+    def __init__(self, model_name_or_path: str = "google/flan-t5-large", *, backend: str = "hf",
+                 backend_options: Optional[dict] = None, scoring: str = "generation", method: str = "heapsort",
+                 num_child: int = 3, k: int = 10, query_length: Optional[int] = 128,
+                 passage_length: Optional[int] = 128, chat_template: Optional[str] = None, text_field: str = "text",
+                 title_field: Optional[str] = "title", instruction: str = "", verbose: bool = True):
         if scoring not in SCORINGS:
             raise ValueError(f"Setwise: scoring must be one of {list(SCORINGS)}, got {scoring!r}")
         if backend not in ("hf", "vllm"):
             raise ValueError(f"Setwise: backend must be 'hf' or 'vllm', got {backend!r}")
         if int(num_child) + 1 > len(LABELS):
-            raise ValueError(f"Setwise: num_child + 1 passages need labels; at most {len(LABELS) - 1} children, got {num_child!r}")
+            raise ValueError(f"Setwise: num_child + 1 passages need labels; at most {len(LABELS) - 1} children, got "
+                             f"{num_child!r}")
         options = dict(backend_options or {})
         if backend == "hf" and set(options) - set(HF_OPTIONS):
-            raise ValueError(f"Setwise: backend_options for 'hf' are {list(HF_OPTIONS)}, got {sorted(set(options) - set(HF_OPTIONS))}")
+            raise ValueError(f"Setwise: backend_options for 'hf' are {list(HF_OPTIONS)}, got "
+                             f"{sorted(set(options) - set(HF_OPTIONS))}")
         self._setup(method, num_child, k, query_length, passage_length)
         self.model_name_or_path, self.backend, self.backend_options = model_name_or_path, backend, backend_options
         self.scoring, self.chat_template = scoring, chat_template
-        self.text_field, self.title_field, self.instruction, self.verbose = text_field, title_field, instruction, verbose
+        self.text_field, self.title_field = text_field, title_field
+        self.instruction, self.verbose = instruction, verbose
         self._model = self._tok = self._engine = self._labels = None
 
     _lazy = ("_model", "_tok", "_engine", "_labels")
@@ -88,7 +93,9 @@ class Setwise(SetwiseBase):
             return
         options = dict(self.backend_options or {})
         if self.backend == "vllm":
-            engine = VLLMBackend(self.model_name_or_path, **{"logprobs_mode": "processed_logprobs", "chat_template": self.chat_template, **options})
+            engine = VLLMBackend(self.model_name_or_path,
+                                 **{"logprobs_mode": "processed_logprobs", "chat_template": self.chat_template,
+                                    **options})
             self._engine, self._tok = engine, engine.tokenizer()
         else:
             transformers, self._device, dtype = hf_setup(options.get("device"), options.get("dtype", "auto"))
@@ -106,7 +113,8 @@ class Setwise(SetwiseBase):
             if self._tok.pad_token is None:
                 self._tok.pad_token = self._tok.eos_token
             if self.chat_template is None and not getattr(self._tok, "chat_template", None):
-                raise ValueError(f"{self!r}: {self.model_name_or_path} has no chat template; pass chat_template= (a Jinja string)")
+                raise ValueError(f"{self!r}: {self.model_name_or_path} has no chat template; pass chat_template= (a "
+                                 "Jinja string)")
         self._labels = self.label_ids()
 
     @property
@@ -120,8 +128,8 @@ class Setwise(SetwiseBase):
     def label_ids(self) -> List[int]:
         """The token id of each label. T5: the last id of ``<pad> Passage {L}`` in a right-padded batch (the reference's
         ``batch_encode_plus(..., padding=True).input_ids[:, -1]``, so a label of two tokens reads the pad id). Causal
-        models (ours): the last token of `` Passage: {L}``; with likelihood scoring, each of the ``num_child + 1`` labels
-        a comparison uses must add exactly one token (else a ValueError names it)."""
+        models (ours): the last token of `` Passage: {L}``; with likelihood scoring, each of the ``num_child + 1``
+        labels a comparison uses must add exactly one token (else a ValueError names it)."""
         tok = self._tok
         if self.seq2seq:
             ids = [tok(f"{T5_PREFIX} {c}", add_special_tokens=False)["input_ids"] for c in LABELS]
@@ -131,12 +139,15 @@ class Setwise(SetwiseBase):
         out = []
         for n, c in enumerate(LABELS):
             ids = tok(f"{CHAT_SUFFIX} {c}", add_special_tokens=False)["input_ids"]
-            if self.scoring == "likelihood" and n <= self.num_child and (len(ids) != len(head) + 1 or ids[:len(head)] != head):
-                raise ValueError(f"{self!r}: label {c!r} is not one token after {CHAT_SUFFIX!r} for this tokenizer; likelihood "
-                                 "scoring needs one token per label (use scoring='generation', or fewer children)")
+            one_token = len(ids) == len(head) + 1 and ids[:len(head)] == head
+            if self.scoring == "likelihood" and n <= self.num_child and not one_token:
+                raise ValueError(f"{self!r}: label {c!r} is not one token after {CHAT_SUFFIX!r} for this tokenizer; "
+                                 "likelihood scoring needs one token per label (use scoring='generation', or fewer "
+                                 "children)")
             out.append(ids[-1])
         if self.scoring == "likelihood" and len(set(out[:self.num_child + 1])) <= self.num_child:
-            raise ValueError(f"{self!r}: the labels {LABELS[:self.num_child + 1]} do not have distinct tokens for this tokenizer")
+            raise ValueError(f"{self!r}: the labels {LABELS[:self.num_child + 1]} do not have distinct tokens for this "
+                             "tokenizer")
         return out
 
     # -- prompts ---------------------------------------------------------------------------------------------------
@@ -152,8 +163,8 @@ class Setwise(SetwiseBase):
         self._load()
         text = self.prompt(query, passages)
         if not self.seq2seq:
-            text = self._tok.apply_chat_template([{"role": "user", "content": text}], chat_template=self.chat_template, tokenize=False,
-                                                 add_generation_prompt=True) + CHAT_SUFFIX
+            text = self._tok.apply_chat_template([{"role": "user", "content": text}], chat_template=self.chat_template,
+                                                 tokenize=False, add_generation_prompt=True) + CHAT_SUFFIX
         return list(self._tok(text)["input_ids"])
 
     # -- comparisons -----------------------------------------------------------------------------------------------
@@ -203,7 +214,8 @@ class Setwise(SetwiseBase):
 
         def run(idx):
             side = "right" if self.seq2seq else "left"
-            batch = tok.pad([{"input_ids": ids[i]} for i in idx], padding=True, padding_side=side, return_tensors="pt").to(self._device)
+            batch = tok.pad([{"input_ids": ids[i]} for i in idx], padding=True, padding_side=side,
+                            return_tensors="pt").to(self._device)
             with torch.inference_mode():
                 if self.seq2seq:
                     dec = prefix.repeat(len(idx), 1).to(self._device)
@@ -218,9 +230,11 @@ class Setwise(SetwiseBase):
                 else:
                     mask = batch["attention_mask"]
                     positions = (mask.long().cumsum(-1) - 1).clamp(min=0)
-                    logits = model(input_ids=batch["input_ids"], attention_mask=mask, position_ids=positions, logits_to_keep=1).logits[:, -1].float()
+                    logits = model(input_ids=batch["input_ids"], attention_mask=mask, position_ids=positions,
+                                   logits_to_keep=1).logits[:, -1].float()
                     if generate:
-                        values = [tok.decode([t], skip_special_tokens=True).strip().upper() for t in logits.argmax(-1).tolist()]
+                        values = [tok.decode([t], skip_special_tokens=True).strip().upper()
+                                  for t in logits.argmax(-1).tolist()]
                     else:
                         values = list(logits.cpu().numpy())
             for i, v in zip(idx, values):

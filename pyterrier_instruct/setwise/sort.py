@@ -128,6 +128,7 @@ def check(method: str, num_child: int, k: int, owner: str) -> None:
     if method not in METHODS:
         raise ValueError(f"{owner}: method must be one of {list(METHODS)}, got {method!r}")
     if int(num_child) < 1:
-        raise ValueError(f"{owner}: num_child must be at least 1 (a comparison of num_child + 1 documents), got {num_child!r}")
+        raise ValueError(f"{owner}: num_child must be at least 1 (a comparison of num_child + 1 documents), got "
+                         f"{num_child!r}")
     if int(k) < 1:
         raise ValueError(f"{owner}: k must be at least 1, got {k!r}")

@@ -107,7 +107,8 @@ def followir_mteb(path: Path, suffix: str = "", corpus=None, queries=None, og=No
         folder = config if mteb_org else f"{config}{s}"
         return path / folder / f"{split}-00000-of-00001.parquet"
     idc = "id" if mteb_org else "_id"
-    _write_parquet(shard("corpus", "test" if mteb_org else "corpus"), [{idc: c["_id"], "title": c["title"], "text": c["text"]}
+    _write_parquet(shard("corpus", "test" if mteb_org else "corpus"),
+                   [{idc: c["_id"], "title": c["title"], "text": c["text"]}
                                                                       for c in corpus])
     qrows, irows = [], []
     for q in queries:
@@ -123,8 +124,8 @@ def followir_mteb(path: Path, suffix: str = "", corpus=None, queries=None, og=No
     qrels = ([{"query-id": f"{q}-og", "corpus-id": d, "score": int(x) if mteb_org else x} for q, d, x in og]
              + [{"query-id": f"{q}-changed", "corpus-id": d, "score": int(x) if mteb_org else x} for q, d, x in ch])
     qfolder = "qrels" if mteb_org else ("default" if s else "data")
-    _write_parquet(path / (qfolder + ("" if mteb_org else s)) / (("test" if mteb_org else "default") + "-00000-of-00001.parquet"),
-                   qrels)
+    qfile = ("test" if mteb_org else "default") + "-00000-of-00001.parquet"
+    _write_parquet(path / (qfolder + ("" if mteb_org else s)) / qfile, qrels)
     lists = {}
     for q, p in top:
         lists.setdefault(q, []).append(p)
@@ -139,7 +140,8 @@ def followir_mteb(path: Path, suffix: str = "", corpus=None, queries=None, og=No
 
 
 MFOLLOWIR = {
-    "fas": [("f1", "سد و ماهی", "اسناد مرتبط اثر سد بر ماهی را گزارش می‌کنند.", "اسناد مرتبط فقط اثر سد بر ماهی آزاد را گزارش می‌کنند.")],
+    "fas": [("f1", "سد و ماهی", "اسناد مرتبط اثر سد بر ماهی را گزارش می‌کنند.",
+             "اسناد مرتبط فقط اثر سد بر ماهی آزاد را گزارش می‌کنند.")],
     "rus": [("r1", "Как плотины влияют на рыбу?", "Релевантные документы сообщают о влиянии плотин на рыбу.",
              "Релевантные документы сообщают о влиянии плотин только на лосося.")],
     "zho": [("z1", "水坝如何影响鱼类？", "相关文件报告水坝对鱼类的影响。", "相关文件只报告水坝对鲑鱼的影响。")],
@@ -178,7 +180,8 @@ def infosearch(path: Path, repo: str):
     for core in range(2):
         topic = list(WORDS)[core]
         cond_docs = [(f"{dim}-{core}-{c}", f"{topic} {cond}",
-                      f"{WORDS[topic]} written as {cond}" + (" 中文" if cond == "Chinese" else "")) for c, cond in enumerate(conditions)]
+                      f"{WORDS[topic]} written as {cond}" + (" 中文" if cond == "Chinese" else ""))
+                     for c, cond in enumerate(conditions)]
         negs = [(f"{dim}-{core}-n{c}", "", f"{WORDS[topic]} unrelated {c}") for c in range(2)]
         corpus += [{"_id": d, "title": t, "text": x} for d, t, x in cond_docs + negs]
         for c, cond in enumerate(conditions):
@@ -202,7 +205,8 @@ def infosearch(path: Path, repo: str):
         if dim == "length":
             _write_tsv(path / f"qrels_{v}" / "test.tsv", ["query-id", "corpus-id", "score"], rows)
         else:
-            _write_jsonl(path / f"qrels_{v}" / "test.jsonl", [{"query-id": q, "corpus-id": d, "score": score(s)} for q, d, s in rows])
+            _write_jsonl(path / f"qrels_{v}" / "test.jsonl",
+                         [{"query-id": q, "corpus-id": d, "score": score(s)} for q, d, s in rows])
     (path / "empty_scores.json").write_text(json.dumps(scores, indent=2))
 
 
@@ -276,7 +280,8 @@ def instructir(path: Path):
 def instructir_mteb(path: Path):
     corpus, queries, qrels = instructir_rows()
     _write_parquet(path / "corpus" / "corpus-00000-of-00001.parquet", corpus)
-    _write_parquet(path / "queries" / "queries-00000-of-00001.parquet", [{"_id": q["_id"], "text": q["query"]} for q in queries])
+    _write_parquet(path / "queries" / "queries-00000-of-00001.parquet",
+                   [{"_id": q["_id"], "text": q["query"]} for q in queries])
     _write_parquet(path / "instruction" / "instruction-00000-of-00001.parquet",
                    [{"query-id": q["_id"], "instruction": q["instruction"]} for q in queries])
     _write_parquet(path / "data" / "test-00000-of-00001.parquet",
@@ -284,7 +289,8 @@ def instructir_mteb(path: Path):
 
 
 # -- BRIGHT, MAIR, NevIR -------------------------------------------------------------------------
-BRIGHT_LONG = ("biology", "earth_science", "economics", "psychology", "robotics", "stackoverflow", "sustainable_living", "pony")
+BRIGHT_LONG = ("biology", "earth_science", "economics", "psychology", "robotics", "stackoverflow", "sustainable_living",
+               "pony")
 BRIGHT_MATH = ("leetcode", "aops", "theoremqa_theorems", "theoremqa_questions")
 BRIGHT_TOPICS = ["dams", "antibiotics", "reefs", "vaccines"]
 
@@ -298,7 +304,8 @@ def _bright_ids(task: str, i: int, long: bool = False) -> str:
 
 
 def _bright_qid(task: str, n: int) -> str:
-    return {"theoremqa_questions": f"TheoremQA_xinyi/q_{n}.json", "aops": f"aops_2019_AMC_12A_Problems/Problem_{n}"}.get(task, str(n))
+    return {"theoremqa_questions": f"TheoremQA_xinyi/q_{n}.json",
+            "aops": f"aops_2019_AMC_12A_Problems/Problem_{n}"}.get(task, str(n))
 
 
 def bright(path: Path):
@@ -307,11 +314,13 @@ def bright(path: Path):
     for task in BRIGHT_LONG + BRIGHT_MATH:
         docs = [{"id": _bright_ids(task, i), "content": " ".join(WORDS[BRIGHT_TOPICS[i % 4]].split()[: 3 + i % 4])
                  + f" {task} passage {i}."} for i in range(8)]
-        long_docs = [{"id": _bright_ids(task, i, True), "content": WORDS[BRIGHT_TOPICS[i]] + f" {task} page {i}."} for i in range(4)]
+        long_docs = [{"id": _bright_ids(task, i, True), "content": WORDS[BRIGHT_TOPICS[i]] + f" {task} page {i}."}
+                     for i in range(4)]
         examples = []
         for n, topic in enumerate(BRIGHT_TOPICS[:3]):
             excluded = [_bright_ids(task, n + 4)] if task in BRIGHT_MATH and n == 0 else ["N/A"]
-            examples.append({"query": f"A {task} question about {WORDS[topic].split()[0]} and {WORDS[topic].split()[1]}?\nDetails follow.",
+            examples.append({"query": f"A {task} question about {WORDS[topic].split()[0]} and "
+                                      f"{WORDS[topic].split()[1]}?\nDetails follow.",
                              "reasoning": f"Think about {topic}.", "id": _bright_qid(task, n),
                              "excluded_ids": excluded,
                              "gold_ids_long": [long_docs[n]["id"]] if task in BRIGHT_LONG else [],
@@ -327,16 +336,18 @@ MAIR_TASKS = ("DD_2015", "DD_2016", "DD_2017", "FairRanking_2021", "FairRanking_
 
 
 def mair(path: Path):
-    """MAIR-Bench/MAIR-Queries and MAIR-Bench/MAIR-Docs downloaded into one folder: <Task>/queries.jsonl, <Task>/docs.jsonl.
-    Graded labels; FairRanking_2021 stores integer ids (as some MAIR tasks do)."""
+    """MAIR-Bench/MAIR-Queries and MAIR-Bench/MAIR-Docs downloaded into one folder: <Task>/queries.jsonl,
+    <Task>/docs.jsonl. Graded labels; FairRanking_2021 stores integer ids (as some MAIR tasks do)."""
     for k, task in enumerate(MAIR_TASKS):  # each task rotates the topics, so that tasks differ
         ints = task == "FairRanking_2021"
         docs = [{"id": 100 + i if ints else f"{task.lower()}-d{i}",
-                 "doc": " ".join(WORDS[BRIGHT_TOPICS[(i + k) % 4]].split()[(i + k) % 3:]) + f" document {i}."} for i in range(8)]
+                 "doc": " ".join(WORDS[BRIGHT_TOPICS[(i + k) % 4]].split()[(i + k) % 3:]) + f" document {i}."}
+                for i in range(8)]
         queries = []
         rotated = BRIGHT_TOPICS[k % 4:] + BRIGHT_TOPICS[:k % 4]
         for n, topic in enumerate(rotated[:3]):
-            queries.append({"qid": f"{task}-{n}", "instruction": f"Find documents on {topic} useful to a {['student', 'journalist', 'farmer'][n]}.",
+            reader = ["student", "journalist", "farmer"][n]
+            queries.append({"qid": f"{task}-{n}", "instruction": f"Find documents on {topic} useful to a {reader}.",
                             "query": WORDS[topic].split()[0] + " " + WORDS[topic].split()[2],
                             "labels": [{"id": docs[n]["id"], "score": 2}, {"id": docs[n + 4]["id"], "score": 1}]})
         _write_jsonl(path / task / "queries.jsonl", queries)

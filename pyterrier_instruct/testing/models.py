@@ -74,11 +74,13 @@ def tiny_t5(root: Path, seed: int = 0, d_model: int = 32, layers: int = 2, vocab
 
 
 def tiny_mistral(root: Path, seed: int = 0, vocab_size: int = 700, max_position_embeddings: int = 4096) -> str:
-    """A Mistral (``MistralForCausalLM``) with a Llama sentencepiece tokenizer (``<s>``/``</s>``, ``true``/``false``)."""
+    """A Mistral (``MistralForCausalLM``) with a Llama sentencepiece tokenizer (``<s>``/``</s>``,
+    ``true``/``false``)."""
     import torch
     import transformers
     folder = Path(root) / "mistral"
-    _spm(folder, "tokenizer.model", vocab_size, pad_id=-1, bos_id=1, eos_id=2, unk_id=0, user_defined_symbols=["true", "false"])
+    _spm(folder, "tokenizer.model", vocab_size, pad_id=-1, bos_id=1, eos_id=2, unk_id=0,
+         user_defined_symbols=["true", "false"])
     tok = transformers.LlamaTokenizer.from_pretrained(str(folder), model_max_length=4096, add_bos_token=True)
     (folder / "tokenizer.model").unlink()
     tok.save_pretrained(str(folder))
@@ -118,7 +120,8 @@ def tiny_llama(root: Path, seed: int = 0, vocab_size: int = 700) -> str:
     import transformers
     folder = Path(root) / "llama"
     _spm(folder, "tokenizer.model", vocab_size, pad_id=-1, bos_id=1, eos_id=2, unk_id=0)
-    tok = transformers.LlamaTokenizer.from_pretrained(str(folder), model_max_length=4096, add_bos_token=True, add_eos_token=False)
+    tok = transformers.LlamaTokenizer.from_pretrained(str(folder), model_max_length=4096, add_bos_token=True,
+                                                      add_eos_token=False)
     (folder / "tokenizer.model").unlink()
     tok.save_pretrained(str(folder))
     torch.manual_seed(seed)
@@ -131,39 +134,46 @@ def tiny_llama(root: Path, seed: int = 0, vocab_size: int = 700) -> str:
 
 # -- Qwen ------------------------------------------------------------------------------------------
 # Qwen2/Qwen3's pre-tokeniser (the regex of their tokenizer.json) over byte-level BPE.
-QWEN_SPLIT = r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
+QWEN_SPLIT = (r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"""
+              r"""|\s*[\r\n]+|\s+(?!\S)|\s+""")
 QWEN_SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
-QWEN_WORDS = (["yes no true false Judge whether the Document meets the Query and the Instruct relevant Relevance: query: document: "
-               "instruction: Passage: Determine if the following passage is relevant"] * 200 + ["yes", "no", "no\n", "Relevance:"] * 100)
+QWEN_WORDS = (["yes no true false Judge whether the Document meets the Query and the Instruct relevant Relevance: "
+               "query: document: instruction: Passage: Determine if the following passage is relevant"] * 200
+              + ["yes", "no", "no\n", "Relevance:"] * 100)
 QWEN_KINDS = ("reranker", "reranker-seq-cls", "embedding", "qwen2")
-QWEN3_EMBEDDING_QUERY_PROMPT = "Instruct: Given a web search query, retrieve relevant passages that answer the query\nQuery:"
+QWEN3_EMBEDDING_QUERY_PROMPT = ("Instruct: Given a web search query, retrieve relevant passages that answer the "
+                                "query\nQuery:")
 
 
 def qwen_tokenizer(folder: Path, vocab_size: int = 800, append_eos: bool = False) -> None:
     """A Qwen-style byte-level BPE tokenizer trained here and saved as ``tokenizer.json`` + ``tokenizer_config.json``
     (``Qwen2Tokenizer``): Qwen's pre-tokeniser regex, ``<|endoftext|>`` (pad), ``<|im_start|>``, ``<|im_end|>`` (eos) as
     special tokens, ``<think>``/``</think>`` as added (non-special) tokens, and ``yes``, ``no``, `` true``, `` false``,
-    ``1``, ``0`` single tokens. ``append_eos`` adds Qwen3-Embedding's post-processor, which appends ``<|endoftext|>``."""
-    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+    ``1``, ``0`` single tokens. ``append_eos`` adds Qwen3-Embedding's post-processor, appending ``<|endoftext|>``."""
+    from tokenizers import (AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors,
+                            trainers)
     folder.mkdir(parents=True, exist_ok=True)
     tok = Tokenizer(models.BPE(unk_token=None, fuse_unk=False, byte_fallback=False))
     tok.normalizer = normalizers.NFC()
-    tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Split(Regex(QWEN_SPLIT), behavior="isolated", invert=False),
-                                                 pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    split = pre_tokenizers.Split(Regex(QWEN_SPLIT), behavior="isolated", invert=False)
+    byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    tok.pre_tokenizer = pre_tokenizers.Sequence([split, byte_level])
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
                                   special_tokens=QWEN_SPECIAL, show_progress=False)
     tok.train_from_iterator(_texts() + QWEN_WORDS, trainer)
     tok.add_tokens([AddedToken(t, special=False, normalized=False) for t in ("<think>", "</think>")])
     if append_eos:
-        tok.post_processor = processors.TemplateProcessing(single="$A <|endoftext|>", pair="$A <|endoftext|> $B <|endoftext|>",
-                                                           special_tokens=[("<|endoftext|>", tok.token_to_id("<|endoftext|>"))])
+        eos = [("<|endoftext|>", tok.token_to_id("<|endoftext|>"))]
+        tok.post_processor = processors.TemplateProcessing(single="$A <|endoftext|>",
+                                                           pair="$A <|endoftext|> $B <|endoftext|>", special_tokens=eos)
     tok.save(str(folder / "tokenizer.json"))
     (folder / "tokenizer_config.json").write_text(json.dumps({
         "tokenizer_class": "Qwen2Tokenizer", "eos_token": "<|im_end|>", "pad_token": "<|endoftext|>", "bos_token": None,
         "unk_token": None, "model_max_length": 8192, "errors": "replace", "clean_up_tokenization_spaces": False}))
     for word in ("yes", "no", " true", " false", "1", "0"):
-        assert len(tok.encode(word, add_special_tokens=False).ids) == 1, f"tiny Qwen tokenizer: {word!r} is not a single token"
+        ids = tok.encode(word, add_special_tokens=False).ids
+        assert len(ids) == 1, f"tiny Qwen tokenizer: {word!r} is not a single token"
 
 
 def tiny_qwen(root: Path, kind: str = "reranker", seed: int = 0, hidden_size: int = 64, layers: int = 2,
@@ -172,9 +182,10 @@ def tiny_qwen(root: Path, kind: str = "reranker", seed: int = 0, hidden_size: in
 
     - ``'reranker'``: ``Qwen3ForCausalLM`` (Qwen3-Reranker's architecture; also rank1-style generation);
     - ``'reranker-seq-cls'``: the sequence-classification conversion of the ``'reranker'`` built with the same seed
-      (``Qwen3ForSequenceClassification``, one label, head = ``lm_head[yes] - lm_head[no]``, so sigmoid(logit) = p(yes));
-    - ``'embedding'``: ``Qwen3Model`` with a tokenizer that appends ``<|endoftext|>`` and the sentence-transformers files of
-      Qwen3-Embedding (modules.json, last-token pooling, Normalize, the query prompt);
+      (``Qwen3ForSequenceClassification``, one label, head = ``lm_head[yes] - lm_head[no]``, so sigmoid(logit) =
+      p(yes));
+    - ``'embedding'``: ``Qwen3Model`` with a tokenizer that appends ``<|endoftext|>`` and the sentence-transformers
+      files of Qwen3-Embedding (modules.json, last-token pooling, Normalize, the query prompt);
     - ``'qwen2'``: ``Qwen2ForCausalLM`` (mxbai-rerank-v2's architecture)."""
     import torch
     import transformers
@@ -185,8 +196,9 @@ def tiny_qwen(root: Path, kind: str = "reranker", seed: int = 0, hidden_size: in
     tok = transformers.AutoTokenizer.from_pretrained(str(folder))
     ids = dict(vocab_size=len(tok), bos_token_id=None, eos_token_id=tok.convert_tokens_to_ids("<|im_end|>"),
                pad_token_id=tok.convert_tokens_to_ids("<|endoftext|>"))
-    size = dict(hidden_size=hidden_size, intermediate_size=2 * hidden_size, num_hidden_layers=layers, num_attention_heads=4,
-                num_key_value_heads=2, max_position_embeddings=max_position_embeddings, tie_word_embeddings=True)
+    size = dict(hidden_size=hidden_size, intermediate_size=2 * hidden_size, num_hidden_layers=layers,
+                num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=max_position_embeddings,
+                tie_word_embeddings=True)
     torch.manual_seed(seed)
     if kind == "qwen2":
         transformers.Qwen2ForCausalLM(transformers.Qwen2Config(**size, **ids)).save_pretrained(str(folder))
@@ -212,19 +224,20 @@ def tiny_qwen(root: Path, kind: str = "reranker", seed: int = 0, hidden_size: in
 
 
 def _sentence_transformers_files(folder: Path, dim: int) -> None:
-    """Qwen3-Embedding's sentence-transformers configuration: Transformer → last-token Pooling → Normalize, query prompt."""
+    """Qwen3-Embedding's sentence-transformers set-up: Transformer → last-token Pooling → Normalize, query prompt."""
     (folder / "modules.json").write_text(json.dumps([
         {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
         {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
         {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}]))
     (folder / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": 8192, "do_lower_case": False}))
     (folder / "config_sentence_transformers.json").write_text(json.dumps({
-        "prompts": {"query": QWEN3_EMBEDDING_QUERY_PROMPT, "document": ""}, "default_prompt_name": None, "similarity_fn_name": "cosine"}))
+        "prompts": {"query": QWEN3_EMBEDDING_QUERY_PROMPT, "document": ""}, "default_prompt_name": None,
+        "similarity_fn_name": "cosine"}))
     (folder / "1_Pooling").mkdir(exist_ok=True)
     (folder / "1_Pooling" / "config.json").write_text(json.dumps({
         "word_embedding_dimension": dim, "pooling_mode_cls_token": False, "pooling_mode_mean_tokens": False,
-        "pooling_mode_max_tokens": False, "pooling_mode_mean_sqrt_len_tokens": False, "pooling_mode_weightedmean_tokens": False,
-        "pooling_mode_lasttoken": True, "include_prompt": True}))
+        "pooling_mode_max_tokens": False, "pooling_mode_mean_sqrt_len_tokens": False,
+        "pooling_mode_weightedmean_tokens": False, "pooling_mode_lasttoken": True, "include_prompt": True}))
     (folder / "2_Normalize").mkdir(exist_ok=True)
     config = json.loads((folder / "tokenizer_config.json").read_text())
     (folder / "tokenizer_config.json").write_text(json.dumps({**config, "padding_side": "left"}))
@@ -264,13 +277,15 @@ def tiny_rank1(root: Path, seed: int = 0) -> str:
     torch.manual_seed(seed)
     config = transformers.Qwen2Config(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=1,
                                       num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=32768,
-                                      eos_token_id=eos, bos_token_id=None, pad_token_id=tok.pad_token_id, tie_word_embeddings=False)
+                                      eos_token_id=eos, bos_token_id=None, pad_token_id=tok.pad_token_id,
+                                      tie_word_embeddings=False)
     model = transformers.Qwen2ForCausalLM(config)
     with torch.no_grad():
         emb = model.model.embed_tokens.weight
         emb.normal_(0.0, 1.0)
         layer = model.model.layers[0]
-        for proj, scale in ((layer.self_attn.q_proj, 6.0), (layer.self_attn.k_proj, 6.0), (layer.self_attn.o_proj, 30.0)):
+        for proj, scale in ((layer.self_attn.q_proj, 6.0), (layer.self_attn.k_proj, 6.0),
+                            (layer.self_attn.o_proj, 30.0)):
             proj.weight.mul_(scale)  # peaked attention: a context-dependent perturbation of the final state
         layer.mlp.down_proj.weight.zero_()
         states = list(path)
@@ -281,12 +296,14 @@ def tiny_rank1(root: Path, seed: int = 0) -> str:
                 target[row, t] = logit
         inverse = torch.linalg.pinv(normed)
         head = (inverse @ target).T
-        tilt = torch.randn(normed.shape[1]) @ (torch.eye(normed.shape[1]) - inverse @ normed) * 0.5  # off the planted path
+        # off the planted path
+        tilt = torch.randn(normed.shape[1]) @ (torch.eye(normed.shape[1]) - inverse @ normed) * 0.5
         head[true] += tilt  # the true/false tie follows the context ...
         head[false] -= tilt
         model.lm_head.weight.copy_(head)
         # ... centred on this corpus: about half of its passages end in true
-        contexts = [tok(f"Passage: {t[:200]}\n<think> the.</think>", return_tensors="pt")["input_ids"] for t in _texts()[:40]]
+        contexts = [tok(f"Passage: {t[:200]}\n<think> the.</think>", return_tensors="pt")["input_ids"]
+                    for t in _texts()[:40]]
         gaps = torch.stack([model(input_ids=c).logits[0, -1, [true, false]] for c in contexts])
         model.lm_head.weight[false] += (gaps[:, 0] - gaps[:, 1]).median() * inverse[:, states.index(end)]
     model.save_pretrained(str(folder))
@@ -348,12 +365,13 @@ def with_chat_template(model: str, folder: Path, template: str) -> str:
     return str(folder)
 
 
-#: a Zephyr-style chat template (the form rank_llm's RankZephyr prompts expect: <|system|>\n…</s>\n<|user|>\n…</s>\n<|assistant|>\n)
 #: Qwen2.5's ChatML, enough of it for the tiny Qwen models (system/user/assistant turns, the generation prompt)
-QWEN_CHAT_TEMPLATE = ("{% for m in messages %}{{ '<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>' + '\\n' }}{% endfor %}"
-                      "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}")
+QWEN_CHAT_TEMPLATE = ("{% for m in messages %}{{ '<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>' + "
+                      "'\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}")
 
-ZEPHYR_TEMPLATE = ("{% for message in messages %}\n{% if message['role'] == 'user' %}\n{{ '<|user|>\n' + message['content'] + eos_token }}\n"
-                   "{% elif message['role'] == 'system' %}\n{{ '<|system|>\n' + message['content'] + eos_token }}\n"
-                   "{% elif message['role'] == 'assistant' %}\n{{ '<|assistant|>\n'  + message['content'] + eos_token }}\n{% endif %}\n"
-                   "{% if loop.last and add_generation_prompt %}\n{{ '<|assistant|>' }}\n{% endif %}\n{% endfor %}")
+#: a Zephyr-style chat template (rank_llm's RankZephyr prompts: <|system|>\n…</s>\n<|user|>\n…</s>\n<|assistant|>\n)
+ZEPHYR_TEMPLATE = ("{% for message in messages %}\n{% if message['role'] == 'user' %}\n{{ '<|user|>\n' + "
+                   "message['content'] + eos_token }}\n{% elif message['role'] == 'system' %}\n{{ '<|system|>\n' + "
+                   "message['content'] + eos_token }}\n{% elif message['role'] == 'assistant' %}\n{{ "
+                   "'<|assistant|>\n'  + message['content'] + eos_token }}\n{% endif %}\n{% if loop.last and "
+                   "add_generation_prompt %}\n{{ '<|assistant|>' }}\n{% endif %}\n{% endfor %}")

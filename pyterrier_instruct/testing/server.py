@@ -1,6 +1,6 @@
-"""An OpenAI-compatible chat-completions server on 127.0.0.1 (standard library only) that stands in for an API or a
-vLLM server: :func:`chat_server` answers a listwise prompt with a permutation and an IFIR judge prompt with a score and
-its logprobs, so that ``RankGPT``, ``OpenAIBackend`` pipelines and ``IFIRJudge`` run without a key, a GPU or a network."""
+"""An OpenAI-compatible chat-completions server on 127.0.0.1 (standard library only) that stands in for an API or a vLLM
+server: :func:`chat_server` answers a listwise prompt with a permutation and an IFIR judge prompt with a score and its
+logprobs, so that ``RankGPT``, ``OpenAIBackend`` pipelines and ``IFIRJudge`` run without a key, a GPU or a network."""
 from __future__ import annotations
 
 import json
@@ -57,17 +57,18 @@ class ChatServer:
 
 
 def _judge(body: dict) -> tuple:
-    """``{"score": 2, "reason": "stand-in"}`` with OpenAI-style logprobs (the score position: 2 → .7, 1 → .2, 3 → .1)."""
+    """``{"score": 2, "reason": "stand-in"}``, OpenAI-style logprobs (the score position: 2 → .7, 1 → .2, 3 → .1)."""
     table = {"2": .7, "1": .2, "3": .1}
     tokens = ['{"', "score", '":', " ", "2", ",", ' "', "reason", '":', ' "', "stand-in", '"}']
     entries = []
     for t in tokens:
         cands = sorted(table.items(), key=lambda kv: -kv[1]) if t == "2" else [(t, 1.0)]
-        tops = [{"token": c, "logprob": math.log(p), "bytes": list(c.encode())} for c, p in cands[:body.get("top_logprobs") or 1]]
+        tops = [{"token": c, "logprob": math.log(p), "bytes": list(c.encode())}
+                for c, p in cands[:body.get("top_logprobs") or 1]]
         entries.append({"token": t, "logprob": tops[0]["logprob"], "bytes": list(t.encode()), "top_logprobs": tops})
     return 200, {"id": "stand-in", "object": "chat.completion", "model": body["model"],
-                 "choices": [{"index": 0, "message": {"role": "assistant", "content": "".join(tokens)}, "finish_reason": "stop",
-                              "logprobs": {"content": entries}}]}
+                 "choices": [{"index": 0, "message": {"role": "assistant", "content": "".join(tokens)},
+                              "finish_reason": "stop", "logprobs": {"content": entries}}]}
 
 
 def chat_answer(body: dict) -> tuple:
@@ -78,7 +79,9 @@ def chat_answer(body: dict) -> tuple:
     text = " ".join(m["content"] for m in body["messages"] if isinstance(m.get("content"), str))
     found = re.search(r"(\d+) passages", text)
     n = int(found.group(1)) if found else 1
-    return 200, {"choices": [{"index": 0, "message": {"role": "assistant", "content": " > ".join(f"[{i}]" for i in range(n, 0, -1))},
+    return 200, {"choices": [{"index": 0,
+                              "message": {"role": "assistant",
+                                          "content": " > ".join(f"[{i}]" for i in range(n, 0, -1))},
                               "finish_reason": "stop"}]}
 
 

@@ -147,10 +147,10 @@ def _lock(root: Path):
 
 
 def install_models(root: Union[str, Path], ids: Optional[Iterable[str]] = None) -> Dict[str, str]:
-    """Installs the stand-in of each hub id in ``ids`` (default: all of :data:`MODELS`) at ``root/<hub id>/`` and returns
-    ``{hub id: folder}``; point ``$PYTERRIER_INSTRUCT_MODELS`` at ``root``. A LoRA adapter's base comes with it. Each kind is built once (under
-    ``root/.build``); ids already installed are kept, so a second call costs nothing. Safe to call from several
-    processes at once (a file lock). Needs the ``[hf]`` extra."""
+    """Installs the stand-in of each hub id in ``ids`` (default: all of :data:`MODELS`) at ``root/<hub id>/`` and
+    returns ``{hub id: folder}``; point ``$PYTERRIER_INSTRUCT_MODELS`` at ``root``. A LoRA adapter's base comes with it.
+    Each kind is built once (under ``root/.build``); ids already installed are kept, so a second call costs nothing.
+    Safe to call from several processes at once (a file lock). Needs the ``[hf]`` extra."""
     root = Path(root)
     ids = list(MODELS) if ids is None else list(ids)
     ids += [_adapter(MODELS[i])[0] for i in ids if _adapter(MODELS.get(i, ""))]  # the base an adapter names
@@ -179,7 +179,7 @@ def install_models(root: Union[str, Path], ids: Optional[Iterable[str]] = None) 
                 shutil.rmtree(target, ignore_errors=True)
                 shutil.copytree(built(MODELS[hub_id]), target, ignore=shutil.ignore_patterns(".done"))
                 (target / ".done").write_text(MODELS[hub_id])
-            marker = target / STAND_IN_MARKER  # the reproduction tables label its rows [stand-in] (_hub.checkpoint_note)
+            marker = target / STAND_IN_MARKER  # reproduction tables label its rows [stand-in] (_hub.checkpoint_note)
             if not marker.exists():
                 marker.write_text(json.dumps({"stand_in": MODELS[hub_id], "hub_id": hub_id}))
             out[hub_id] = str(target)
@@ -204,7 +204,8 @@ def install_datasets(root: Union[str, Path]) -> str:
     return str(root)
 
 
-def install(root: Union[str, Path, None] = None, models: Optional[Iterable[str]] = None, datasets: bool = True) -> Dict[str, str]:
+def install(root: Union[str, Path, None] = None, models: Optional[Iterable[str]] = None,
+            datasets: bool = True) -> Dict[str, str]:
     """Installs stand-ins under ``root`` (default :func:`default_root`): the models of ``models`` (hub ids; default
     all of :data:`MODELS`) in ``root/models`` and, with ``datasets``, the miniature benchmarks in ``root/data``; then
     sets ``$PYTERRIER_INSTRUCT_MODELS`` and ``$PYTERRIER_INSTRUCT_DATA`` in this process (and the processes it starts)
