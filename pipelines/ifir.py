@@ -5,7 +5,7 @@ and by INSTFOL@20, whose relevance-to-instruction judgements come from an LLM ju
     vllm serve Qwen/Qwen2.5-7B-Instruct --port 8000 &
     python pipelines/ifir.py --dataset ifir/fiqa --judge Qwen/Qwen2.5-7B-Instruct --base-url http://localhost:8000/v1
     python pipelines/ifir.py --judge gpt-4o-mini --base-url https://api.openai.com/v1 --api-key-env OPENAI_API_KEY
-    python pipelines/ifir.py --standins                 # tiny models, miniature data, a stand-in judge server on 127.0.0.1
+    python pipelines/ifir.py --standins       # tiny models, miniature data, a stand-in judge server on 127.0.0.1
 """
 import argparse
 
@@ -14,15 +14,19 @@ import pyterrier as pt
 import pyterrier_instruct as pti
 
 parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-parser.add_argument("--dataset", default="ifir/fiqa", help="ifir/<subset>: fiqa, scifact_open, nfcorpus, aila, fire, pm, cds")
+parser.add_argument("--dataset", default="ifir/fiqa",
+                    help="ifir/<subset>: fiqa, scifact_open, nfcorpus, aila, fire, pm, cds")
 parser.add_argument("--monot5", default="castorini/monot5-base-msmarco-10k")
 parser.add_argument("--judge", default="gpt-4o-mini", help="the judge model's name on the server")
-parser.add_argument("--base-url", default=None, help="the OpenAI-compatible server (…/v1); --standins: a stand-in on 127.0.0.1")
-parser.add_argument("--api-key-env", default=None, help="the environment variable holding the key (none for a local server)")
+parser.add_argument("--base-url", default=None,
+                    help="the OpenAI-compatible server (…/v1); --standins: a stand-in on 127.0.0.1")
+parser.add_argument("--api-key-env", default=None,
+                    help="the environment variable holding the key (none for a local server)")
 parser.add_argument("--store", default="instfol-judgements",
-                    help="the folder of the judgements kept between runs (a pti.CallStore; an old .jsonl is read in once)")
+                    help="the judgements kept between runs (a pti.CallStore folder; an old .jsonl is read in once)")
 parser.add_argument("--k", type=int, default=100, help="BM25 depth reranked")
-parser.add_argument("--standins", action="store_true", help="tiny random models and the miniature benchmarks (pyterrier_instruct.testing)")
+parser.add_argument("--standins", action="store_true",
+                    help="tiny random models and the miniature benchmarks (pyterrier_instruct.testing)")
 args = parser.parse_args()
 if args.standins:
     from pyterrier_instruct import testing
@@ -38,7 +42,8 @@ topics, qrels = ds.get_topics(), ds.get_qrels()
 bm25 = pti.BM25(ds.get_corpus_iter())
 systems = {"BM25": pti.FoldInstruction() >> bm25,        # the instruction (levels 1-3) folded into the query
            "BM25 » MonoT5": bm25 % args.k >> ds.text_loader() >> pti.MonoT5(args.monot5)}
-print(pt.Experiment(list(systems.values()), topics, qrels, [pti.IFIR_nDCG@20], names=list(systems)).round(3).to_string(index=False))
+print(pt.Experiment(list(systems.values()), topics, qrels, [pti.IFIR_nDCG@20],
+                    names=list(systems)).round(3).to_string(index=False))
 
 judge = pti.IFIRJudge("openai", model=args.judge, store=args.store,
                       backend_options={"base_url": args.base_url, "api_key_env": args.api_key_env})
