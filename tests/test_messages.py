@@ -27,9 +27,11 @@ def test_unknown_ids_get_the_id_meant(load, name, suggestion):
 
 
 def test_one_sided_topics_are_named_not_the_qrels(mini):
-    with pytest.raises(ValueError, match=r"^pMRR needs the topics of every variant it compares \(og, changed\): the topics "
-                                         r"given to pt.Experiment have variants \['og'\] only, no '<qid>-changed' query; pass "
-                                         r"all the variants' topics, e.g. ds.get_topics\(\) rather than ds.get_topics\('og'\)"):
+    with pytest.raises(ValueError,
+                       match=r"^pMRR needs the topics of every variant it compares \(og, changed\): the topics "
+                             r"given to pt.Experiment have variants \['og'\] only, no '<qid>-changed' "
+                             r"query; pass all the variants' topics, e.g. ds.get_topics\(\) rather than "
+                             r"ds.get_topics\('og'\)"):
         pt.Experiment([mini.candidates()], mini.get_topics("og"), mini.get_qrels(), [pti.pMRR])
     with pytest.raises(ValueError, match=r"^pMRR needs paired qrels with '<qid>-og' and '<qid>-changed' query ids .*"
                                          r"found variants \['og'\]"):  # the qrels are the one-sided part here
@@ -40,7 +42,8 @@ def test_one_sided_topics_are_named_not_the_qrels(mini):
 
 def test_help_lists_only_the_presets_that_work():
     text = pydoc.render_doc(pti.Qwen3Reranker, renderer=pydoc.plaintext)
-    for refused in ("gritlm", "llama", "llama_chat", "mistral_instruct"):  # CausalLMReranker's: refused by Qwen3Reranker
+    # CausalLMReranker's: refused by Qwen3Reranker
+    for refused in ("gritlm", "llama", "llama_chat", "mistral_instruct"):
         assert f" |  {refused}(" not in text and refused not in dir(pti.Qwen3Reranker)
         with pytest.raises(AttributeError, match="is a preset of CausalLMReranker"):
             getattr(pti.Qwen3Reranker, refused)
