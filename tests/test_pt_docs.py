@@ -2,8 +2,8 @@
 it builds with Sphinx with warnings as errors, so every docstring it pulls in renders; it documents every public class,
 function and measure and every command of the CLI; and it ships in the wheel.
 
-PyTerrier's site builds these pages with its own Sphinx extensions, among them ``cite.dblp``, which queries DBLP; offline,
-``tests/sphinx_conf/conf.py`` registers ``cite.dblp`` as a directive that only links the DBLP record."""
+PyTerrier's site builds these pages with its own Sphinx extensions, among them ``cite.dblp``, which queries DBLP;
+offline, ``tests/sphinx_conf/conf.py`` registers ``cite.dblp`` as a directive that only links the DBLP record."""
 import fnmatch
 import inspect
 import re
@@ -28,8 +28,8 @@ def _pages() -> str:
 
 
 def test_pt_docs_build_without_a_warning(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "sphinx", "-E", "-W", "--keep-going", "-q", "-b", "html", "-c", str(CONF),
-                           "-d", str(tmp_path / "doctrees"), str(PT_DOCS), str(tmp_path / "html")],
+    done = subprocess.run([sys.executable, "-m", "sphinx", "-E", "-W", "--keep-going", "-q", "-b", "html", "-c",
+                           str(CONF), "-d", str(tmp_path / "doctrees"), str(PT_DOCS), str(tmp_path / "html")],
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0 and "WARNING" not in done.stderr and "ERROR" not in done.stderr, done.stderr[-4000:]
     page = (tmp_path / "html" / "families" / "qwen3-reranker.html").read_text(encoding="utf-8")
@@ -47,7 +47,8 @@ def test_every_public_name_has_its_entry():
     missing = []
     for name in pti.__all__:
         obj = getattr(pti, name)
-        if not (inspect.isclass(obj) or inspect.isfunction(obj) or type(obj).__module__ == "pyterrier_instruct.measures"):
+        if not (inspect.isclass(obj) or inspect.isfunction(obj)
+                or type(obj).__module__ == "pyterrier_instruct.measures"):
             continue
         qualified = f"{getattr(obj, '__module__', '')}.{name}"
         if f"pyterrier_instruct.{name}" not in documented and qualified not in documented:
@@ -62,10 +63,11 @@ def test_every_command_has_its_entry():
 
 def test_every_family_page_is_in_the_index_and_the_wheel():
     import tomllib
-    globs = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["pyterrier_instruct"]
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    globs = setuptools["package-data"]["pyterrier_instruct"]
     files = [p.relative_to(ROOT / "pyterrier_instruct").as_posix() for p in PT_DOCS.rglob("*") if p.is_file()]
     assert [f for f in files if not any(fnmatch.fnmatch(f, g) for g in globs)] == []
     index = (PT_DOCS / "index.rst").read_text(encoding="utf-8")
     assert "   families/*" in index  # a new family's page is one file in families/, found by the toctree's glob
     assert {p.stem for p in (PT_DOCS / "families").glob("*.rst")} >= {"monot5", "causal-lm", "qwen3-reranker", "rank1",
-                                                                     "listwise", "dense"}
+                                                                      "listwise", "dense"}
