@@ -54,7 +54,8 @@ def tiny(tmp_path_factory):
     """Local folders of tiny random T5, Mistral and BERT models with locally trained tokenizers."""
     import tiny_models
     root = tmp_path_factory.mktemp("tiny-models")
-    return {"t5": tiny_models.tiny_t5(root), "mistral": tiny_models.tiny_mistral(root), "bert": tiny_models.tiny_bert(root)}
+    return {"t5": tiny_models.tiny_t5(root), "mistral": tiny_models.tiny_mistral(root),
+            "bert": tiny_models.tiny_bert(root)}
 
 
 @pytest.fixture(scope="session")
@@ -75,7 +76,8 @@ def standin_models(standin_root):
 
 
 class _Built(dict):
-    """Folders built on first access by ``build(key)``, then kept (a session fixture that builds only what a run uses)."""
+    """Folders built on first access by ``build(key)``, then kept (a session fixture that builds only what a run
+    uses)."""
 
     def __init__(self, build):
         super().__init__()
@@ -88,8 +90,8 @@ class _Built(dict):
 
 @pytest.fixture(scope="session")
 def qwen(tmp_path_factory):
-    """Tiny random Qwen models by kind (``tiny_models.QWEN_KINDS``: 'reranker', 'reranker-seq-cls', 'embedding', 'qwen2'),
-    each built on first use."""
+    """Tiny random Qwen models by kind (``tiny_models.QWEN_KINDS``: 'reranker', 'reranker-seq-cls', 'embedding',
+    'qwen2'), each built on first use."""
     import tiny_models
     root = tmp_path_factory.mktemp("tiny-qwen")
     return _Built(lambda kind: tiny_models.tiny_qwen(root, kind))
