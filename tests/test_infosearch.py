@@ -105,7 +105,8 @@ def test_ir_measures_path_reproduces_reference(case, key, version):
     for k, m in ms.items():
         assert agg[m] == pytest.approx(exp["overall"][k], abs=TOL), k
     per_q = {}
-    for metric in _quiet(lambda: list(ir_measures.iter_calc([WISE(version=version), SICR, InfoSearch_pMRR], qrels, run))):
+    measures = [WISE(version=version), SICR, InfoSearch_pMRR]
+    for metric in _quiet(lambda: list(ir_measures.iter_calc(measures, qrels, run))):
         per_q.setdefault(str(metric.measure), {})[metric.query_id] = metric.value
     for name, ref in (("WISE", "WISE"), ("SICR", "SICR"), ("InfoSearch_pMRR", "p-MRR")):
         measure = f"WISE(version='{version}')" if name == "WISE" and version != "2024" else name
@@ -237,7 +238,8 @@ def test_top_level_names():
     assert pti.WISE is WISE and pti.SICR is SICR and pti.InfoSearch_pMRR is InfoSearch_pMRR
     assert ir_measures.parse_measure("WISE(version='2025')") == WISE(version="2025")
     assert ir_measures.parse_measure("SICR(version='paper')") == SICR(version="paper")
-    with pytest.raises(ValueError, match=r"SICR: unknown parameter\(s\) \['variant'\]; supported: \['ties', 'version'\]"):
+    with pytest.raises(ValueError,
+                       match=r"SICR: unknown parameter\(s\) \['variant'\]; supported: \['ties', 'version'\]"):
         SICR(variant="paper")
     with pytest.raises(ValueError, match=r"WISE: version='2023' is not one of \['2024', '2025', 'paper'\]"):
         WISE(version="2023")
