@@ -21,7 +21,8 @@ RUNS = {
                     ["BM25 » MonoT5", "BM25 » FollowIR-7B", "BM25 » Qwen3-Reranker", "BM25 » rank1", "pMRR p-value"]),
     "infosearch.py": ([], ["BM25 (pool)", "MonoT5", "FollowIR-7B", "WISE", "SICR", "InfoSearch_pMRR"]),
     "ifir.py": (["--k", "10"], ["IFIR_nDCG@20", "BM25: INSTFOL@20", "BM25 » MonoT5: INSTFOL@20"]),
-    "bright.py": (["--tasks", "biology", "--k", "10", "--max-output-tokens", "8"], ["bright/biology", "BM25 » rank1", "nDCG@10"]),
+    "bright.py": (["--tasks", "biology", "--k", "10", "--max-output-tokens", "8"],
+                  ["bright/biology", "BM25 » rank1", "nDCG@10"]),
     "nevir.py": (["--max-output-tokens", "8"], ["PairedAccuracy", "MonoT5", "Qwen3-Reranker", "rank1"]),
     "listwise_vllm.py": (["--k", "10"], ["BM25 » RankZephyr (vLLM)", "pMRR"]),
     "dense_prompts.py": (["--prompts", "2"], ["no prompt", "prompt 2", "'selected'"]),
@@ -36,7 +37,8 @@ def test_every_file_is_run():
 def vllm_shim(tmp_path_factory):
     """A folder whose ``vllm`` module is tests/fake_vllm.py (vLLM cannot be installed here)."""
     folder = tmp_path_factory.mktemp("vllm-shim")
-    (folder / "vllm.py").write_text(f"import sys\nsys.path.insert(0, {str(TESTS)!r})\nimport fake_vllm\nsys.modules['vllm'] = fake_vllm\n")
+    shim = f"import sys\nsys.path.insert(0, {str(TESTS)!r})\nimport fake_vllm\nsys.modules['vllm'] = fake_vllm\n"
+    (folder / "vllm.py").write_text(shim)
     return folder
 
 
@@ -66,6 +68,6 @@ def test_pipeline_runs_on_standins(name, standin_root, vllm_shim, tmp_path):
 
 
 def test_ifir_without_a_server_says_which_argument(tmp_path, standin_root):
-    done = subprocess.run([sys.executable, str(ROOT / "pipelines" / "ifir.py")], cwd=tmp_path, capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    done = subprocess.run([sys.executable, str(ROOT / "pipelines" / "ifir.py")], cwd=tmp_path, capture_output=True,
+                          text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 2 and "--base-url" in done.stderr.splitlines()[-1]
