@@ -209,8 +209,7 @@ def mxbai(ctx):
     rankers = {b: MxBaiV2Ranker(path, device="cpu", dtype="float32", verbose=0, batch_size=b)
                for b in ctx["sizes"] | {16}}
     for ranker in rankers.values():
-        # removed in transformers 5; rerankers 0.10.0 calls it
-        if not hasattr(type(ranker.tokenizer), "prepare_for_model"):
+        if not hasattr(type(ranker.tokenizer), "prepare_for_model"):  # not in transformers 5; rerankers 0.10.0 calls it
             ranker.tokenizer.prepare_for_model = prepare_for_model_v4
 
     def peer(b):

@@ -119,8 +119,7 @@ def test_hostile_instruction_text_never_breaks_the_query(anserini_bm25, instruct
     topics = pd.DataFrame({"qid": ["1"], "query": ["hydroelectric dams fish"], "instruction": [instruction]})
     res = (pti.FoldInstruction() >> anserini_bm25 % 10)(topics)
     assert 1 <= len(res) <= 10 and res["rank"].tolist() == list(range(len(res)))
-    # unchanged, control characters too
-    assert res["query"].iloc[0] == pti.compose("hydroelectric dams fish", instruction)
+    assert res["query"].iloc[0] == pti.compose("hydroelectric dams fish", instruction)  # unchanged, control chars too
     assert (res["instruction"] == instruction).all() and (res["query_0"] == "hydroelectric dams fish").all()
     only = (anserini_bm25 % 10)(pd.DataFrame({"qid": ["1"], "query": [instruction]}))
     assert list(only.columns) == ["qid", "query", "docno", "score", "rank"] and len(only) <= 10

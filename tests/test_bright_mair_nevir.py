@@ -307,8 +307,7 @@ def test_paired_accuracy_mteb_ranks_the_whole_run_as_mteb_does():
                            "score": [2.0, 1.0, 5.0]})
     third = pd.DataFrame({"qid": ["0-0_q1"] * 3 + ["0-0_q2"] * 3, "docno": ["0-0_doc1", "0-0_doc2", "9-0_doc1"] * 2,
                           "score": [2.0, 1.0, 0.0, 1.0, 2.0, 3.0]})
-    # 9-0_doc1 > 0-0_doc2 by docno: first in pytrec_eval
-    tied_third = third.assign(score=[2.0, 1.0, 0.0, 1.0, 2.0, 2.0])
+    tied_third = third.assign(score=[2.0, 1.0, 0.0, 1.0, 2.0, 2.0])  # 9-0_doc1 > 0-0_doc2 by docno: pytrec_eval's first
     for run in (absent, third, tied_third):
         assert pti.measures.paired_accuracy(run, qrels, ties="mteb") == _mteb_paired_accuracy(run, qrels) == 0.0
     assert pti.measures.paired_accuracy(third, qrels) == 1.0  # the official rule compares the pair's two documents only

@@ -99,8 +99,7 @@ def test_dataset_files_and_indexes_are_part_of_the_fingerprint(mini, tmp_path):
     assert fingerprint(pti.load_dataset(str(tmp_path / "ds")).candidates()) != before
     bm25 = pti.BM25(mini.get_corpus_iter(), path=str(tmp_path / "pisa"))
     index = fingerprint(bm25)
-    # derives per-scorer files in the index folder
-    pti.BM25(path=str(tmp_path / "pisa"), k1=1.2)(mini.get_topics().iloc[:2])
+    pti.BM25(path=str(tmp_path / "pisa"), k1=1.2)(mini.get_topics().iloc[:2])  # derives per-scorer files in the index
     assert fingerprint(pti.BM25(path=str(tmp_path / "pisa"))) == index
     assert fingerprint(pti.BM25(path=str(tmp_path / "pisa"), k1=1.2)) != index
 

@@ -196,8 +196,7 @@ def test_folded_query_is_not_folded_again(name, models, mini, topics):
     r = FAMILIES[name](models)
     cands = (mini.candidates() % 4)(topics)
     assert (cands["instruction"].str.strip() != "").any()
-    # what a first stage after FoldInstruction hands on: query folded, query_0 kept
-    folded = pti.FoldInstruction()(cands)
+    folded = pti.FoldInstruction()(cands)  # what a stage after FoldInstruction hands on: query folded, query_0 kept
     assert (folded["query"] != cands["query"]).any()
     out = r(folded)
     np.testing.assert_allclose(out["score"].to_numpy(), r(pt.rewrite.reset()(folded))["score"].to_numpy(), atol=1e-6)

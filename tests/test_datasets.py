@@ -94,8 +94,7 @@ def test_creating_a_dataset_is_lazy_and_the_first_use_names_the_fix(monkeypatch,
         with pytest.raises(DataError, match=f"no local copy found \\(looked in {tmp_path}.*HF_HUB_OFFLINE is set.*hf "
                                             "download --repo-type dataset jhu-clsp/robust04-instructions"):
             use()
-    # the data arrives: the same object now reads it
-    shutil.copytree(bundled_path(), tmp_path / "robust04-instructions")
+    shutil.copytree(bundled_path(), tmp_path / "robust04-instructions")  # data arrives: the same object now reads it
     assert len(ds.get_topics()) == 20 and ds.path == tmp_path / "robust04-instructions"
     assert ds.provenance["pinned_revision"].startswith("a5a1c4f") and ds.provenance["revision"] is None
     assert ds.text_loader() == pti.load_dataset("followir/robust04").text_loader()

@@ -192,13 +192,11 @@ def test_promptriever_embeddings_equal_the_reference_recipe(llama, max_len, padd
                                atol=1e-5)
     tok = transformers.AutoTokenizer.from_pretrained(llama["base"])
     reaching = sum(len(tok(s)["input_ids"]) >= max_len - 1 for s in list(q_strings) + list(d_strings))
-    # the 300-word doc always; long queries at 24
-    assert model.stats.truncated == reaching >= (1 if max_len == 512 else 4)
+    assert model.stats.truncated == reaching >= (1 if max_len == 512 else 4)  # the 300-word doc; long queries at 24
 
 
 def test_lora_merge_matters_and_base_model_override(llama):
-    # the config names the hub id: the override is used
-    merged = Promptriever(llama["hub_named"], base_model=llama["base"])
+    merged = Promptriever(llama["hub_named"], base_model=llama["base"])  # the config names the hub id: override used
     plain = BiEncoder(llama["base"], pooling="eos", query_template=T.PROMPTRIEVER_QUERY, query_slot="promptriever")
     a = np.stack(merged.query_encoder()(QUERIES)["query_vec"])
     b = np.stack(plain.query_encoder()(QUERIES)["query_vec"])
@@ -237,5 +235,4 @@ def test_candidates_then_promptriever(llama, mini):
     d = np.stack(model.doc_encoder()(frame[["docno", "title", "text"]])["doc_vec"])
     np.testing.assert_allclose(out["score"].to_numpy(), (q * d).sum(1), atol=1e-5)
     pd.testing.assert_frame_equal(out, model.scorer()(frame))
-    # the doc encoder was served from the cache
-    assert model.stats.passage_texts == len(set(model.passage_strings(frame)))
+    assert model.stats.passage_texts == len(set(model.passage_strings(frame)))  # doc encoder served from the cache

@@ -81,8 +81,7 @@ def test_document_cache_encodes_each_document_once(tiny, mini):
     _paired_calls(uncached, mini)
     assert cached.stats.passage_texts == 280 and cached.stats.cache_hits == 280 and cached.stats.query_texts == 20
     assert uncached.stats.passage_texts == 560 and uncached.stats.cache_hits == 0
-    # 280 docs / 32 = 9
-    assert cached.stats.forward_passes == 2 * 1 + 9 and uncached.stats.forward_passes == 2 * (1 + 9)
+    assert cached.stats.forward_passes == 2 * 1 + 9 and uncached.stats.forward_passes == 2 * (1 + 9)  # 280 / 32 = 9
 
 
 def test_queries_are_deduplicated_on_the_composed_string(tiny):
@@ -91,8 +90,7 @@ def test_queries_are_deduplicated_on_the_composed_string(tiny):
                           "instruction": ["a", "a", "b", ""], "docno": ["d1", "d2", "d1", "d1"],
                           "text": ["x", "y", "x", "x"]})
     out = model.scorer()(frame)
-    # "q a", "q b", "q"; never one vector per query
-    assert model.stats.query_texts == 3 and model.stats.passage_texts == 2
+    assert model.stats.query_texts == 3 and model.stats.passage_texts == 2  # "q a", "q b", "q"; not per query
     assert out.score.iloc[0] != out.score.iloc[2]
 
 

@@ -41,8 +41,7 @@ def standins(standin_models):
     server = testing.chat_server()
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("PYTERRIER_INSTRUCT_MODELS", str(standin_models))
-        # restored after a page's testing.install()
-        mp.setenv("PYTERRIER_INSTRUCT_DATA", os.environ["PYTERRIER_INSTRUCT_DATA"])
+        mp.setenv("PYTERRIER_INSTRUCT_DATA", os.environ["PYTERRIER_INSTRUCT_DATA"])  # restored after testing.install()
         mp.setenv("OPENAI_BASE_URL", server.url)
         mp.setenv("VLLM_BASE_URL", server.url)
         mp.setenv("OPENAI_API_KEY", "sk-docs-stand-in")

@@ -48,8 +48,7 @@ def letter_model(base: str, folder) -> str:
     with torch.no_grad():
         model.model.embed_tokens.weight[:, 0] += 4.0
         model.lm_head.weight[ids[:8], 0] += 0.6
-        # J just above I: where rank_llm appends them unseen
-        model.lm_head.weight[ids[9]] = model.lm_head.weight[ids[8]]
+        model.lm_head.weight[ids[9]] = model.lm_head.weight[ids[8]]  # J just above I: where rank_llm puts them unseen
         model.lm_head.weight[ids[9], 0] += 0.01                       # in input order (I, J), the logits say J, I
     model.save_pretrained(path)
     return path
@@ -230,8 +229,7 @@ def test_first_on_vllm_equals_transformers(models, monkeypatch):
     (llm,) = fake_vllm.instances
     assert llm.init_args["logprobs_mode"] == "processed_logprobs"
     params = [c["params"] for c in llm.calls]
-    # vLLM >= 0.22.1: the identifiers' values named, nothing whitelisted
-    if getattr(params[0], "logprob_token_ids", None):
+    if getattr(params[0], "logprob_token_ids", None):  # vLLM >= 0.22.1: identifiers' values named, nothing whitelisted
         assert all(p.max_tokens == 1 and len(p.logprob_token_ids) >= 2 and not p.allowed_token_ids for p in params)
     else:  # older vLLM: the identifiers whitelisted, their processed log-probabilities
         assert all(p.max_tokens == 1 and p.allowed_token_ids and p.logprobs == len(p.allowed_token_ids) for p in params)
@@ -269,12 +267,10 @@ def test_reasonrank_matches_rank_llm_026_window_by_window(rank_llm_026, models, 
     out = r(df)
     assert len(seen) == len(backend.seen) == 37
     assert compare([s[:2] for s in backend.seen], [s[:2] for s in seen]) == (37, 37)  # text and token ids
-    # max = 64 + ranking, min = ranking
-    assert compare([s[2:] for s in backend.seen], [s[2:] for s in seen]) == (37, 37)
+    assert compare([s[2:] for s in backend.seen], [s[2:] for s in seen]) == (37, 37)  # max 64 + ranking, min ranking
     assert all(mx == mn + 64 for _, _, mx, mn in seen) and seen[0][0].startswith("<|im_start|>system\nYou are RankLLM")
     assert our_rankings(out) == rankings_of(results)
-    # the word budget loop and the repair both ran
-    assert any(len(s[1]) > 1800 for s in seen) and r.stats["repaired"] > 0
+    assert any(len(s[1]) > 1800 for s in seen) and r.stats["repaired"] > 0  # the word budget loop and the repair ran
     # each row carries the reasoning of the last window it was in
     top = out[out.qid == "q0"].sort_values("rank")
     assert top.reasoning.iloc[0] in ("passage [2] looks better than [1];", "comparing [3] with [1] and [3] again",
@@ -304,8 +300,7 @@ def test_reasonrank_on_transformers_and_vllm(models, monkeypatch):
     r = pti.ReasonRank(models["qwen"], max_output_tokens=6, window_size=4, stride=2, verbose=False)
     out = r(df)
     assert list(out.columns[-3:]) == ["reasoning", "score", "rank"] and out.reasoning.map(type).eq(str).all()
-    # one call per position and window length (4, 1, 2)
-    assert r.stats["windows"] == 6 and r.stats["backend_calls"] == 6
+    assert r.stats["windows"] == 6 and r.stats["backend_calls"] == 6  # a call per position and window length (4, 1, 2)
     assert r.output_budget(4) == len(r.backend.tokenizer().encode("[1] > [2] > [3] > [4]"))  # Qwen adds no BOS
     monkeypatch.setitem(sys.modules, "vllm", fake_vllm)
     fake_vllm.instances.clear()

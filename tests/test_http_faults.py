@@ -208,8 +208,7 @@ def test_redirects_to_another_origin_never_carry_the_key(serve, monkeypatch):
         elif h.path.startswith("/v2/"):
             send(h, 200, chat("[1]"))
     server = serve(same_origin)
-    # a 307 within the origin is followed, POST body and key kept
-    assert ask(backend(server, monkeypatch, [])) == ["[1]"]
+    assert ask(backend(server, monkeypatch, [])) == ["[1]"]  # a 307 within the origin is followed, body and key kept
     assert [(r["path"], r["auth"]) for r in server.requests] == [("/v1/chat/completions", f"Bearer {SECRET}"),
                                                                  ("/v2/chat/completions", f"Bearer {SECRET}")]
     moved = serve(lambda h, body, n: send(h, 302, b"", {"Location": "/v2/chat/completions"}))
@@ -399,8 +398,7 @@ def test_bad_judge_answers_cost_their_item_only(serve, tmp_path, caplog):
     assert sorted(pickle.loads(r)["docno"] for r, in stored) == ["fine", "good"]  # failures not stored
     again = IFIRJudge(OpenAIBackend("j", base_url=server.url, api_key_env=None, max_retries=0), store=store)
     instfol(run[run.qid == "q_0"], run[run.qid == "q_1"], topics, docs, again, dataset="fiqa")
-    # only the failures are asked again
-    assert (again.last["hits"], again.last["judged"], again.last["failed"]) == (4, 4, 4)
+    assert (again.last["hits"], again.last["judged"], again.last["failed"]) == (4, 4, 4)  # only failures asked again
 
 
 def test_a_judge_whose_every_request_fails_raises_with_the_count(serve, monkeypatch):

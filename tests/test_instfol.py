@@ -25,8 +25,7 @@ from pyterrier_instruct.prompts import (IFIR_JUDGE, IFIR_JUDGE_CODE_BUG, IFIR_JU
                                         IFIR_SINGLE_LEVEL, ifir_judge_prompt, render_ifir_judge)
 
 DATA = Path(__file__).parent / "data"
-# weighted by hand: P(2), P(1), P(3) = 0.70, 0.20, 0.08 (Σ v·P = 1.84, Σ P = 0.98); "Two" and "7" dropped
-X = 1.84 / 0.98
+X = 1.84 / 0.98  # weighted by hand: P(2), P(1), P(3) = 0.70, 0.20, 0.08 (Σ v·P = 1.84, Σ P = 0.98); "Two", "7" dropped
 
 
 # -- the prompts as data -----------------------------------------------------------------------------------------------
@@ -131,8 +130,7 @@ def test_instfol_formula_worked_example_and_edge_cases():
     assert instfol_value(1.7, 1.7) == 0.0
     assert instfol_value(3.0, 2.5) == -0.5 and instfol_value(3.0, 3.4) == pytest.approx(0.4)  # S_q = 3: S_inst − S_q
     assert instfol_value(2.5, 0.0) == -5.0  # below −1: the paper's [−1, 1] claim does not hold
-    # 3 for every level's scale
-    assert instfol_value(1.0, 3.0) == 1.0 and instfol_value(0.0, 1.0) == pytest.approx(1 / 3)
+    assert instfol_value(1.0, 3.0) == 1.0 and instfol_value(0.0, 1.0) == pytest.approx(1 / 3)  # 3: every level's scale
     # a failed position is dropped from both lists
     r = instfol_query([None, 2.0, 1.0], [3.0, float("nan"), 2.0])
     assert (r["n_q"], r["n_inst"], r["dropped"], r["s_q"], r["s_inst"]) == (1, 1, 2, 1.0, 2.0) and r["instfol"] == 0.5
@@ -271,8 +269,7 @@ def test_scripted_judge_every_aggregation_level():
     assert kwargs == {"max_new_tokens": 512, "top_logprobs": 10, "temperature": 0.0, "top_p": 0.7}  # the IFIR code's 10
     sent = [m for batch, _ in script.batches for m in batch]
     a2 = [m[0]["content"] for m in sent if "query A instruction A2" in m[0]["content"]]
-    # a2 a1 a3 (no-instruction run) + a5
-    assert len(a2) == 4 and all(len(m) == 1 and m[0]["role"] == "user" for m in sent)
+    assert len(a2) == 4 and all(len(m) == 1 and m[0]["role"] == "user" for m in sent)  # a2 a1 a3 (no-instruction) + a5
     assert render_ifir_judge("fiqa2", "query A instruction A2", "a3 text, about d2") in a2
     assert repr(fiqa).startswith("InstfolResult(INSTFOL@20×100: fiqa=")
     # one run over all the topics serves as both runs (level-0 rows: no instruction; level rows: instruction)
@@ -363,8 +360,7 @@ def test_an_earlier_judge_jsonl_is_read_once_into_the_store(tmp_path):
     judge = IFIRJudge(FunctionBackend(logprobs=first), store=tmp_path / "fresh")
     r1 = evaluate(judge, subset_fiqa, "fiqa")
     from pyterrier_instruct.evaluation.judge import _legacy_backend_id
-    # 0.x named the backend otherwise: its records are re-keyed
-    old = judge._judge_id(_legacy_backend_id(judge.backend))
+    old = judge._judge_id(_legacy_backend_id(judge.backend))  # 0.x named the backend otherwise: records re-keyed
     assert old != judge.judge_id
     records = [{**r, "judge": old,
                 "key": hashlib.sha256(json.dumps([old, r["prompt"], r["instruction_sha256"], r["docno"],
@@ -470,8 +466,7 @@ def test_ifir_report_with_a_judge():
     assert row["fiqa INSTFOL@20"] == round(100 * FIQA, 2) and row["nfcorpus INSTFOL@20"] == round(100 * NFC, 2)
     assert row["Avg INSTFOL@20"] == round(100 * (FIQA + NFC) / 2, 2) == 10.65
     assert row["fiqa INSTFOL@20/level3"] == 100.0 and row["fiqa INSTFOL@20/level1"] == 25.0
-    # INSTFOL belongs to the system row
-    assert np.isnan(table.set_index("Model").loc["sys (origin)", "fiqa INSTFOL@20"])
+    assert np.isnan(table.set_index("Model").loc["sys (origin)", "fiqa INSTFOL@20"])  # INSTFOL is the system row's
     pd.testing.assert_frame_equal(table[plain.columns], plain)  # nDCG/MRR columns are unchanged, still fractions
     assert row["fiqa nDCG@20"] == 1.0 and table.attrs["settings"]["INSTFOL top_logprobs"] == 10
     assert set(table.attrs["instfol"]["model"]) == {"sys"} and len(table.attrs["instfol"]) == 5 + 3

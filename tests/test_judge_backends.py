@@ -251,8 +251,7 @@ def test_vllm_judge_sampling_params_and_weighted_score(judge_model, monkeypatch)
     params = call["params"]
     assert (params.n, params.temperature, params.max_tokens, params.min_tokens, params.seed, params.stop) == \
         (1, 0.0, 512, 0, None, [])
-    # asked top_p=0.7; greedy: vLLM's own SamplingParams resets top_p
-    assert (params.logprobs, params.top_p) == (5, 1.0)
+    assert (params.logprobs, params.top_p) == (5, 1.0)  # asked top_p=0.7; greedy: vLLM's SamplingParams resets top_p
     assert call["prompts"][0]["prompt_token_ids"] == \
         backend.prepare(judge.messages(*items[0][:2], items[0][3])).token_ids
     # the stand-in answers {"score": 2} (scale 3) / {"score": 1} (scale 1); the digits after the emitted one follow

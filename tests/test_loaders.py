@@ -40,8 +40,7 @@ def test_registry_has_exactly_the_documented_ids():
              for k in ("arguana", "climate_fever", "dbpedia", "fever", "fiqa", "hotpotqa", "nfcorpus", "nq", "quora",
                        "scidocs", "scifact", "touche2020", "trec_covid")}
     want |= {f"beir/{k}/dev" for k in ("dbpedia", "fever", "fiqa", "hotpotqa", "nfcorpus", "quora", "scifact")}
-    # BRIGHT, MAIR, NevIR: test_bright_mair_nevir.py
-    from pyterrier_instruct.datasets.catalog import BRIGHT_TASKS, MAIR_TASKS
+    from pyterrier_instruct.datasets.catalog import BRIGHT_TASKS, MAIR_TASKS  # the rest: test_bright_mair_nevir.py
     want |= {f"bright/{t}{s}" for t, (_, _, long, _) in BRIGHT_TASKS.items() for s in ("", "-long") if s == "" or long}
     want |= {f"mair/{t}" for t in [*MAIR_TASKS, "dd-15", "dd-16", "dd-17", "fr-21", "fr-22"]}
     want |= {f"nevir{m}{s}" for m in ("", "/mteb") for s in ("", "/validation", "/train")}

@@ -42,8 +42,7 @@ def test_one_sided_topics_are_named_not_the_qrels(mini):
 
 def test_help_lists_only_the_presets_that_work():
     text = pydoc.render_doc(pti.Qwen3Reranker, renderer=pydoc.plaintext)
-    # CausalLMReranker's: refused by Qwen3Reranker
-    for refused in ("gritlm", "llama", "llama_chat", "mistral_instruct"):
+    for refused in ("gritlm", "llama", "llama_chat", "mistral_instruct"):  # CausalLMReranker's: Qwen3Reranker refuses
         assert f" |  {refused}(" not in text and refused not in dir(pti.Qwen3Reranker)
         with pytest.raises(AttributeError, match="is a preset of CausalLMReranker"):
             getattr(pti.Qwen3Reranker, refused)

@@ -38,10 +38,8 @@ def test_rank_gpt_over_http(server, monkeypatch):
     r = RankGPT("gpt-4o", base_url=server.url, api_key_env="TEST_LLM_KEY",
                 backend_options={"concurrency": 3, "sleep": sleeps.append, "extra_body": {"seed": 0}})
     out = r(frame())
-    # 2 windows × 3 queries, 2 batches of 3 concurrent requests
-    assert len(server.requests) == 6 and r.backend.requests == 6
-    # concurrent: any order
-    req = next(q for q in server.requests if "query: query 0" in q["body"]["messages"][1]["content"])
+    assert len(server.requests) == 6 and r.backend.requests == 6  # 2 windows × 3 queries: 2 batches of 3 concurrent
+    req = next(q for q in server.requests if "query: query 0" in q["body"]["messages"][1]["content"])  # any order
     assert req["path"] == "/v1/chat/completions" and req["auth"] == "Bearer sk-secret-123"
     body = req["body"]
     assert (body["model"], body["temperature"], body["seed"]) == ("gpt-4o", 0.0, 0) and "min_tokens" not in body
@@ -67,8 +65,7 @@ def test_retries_with_backoff_then_fails_with_the_server_message(server, monkeyp
     server.script = [(503, {"error": "busy"}), (429, {"error": "slow down"}), (200, None)]
     prompt = backend.prepare([{"role": "user", "content": "[1] a"}])
     assert backend.generate([prompt], max_new_tokens=5) == ["[1]"]
-    # Retry-After wins
-    assert sleeps == [0.5, 0.25] and len(server.requests) == 3 and server.requests[0]["auth"] is None
+    assert sleeps == [0.5, 0.25] and len(server.requests) == 3 and server.requests[0]["auth"] is None  # Retry-After won
     server.script = [(400, {"error": {"message": "max_tokens is too large"}})]
     with pytest.raises(RuntimeError, match="HTTP 400: .*max_tokens is too large"):
         backend.generate([prompt], max_new_tokens=5)
@@ -93,8 +90,7 @@ def test_unreachable_server_fails_fast_naming_the_base_url(monkeypatch):
                        match=rf"cannot connect to http://127.0.0.1:{port}/v1 \(ConnectionRefusedError.*after 4 "
                              r"attempt\(s\) over 3.5 s: is the server running"):
         backend.generate([backend.prepare([{"role": "user", "content": "x"}])] * 3, max_new_tokens=3)
-    # a short bounded retry; the other prompts are never sent
-    assert sleeps == [0.5, 1.0, 2.0] and backend.requests == 4
+    assert sleeps == [0.5, 1.0, 2.0] and backend.requests == 4  # a short bounded retry; other prompts never sent
     with pytest.raises(ValueError, match="a chat message is a dict"):
         backend.prepare([{"role": "tool", "content": "x"}])
 
@@ -179,8 +175,7 @@ def test_which_models_are_reasoning_models_and_the_override(api):
     assert {n: is_reasoning_model(n) for n in names} == names
     assert OpenAIBackend("gpt-5").reasons and not OpenAIBackend("gpt-5", reasoning=False).reasons
     assert OpenAIBackend("my-deployment", reasoning=True).reasons  # an Azure deployment name says nothing: say it
-    # a served name the rule gets wrong
-    local = OpenAIBackend("o1-tuned", base_url=api.url, api_key_env=None, reasoning=False)
+    local = OpenAIBackend("o1-tuned", base_url=api.url, api_key_env=None, reasoning=False)  # a name the rule gets wrong
     assert local.generate([local.prepare([{"role": "user", "content": "[1] a"}])], max_new_tokens=5) == ["[1]"]
     assert (api.requests[-1]["body"]["max_tokens"], api.requests[-1]["body"]["temperature"]) == (5, 0.0)
     with pytest.raises(ValueError,

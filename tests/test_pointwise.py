@@ -328,8 +328,7 @@ def test_cpu_default_is_a_token_budget_and_a_row_count_is_rows():
     assert [lengths[b].max() for b in batches] == sorted((lengths[b].max() for b in batches), reverse=True)
     for b in batches:
         assert len(b) <= 16 and (len(b) == 1 or len(b) * lengths[b].max() <= 500)
-        # as many rows as the budget takes
-        assert len(b) == 16 or b is batches[-1] or (len(b) + 1) * lengths[b].max() > 500
+        assert len(b) == 16 or b is batches[-1] or (len(b) + 1) * lengths[b].max() > 500  # rows up to the budget
     with pytest.raises(ValueError,
                        match=r"batch_size must be a row count of at least 1, or None for the device's default"):
         pti.MonoT5("x", batch_size=0)
@@ -402,6 +401,5 @@ def test_monot5_folded_first_decoder_step_equals_transformers(tiny, frame, varia
     assert folded._fold_scale in (1.0, 32 ** -0.5)
     wrong = pti.MonoT5(path, batch_size=5)
     monkeypatch.setattr(wrong, "_first_step_logits", lambda encoded, mask, scale: torch.zeros((len(encoded), 2)))
-    # the check saw the difference: transformers' path
-    np.testing.assert_allclose(wrong(frame)["score"], want, atol=1e-5)
+    np.testing.assert_allclose(wrong(frame)["score"], want, atol=1e-5)  # the check saw it: transformers' path
     assert wrong._fold_scale is False

@@ -121,8 +121,7 @@ def test_prompts_fit_the_engines_max_model_len(tiny, stand_in):
     with pytest.raises(Exception, match=r"prompt \(length 40\) plus the number of requested output tokens"):
         llm.generate([{"prompt_token_ids": [5] * 10}, {"prompt_token_ids": [5] * 40}], params)
     assert len(llm.generate([{"prompt_token_ids": [5] * 39}], params)) == 1
-    # max_length=None: the reference's 2048
-    fitted = pti.FollowIR7B(m, backend="vllm", backend_options={"max_model_len": 257})
+    fitted = pti.FollowIR7B(m, backend="vllm", backend_options={"max_model_len": 257})  # max_length=None: 2048
     np.testing.assert_allclose(fitted(frame)["score"], pti.FollowIR7B(m, max_length=256)(frame)["score"], rtol=0,
                                atol=1e-5)
     assert fitted._max_length == 256 and fitted.truncated > 0
@@ -143,8 +142,7 @@ def test_requests_are_query_contiguous_with_the_shared_prefix_first(tiny, frame,
     sent = [p["prompt_token_ids"] for p in call["prompts"]]
     tok = r._tokenizer
     heads = {}
-    # the template's head + the query: what a query's prompts share
-    for q, i in zip(frame["query"], frame["instruction"]):
+    for q, i in zip(frame["query"], frame["instruction"]):  # template head + query: what a query's prompts share
         head = r.template.split("{text}")[0].format(query=f"{q} {i}".strip())
         heads[f"{q} {i}".strip()] = tok(head)["input_ids"]
     order = []

@@ -124,8 +124,7 @@ def test_contract_errors_and_pickling(mini, bert, tiny, paired, tmp_path):
     cands = mini.candidates()(og.iloc[:2])
     with pytest.raises(ValueError, match=r"ScorerCache: the stage has no fingerprint .* pass identity="):
         pti.ScorerCache(tmp_path / "x", pt.apply.score(np.negative))  # a C function: no code to read
-    # scores depend on the pool
-    for pooled in (pti.RankZephyr(tiny["mistral"]), pti.Setwise(tiny["t5"]), pti.PoolBM25()):
+    for pooled in (pti.RankZephyr(tiny["mistral"]), pti.Setwise(tiny["t5"]), pti.PoolBM25()):  # scores depend on pools
         with pytest.raises(TypeError, match="listwise, setwise or fitted on the pool .* pti.SavedRun"):
             pti.ScorerCache(tmp_path / "x", pooled)
     fresh = pti.SBertBiEncoder(tiny["bert"], verbose=False)

@@ -181,8 +181,7 @@ def test_rank_gpt_matches_rank_llm_026_window_by_window(rank_llm_026, models, mo
                                               / "rank_gpt_template.yaml"),
                      keys="sk-not-used")
     monkeypatch.setattr(gpt, "run_llm", run_llm)
-    # tiktoken's files are not offline; no budget loop here
-    monkeypatch.setattr(gpt, "get_num_tokens", lambda prompt: 0)
+    monkeypatch.setattr(gpt, "get_num_tokens", lambda prompt: 0)  # tiktoken's files aren't offline; no budget loop here
     monkeypatch.setattr(gpt, "num_output_tokens", lambda *a: 0)
     df = queries()
     results = gpt.rerank_batch(requests_of(df), rank_start=0, rank_end=100)

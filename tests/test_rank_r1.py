@@ -170,17 +170,14 @@ def test_rank_r1_equals_the_reference_logic(llmrankers, model, method, num_child
                       verbose=False)
     out = ours(df)
     # every comparison's chat, shuffled the same way, tokenised as vLLM's LLM.chat does
-    # ours asks no comparison of one document
-    asked = [s for s in ref.seen if len(re.findall(r"^\[\d+\] ", s, re.M)) > 1]
+    asked = [s for s in ref.seen if len(re.findall(r"^\[\d+\] ", s, re.M)) > 1]  # ours asks no one-document comparison
 
-    # ours interleaves the queries' comparisons (one batch per step): compare each query's sequence
-    def by_query(prompts):
+    def by_query(prompts):  # ours interleaves queries' comparisons (one batch per step): compare each query's sequence
         return sorted(prompts, key=lambda s: re.search(r"claim (\d+)", s).group(1))
     assert by_query(tok.decode(t) for t in backend.seen) == by_query(asked)
     assert len(asked) <= len(ref.seen) == sum(ref_counts.values())
     assert backend.seen[0] == tok(ref.seen[0], add_special_tokens=False)["input_ids"]
-    # the reference counts each shuffle
-    assert {k: v * num_permutation for k, v in ours.comparisons.items()} == ref_counts
+    assert {k: v * num_permutation for k, v in ours.comparisons.items()} == ref_counts  # the reference counts shuffles
     got = {(q, d): s for q, d, s in zip(out["qid"], out["docno"], out["score"])}
     assert got == ref_scores
     assert ours.stats["invalid"] > 0 and ours.stats["generations"] > ours.stats["invalid"]

@@ -197,8 +197,7 @@ def test_per_query_plot_marks_all_zero_series_and_means_in_table_order(tmp_path)
         assert marks[f"mean:{name}"].get_ydata()[0] == pytest.approx(100 * np.nanmean(vs))
         assert marks[f"mean:{name}"].get_xdata()[0] > 2.5  # the "mean" group after the three queries
     assert [t.get_text() for t in ax.get_xticklabels()] == ["1", "2", "3", "mean"]
-    # a mean that rounds to 0 is never "-0.0"
-    assert [t.get_text() for t in ax.texts] == ["+0.0", "+10.0", "+15.0", "+0.0"]
+    assert [t.get_text() for t in ax.texts] == ["+0.0", "+10.0", "+15.0", "+0.0"]  # rounded to 0: never "-0.0"
     again = plot_per_query_pmrr(perquery, names=["Mid", "Alpha", "Zeta (query only)", "Tiny"])
     assert [t.get_text() for t in again.axes[0].get_legend().get_texts()] == \
         ["Mid", "Alpha", "Zeta (query only) (all 0)", "Tiny"]

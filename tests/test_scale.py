@@ -109,8 +109,7 @@ def test_worker_reads_paths_backends_and_counters(tmp_path):
     local = tmp_path / "zephyr"
     local.mkdir()
     rz = pti.RankZephyr(backend=pti.HFBackend(str(local)))
-    # found inside the backend; the hub id is not
-    assert model_paths(rz) == [("backend.model_name_or_path", str(local))]
+    assert model_paths(rz) == [("backend.model_name_or_path", str(local))]  # found in the backend; the hub id is not
     assert model_paths(pti.MonoT5("castorini/monot5-base-msmarco-10k")) == []  # a hub id is not a path
     assert model_paths(pti.MonoT5("/abs/elsewhere")) == [("model_name_or_path", "/abs/elsewhere")]
     gpt = pti.RankGPT("gpt-4o", backend_options={"concurrency": 4})

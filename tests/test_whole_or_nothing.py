@@ -197,8 +197,7 @@ def test_a_killed_sharded_build_keeps_the_old_index_and_its_finished_shards(tmp_
             with contextlib.closing(sqlite3.connect(path / "shards" / "store.sqlite3")) as conn:
                 assert conn.execute("SELECT COUNT(*) FROM vectors").fetchone()[0] % 25 == 0
     stats = _sharded(path, "B", 200, True)
-    # finished shards reused after the kills
-    assert state(path) == "B200" and stats["reused"] > 0 and stats["shards"] == 8
+    assert state(path) == "B200" and stats["reused"] > 0 and stats["shards"] == 8  # finished shards reused after kills
 
 
 # -- folders replaced whole (PISA and Anserini index folders) ----------------------------------------------------------
@@ -232,8 +231,7 @@ def test_a_folder_is_replaced_whole(tmp_path):
     assert _folder(path) == "two" and sorted(os.listdir(tmp_path)) == ["pisa", "pisa.lock"]
 
 
-# PISA's reader thread reports the error
-@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")  # PISA's reader thread reports it
 def test_a_pisa_build_that_fails_leaves_the_previous_index(tmp_path):
     import pandas as pd
 
