@@ -46,8 +46,7 @@ def test_model_provenance_names_the_snapshot_commit(tmp_path, monkeypatch):
     snapshot.mkdir(parents=True)
     (snapshot / "config.json").write_text("{}")
     local = tmp_path / "models" / "org" / "local"
-    # as huggingface-cli download --local-dir leaves it
-    (local / ".cache" / "huggingface" / "download").mkdir(parents=True)
+    (local / ".cache" / "huggingface" / "download").mkdir(parents=True)  # as huggingface-cli download --local-dir does
     (local / "config.json").write_text("{}")
     (local / ".cache" / "huggingface" / "download" / "config.json.metadata").write_text("fedcba98\netag\n1.0\n")
     monkeypatch.setenv("PYTERRIER_INSTRUCT_MODELS", str(tmp_path / "models"))
