@@ -225,8 +225,7 @@ def test_instructir_every_row(models, tmp_path):
         ["BM25", "Promptriever [adapter, unrevisioned]", "RepLLaMA [adapter, unrevisioned]",
          "E5-Mistral [mistral, unrevisioned]", "FollowIR-7B [mistral, unrevisioned]",
          "Mistral-7B-instruct [mistral, unrevisioned]"]
-    # the worst instance ≤ the mean
-    assert (table["instructir Robustness@10"] <= table["instructir nDCG@10"] + 1e-9).all()
+    assert (table["instructir Robustness@10"] <= table["instructir nDCG@10"] + 1e-9).all()  # worst instance ≤ mean
     paper = pd.read_csv(tmp_path / "instructir.paper.csv")
     assert paper.loc[paper["Model"] == "  paper: BM25 (Promptriever)", "instructir nDCG@10"].item() == 76.0
     with pytest.raises(SystemExit):
