@@ -322,8 +322,7 @@ def test_killed_actor_is_restarted_and_its_blocks_retried(ray_cluster, frames, t
     assert not out.duplicated(["qid", "docno"]).any() and len(out) == len(cands)
     done = remote.last_run["blocks_per_worker"]
     assert sum(done.values()) == remote.last_run["blocks"] == cands["qid"].nunique()
-    # the restarted actor: a new process finished the victim's block
-    assert any(f"(pid {killed})" not in w for w in done)
+    assert any(f"(pid {killed})" not in w for w in done)  # restarted: a new process finished the victim's block
 
 
 def test_worker_without_the_model_files_names_itself_and_the_path(ray_cluster, tiny, frames, tmp_path):
