@@ -131,8 +131,7 @@ def _as_vllm():
 
 
 class LLM:
-    """``vllm.LLM`` with vLLM's own argument checks, tokenizer, request checks, sampler and outputs (module
-    docstring)."""
+    """``vllm.LLM`` with vLLM's own argument checks, tokenizer, request checks, sampler and outputs (see above)."""
 
     def __init__(self, model: str, *, tokenizer: Optional[str] = None, tensor_parallel_size: int = 1,
                  dtype: str = "auto", seed: int = 0, gpu_memory_utilization: float = 0.9,

@@ -269,8 +269,7 @@ def test_every_public_transformer_type_pickles(models, mini, topics, tmp_path):
 
 
 def test_families_swap_inside_one_experiment(models, mini, topics):
-    """Rerankers of three families (pointwise, listwise, dense) compose with the same first stage in one
-    pt.Experiment."""
+    """Rerankers of three families (pointwise, listwise, dense) compose with one first stage in one pt.Experiment."""
     paired = mini.get_topics()
     first = mini.candidates() % 6
     systems = [first, first >> FAMILIES["MonoT5"](models), first >> FAMILIES["RankZephyr"](models),

@@ -23,8 +23,7 @@ def _mini(tmp_path) -> Path:
 
 
 def _inject(path: Path, line: int, text: bytes = LATIN1) -> int:
-    """Puts ``text`` at the start of the JSON string value that ends ``line`` (1-based); returns its byte offset in the
-    file."""
+    """Puts ``text`` at the start of the JSON string value ending ``line`` (1-based); returns its byte offset."""
     lines = path.read_bytes().split(b"\n")
     cut = lines[line - 1].rindex(b'"', 0, lines[line - 1].rindex(b'"'))
     offset = sum(len(x) + 1 for x in lines[:line - 1]) + cut + 1

@@ -61,8 +61,7 @@ def test_pyterrier_dataset_provider(mini):
 
 
 def test_a_typo_id_names_the_closest_ids_in_every_front_end():
-    """The error comes at creation, from our code (not PyTerrier's bare "not found in provider"), with difflib's
-    guess."""
+    """The error comes at creation, from our code (not PyTerrier's "not found in provider"), with difflib's guess."""
     import ir_datasets
     with pytest.raises(ValueError, match=r"^'instruct:followir/robust4' is not a known dataset id; did you mean "
                                          r"'instruct:followir/robust04'.* List the \d+ ids") as err:
@@ -80,8 +79,7 @@ def test_a_typo_id_names_the_closest_ids_in_every_front_end():
 
 
 def test_creating_a_dataset_is_lazy_and_the_first_use_names_the_fix(monkeypatch, tmp_path):
-    """As ir_datasets.load and irds:, creation reads nothing: a missing copy is reported on first use, with the
-    download."""
+    """As ir_datasets.load and irds:, creation reads nothing: a missing copy is reported on first use, with the fix."""
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("PYTERRIER_INSTRUCT_DATA", str(tmp_path))
     ds = pt.get_dataset("instruct:followir/robust04")

@@ -155,8 +155,7 @@ def test_progress_bars_are_tqdm_auto_unless_the_user_chose_a_type(monkeypatch, m
 
 
 def test_reused_saved_runs_raise_no_missing_instruction_alarm(mini, tmp_path):
-    """A run read back from ``save_dir`` (TREC files keep no topic columns) is not a run that never saw the
-    instructions."""
+    """A run read back from ``save_dir`` (TREC files keep no topic columns) is not a run blind to the instructions."""
     import warnings
     import pyterrier as pt
     system = mini.candidates() >> pti.PoolBM25(verbose=False)

@@ -23,8 +23,7 @@ ANSWERS = {"alpha": ("3", {"3": .8, "2": .2}), "beta": ("1", {"1": .5, "0": .5})
 
 
 def judge_answer(body):
-    """A JSON judge answer with OpenAI-style ``logprobs.content`` built from :data:`ANSWERS` (top ``top_logprobs``
-    only)."""
+    """A JSON judge answer with OpenAI-style ``logprobs.content`` from :data:`ANSWERS` (top ``top_logprobs`` only)."""
     content = body["messages"][-1]["content"]
     word = re.search(r"a corpus: (\w+)", content).group(1)
     if word == "toolong":

@@ -154,8 +154,7 @@ def _split(run: pd.DataFrame, variant: str) -> pd.DataFrame:
 
 
 def _mteb_per_query_pmrr(results: dict, changed: dict) -> dict:
-    """mteb's per-query p-MRR on mteb's own run: ``calculate_pmrr`` (the mean over its documents) one query at a
-    time."""
+    """mteb's per-query p-MRR on mteb's own run: ``calculate_pmrr`` (the mean over its documents) per query."""
     from mteb._evaluators.retrieval_metrics import calculate_pmrr
     og = {q: d for q, d in results.items() if q.endswith("-og")}
     new = {q: d for q, d in results.items() if not q.endswith("-og")}

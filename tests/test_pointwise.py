@@ -246,8 +246,7 @@ def test_local_rerankers_join_the_demo_baselines(tiny, mini, monkeypatch, tmp_pa
                           pti.CausalLMReranker.gritlm],
                          ids=["followir_7b", "mistral_instruct", "llama_chat", "gritlm"])
 def test_shared_prefix_cache_gives_the_same_scores(tiny, frame, make):
-    """share_prefix is implemented once (CausalLMReranker) and equals the plain path for templates of different
-    shapes."""
+    """share_prefix is implemented once (CausalLMReranker) and equals the plain path for templates of any shape."""
     plain = make(tiny["mistral"], batch_size=4, share_prefix=False)(frame)["score"]
     shared = make(tiny["mistral"], batch_size=4, share_prefix=True)
     got = shared(frame)["score"]

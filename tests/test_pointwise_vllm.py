@@ -166,8 +166,7 @@ def test_requests_are_query_contiguous_with_the_shared_prefix_first(tiny, frame,
 
 @pytest.fixture
 def before_0_22_1(monkeypatch):
-    """vLLM older than 0.22.1: no ``SamplingParams(logprob_token_ids=)``; exact values need the processed
-    logprobs_mode."""
+    """vLLM before 0.22.1: no ``SamplingParams(logprob_token_ids=)``; exact values need a processed logprobs_mode."""
     import pyterrier_instruct.backends.vllm as module
     monkeypatch.setattr(module, "named_logprobs", lambda: False)
 

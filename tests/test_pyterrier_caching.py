@@ -53,8 +53,7 @@ def uncached(mini, minilm, paired):
 
 
 def test_og_first_then_the_paired_experiment(mini, minilm, paired, uncached, tmp_path):
-    """The issue's scenario: the og topics cached first, then the paired experiment (p-MRR 0.000 with
-    pyterrier-caching)."""
+    """The issue's scenario: og topics cached first, then the paired experiment (p-MRR 0.000 with pyterrier-caching)."""
     topics, og, qrels = paired
     assert round(uncached, 3) == 0.030
     plain = ptc.ScorerCache(str(tmp_path / "plain"), minilm)

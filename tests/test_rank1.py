@@ -242,8 +242,7 @@ def test_awq_on_hf_needs_autoawq():
 
 
 def test_reproduction_rows():
-    """FollowIR and InfoSearch have a rank1 row, run on request (not by default); ``--listwise-backend`` picks its
-    backend."""
+    """FollowIR and InfoSearch have a rank1 row, run on request only; ``--listwise-backend`` picks its backend."""
     from pyterrier_instruct.reproduce import followir, infosearch, rank1
     for module in (followir, infosearch):
         assert module.ROWS["rank1"].model == "jhu-clsp/rank1-7b" and not module.ROWS["rank1"].default
@@ -254,8 +253,7 @@ def test_reproduction_rows():
 
 
 def test_a_backend_without_the_reasoning_calls_is_refused_when_built():
-    """A TokenizerBackend subclass that cannot generate until a stop string is refused at construction, naming the
-    calls."""
+    """A TokenizerBackend that cannot generate until a stop string is refused at construction, naming the calls."""
     from pyterrier_instruct.backends.base import TokenizerBackend
 
     class Plain(TokenizerBackend):

@@ -166,8 +166,7 @@ def test_ifir_report_micro_average_levels_and_origin():
 
 
 def test_tables_never_show_minus_zero(tmp_path):
-    """A mean that rounds to zero from below is 0.0 in the frame, the csv and the markdown (pandas writes -0.0 as
-    "-0.0")."""
+    """A mean rounding to zero from below is 0.0 in the frame, csv and markdown (pandas writes -0.0 as "-0.0")."""
     from pyterrier_instruct.evaluation._report import build_table
     long = pd.DataFrame({"model": ["a", "a", "b", "b"], "dataset": ["d"] * 4, "measure": ["p-MRR", "MAP@1000"] * 2,
                          "value": [-0.0004, 0.5, -0.0, 0.25]})
