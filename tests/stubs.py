@@ -1,7 +1,6 @@
 """Shared test doubles, from the public :mod:`pyterrier_instruct.testing`: a chat-completions server on 127.0.0.1 and a
-copy of a tiny model with a chat template; OpenAI's
-request rules for reasoning models (`openai_api`); a passage encoder whose vectors name their documents
-(`TaggedEncoder`)."""
+copy of a tiny model with a chat template; OpenAI's request rules for reasoning models (`openai_api`); a passage encoder
+whose vectors name their documents (`TaggedEncoder`)."""
 import json
 
 from pyterrier_instruct.testing.models import ZEPHYR_TEMPLATE, with_chat_template  # noqa: F401

@@ -1,7 +1,6 @@
 """The BEIR family (Promptriever's BEIR prompt study, §4.3) over ``BeIR/scifact`` of the miniature layouts: the official
 BEIR layout (``corpus.jsonl``, ``queries.jsonl``, ``qrels/train.tsv`` + ``qrels/test.tsv``, no dev split, as SciFact
-ships), 40 claim-style abstracts and 8 test + 12 train claims written for this package. Nothing here touches the
-network."""
+ships), 40 claim-style abstracts and 8 test + 12 train claims written for this package. Nothing touches the network."""
 import gzip
 import os
 import shutil

@@ -1,7 +1,6 @@
-"""BRIGHT, MAIR and NevIR over miniature snapshots in their released layouts (written by
-pyterrier_instruct.testing.layouts): all three front ends, BRIGHT's excluded_ids rule against a hand computation,
-PairedAccuracy against NevIR's official rule (and mteb's on ties), and the inf-ir command end to end with
-all-MiniLM-L6-v2."""
+"""BRIGHT, MAIR and NevIR over miniature snapshots in their released layouts (by pyterrier_instruct.testing.layouts):
+all three front ends, BRIGHT's excluded_ids rule against a hand computation, PairedAccuracy against NevIR's official
+rule (and mteb's on ties), and the inf-ir command end to end with all-MiniLM-L6-v2."""
 from __future__ import annotations
 
 import json
@@ -252,8 +251,7 @@ def test_inf_ir_command_end_to_end_with_minilm(tmp_path, capsys):
     assert table.loc[1, "BRIGHT avg nDCG@10"] == paper[("average", "nDCG")]
     assert table.loc[2, "dd15 nDCG@10"] == \
         pytest.approx(table.loc[0, "dd15 nDCG@10"] - paper[("dd15", "nDCG@10")], abs=0.051)
-    # the BRIGHT average is the mean of the two tasks' nDCG@10 (each scored with the excluded ids removed), from the
-    # saved runs
+    # the BRIGHT average is the mean of the two tasks' nDCG@10 (each without the excluded ids), from the saved runs
     values = []
     for task in ("biology", "leetcode"):
         (saved,) = (tmp_path / "runs" / task / "inf-embed").glob("*.parquet")

@@ -191,8 +191,7 @@ def test_missing_text_one_rule(name, models, mini, topics):
 @pytest.mark.parametrize("name", list(FAMILIES))
 def test_folded_query_is_not_folded_again(name, models, mini, topics):
     """``FoldInstruction() >> first stage >> X`` scores as ``... >> pt.rewrite.reset() >> X``: a query the instruction
-    was folded into is read unfolded (its ``query_0``), whatever the family, so the instruction is never joined
-    twice."""
+    was folded into is read unfolded (its ``query_0``), whatever the family: the instruction is never joined twice."""
     r = FAMILIES[name](models)
     cands = (mini.candidates() % 4)(topics)
     assert (cands["instruction"].str.strip() != "").any()
@@ -338,8 +337,7 @@ def test_a_first_stage_without_text_names_the_text_loader(mini, mini_bm25):
 
 def test_a_preset_belongs_to_the_class_that_defines_it():
     """``Qwen3Reranker.gritlm()`` (CausalLMReranker's preset reached through a subclass) would mix one family's class
-    with another's checkpoint and prompt: it is refused, naming the class to call; the class's own presets still
-    build."""
+    with another's checkpoint and prompt: it is refused, naming the class to call; the class's own presets build."""
     for cls in (pti.Qwen3Reranker, pti.FollowIR7B, pti.MxbaiRerankV2):
         with pytest.raises(AttributeError, match=rf"{cls.__name__}\.gritlm\(\) is a preset of CausalLMReranker"):
             cls.gritlm()

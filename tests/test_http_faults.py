@@ -30,8 +30,7 @@ KEY_ENV = "PTI_FAULT_TEST_KEY"
 
 class FaultServer:
     """Answers every POST with ``behave(handler, body, n)`` (``n``: the request's number, from 1); records each
-    request's path and Authorization header in ``requests``; ``sent`` counts the body bytes written by
-    :func:`stream`."""
+    request's path and Authorization header in ``requests``; ``sent`` counts the body bytes :func:`stream` wrote."""
 
     def __init__(self, behave):
         self.requests, self.behave, self.lock, self.sent = [], behave, threading.Lock(), 0

@@ -99,8 +99,7 @@ def test_presets_are_byte_identical_to_models_md():
         tuple(SPEC["rank_gpt"][k] for k in ("system", "prefix", "opening", "body", "ack"))
     assert g.suffix.replace("{example}", g.example) == SPEC["rank_gpt"]["final"]
     assert LISTWISE["rank_vicuna"].example == "[4] > [2]"
-    # rank_llm 0.26's YAML templates ({candidate} is our {passage}; the single-turn user text is prefix + bodies +
-    # suffix)
+    # rank_llm 0.26's YAML templates ({candidate} is our {passage}; the one-turn user text is prefix + bodies + suffix)
     new, s26 = LISTWISE["rank_llm_0.26"], SPEC["rank_llm_0.26"]
     assert (new.system, new.prefix + "\n", new.body, new.suffix.replace("{example}", new.example)) == (
         s26["system"], s26["prefix"], s26["body"].replace("{candidate}", "{passage}"), s26["suffix"])

@@ -1,7 +1,6 @@
-"""rank1 (``pti.Rank1``) against its own ``rank1.py`` logic (orionw/rank1 at 30585c2), re-implemented here independently
-as an unbatched greedy loop on the same tiny weights (``tiny_models.tiny_rank1``: a planted reasoning path, so rows stop
-on ``</think> true``/``</think> false``, end with both answers in the top 20 without a stop string, or take the forced
-path)."""
+"""rank1 (``pti.Rank1``) against its own ``rank1.py`` logic (orionw/rank1 at 30585c2), re-implemented independently as
+an unbatched greedy loop on the same tiny weights (``tiny_models.tiny_rank1``: a planted reasoning path, so rows stop on
+``</think> true``/``</think> false``, end with both answers in the top 20 without a stop string, or are forced)."""
 from __future__ import annotations
 
 import math
@@ -144,8 +143,7 @@ class StandInVLLM:
             from types import SimpleNamespace as NS
             p, outputs = sampling_params, []
             self.calls.append(p)
-            # the generation step is rank1's SamplingParams; the forced one is VLLMBackend.answer_logits (one token,
-            # values only)
+            # the generation step is rank1's SamplingParams; the forced one VLLMBackend.answer_logits (1 token, values)
             assert p.temperature == 0 and (getattr(p, "allowed_token_ids", None) or p.skip_special_tokens is False)
             for n, request in enumerate(inputs):
                 ids = request["prompt_token_ids"]
