@@ -83,9 +83,8 @@ def test_footer_is_short_and_wrapped():
     table.attrs.update(settings={"ties": "docno"}, provenance=provenance)
     text = footer(table)
     assert all(len(line) <= 110 for line in text.splitlines()) and len(text) < 250
-    assert " ".join(text.split()) == \
-        ("ties=docno. Data: " + ", ".join(f"task{i}" for i in range(12)) + " (3066d29); dd15 "
-                                                                           "(local, sha256:bbbbbbbbbbbb).")
+    assert " ".join(text.split()) == ("ties=docno. Data: " + ", ".join(f"task{i}" for i in range(12))
+                                      + " (3066d29); dd15 (local, sha256:bbbbbbbbbbbb).")
     assert short_provenance({"revision": "bundled with pyterrier-instruct 0.1.0"}) == "bundled"
     assert short_provenance({"path": "/data/my-copy/"}) == "local my-copy"
 

@@ -319,6 +319,5 @@ def test_flex_index_by_plain_composition_equals_the_builtin_index(tiny, mini, tm
         want[["qid", "docno", "rank"]].astype(str).values.tolist()
     np.testing.assert_allclose(got["score"].to_numpy(dtype="float64"), want["score"].to_numpy(), atol=1e-5)
     vecs = np.stack(model.doc_encoder()(pd.DataFrame(corpus))["doc_vec"])
-    np.testing.assert_allclose(flex.vec_loader()(pd.DataFrame({"docno": [d["docno"]
-                                                                         for d in corpus]}))["doc_vec"].tolist(), vecs,
-                               atol=1e-6)
+    loaded = flex.vec_loader()(pd.DataFrame({"docno": [d["docno"] for d in corpus]}))["doc_vec"].tolist()
+    np.testing.assert_allclose(loaded, vecs, atol=1e-6)

@@ -278,8 +278,8 @@ def test_function_backend_logprobs_contract():
     with pytest.raises(TypeError, match="needs a callable fn"):
         FunctionBackend()
     with pytest.raises(ValueError, match="returned 2 entries for 1 prompts"):
-        FunctionBackend(logprobs=lambda m, **k: [None, None]).generate_logprobs([prompt], max_new_tokens=1,
-                                                                                top_logprobs=1)
+        two = FunctionBackend(logprobs=lambda m, **k: [None, None])
+        two.generate_logprobs([prompt], max_new_tokens=1, top_logprobs=1)
     with pytest.raises(ValueError, match="must return a Generation"):
         FunctionBackend(logprobs=lambda m, **k: ["text"]).generate_logprobs([prompt], max_new_tokens=1, top_logprobs=1)
     # with return_exceptions an unusable entry (not a Generation, a null logprob) costs its prompt only
