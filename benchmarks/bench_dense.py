@@ -43,7 +43,8 @@ def prompts(ds, doc_cache: bool, batch_size: int):
     model = SBertBiEncoder.all_minilm_l6_v2(batch_size=batch_size, doc_cache=doc_cache)
     model.embedder()
     t = time.perf_counter()
-    sel = select_prompt(ds.candidates() >> model.scorer(), ds.get_topics("og"), ds.get_qrels("og"), BEIR_PROMPTS, sample=None)
+    sel = select_prompt(ds.candidates() >> model.scorer(), ds.get_topics("og"), ds.get_qrels("og"), BEIR_PROMPTS,
+                        sample=None)
     return model.stats, time.perf_counter() - t, sel
 
 
@@ -73,12 +74,15 @@ def llama(ds, size: str, batch_size: int):
         path = tiny_models.tiny_llama(Path(tmp), vocab_size=4000)
         dims = dict(hidden_size=4096, intermediate_size=11008, num_hidden_layers=32, num_attention_heads=32,
                     num_key_value_heads=32) if size == "7b" else dict(hidden_size=256, intermediate_size=688,
-                                                                      num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=8)
+                                                                      num_hidden_layers=4, num_attention_heads=8,
+                                                                      num_key_value_heads=8)
         torch.manual_seed(0)
-        config = transformers.LlamaConfig(vocab_size=32000, max_position_embeddings=4096, bos_token_id=1, eos_token_id=2, **dims)
+        config = transformers.LlamaConfig(vocab_size=32000, max_position_embeddings=4096, bos_token_id=1,
+                                          eos_token_id=2, **dims)
         with torch.device("meta"):  # random weights initialised where they will run (7B: on the GPU, in bf16)
             model = transformers.LlamaModel(config)
-        model = model.to_empty(device="cuda" if size == "7b" else "cpu").to(torch.bfloat16 if size == "7b" else torch.float32)
+        model = model.to_empty(device="cuda" if size == "7b" else "cpu")
+        model = model.to(torch.bfloat16 if size == "7b" else torch.float32)
         with torch.no_grad():
             for name, p in model.named_parameters():
                 if name.endswith("norm.weight"):
@@ -115,16 +119,16 @@ def main():
     diff = max(np.abs(a.score.to_numpy() - b.score.to_numpy()).max() for a, b in zip(r_on, r_off))
     print("paired og/changed evaluation (MiniLM rerank, two calls)")
     for name, s, t in (("with document cache", s_on, t_on), ("without", s_off, t_off)):
-        print(f"  {name:22s} {s.forward_passes:4d} forward passes, {s.passage_texts:4d} passages + {s.query_texts} queries "
-              f"encoded, {s.cache_hits:4d} cache hits, {t:6.2f} s")
+        print(f"  {name:22s} {s.forward_passes:4d} forward passes, {s.passage_texts:4d} passages + {s.query_texts} "
+              f"queries encoded, {s.cache_hits:4d} cache hits, {t:6.2f} s")
     print(f"  → {s_off.forward_passes / s_on.forward_passes:.2f}x fewer forward passes, {t_off / t_on:.2f}x faster; "
           f"max |Δscore| {diff:.1e}\n")
 
     (p_on, tp_on, sel), (p_off, tp_off, _) = prompts(ds, True, args.batch_size), prompts(ds, False, args.batch_size)
     print("prompt selection (10 BEIR prompts × 10 og queries, MiniLM rerank)")
     for name, s, t in (("with document cache", p_on, tp_on), ("without", p_off, tp_off)):
-        print(f"  {name:22s} {s.forward_passes:4d} forward passes, {s.passage_texts:5d} passages + {s.query_texts} queries "
-              f"encoded, {t:6.2f} s")
+        print(f"  {name:22s} {s.forward_passes:4d} forward passes, {s.passage_texts:5d} passages + {s.query_texts} "
+              f"queries encoded, {t:6.2f} s")
     print(f"  → {p_off.forward_passes / p_on.forward_passes:.2f}x fewer forward passes, {tp_off / tp_on:.2f}x faster; "
           f"selected prompt {sel.selected + 1} (dev nDCG@10 {sel.scores['dev'].max():.3f})\n")
 

@@ -93,8 +93,8 @@ def build(module_path: str, cache_dir: str, rows: int, dim: int):
 
 
 def measure(module_path: str, cache_dir: str, lookup: int) -> dict:
-    out = subprocess.run([sys.executable, "-c", CHILD, module_path, cache_dir, str(lookup)], check=True, capture_output=True,
-                         text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    out = subprocess.run([sys.executable, "-c", CHILD, module_path, cache_dir, str(lookup)], check=True,
+                         capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -111,7 +111,8 @@ def main():
     print(f"{args.rows:,} passages × {args.dim} dims; lookup of {args.lookup} passages")
     with tempfile.TemporaryDirectory() as tmp:
         before = Path(tmp) / "cache_before.py"
-        before.write_text(subprocess.run(["git", "-C", str(ROOT), "show", f"{args.before}:pyterrier_instruct/dense/cache.py"],
+        before.write_text(subprocess.run(["git", "-C", str(ROOT), "show",
+                                          f"{args.before}:pyterrier_instruct/dense/cache.py"],
                                          check=True, capture_output=True, text=True).stdout)
         for name, module in (("before", str(before)), ("now", "pyterrier_instruct.dense.cache")):
             folder = os.path.join(tmp, name)

@@ -10,7 +10,8 @@ chat template, a locally trained tokenizer) over the same frame, window 20 / str
 Reported per arm: windows, tokens generated per window (the budget: a random model rarely stops early), seconds and
 windows per second; and the time ratio of each arm to RankZephyr's. The numbers are relative (CPU, threads as given).
 
-Usage: ``python benchmarks/bench_first_reasonrank.py [--queries 4] [--docs 60] [--context 1024] [--budget 64] [--threads 2]``
+Usage: ``python benchmarks/bench_first_reasonrank.py [--queries 4] [--docs 60] [--context 1024] [--budget 64]
+[--threads 2]``
 """
 from __future__ import annotations
 
@@ -37,10 +38,12 @@ def main():
         path = small_chat_mistral(Path(tmp))
         backend = dict(batch_size=args.queries)
         arms = {
-            "RankZephyr (generation)": pti.RankZephyr(path, style="rank_llm_0.26", backend_options=backend, context_size=args.context,
-                                                      verbose=False),
-            "FIRST (one forward pass)": pti.FIRST(path, backend_options=backend, context_size=args.context, verbose=False),
-            f"ReasonRank (budget {args.budget})": pti.ReasonRank(path, backend_options=backend, context_size=args.context,
+            "RankZephyr (generation)": pti.RankZephyr(path, style="rank_llm_0.26", backend_options=backend,
+                                                      context_size=args.context, verbose=False),
+            "FIRST (one forward pass)": pti.FIRST(path, backend_options=backend, context_size=args.context,
+                                                  verbose=False),
+            f"ReasonRank (budget {args.budget})": pti.ReasonRank(path, backend_options=backend,
+                                                                 context_size=args.context,
                                                                  max_output_tokens=args.budget, verbose=False),
         }
         for r in arms.values():  # load weights and tokenizer outside the timing
@@ -54,8 +57,10 @@ def main():
             per_window = 0 if isinstance(r, pti.FIRST) else r.output_budget(20) + r._reasoning_budget()
             rows.append((name, r.stats["windows"], per_window, secs))
         base = rows[0][3]
-        print(f"{args.queries} queries x {args.docs} candidates, window 20/10, context {args.context}, CPU {args.threads} threads")
-        print(f"  {'arm':30s} {'windows':>7s} {'gen tokens/window':>18s} {'seconds':>8s} {'windows/s':>9s} {'time / RankZephyr':>18s}")
+        print(f"{args.queries} queries x {args.docs} candidates, window 20/10, context {args.context}, CPU "
+              f"{args.threads} threads")
+        print(f"  {'arm':30s} {'windows':>7s} {'gen tokens/window':>18s} {'seconds':>8s} {'windows/s':>9s} "
+              f"{'time / RankZephyr':>18s}")
         for name, windows, per_window, secs in rows:
             print(f"  {name:30s} {windows:7d} {per_window:18d} {secs:8.2f} {windows / secs:9.2f} {secs / base:18.3f}")
 

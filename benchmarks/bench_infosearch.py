@@ -1,7 +1,8 @@
 """Benchmark: the vectorised InfoSearch and Robustness measures against a per-document Python loop.
 
 Builds seeded synthetic data and times three paths of ``pyterrier_instruct.measures`` against one
-plain-Python loop that implements the same rules (the InfoSearch reference code's WISE/SICR rules) with dicts and ``sorted``:
+plain-Python loop that implements the same rules (the InfoSearch reference code's WISE/SICR rules) with dicts and
+``sorted``:
 
 - ``infosearch_eval`` (the function; WISE 2024, SICR code variant, ties in run order);
 - ``ir_measures.calc_aggregate([WISE, SICR, InfoSearch_pMRR], ...)`` on paired-qid frames
@@ -327,8 +328,8 @@ def main() -> None:
             ratios.setdefault(path, []).append((t_loop / t_ours, t_conv / t_ours))
             print(f"{tag:<8} {path:<15} {t_ours:>8.4f} {t_loop:>8.4f} {t_loop / t_ours:>8.2f}x {t_conv:>11.4f} "
                   f"{t_conv / t_ours:>15.2f}x  {values}")
-    summary = ", ".join(f"{path} {'/'.join(f'{a:.2f}' for a, _ in rs)}x (with conversion {'/'.join(f'{b:.2f}' for _, b in rs)}x)"
-                        for path, rs in ratios.items())
+    summary = ", ".join(f"{path} {'/'.join(f'{a:.2f}' for a, _ in rs)}x (with conversion "
+                        f"{'/'.join(f'{b:.2f}' for _, b in rs)}x)" for path, rs in ratios.items())
     print(f"OK: ours and the loop agree to {TOL:g} on every value; loop/ours (float/round{args.decimals}): {summary}")
 
 

@@ -44,8 +44,9 @@ def frame(n_queries: int, n_docs: int) -> pd.DataFrame:
     for q in range(n_queries):
         for j in range(n_docs):
             d = docs[(q * 37 + j) % len(docs)]
-            rows.append({"qid": f"q{q}", "query": f"query {q} about salmon", "instruction": "Only documents about rivers are relevant.",
-                         "docno": f"{d['_id']}-{q}-{j}", "text": d["text"], "score": float(n_docs - j)})
+            rows.append({"qid": f"q{q}", "query": f"query {q} about salmon",
+                         "instruction": "Only documents about rivers are relevant.", "docno": f"{d['_id']}-{q}-{j}",
+                         "text": d["text"], "score": float(n_docs - j)})
     return pd.DataFrame(rows)
 
 
@@ -70,9 +71,11 @@ def main():
             r = pti.RankZephyr(backend=pti.HFBackend(path, batch_size=args.queries), context_size=args.context)
             t = time.perf_counter()
             out = pd.concat([r(g) for _, g in df.groupby("qid", sort=False)]) if per_query else r(df)
-            results[name] = (time.perf_counter() - t, r.stats["backend_calls"], r.stats["windows"], out.sort_values(["qid", "rank"]).docno.tolist())
+            results[name] = (time.perf_counter() - t, r.stats["backend_calls"], r.stats["windows"],
+                             out.sort_values(["qid", "rank"]).docno.tolist())
         (a_t, a_calls, windows, a_order), (b_t, b_calls, _, b_order) = results.values()
-        print(f"{args.queries} queries x {args.docs} candidates, window 20/10, context {args.context}, {windows} windows, CPU {args.threads} threads")
+        print(f"{args.queries} queries x {args.docs} candidates, window 20/10, context {args.context}, {windows} "
+              f"windows, CPU {args.threads} threads")
         for name, (secs, calls, _, _) in results.items():
             print(f"  {name:30s} {calls:4d} backend calls  {secs:7.1f} s  {windows / secs:6.2f} windows/s")
         print(f"  speed-up {a_t / b_t:.2f}x, backend calls {a_calls} -> {b_calls}, same rankings: {a_order == b_order}")

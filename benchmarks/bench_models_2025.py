@@ -10,7 +10,8 @@ on the same random weights and inputs (so only ratios are meaningful), with the 
 
 Weights: ``tests/tiny_models.tiny_qwen`` at hidden 256, 4 layers (Qwen3 for the first two, Qwen2 for mxbai).
 Inputs: the bundled instruct-mini candidates (query + instruction, real-length documents).
-Usage: ``python benchmarks/bench_models_2025.py [--rows 192] [--batch-size 16] [--threads 2] [--families reranker,embedding,mxbai]``
+Usage: ``python benchmarks/bench_models_2025.py [--rows 192] [--batch-size 16] [--threads 2]
+[--families reranker,embedding,mxbai]``
 """
 from __future__ import annotations
 
@@ -56,7 +57,8 @@ def qwen3_reranker(path, frame, bs):
     def peer(rule):
         pairs = [wrapper.format_instruction(*rule(i, q), d) for i, q, d in rows]
         with torch.inference_mode():
-            return np.array([s for k in range(0, len(pairs), bs) for s in wrapper.compute_logits(wrapper.process_inputs(pairs[k:k + bs]))])
+            return np.array([s for k in range(0, len(pairs), bs)
+                             for s in wrapper.compute_logits(wrapper.process_inputs(pairs[k:k + bs]))])
     ours = pti.Qwen3Reranker(path, batch_size=bs, verbose=False)
     ours(frame.head(1))  # loaded before timing, as the peer is
     got, t_ours, want, t_peer = interleaved(lambda: ours(frame)["score"].to_numpy(),
@@ -66,7 +68,8 @@ def qwen3_reranker(path, frame, bs):
                                                    lambda: peer(lambda i, q: (i or QWEN3_DEFAULT_INSTRUCTION, q)))
     print(f"Qwen3Reranker      ours {len(frame) / t_ours:7.1f} docs/s | mteb wrapper {len(frame) / t_peer:7.1f} docs/s "
           f"({t_peer / t_ours:.2f}x) | {agreement(got, want, frame)}")
-    print(f"  share_prefix=True     {len(frame) / t_shared:7.1f} docs/s ({t_peer2 / t_shared:.2f}x) | {agreement(got_shared, want, frame)}")
+    print(f"  share_prefix=True     {len(frame) / t_shared:7.1f} docs/s ({t_peer2 / t_shared:.2f}x) | "
+          f"{agreement(got_shared, want, frame)}")
     mteb_default = peer(lambda i, q: (i or None, q))
     doubled = peer(lambda i, q: (i or None, f"{q} {i}"))
     print(f"  mteb wrapper, its default instruction: {agreement(got, mteb_default, frame)}")
@@ -80,7 +83,8 @@ def qwen3_embedding(path, frame, bs):
 
     def peer():
         keys = list(dict.fromkeys(zip(instructions, frame["query"])))
-        qv = {k: v for k, v in zip(keys, [st.encode([q], prompt=f"Instruct: {i}\nQuery:", batch_size=bs)[0] for i, q in keys])}
+        qv = {k: v for k, v in zip(keys, [st.encode([q], prompt=f"Instruct: {i}\nQuery:", batch_size=bs)[0]
+                                          for i, q in keys])}
         docs = list(dict.fromkeys(frame["text"]))
         dv = dict(zip(docs, st.encode(docs, batch_size=bs)))
         return np.array([qv[(i, q)] @ dv[t] for i, q, t in zip(instructions, frame["query"], frame["text"])])
@@ -92,8 +96,8 @@ def qwen3_embedding(path, frame, bs):
         ours.clear_cache()  # every document encoded in every run
         return ours(frame)["score"].to_numpy()
     got, t_ours, want, t_peer = interleaved(run, peer)
-    print(f"Qwen3Embedding     ours {len(frame) / t_ours:7.1f} docs/s | sentence-transformers {len(frame) / t_peer:7.1f} docs/s "
-          f"({t_peer / t_ours:.2f}x) | {agreement(got, want, frame)}")
+    print(f"Qwen3Embedding     ours {len(frame) / t_ours:7.1f} docs/s | sentence-transformers "
+          f"{len(frame) / t_peer:7.1f} docs/s ({t_peer / t_ours:.2f}x) | {agreement(got, want, frame)}")
 
 
 def mxbai(path, frame, bs):
@@ -107,7 +111,8 @@ def mxbai(path, frame, bs):
     def peer():
         scores = np.empty(len(frame))
         for _, g in frame.groupby("qid", sort=False):
-            res = ranker.rank(g["query"].iloc[0], list(g["text"]), doc_ids=list(g.index), instruction=g["instruction"].iloc[0] or None)
+            res = ranker.rank(g["query"].iloc[0], list(g["text"]), doc_ids=list(g.index),
+                              instruction=g["instruction"].iloc[0] or None)
             for r in res.results:
                 scores[r.document.doc_id] = r.score
         return scores

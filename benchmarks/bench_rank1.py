@@ -1,6 +1,7 @@
-"""rank1 throughput on CPU: ``pti.Rank1`` on ``HFBackend`` (length-sorted batches, one ``generate`` per batch, the forced
-steps batched) against rank1.py's logic run one row at a time (``tests/test_rank1.py::reference``, an unbatched greedy loop
-that decodes the text after every token, as vLLM's stop strings do), on the same weights and inputs, in the same run.
+"""rank1 throughput on CPU: ``pti.Rank1`` on ``HFBackend`` (length-sorted batches, one ``generate`` per batch, the
+forced steps batched) against rank1.py's logic run one row at a time (``tests/test_rank1.py::reference``, an unbatched
+greedy loop that decodes the text after every token, as vLLM's stop strings do), on the same weights and inputs, in the
+same run.
 
 Weights: ``tiny_models.tiny_rank1`` (a Qwen2 with a planted reasoning path, so rows stop on ``</think> true/false``,
 run to the budget or take the forced path). Inputs: instruct-mini candidates (query + instruction, passages cut to
@@ -42,18 +43,21 @@ def main() -> None:
     t = time.perf_counter()
     ref = reference(path, df["query"], df["instruction"], passages, args.budget)
     t_ref = time.perf_counter() - t
-    model = pti.Rank1(path, max_output_tokens=args.budget, backend_options={"batch_size": args.batch_size}, verbose=False)
+    model = pti.Rank1(path, max_output_tokens=args.budget, backend_options={"batch_size": args.batch_size},
+                      verbose=False)
     t = time.perf_counter()
     out = model(df)
     t_ours = time.perf_counter() - t
 
     scores = np.array([r[0] for r in ref])
     kinds = {k: sum(r[2] == k for r in ref) for k in sorted({r[2] for r in ref})}
-    print(f"rank1, {len(df)} rows, budget {args.budget} tokens, batch {args.batch_size}, {args.threads} threads; paths: {kinds}")
+    print(f"rank1, {len(df)} rows, budget {args.budget} tokens, batch {args.batch_size}, {args.threads} threads; "
+          f"paths: {kinds}")
     print(f"  max |score - reference| = {np.abs(out['score'].to_numpy() - scores).max():.2e}; "
           f"reasoning equal: {out['reasoning'].tolist() == [r[1] for r in ref]}")
     print(f"  reference loop (rank1.py logic, one row at a time): {len(df) / t_ref:7.2f} rows/s")
-    print(f"  pti.Rank1 on HFBackend:                             {len(df) / t_ours:7.2f} rows/s  ({t_ref / t_ours:.2f}x)")
+    print(f"  pti.Rank1 on HFBackend:                             {len(df) / t_ours:7.2f} rows/s  "
+          f"({t_ref / t_ours:.2f}x)")
 
 
 if __name__ == "__main__":

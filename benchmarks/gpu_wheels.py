@@ -4,9 +4,9 @@ transformers and pandas: downloaded here, installed there (only those the machin
 The list is what the benchmark's transformers path imports beyond torch, transformers and pandas (and their own
 requirements), found by running ``gpu_pointwise.py --tiny`` in an environment holding only those three and adding each
 module it failed to import: PyTerrier's core (``pyterrier`` and the modules it imports at start: ir_datasets,
-ir_measures, Deprecated/wrapt, more-itertools, lz4, requests with urllib3, certifi and charset-normalizer) and, for the tokenizers the models are
-built with offline (``tests/tiny_models.py``), sentencepiece and protobuf. pyterrier-pisa, pyarrow, scipy, nltk and
-the package's other requirements are not imported on that path. About 5 MiB of cp312 wheels.
+ir_measures, Deprecated/wrapt, more-itertools, lz4, requests with urllib3, certifi and charset-normalizer) and, for the
+tokenizers the models are built with offline (``tests/tiny_models.py``), sentencepiece and protobuf. pyterrier-pisa,
+pyarrow, scipy, nltk and the package's other requirements are not imported on that path. About 5 MiB of cp312 wheels.
 
 Usage::
 
@@ -53,17 +53,19 @@ def missing(pins: Sequence[str] = WHEELS) -> List[str]:
 
 
 def download(folder: Path, pins: Sequence[str] = WHEELS) -> None:
-    subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", *PLATFORM, "-d", str(folder), *pins],
+    subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", *PLATFORM, "-d",
+                    str(folder), *pins],
                    check=True)
 
 
 def wheel_of(folder: Path, pin: str) -> Path:
     """The wheel of ``pin`` in ``folder``; FileNotFoundError naming the download command when it is not there."""
     name, version = pin.split("==")
-    found = [w for w in folder.glob("*.whl") if _key(w.name.split("-")[0]) == _key(name) and w.name.split("-")[1] == version]
+    found = [w for w in folder.glob("*.whl") if _key(w.name.split("-")[0]) == _key(name)
+             and w.name.split("-")[1] == version]
     if not found:
-        raise FileNotFoundError(f"no wheel of {pin} in {folder}: run `python benchmarks/gpu_wheels.py download` where there is "
-                                f"network, and bring {folder}/ along")
+        raise FileNotFoundError(f"no wheel of {pin} in {folder}: run `python benchmarks/gpu_wheels.py download` where "
+                                f"there is network, and bring {folder}/ along")
     return found[0]
 
 
@@ -93,7 +95,8 @@ def main(argv=None) -> None:
         print("\n".join(missing()))
     else:
         done = install(folder, Path(args.site) if args.site else folder / "site")
-        print(f"installed {', '.join(done)}" if done else "nothing to install: every package the benchmark needs is here", file=sys.stderr)
+        print(f"installed {', '.join(done)}" if done else "nothing to install: every package the benchmark needs is "
+                                                          "here", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -18,11 +18,13 @@ class Help(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFo
 
 
 parser = argparse.ArgumentParser(description=__doc__, formatter_class=Help)
-parser.add_argument("--tasks", default="biology,earth_science,economics", help="BRIGHT tasks (bright/<task>; <task>-long too)")
+parser.add_argument("--tasks", default="biology,earth_science,economics",
+                    help="BRIGHT tasks (bright/<task>; <task>-long too)")
 parser.add_argument("--rank1", default="jhu-clsp/rank1-7b", help="rank1's checkpoint")
 parser.add_argument("--max-output-tokens", type=int, default=8192, help="rank1's reasoning budget")
 parser.add_argument("--k", type=int, default=100, help="BM25 depth reranked")
-parser.add_argument("--standins", action="store_true", help="tiny random models and the miniature benchmarks (pyterrier_instruct.testing)")
+parser.add_argument("--standins", action="store_true",
+                    help="tiny random models and the miniature benchmarks (pyterrier_instruct.testing)")
 args = parser.parse_args()
 if args.standins:
     from pyterrier_instruct import testing

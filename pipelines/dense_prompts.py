@@ -25,7 +25,8 @@ parser.add_argument("--family", default="Promptriever", choices=["Promptriever",
 parser.add_argument("--model", default=None, help="the checkpoint; none: the family's own")
 parser.add_argument("--prompts", type=int, default=10, help="how many of Promptriever's 10 BEIR prompts to sweep")
 parser.add_argument("--index", default=None, help="a folder keeping the corpus embeddings between runs")
-parser.add_argument("--standins", action="store_true", help="tiny random models and the miniature benchmarks (pyterrier_instruct.testing)")
+parser.add_argument("--standins", action="store_true",
+                    help="tiny random models and the miniature benchmarks (pyterrier_instruct.testing)")
 args = parser.parse_args()
 family = getattr(pti, args.family)
 if args.standins:
@@ -36,9 +37,9 @@ test, dev = pti.load_dataset(args.dataset), pti.load_dataset(f"{args.dataset}/de
 model = family(args.model) if args.model else family()
 retriever = model.retriever(model.index(test.get_corpus_iter(), args.index), num_results=1000)
 prompts = [""] + list(pti.BEIR_PROMPTS[:args.prompts])                  # "" : no prompt
-res = pt.Experiment([pti.SetInstruction(prompt) >> retriever for prompt in prompts], test.get_topics(), test.get_qrels(),
-                    [nDCG@10], names=[f"prompt {n}" if n else "no prompt" for n in range(len(prompts))])
+res = pt.Experiment([pti.SetInstruction(prompt) >> retriever for prompt in prompts], test.get_topics(),
+                    test.get_qrels(), [nDCG@10], names=[f"prompt {n}" if n else "no prompt" for n in range(len(prompts))])
 print(pti.label_stand_ins(res, [retriever] * len(prompts), test).round(3).to_string(index=False))
-selection = pti.select_prompt(retriever, dev.get_topics(), dev.get_qrels(), pti.BEIR_PROMPTS[:args.prompts], measure="nDCG@10",
-                              test_topics=test.get_topics(), test_qrels=test.get_qrels())
+selection = pti.select_prompt(retriever, dev.get_topics(), dev.get_qrels(), pti.BEIR_PROMPTS[:args.prompts],
+                              measure="nDCG@10", test_topics=test.get_topics(), test_qrels=test.get_qrels())
 print(selection.summary())

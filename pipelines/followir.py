@@ -18,15 +18,15 @@ class Help(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFo
 
 
 parser = argparse.ArgumentParser(description=__doc__, formatter_class=Help)
-parser.add_argument("--dataset", default="followir/robust04", help="a FollowIR id (followir/robust04, /news21, /core17)")
+parser.add_argument("--dataset", default="followir/robust04", help="a FollowIR id (/robust04, /news21, /core17)")
 parser.add_argument("--monot5", default="castorini/monot5-base-msmarco-10k", help="MonoT5's checkpoint")
 parser.add_argument("--followir", default="jhu-clsp/FollowIR-7B", help="FollowIR-7B's checkpoint")
 parser.add_argument("--qwen3", default="Qwen/Qwen3-Reranker-0.6B", help="Qwen3-Reranker's checkpoint")
 parser.add_argument("--rank1", default="jhu-clsp/rank1-7b", help="rank1's checkpoint")
 parser.add_argument("--max-output-tokens", type=int, default=8192, help="rank1's reasoning budget")
 parser.add_argument("--k", type=int, default=100, help="BM25 depth reranked")
-parser.add_argument("--standins", action="store_true", help="tiny random models at these ids and the miniature benchmarks "
-                    "(pyterrier_instruct.testing): checks that the pipeline runs, its numbers mean nothing")
+parser.add_argument("--standins", action="store_true", help="tiny random models at these ids and the miniature "
+                    "benchmarks (pyterrier_instruct.testing): checks that the pipeline runs, its numbers mean nothing")
 args = parser.parse_args()
 if args.standins:
     from pyterrier_instruct import testing

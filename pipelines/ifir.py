@@ -5,7 +5,7 @@ and by INSTFOL@20, whose relevance-to-instruction judgements come from an LLM ju
     vllm serve Qwen/Qwen2.5-7B-Instruct --port 8000 &
     python pipelines/ifir.py --dataset ifir/fiqa --judge Qwen/Qwen2.5-7B-Instruct --base-url http://localhost:8000/v1
     python pipelines/ifir.py --judge gpt-4o-mini --base-url https://api.openai.com/v1 --api-key-env OPENAI_API_KEY
-    python pipelines/ifir.py --standins                 # tiny models, miniature data, a stand-in judge server on 127.0.0.1
+    python pipelines/ifir.py --standins       # tiny models, miniature data, a stand-in judge server on 127.0.0.1
 """
 import argparse
 
@@ -19,15 +19,19 @@ class Help(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFo
 
 
 parser = argparse.ArgumentParser(description=__doc__, formatter_class=Help)
-parser.add_argument("--dataset", default="ifir/fiqa", help="ifir/<subset>: fiqa, scifact_open, nfcorpus, aila, fire, pm, cds")
+parser.add_argument("--dataset", default="ifir/fiqa",
+                    help="ifir/<subset>: fiqa, scifact_open, nfcorpus, aila, fire, pm, cds")
 parser.add_argument("--monot5", default="castorini/monot5-base-msmarco-10k", help="MonoT5's checkpoint")
 parser.add_argument("--judge", default="gpt-4o-mini", help="the judge model's name on the server")
-parser.add_argument("--base-url", default=None, help="the OpenAI-compatible server (…/v1); --standins: a stand-in on 127.0.0.1")
-parser.add_argument("--api-key-env", default=None, help="the environment variable holding the key (none for a local server)")
+parser.add_argument("--base-url", default=None,
+                    help="the OpenAI-compatible server (…/v1); --standins: a stand-in on 127.0.0.1")
+parser.add_argument("--api-key-env", default=None,
+                    help="the environment variable holding the key (none for a local server)")
 parser.add_argument("--store", default="instfol-judgements",
-                    help="the folder of the judgements kept between runs (a pti.CallStore; an old .jsonl is read in once)")
+                    help="the judgements kept between runs (a pti.CallStore folder; an old .jsonl is read in once)")
 parser.add_argument("--k", type=int, default=100, help="BM25 depth reranked")
-parser.add_argument("--standins", action="store_true", help="tiny random models and the miniature benchmarks (pyterrier_instruct.testing)")
+parser.add_argument("--standins", action="store_true",
+                    help="tiny random models and the miniature benchmarks (pyterrier_instruct.testing)")
 args = parser.parse_args()
 if args.standins:
     from pyterrier_instruct import testing

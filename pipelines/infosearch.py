@@ -24,7 +24,8 @@ parser.add_argument("--monot5", default="castorini/monot5-base-msmarco-10k", hel
 parser.add_argument("--followir", default="jhu-clsp/FollowIR-7B", help="FollowIR-7B's checkpoint")
 parser.add_argument("--wise-version", default="2024", choices=["2024", "2025", "paper"],
                     help="WISE's version (pti.WISE(version=))")
-parser.add_argument("--standins", action="store_true", help="tiny random models and the miniature benchmarks (pyterrier_instruct.testing)")
+parser.add_argument("--standins", action="store_true",
+                    help="tiny random models and the miniature benchmarks (pyterrier_instruct.testing)")
 args = parser.parse_args()
 if args.standins:
     from pyterrier_instruct import testing

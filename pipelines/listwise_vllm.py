@@ -1,6 +1,6 @@
 """Listwise reranking with RankZephyr (Pradeep et al., 2023) on vLLM: BM25's top 100 reranked by sliding windows of
-20 passages (stride 10), the instruction in the prompt's query, over FollowIR; p-MRR and the og queries' MAP against BM25.
-Needs ``pip install 'pyterrier-instruct[vllm]'`` and a GPU.
+20 passages (stride 10), the instruction in the prompt's query, over FollowIR; p-MRR and the og queries' MAP against
+BM25. Needs ``pip install 'pyterrier-instruct[vllm]'`` and a GPU.
 
     python pipelines/listwise_vllm.py
     python pipelines/listwise_vllm.py --model castorini/rank_zephyr_7b_v1_full --gpu-memory-utilization 0.5
@@ -24,7 +24,8 @@ parser.add_argument("--dataset", default="followir/robust04",
 parser.add_argument("--model", default="castorini/rank_zephyr_7b_v1_full", help="RankZephyr's checkpoint")
 parser.add_argument("--gpu-memory-utilization", type=float, default=0.8, help="the share of GPU memory vLLM may take")
 parser.add_argument("--k", type=int, default=100, help="BM25 depth reranked")
-parser.add_argument("--standins", action="store_true", help="tiny random models and the miniature benchmarks (pyterrier_instruct.testing)")
+parser.add_argument("--standins", action="store_true",
+                    help="tiny random models and the miniature benchmarks (pyterrier_instruct.testing)")
 args = parser.parse_args()
 if args.standins:
     from pyterrier_instruct import testing

@@ -22,7 +22,8 @@ parser.add_argument("--monot5", default="castorini/monot5-base-msmarco-10k", hel
 parser.add_argument("--qwen3", default="Qwen/Qwen3-Reranker-0.6B", help="Qwen3-Reranker's checkpoint")
 parser.add_argument("--rank1", default="jhu-clsp/rank1-7b", help="rank1's checkpoint")
 parser.add_argument("--max-output-tokens", type=int, default=8192, help="rank1's reasoning budget")
-parser.add_argument("--standins", action="store_true", help="tiny random models and the miniature benchmarks (pyterrier_instruct.testing)")
+parser.add_argument("--standins", action="store_true",
+                    help="tiny random models and the miniature benchmarks (pyterrier_instruct.testing)")
 args = parser.parse_args()
 if args.standins:
     from pyterrier_instruct import testing

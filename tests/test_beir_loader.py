@@ -1,6 +1,6 @@
-"""The BEIR family (Promptriever's BEIR prompt study, §4.3) over ``BeIR/scifact`` of the miniature layouts: the official BEIR
-layout (``corpus.jsonl``, ``queries.jsonl``, ``qrels/train.tsv`` + ``qrels/test.tsv``, no dev split, as SciFact ships),
-40 claim-style abstracts and 8 test + 12 train claims written for this package. Nothing here touches the network."""
+"""The BEIR family (Promptriever's BEIR prompt study, §4.3) over ``BeIR/scifact`` of the miniature layouts: the official
+BEIR layout (``corpus.jsonl``, ``queries.jsonl``, ``qrels/train.tsv`` + ``qrels/test.tsv``, no dev split, as SciFact
+ships), 40 claim-style abstracts and 8 test + 12 train claims written for this package. Nothing touches the network."""
 import gzip
 import os
 import shutil
@@ -44,8 +44,10 @@ def test_registry_has_the_13_datasets_of_promptriever_table_3():
     for name in (n for n in DATASETS if n.startswith("beir/")):
         e = DATASETS[name]
         assert (e.family, e.measure, e.revision) == ("beir", "nDCG@10", None)
-        assert e.repo_id == f"BeIR/{BEIR[dataset_label(name)][0]}" and e.split == ("dev" if name.endswith("/dev") else "test")
-    assert DATASETS["beir/climate_fever"].repo_id == "BeIR/climate-fever" and DATASETS["beir/touche2020"].repo_id == "BeIR/webis-touche2020"
+        assert e.repo_id == f"BeIR/{BEIR[dataset_label(name)][0]}"
+        assert e.split == ("dev" if name.endswith("/dev") else "test")
+    assert DATASETS["beir/climate_fever"].repo_id == "BeIR/climate-fever"
+    assert DATASETS["beir/touche2020"].repo_id == "BeIR/webis-touche2020"
     assert dataset_label("beir/dbpedia/dev") == "dbpedia" and DATASETS["beir/dbpedia"].repo_id == "BeIR/dbpedia-entity"
 
 
@@ -65,11 +67,11 @@ def test_topics_and_qrels_are_read_exactly():
     pd.testing.assert_frame_equal(topics, want)
     qrels = ds.get_qrels()
     want_q = pd.DataFrame({"qid": ["1", "3", "5", "5", "7", "9", "11", "13", "15"],
-                           "docno": ["4102235", "5230117", "6311042", "6311263", "7420058", "8533016", "9640021", "1075186",
-                                     "2186047"],
+                           "docno": ["4102235", "5230117", "6311042", "6311263", "7420058", "8533016", "9640021",
+                                     "1075186", "2186047"],
                            "label": pd.Series([1] * 9, dtype="int64")})
     want_q = want_q.astype({"qid": object, "docno": object}).assign(base_qid=lambda f: f["qid"],
-                                                                     variant=pd.Series([""] * 9, dtype=object))
+                                                                    variant=pd.Series([""] * 9, dtype=object))
     pd.testing.assert_frame_equal(qrels, want_q)
     assert ds.measure == "nDCG@10" and ds.variants == () and len(list(ds.get_corpus_iter())) == 40
     assert ds.info()["split"] == "test" and "split_fallback" not in ds.info()
@@ -100,13 +102,15 @@ def test_gzipped_hub_layout_reads_the_same(tmp_path):
     docs = list(gz.get_corpus_iter())
     assert docs == list(plain.get_corpus_iter()) and len(gz.bench.corpus) == 40
     wanted = [docs[31]["docno"], docs[2]["docno"], docs[17]["docno"]]  # out of file order
-    assert gz.bench.corpus.get_many(wanted) == {d["docno"]: (d["title"], d["text"]) for d in (docs[31], docs[2], docs[17])}
+    assert gz.bench.corpus.get_many(wanted) == \
+        {d["docno"]: (d["title"], d["text"]) for d in (docs[31], docs[2], docs[17])}
     out = gz.text_loader("text")(pd.DataFrame({"qid": ["1", "1"], "docno": [docs[39]["docno"], docs[0]["docno"]]}))
     assert out["text"].tolist() == [docs[39]["text"], docs[0]["text"]]
 
 
-@pytest.mark.parametrize("case", ["no test qrels", "no dev or train qrels", "unknown query", "no queries", "query without text",
-                                  "bad qrels row", "corrupt gz"])
+@pytest.mark.parametrize("case",
+                         ["no test qrels", "no dev or train qrels", "unknown query", "no queries", "query without text",
+                          "bad qrels row", "corrupt gz"])
 def test_bad_data_errors_name_the_file(tmp_path, case):
     p = _copy(tmp_path, gz=case == "corrupt gz")
     name = "beir/scifact"
@@ -201,7 +205,8 @@ def test_pyterrier_provider_and_ir_datasets_ids():
     d = ir_datasets.load("instruct/beir/scifact")
     q = next(d.queries_iter())
     assert (q.query_id, q.instruction, q.base_qid, q.variant) == ("1", "", "1", "")
-    assert [(r.query_id, r.doc_id, r.relevance) for r in d.qrels_iter()][:2] == [("1", "4102235", 1), ("3", "5230117", 1)]
+    assert [(r.query_id, r.doc_id, r.relevance) for r in d.qrels_iter()][:2] == \
+        [("1", "4102235", 1), ("3", "5230117", 1)]
     assert d.docs_count() == 40 and d.docs_store().get("9640021").title.startswith("High-frequency off-target")
     assert not d.has_scoreddocs()
     dev = pt.get_dataset("irds:instruct/beir/scifact/dev")
@@ -211,7 +216,8 @@ def test_pyterrier_provider_and_ir_datasets_ids():
 def test_bm25_full_retrieval_end_to_end():
     ds = pt.get_dataset("instruct:beir/scifact")
     bm25 = pti.BM25(ds.get_corpus_iter())
-    res = pt.Experiment([bm25], ds.get_topics(), ds.get_qrels(), [ir_measures.parse_measure(ds.measure)], names=["BM25"])
+    res = pt.Experiment([bm25], ds.get_topics(), ds.get_qrels(), [ir_measures.parse_measure(ds.measure)],
+                        names=["BM25"])
     assert 0 < res.loc[0, "nDCG@10"] < 1
     prompted = pt.Experiment([pti.FoldInstruction() >> bm25], ds.get_topics().assign(instruction=pti.BEIR_PROMPTS[1]),
                              ds.get_qrels(), [ir_measures.parse_measure(ds.measure)])
@@ -222,11 +228,12 @@ def test_bm25_full_retrieval_end_to_end():
 def test_minilm_prompt_study_on_the_fixture():
     """The CI-sized prompt study: MiniLM full retrieval, the 10 BEIR prompts selected on a 10-query sample of the dev
     split (SciFact: train), evaluated on the test split."""
-    test, dev = pti.load_dataset("beir/scifact", path=str(SCIFACT)), pti.load_dataset("beir/scifact/dev", path=str(SCIFACT))
+    test = pti.load_dataset("beir/scifact", path=str(SCIFACT))
+    dev = pti.load_dataset("beir/scifact/dev", path=str(SCIFACT))
     retriever = pti.SBertBiEncoder.all_minilm_l6_v2().retriever(corpus=test.get_corpus_iter, num_results=100)
     none = evaluate(retriever(test.get_topics()), test.get_qrels(), test.measure)
     assert 0 < none < 1
-    sel = pti.select_prompt(retriever, dev.get_topics(), dev.get_qrels(), pti.BEIR_PROMPTS, measure=test.measure, sample=10,
-                            test_topics=test.get_topics(), test_qrels=test.get_qrels())
+    sel = pti.select_prompt(retriever, dev.get_topics(), dev.get_qrels(), pti.BEIR_PROMPTS, measure=test.measure,
+                            sample=10, test_topics=test.get_topics(), test_qrels=test.get_qrels())
     assert len(sel.dev_qids) == 10 and set(sel.dev_qids) <= set(TRAIN_QIDS) and len(sel.scores) == 10
     assert sel.scores["dev"].nunique() > 1 and ((sel.scores["test"] > 0) & (sel.scores["test"] < 1)).all()

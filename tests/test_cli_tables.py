@@ -1,6 +1,6 @@
-"""The reproduction tables say what they show (issue 38): BRIGHT's mean labelled, no paper Δ beside a miniature, stand-in
-and unrevisioned checkpoints named in their row, ``--quiet`` silencing every bar, no cursor movement in a log, a short
-wrapped provenance footer, and a temporary BM25 index named by the corpus it was built from."""
+"""The reproduction tables say what they show (issue 38): BRIGHT's mean labelled, no paper Δ beside a miniature,
+stand-in and unrevisioned checkpoints named in their row, ``--quiet`` silencing every bar, no cursor movement in a log,
+a short wrapped provenance footer, and a temporary BM25 index named by the corpus it was built from."""
 import io
 import json
 import os
@@ -62,16 +62,18 @@ def test_nested_bars_in_a_log_never_move_the_cursor():
 
 
 def test_footer_is_short_and_wrapped():
-    provenance = {f"task{i}": {"name": f"bright/task{i}", "path": f"/data/xlangai/BRIGHT/task{i}", "repo_id": "xlangai/BRIGHT",
-                               "pinned_revision": "a" * 40, "revision": "3066d29c9651a576c8aba4832d249807b181ecae"}
+    provenance = {f"task{i}": {"name": f"bright/task{i}", "path": f"/data/xlangai/BRIGHT/task{i}",
+                               "repo_id": "xlangai/BRIGHT", "pinned_revision": "a" * 40,
+                               "revision": "3066d29c9651a576c8aba4832d249807b181ecae"}
                   for i in range(12)}
-    provenance["dd15"] = {"name": "mair/dd-15", "path": "/x/DD_2015", "revision": None, "content_sha256": "sha256:" + "b" * 64}
+    provenance["dd15"] = {"name": "mair/dd-15", "path": "/x/DD_2015", "revision": None,
+                          "content_sha256": "sha256:" + "b" * 64}
     table = pd.DataFrame({"Model": ["m"]})
     table.attrs.update(settings={"ties": "docno"}, provenance=provenance)
     text = footer(table)
     assert all(len(line) <= 110 for line in text.splitlines()) and len(text) < 250
-    assert " ".join(text.split()) == ("ties=docno. Data: " + ", ".join(f"task{i}" for i in range(12)) + " (3066d29); dd15 "
-                                      "(local, sha256:bbbbbbbbbbbb).")
+    assert " ".join(text.split()) == ("ties=docno. Data: " + ", ".join(f"task{i}" for i in range(12))
+                                      + " (3066d29); dd15 (local, sha256:bbbbbbbbbbbb).")
     assert short_provenance({"revision": "bundled with pyterrier-instruct 0.1.0"}) == "bundled"
     assert short_provenance({"path": "/data/my-copy/"}) == "local my-copy"
 

@@ -38,7 +38,8 @@ def models(tiny, qwen, tmp_path_factory):
     llama = tiny_models.tiny_llama(root)
     torch.manual_seed(1)
     lora = peft.get_peft_model(transformers.AutoModel.from_pretrained(llama),
-                               peft.LoraConfig(r=4, lora_alpha=8, init_lora_weights=False, target_modules=["q_proj", "v_proj"]))
+                               peft.LoraConfig(r=4, lora_alpha=8, init_lora_weights=False,
+                                               target_modules=["q_proj", "v_proj"]))
     adapter = root / "adapter"
     lora.save_pretrained(str(adapter))  # its config names the local base folder
     server = ChatServer(lambda body: (200, {"choices": [{"message": {"content": "[2] > [1] > [3]"}}]}))
@@ -64,7 +65,8 @@ FAMILIES = {
     "ListwiseReranker": lambda m: pti.ListwiseReranker(pti.HFBackend(m["zephyr"]), window_size=4, stride=2, depth=6),
     "RankZephyr": lambda m: pti.RankZephyr(m["zephyr"], window_size=4, stride=2, depth=6),
     "RankVicuna": lambda m: pti.RankVicuna(m["zephyr"], window_size=4, stride=2, depth=6),
-    "RankGPT": lambda m: pti.RankGPT("gpt-4o", base_url=m["chat"], api_key_env=KEY_ENV, window_size=4, stride=2, depth=6),
+    "RankGPT": lambda m: pti.RankGPT("gpt-4o", base_url=m["chat"], api_key_env=KEY_ENV, window_size=4, stride=2,
+                                     depth=6),
     "FIRST": lambda m: pti.FIRST(m["zephyr"], window_size=4, stride=2, depth=6),
     "ReasonRank": lambda m: pti.ReasonRank(m["zephyr"], window_size=4, stride=2, depth=6, max_output_tokens=4),
     "Setwise": lambda m: pti.Setwise(m["t5"], num_child=2, k=3),
@@ -96,7 +98,8 @@ def has_lazy_state(obj, seen=None) -> bool:
     if id(obj) in seen:
         return False
     seen.add(id(obj))
-    return bool(getattr(type(obj), "_lazy", ())) or any(has_lazy_state(v, seen) for v in vars(obj).values() if isinstance(v, Configured))
+    return bool(getattr(type(obj), "_lazy", ())) or any(has_lazy_state(v, seen)
+                                                        for v in vars(obj).values() if isinstance(v, Configured))
 
 
 @pytest.fixture(scope="module")
@@ -110,7 +113,8 @@ def test_every_registered_family_is_built_here():
     from pyterrier_instruct.base import FAMILIES as REGISTERED
     public = [getattr(pti, n) for n in pti.__all__]  # imports every public module, so every family has registered
     families = {c.__name__ for c in public if isinstance(c, type) and issubclass(c, pti.InstructReranker) and c._family}
-    assert families <= set(REGISTERED) and {"PointwiseReranker", "MonoT5", "BiEncoder", "RankGPT"} & families == {"MonoT5", "BiEncoder", "RankGPT"}
+    assert families <= set(REGISTERED)
+    assert {"PointwiseReranker", "MonoT5", "BiEncoder", "RankGPT"} & families == {"MonoT5", "BiEncoder", "RankGPT"}
     assert set(REGISTERED) == set(FAMILIES), set(REGISTERED) ^ set(FAMILIES)
 
 
@@ -126,7 +130,7 @@ def test_contract(name, models, mini, topics):
     assert list(empty.columns) == cols + list(r.extra_outputs) + ["score", "rank"] and len(empty) == 0
     assert not loaded(r)
 
-    # pt.inspect: the instruction is an optional input (a mode with it, the same mode without it); every input column out
+    # pt.inspect: the instruction is an optional input (a mode with it, the same without it); every input column out
     modes = [set(m) for m in pt.inspect.transformer_inputs(r)]
     assert any("instruction" in m and "docno" in m and m - {"instruction"} in modes for m in modes), modes
     assert "score" in pt.inspect.transformer_outputs(r, ["qid", "query", "docno", "text"])
@@ -166,15 +170,16 @@ def test_contract(name, models, mini, topics):
 
 @pytest.mark.parametrize("name", list(FAMILIES))
 def test_missing_text_one_rule(name, models, mini, topics):
-    """NaN/None query or text: a ValueError naming the column and the rows, before any model loads; NaN/None instruction:
-    the default instruction ("" here), exactly as an empty one."""
+    """NaN/None query or text: a ValueError naming the column and the rows, before any model loads; NaN/None
+    instruction: the default instruction ("" here), exactly as an empty one."""
     r = FAMILIES[name](models)
     cands = (mini.candidates() % 4)(topics)
     for col, row in (("query", 1), ("text", 6)):
         bad = cands.astype({col: object})
         bad.loc[row, col] = None if col == "text" else np.nan
-        with pytest.raises(ValueError, match=f"{name}: 1 row\\(s\\) have no '{col}' \\(NaN/None\\), e.g. qid='{bad.qid[row]}', "
-                                             f"docno='{bad.docno[row]}'; fill them first, e.g. df.fillna"):
+        with pytest.raises(ValueError,
+                           match=f"{name}: 1 row\\(s\\) have no '{col}' \\(NaN/None\\), e.g. qid='{bad.qid[row]}', "
+                                 f"docno='{bad.docno[row]}'; fill them first, e.g. df.fillna"):
             r(bad)
     assert not loaded(r)
     qid = cands["qid"].iloc[0]
@@ -186,11 +191,11 @@ def test_missing_text_one_rule(name, models, mini, topics):
 @pytest.mark.parametrize("name", list(FAMILIES))
 def test_folded_query_is_not_folded_again(name, models, mini, topics):
     """``FoldInstruction() >> first stage >> X`` scores as ``... >> pt.rewrite.reset() >> X``: a query the instruction
-    was folded into is read unfolded (its ``query_0``), whatever the family, so the instruction is never joined twice."""
+    was folded into is read unfolded (its ``query_0``), whatever the family: the instruction is never joined twice."""
     r = FAMILIES[name](models)
     cands = (mini.candidates() % 4)(topics)
     assert (cands["instruction"].str.strip() != "").any()
-    folded = pti.FoldInstruction()(cands)  # what a first stage after FoldInstruction hands on: query folded, query_0 kept
+    folded = pti.FoldInstruction()(cands)  # what a stage after FoldInstruction hands on: query folded, query_0 kept
     assert (folded["query"] != cands["query"]).any()
     out = r(folded)
     np.testing.assert_allclose(out["score"].to_numpy(), r(pt.rewrite.reset()(folded))["score"].to_numpy(), atol=1e-6)
@@ -231,7 +236,8 @@ def test_other_transformers_repr_eq_pickle(name, models, mini):
 #: public transformer types outside FAMILIES and OTHER_TRANSFORMERS, built here; (stage, whether a copy can score here)
 MORE_TRANSFORMERS = {
     "BM25": lambda m, ds, tmp: (pti.BM25(ds.get_corpus_iter(), str(tmp / "pisa"), verbose=False), True),
-    "SavedRun": lambda m, ds, tmp: (pti.SavedRun(ds.candidates() >> pti.PoolBM25(), str(tmp / "runs"), verbose=False), True),
+    "SavedRun": lambda m, ds, tmp: (pti.SavedRun(ds.candidates() >> pti.PoolBM25(), str(tmp / "runs"),
+                                                 verbose=False), True),
     "EmbeddingIndexer": lambda m, ds, tmp: (pti.SBertBiEncoder(m["bert"]).indexer(str(tmp / "emb")), False),
     "OnRay": lambda m, ds, tmp: (pti.on_ray(ds.candidates() >> pti.PoolBM25(), workers=1), False),
     "ScorerCache": lambda m, ds, tmp: (pti.ScorerCache(str(tmp / "scores"), pti.SBertBiEncoder(m["bert"])), False),
@@ -246,8 +252,10 @@ def test_every_public_transformer_type_pickles(models, mini, topics, tmp_path):
     ``pt.Transformer`` type is in one of the tables of this file, and the ones built here pickle (after use) and score
     the same from the copy."""
     import inspect
-    public = {n for n in pti.__all__ if inspect.isclass(getattr(pti, n)) and issubclass(getattr(pti, n), pt.Transformer)}
-    assert len(public) > 25 and public - (set(FAMILIES) | set(OTHER_TRANSFORMERS) | set(MORE_TRANSFORMERS) | BASES) == set()
+    public = {n for n in pti.__all__ if inspect.isclass(getattr(pti, n))
+              and issubclass(getattr(pti, n), pt.Transformer)}
+    assert len(public) > 25
+    assert public - (set(FAMILIES) | set(OTHER_TRANSFORMERS) | set(MORE_TRANSFORMERS) | BASES) == set()
     for name, build in MORE_TRANSFORMERS.items():
         stage, runs = build(models, mini, tmp_path)
         assert type(stage).__name__ == name
@@ -260,12 +268,13 @@ def test_every_public_transformer_type_pickles(models, mini, topics, tmp_path):
 
 
 def test_families_swap_inside_one_experiment(models, mini, topics):
-    """Rerankers of three families (pointwise, listwise, dense) compose with the same first stage in one pt.Experiment."""
+    """Rerankers of three families (pointwise, listwise, dense) compose with one first stage in one pt.Experiment."""
     paired = mini.get_topics()
     first = mini.candidates() % 6
     systems = [first, first >> FAMILIES["MonoT5"](models), first >> FAMILIES["RankZephyr"](models),
                first >> FAMILIES["Promptriever"](models)]
-    res = pt.Experiment(systems, paired, mini.get_qrels(), [pti.pMRR, pti.OG(AP @ 1000)], names=["first", "monot5", "zephyr", "promptriever"])
+    res = pt.Experiment(systems, paired, mini.get_qrels(), [pti.pMRR, pti.OG(AP @ 1000)],
+                        names=["first", "monot5", "zephyr", "promptriever"])
     assert res["name"].tolist() == ["first", "monot5", "zephyr", "promptriever"]
     assert res.filter(like="pMRR").notna().all().all()
 
@@ -302,8 +311,8 @@ def test_progress_bar_by_default_only_for_work_and_silenced_by_verbose_false(nam
 
 
 def test_a_first_stage_without_text_names_the_text_loader(mini, mini_bm25):
-    """``bm25 >> reranker``: the validation error keeps PyTerrier's type and modes (pt.inspect reads them) and says which
-    stage to add; the pipeline it suggests runs."""
+    """``bm25 >> reranker``: the validation error keeps PyTerrier's type and modes (pt.inspect reads them) and says
+    which stage to add; the pipeline it suggests runs."""
     from pyterrier_instruct._validation import MissingTextError
     topics = mini.get_topics("og").iloc[:2]
     for reranker in (pti.PoolBM25(verbose=False), pti.BiEncoder("never-loaded"), pti.MonoT5("never-loaded"),
@@ -312,7 +321,8 @@ def test_a_first_stage_without_text_names_the_text_loader(mini, mini_bm25):
             (mini_bm25 % 3 >> reranker)(topics)
         assert isinstance(err.value, MissingTextError) and isinstance(err.value, KeyError)
         assert [m.missing_columns for m in err.value.modes][0] == ["text"]
-        assert 'pt.text.get_text(dataset, \'text\')' in str(err.value) and "dataset.text_loader('text')" in str(err.value)
+        assert 'pt.text.get_text(dataset, \'text\')' in str(err.value)
+        assert "dataset.text_loader('text')" in str(err.value)
         assert pt.inspect.transformer_inputs(reranker)  # inspect still reads the modes from the empty-frame error
         with pytest.raises(pt.validate.InputValidationError):
             pt.inspect.transformer_outputs(reranker, ["qid", "query", "docno", "score"])
@@ -326,8 +336,8 @@ def test_a_first_stage_without_text_names_the_text_loader(mini, mini_bm25):
 
 
 def test_a_preset_belongs_to_the_class_that_defines_it():
-    """``Qwen3Reranker.gritlm()`` (CausalLMReranker's preset reached through a subclass) would mix one family's class with
-    another's checkpoint and prompt: it is refused, naming the class to call; the class's own presets still build."""
+    """``Qwen3Reranker.gritlm()`` (CausalLMReranker's preset reached through a subclass) would mix one family's class
+    with another's checkpoint and prompt: it is refused, naming the class to call; the class's own presets build."""
     for cls in (pti.Qwen3Reranker, pti.FollowIR7B, pti.MxbaiRerankV2):
         with pytest.raises(AttributeError, match=rf"{cls.__name__}\.gritlm\(\) is a preset of CausalLMReranker"):
             cls.gritlm()

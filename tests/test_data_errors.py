@@ -23,7 +23,7 @@ def _mini(tmp_path) -> Path:
 
 
 def _inject(path: Path, line: int, text: bytes = LATIN1) -> int:
-    """Puts ``text`` at the start of the JSON string value that ends ``line`` (1-based); returns its byte offset in the file."""
+    """Puts ``text`` at the start of the JSON string value ending ``line`` (1-based); returns its byte offset."""
     lines = path.read_bytes().split(b"\n")
     cut = lines[line - 1].rindex(b'"', 0, lines[line - 1].rindex(b'"'))
     offset = sum(len(x) + 1 for x in lines[:line - 1]) + cut + 1
@@ -46,7 +46,8 @@ def test_a_latin1_byte_in_the_queries_names_file_line_offset_and_the_fix(tmp_pat
 def test_json_and_tsv_files_name_the_line_of_the_bad_byte(tmp_path):
     scores = tmp_path / "empty_scores.json"
     scores.write_bytes(b'{\n "q1": {\n  "d1": 0,\n  "' + LATIN1 + b'": 0\n }\n}\n')
-    with pytest.raises(DataError, match=r"empty_scores.json:4: byte 0xe9 \(column 7, byte offset 28\) is not valid UTF-8"):
+    with pytest.raises(DataError,
+                       match=r"empty_scores.json:4: byte 0xe9 \(column 7, byte offset 28\) is not valid UTF-8"):
         read_json(scores)
     tsv = tmp_path / "test.tsv"
     tsv.write_bytes(b"query-id\tcorpus-id\tscore\nq1\td1\t1\nq2\t" + LATIN1 + b"\t1\n")
@@ -55,7 +56,8 @@ def test_json_and_tsv_files_name_the_line_of_the_bad_byte(tmp_path):
     gz = tmp_path / "queries.jsonl.gz"
     with gzip.open(gz, "wb") as f:
         f.write(b'{"_id": "a", "text": "ok"}\n{"_id": "b", "text": "' + LATIN1 + b'"}\n')
-    with pytest.raises(DataError, match=r"queries.jsonl.gz:2: byte 0xe9 \(column 26, byte offset 52 of the decompressed stream\)"):
+    with pytest.raises(DataError,
+                       match=r"queries.jsonl.gz:2: byte 0xe9 \(column 26, byte offset 52 of the decompressed stream\)"):
         list(iter_jsonl(gz))
 
 
@@ -66,7 +68,8 @@ def test_a_bad_byte_in_the_corpus_is_named_when_iterated_and_when_looked_up(tmp_
         list(DocStore(corpus))
     store = DocStore(corpus)
     assert store.get_many(["a"]) == {"a": ("", "fine")}  # the id index reads ids only
-    with pytest.raises(DataError, match=r"corpus.jsonl \(the line at byte offset 29\): byte 0xe9 \(column 26, byte offset 54\)"):
+    with pytest.raises(DataError,
+                       match=r"corpus.jsonl \(the line at byte offset 29\): byte 0xe9 \(column 26, byte offset 54\)"):
         store.get_many(["b"])
     ids = tmp_path / "ids.jsonl"  # a bad byte inside a document id, met while indexing the ids
     ids.write_bytes(b'{"_id": "' + LATIN1 + b'", "text": "x"}\n')
@@ -88,6 +91,8 @@ def test_an_empty_top_ranked_file_fails_at_load_naming_it(tmp_path):
 
 def test_candidates_names_the_problem_when_no_query_has_a_list(mini, monkeypatch):
     bench = mini.bench
-    monkeypatch.setattr(bench, "candidates", pd.DataFrame({"qid": pd.Series(dtype=object), "docno": pd.Series(dtype=object)}))
-    with pytest.raises(KeyError, match=r"have no candidates in instruct-mini \(10 in all\); no query has a candidate list"):
+    monkeypatch.setattr(bench, "candidates",
+                        pd.DataFrame({"qid": pd.Series(dtype=object), "docno": pd.Series(dtype=object)}))
+    with pytest.raises(KeyError,
+                       match=r"have no candidates in instruct-mini \(10 in all\); no query has a candidate list"):
         mini.candidates()(mini.get_topics("og"))

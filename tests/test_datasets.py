@@ -26,7 +26,8 @@ def test_instruct_mini_is_a_real_benchmark(mini):
     rel_ch = (ch > 0).groupby(level=0).sum()
     assert ((rel_ch / rel_og).between(0.3, 0.7)).all()  # roughly half of the relevant documents drop
     for _, t in base.iterrows():
-        assert t.instruction_changed.startswith(t.instruction_og[:40]) and len(t.instruction_changed) > len(t.instruction_og)
+        assert t.instruction_changed.startswith(t.instruction_og[:40])
+        assert len(t.instruction_changed) > len(t.instruction_og)
 
 
 def test_paired_topics_and_candidates(mini):
@@ -60,15 +61,17 @@ def test_pyterrier_dataset_provider(mini):
 
 
 def test_a_typo_id_names_the_closest_ids_in_every_front_end():
-    """The error comes at creation, from our code (not PyTerrier's bare "not found in provider"), with difflib's guess."""
+    """The error comes at creation, from our code (not PyTerrier's "not found in provider"), with difflib's guess."""
     import ir_datasets
     with pytest.raises(ValueError, match=r"^'instruct:followir/robust4' is not a known dataset id; did you mean "
                                          r"'instruct:followir/robust04'.* List the \d+ ids") as err:
         pt.get_dataset("instruct:followir/robust4")
     assert err.value.__cause__ is None and err.value.__context__ is None
-    with pytest.raises(UnknownDatasetError, match=r"^'followir/robust4' is not a known dataset id; did you mean 'followir/robust04'"):
+    with pytest.raises(UnknownDatasetError,
+                       match=r"^'followir/robust4' is not a known dataset id; did you mean 'followir/robust04'"):
         pti.load_dataset("followir/robust4")
-    with pytest.raises(KeyError, match=r"'instruct/followir/robust4' is not a known dataset id; did you mean 'instruct/followir/robust04'"):
+    with pytest.raises(KeyError, match=r"'instruct/followir/robust4' is not a known dataset id; did you mean "
+                                       r"'instruct/followir/robust04'"):
         ir_datasets.load("instruct/followir/robust4")
     assert ir_datasets.load("instruct/followir/robust04") is not None  # registered ids never reach the pattern
     with pytest.raises(KeyError, match="msmarco-passage/nope"):  # other namespaces keep ir_datasets' own error
@@ -76,19 +79,20 @@ def test_a_typo_id_names_the_closest_ids_in_every_front_end():
 
 
 def test_creating_a_dataset_is_lazy_and_the_first_use_names_the_fix(monkeypatch, tmp_path):
-    """As ir_datasets.load and irds:, creation reads nothing: a missing copy is reported on first use, with the download."""
+    """As ir_datasets.load and irds:, creation reads nothing: a missing copy is reported on first use, with the fix."""
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("PYTERRIER_INSTRUCT_DATA", str(tmp_path))
     ds = pt.get_dataset("instruct:followir/robust04")
     assert repr(ds) == "InstructDataset('followir/robust04')" and ds.measure == "AP@1000"
     uses = {"get_topics": lambda: ds.get_topics(), "get_qrels": lambda: ds.get_qrels(),
             "get_corpus_iter": lambda: next(ds.get_corpus_iter()), "get_results": lambda: ds.get_results(),
-            "text_loader": lambda: ds.text_loader()(pd.DataFrame({"qid": ["1"], "docno": ["d"]})), "provenance": lambda: ds.provenance}
+            "text_loader": lambda: ds.text_loader()(pd.DataFrame({"qid": ["1"], "docno": ["d"]})),
+            "provenance": lambda: ds.provenance}
     for name, use in uses.items():
         with pytest.raises(DataError, match=f"no local copy found \\(looked in {tmp_path}.*HF_HUB_OFFLINE is set.*hf "
                                             "download --repo-type dataset jhu-clsp/robust04-instructions"):
             use()
-    shutil.copytree(bundled_path(), tmp_path / "robust04-instructions")  # the data arrives: the same object now reads it
+    shutil.copytree(bundled_path(), tmp_path / "robust04-instructions")  # data arrives: the same object now reads it
     assert len(ds.get_topics()) == 20 and ds.path == tmp_path / "robust04-instructions"
     assert ds.provenance["pinned_revision"].startswith("a5a1c4f") and ds.provenance["revision"] is None
     assert ds.text_loader() == pti.load_dataset("followir/robust04").text_loader()
@@ -102,7 +106,8 @@ def test_loader_errors_name_the_file(tmp_path):
     shutil.copy(f"{bundled_path()}/top_ranked.jsonl", tmp_path / "ds")
     with open(tmp_path / "ds" / "queries.jsonl", "a") as f:
         f.write('{"_id": "999", "text": "no instructions"}\n')
-    with pytest.raises(DataError, match=r"queries.jsonl:11: missing field\(s\) \['instruction_og', 'instruction_changed'\]"):
+    with pytest.raises(DataError,
+                       match=r"queries.jsonl:11: missing field\(s\) \['instruction_og', 'instruction_changed'\]"):
         pti.load_dataset(str(tmp_path / "ds")).get_topics()
     with pytest.raises(DataError, match="data folder .*none does not exist"):
         pti.load_dataset("followir/robust04", path=str(tmp_path / "none"))
@@ -129,11 +134,12 @@ def test_local_snapshot_of_a_known_name_keeps_provenance(tmp_path):
     assert ds.provenance["pinned_revision"] == "e0144086b45fe31ac125e9ac1a83b6a409bb6ca6"
     # a folder put together by hand is not claimed to be the pinned revision: its content hash records what was read
     assert ds.provenance["revision"] is None and ds.provenance["content_sha256"].startswith("sha256:")
-    same = pti.load_dataset("followir/news21", path=str(tmp_path / "robust04-instructions")).provenance["content_sha256"]
+    folder = str(tmp_path / "robust04-instructions")
+    same = pti.load_dataset("followir/news21", path=folder).provenance["content_sha256"]
     assert same == ds.provenance["content_sha256"]
     with open(tmp_path / "robust04-instructions" / "queries.jsonl", "a") as f:
         f.write("\n")
-    edited = pti.load_dataset("followir/news21", path=str(tmp_path / "robust04-instructions")).provenance["content_sha256"]
+    edited = pti.load_dataset("followir/news21", path=folder).provenance["content_sha256"]
     assert edited != same
     meta = tmp_path / "robust04-instructions" / ".cache" / "huggingface" / "download"
     meta.mkdir(parents=True)  # as `hf download --local-dir` leaves it: the commit it fetched

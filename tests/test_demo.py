@@ -25,7 +25,8 @@ def test_demo_writes_table_plot_and_provenance(tmp_path, capfd):
     prov = json.loads((tmp_path / "provenance.json").read_text())
     assert prov["queries"] == 10 and prov["p-MRR ties"] == "docno"
     versions = prov["versions"]
-    assert {"python", "pyterrier_instruct", "pyterrier", "torch", "transformers", "ir_measures", "ir_datasets"} <= set(versions)
+    assert {"python", "pyterrier_instruct", "pyterrier", "torch", "transformers", "ir_measures",
+            "ir_datasets"} <= set(versions)
     assert versions["pyterrier"] == pt.__version__ and versions["ir_measures"] == ir_measures.__version__
     assert prov["dataset"]["revision"].startswith("bundled with pyterrier-instruct") and prov["dataset"]["path"]
     assert prov["models"] == {}  # --no-neural: BM25 and PoolBM25 load no model
@@ -52,7 +53,7 @@ def test_model_provenance_names_the_snapshot_commit(tmp_path, monkeypatch):
     snapshot.mkdir(parents=True)
     (snapshot / "config.json").write_text("{}")
     local = tmp_path / "models" / "org" / "local"
-    (local / ".cache" / "huggingface" / "download").mkdir(parents=True)  # as huggingface-cli download --local-dir leaves it
+    (local / ".cache" / "huggingface" / "download").mkdir(parents=True)  # as huggingface-cli download --local-dir does
     (local / "config.json").write_text("{}")
     (local / ".cache" / "huggingface" / "download" / "config.json.metadata").write_text("fedcba98\netag\n1.0\n")
     monkeypatch.setenv("PYTERRIER_INSTRUCT_MODELS", str(tmp_path / "models"))

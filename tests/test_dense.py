@@ -31,7 +31,8 @@ def test_candidates_then_model_equals_sentence_transformers(mini, minilm, topics
     st = pytest.importorskip("sentence_transformers")
     model = st.SentenceTransformer(_installed_minilm(), device="cpu")
     q = model.encode((frame["query"] + " " + frame["instruction"]).str.strip().tolist(), normalize_embeddings=True)
-    d = model.encode((frame["title"] + " " + frame["text"]).str.strip().tolist(), normalize_embeddings=True)  # mteb's document text
+    # mteb's document text
+    d = model.encode((frame["title"] + " " + frame["text"]).str.strip().tolist(), normalize_embeddings=True)
     out = (mini.candidates() >> minilm)(topics)
     np.testing.assert_allclose(out["score"].to_numpy(), (q * d).sum(1), atol=2e-5)
     assert out[["qid", "docno"]].values.tolist() == frame[["qid", "docno"]].values.tolist()
@@ -41,7 +42,8 @@ def test_candidates_then_model_equals_sentence_transformers(mini, minilm, topics
 
 def test_title_field_none_encodes_the_text_alone(frame):
     st = pytest.importorskip("sentence_transformers")
-    d = st.SentenceTransformer(_installed_minilm(), device="cpu").encode(frame["text"].tolist(), normalize_embeddings=True)
+    d = st.SentenceTransformer(_installed_minilm(), device="cpu").encode(frame["text"].tolist(),
+                                                                         normalize_embeddings=True)
     model = pti.SBertBiEncoder.all_minilm_l6_v2(title_field=None)
     np.testing.assert_allclose(model.encode_passages(model.passage_strings(frame)), d, atol=2e-5)
 
@@ -75,9 +77,11 @@ def test_readme_example_is_the_demo_system(mini, topics):
     demo = followir_baselines(mini, dense_retrieval=False)["all-MiniLM-L6-v2 (rerank)"]
     assert demo[-1] == pti.SBertBiEncoder.all_minilm_l6_v2()
     readme = mini.candidates() >> pti.SBertBiEncoder.all_minilm_l6_v2()
-    res = pt.Experiment([readme, demo], topics, mini.get_qrels(), [pti.OG("AP@1000"), pti.pMRR], names=["README", "demo"])
+    res = pt.Experiment([readme, demo], topics, mini.get_qrels(), [pti.OG("AP@1000"), pti.pMRR],
+                        names=["README", "demo"])
     measures = [c for c in res.columns if c != "name"]
-    assert len(measures) == 2 and res[measures].iloc[0].tolist() == pytest.approx(res[measures].iloc[1].tolist(), abs=1e-9)
+    assert len(measures) == 2
+    assert res[measures].iloc[0].tolist() == pytest.approx(res[measures].iloc[1].tolist(), abs=1e-9)
     assert res[measures].iloc[0].abs().min() > 0
 
 

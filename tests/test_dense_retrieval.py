@@ -8,7 +8,8 @@ import pandas as pd
 import pyterrier as pt
 import pytest
 
-from pyterrier_instruct.dense import BEIR_PROMPTS, BiEncoder, EmbeddingIndex, Promptriever, SBertBiEncoder, select_prompt
+from pyterrier_instruct.dense import (BEIR_PROMPTS, BiEncoder, EmbeddingIndex, Promptriever, SBertBiEncoder,
+                                      select_prompt)
 from pyterrier_instruct.dense.families import _installed_minilm
 from pyterrier_instruct.dense.selection import evaluate
 
@@ -17,8 +18,8 @@ needs_minilm = pytest.mark.skipif(_installed_minilm() is None, reason="gt-all-mi
 
 @pytest.fixture(scope="module")
 def minilm_runs(mini):
-    """One MiniLM model: the candidates reranked (og and changed), the corpus indexed (its vectors come from the document
-    cache the reranking filled: 280 documents encoded once in all), the topics retrieved."""
+    """One MiniLM model: the candidates reranked (og and changed), the corpus indexed (its vectors come from the
+    document cache the reranking filled: 280 documents encoded once in all), the topics retrieved."""
     model = SBertBiEncoder.all_minilm_l6_v2()
     topics = mini.get_topics()
     rerank = (mini.candidates() >> model)(topics)
@@ -46,11 +47,13 @@ def test_minilm_equals_sentence_transformers(mini, minilm_runs):
 @needs_minilm
 def test_rerank_and_retrieval_give_the_same_scores(minilm_runs):
     rerank, retrieve = minilm_runs["rerank"], minilm_runs["retrieve"]
-    assert len(retrieve) == 20 * 280 and retrieve.groupby("qid")["rank"].apply(lambda r: r.tolist() == list(range(280))).all()
+    assert len(retrieve) == 20 * 280
+    assert retrieve.groupby("qid")["rank"].apply(lambda r: r.tolist() == list(range(280))).all()
     merged = rerank.merge(retrieve, on=["qid", "docno"], suffixes=("_rr", "_rt"))
     assert len(merged) == len(rerank)
     np.testing.assert_allclose(merged.score_rr, merged.score_rt, atol=1e-5)
-    assert {"instruction", "base_qid", "variant"} <= set(retrieve.columns) and list(retrieve.qid.unique()) == list(rerank.qid.unique())
+    assert {"instruction", "base_qid", "variant"} <= set(retrieve.columns)
+    assert list(retrieve.qid.unique()) == list(rerank.qid.unique())
 
 
 @needs_minilm
@@ -72,20 +75,22 @@ def _paired_calls(model, mini):
 
 
 def test_document_cache_encodes_each_document_once(tiny, mini):
-    cached, uncached = Promptriever(tiny["mistral"], max_length=64), Promptriever(tiny["mistral"], max_length=64, doc_cache=False)
+    cached = Promptriever(tiny["mistral"], max_length=64)
+    uncached = Promptriever(tiny["mistral"], max_length=64, doc_cache=False)
     _paired_calls(cached, mini)
     _paired_calls(uncached, mini)
     assert cached.stats.passage_texts == 280 and cached.stats.cache_hits == 280 and cached.stats.query_texts == 20
     assert uncached.stats.passage_texts == 560 and uncached.stats.cache_hits == 0
-    assert cached.stats.forward_passes == 2 * 1 + 9 and uncached.stats.forward_passes == 2 * (1 + 9)  # 280 docs / 32 = 9
+    assert cached.stats.forward_passes == 2 * 1 + 9 and uncached.stats.forward_passes == 2 * (1 + 9)  # 280 / 32 = 9
 
 
 def test_queries_are_deduplicated_on_the_composed_string(tiny):
     model = BiEncoder(tiny["bert"], batch_size=4)
-    frame = pd.DataFrame({"qid": ["1", "1", "2", "3"], "query": ["q", "q", "q", "q "], "instruction": ["a", "a", "b", ""],
-                          "docno": ["d1", "d2", "d1", "d1"], "text": ["x", "y", "x", "x"]})
+    frame = pd.DataFrame({"qid": ["1", "1", "2", "3"], "query": ["q", "q", "q", "q "],
+                          "instruction": ["a", "a", "b", ""], "docno": ["d1", "d2", "d1", "d1"],
+                          "text": ["x", "y", "x", "x"]})
     out = model.scorer()(frame)
-    assert model.stats.query_texts == 3 and model.stats.passage_texts == 2  # "q a", "q b", "q"; never one vector per query
+    assert model.stats.query_texts == 3 and model.stats.passage_texts == 2  # "q a", "q b", "q"; not per query
     assert out.score.iloc[0] != out.score.iloc[2]
 
 
@@ -125,7 +130,8 @@ def test_on_disk_index_roundtrip_and_refusals(tiny, mini, tmp_path):
     corpus = list(mini.get_corpus_iter())[:40]
     built = model.index(iter(corpus), str(tmp_path / "idx"), chunk_size=16)
     reopened = EmbeddingIndex(str(tmp_path / "idx"))
-    assert len(reopened) == 40 and reopened.docnos.tolist() == [d["docno"] for d in corpus] and isinstance(reopened.vectors, np.memmap)
+    assert len(reopened) == 40 and reopened.docnos.tolist() == [d["docno"] for d in corpus]
+    assert isinstance(reopened.vectors, np.memmap)
     topics = mini.get_topics().iloc[:3]
     a = model.retriever(built, num_results=5)(topics)
     b = model.retriever(str(tmp_path / "idx"), num_results=5)(topics)
@@ -137,7 +143,8 @@ def test_on_disk_index_roundtrip_and_refusals(tiny, mini, tmp_path):
     np.testing.assert_allclose(rerank.score, rerank.retrieval_score, atol=1e-5)
     with pytest.raises(FileExistsError):
         model.index(iter(corpus), str(tmp_path / "idx"))
-    assert len(model.index(iter(corpus[:5]), str(tmp_path / "idx"), overwrite=True)) == 5 == len(EmbeddingIndex(str(tmp_path / "idx")))
+    assert len(model.index(iter(corpus[:5]), str(tmp_path / "idx"), overwrite=True)) == 5 == \
+        len(EmbeddingIndex(str(tmp_path / "idx")))
     assert model.index(iter([{"docno": "a\nb", "text": "y"}])).docnos.tolist() == ["a\nb"]  # round-trips
     with pytest.raises(ValueError, match="rebuild it"):
         BiEncoder(tiny["bert"], pooling="cls").retriever(reopened)(topics)
@@ -154,7 +161,8 @@ def test_lazy_retriever_builds_its_index_from_the_document_cache(tiny, mini):
     retriever = model.retriever(corpus=lambda: iter(corpus), num_results=3)
     assert not retriever.index.built() and model.stats.passage_texts == 20
     out = retriever(pd.DataFrame({"qid": ["1"], "query": ["q"]}))
-    assert model.stats.passage_texts == 30 and model.stats.cache_hits == 20 and len(out) == 3 and len(retriever.index) == 30
+    assert model.stats.passage_texts == 30 and model.stats.cache_hits == 20 and len(out) == 3
+    assert len(retriever.index) == 30
     with pytest.raises(ValueError, match="corpus"):
         model.retriever()
 
@@ -175,7 +183,8 @@ def test_prompt_selection_costs_one_corpus_and_ten_query_encodings(tiny, mini):
     system = mini.candidates() >> model.scorer()
     sel = select_prompt(system, topics, qrels, BEIR_PROMPTS, sample=4, seed=1)
     assert len(sel.scores) == 10 and len(sel.dev_qids) == 4 and sel.best is None
-    assert model.stats.query_texts == 10 * 4 and model.stats.passage_texts == 4 * 28 and model.stats.cache_hits == 9 * 4 * 28
+    assert model.stats.query_texts == 10 * 4 and model.stats.passage_texts == 4 * 28
+    assert model.stats.cache_hits == 9 * 4 * 28
     assert sel.selected == int(np.argmax(sel.scores["dev"])) and sel.selected_prompt == BEIR_PROMPTS[sel.selected]
 
 
@@ -195,7 +204,8 @@ def test_prompt_selection_picks_dev_argmax_and_reports_the_oracle(mini):
     sel = select_prompt(system, dev, qrels, sample=None, test_topics=test, test_qrels=qrels, no_prompt=True)
     assert (sel.selected, sel.best) == (4, 7) and sel.summary()["selected"] == 5 and sel.summary()["best"] == 8
     assert sel.scores["dev"].iloc[4] == 1.0 and sel.scores["test"].iloc[7] == 1.0 and sel.none["test"] < 1.0
-    flat = select_prompt(mini.candidates() >> pt.apply.doc_score(lambda df: np.zeros(len(df)), batch_size=64), dev, qrels)
+    flat = select_prompt(mini.candidates() >> pt.apply.doc_score(lambda df: np.zeros(len(df)), batch_size=64), dev,
+                         qrels)
     assert flat.selected == 0  # ties: the lowest prompt index
     run = system(dev.assign(instruction=good["dev"]))
     assert evaluate(run, qrels, "nDCG@10", dev.qid) == 1.0
@@ -248,7 +258,8 @@ def test_bad_configuration_and_input():
 
 def test_repr_equality_and_hash():
     a, b = BiEncoder("m", pooling="eos", batch_size=8), BiEncoder("m", pooling="eos", batch_size=8)
-    assert repr(a) == "BiEncoder('m', pooling='eos', batch_size=8)" and a == b and hash(a) == hash(b) and a != BiEncoder("m")
+    assert repr(a) == "BiEncoder('m', pooling='eos', batch_size=8)" and a == b and hash(a) == hash(b)
+    assert a != BiEncoder("m")
     assert repr(a.scorer()) == "BiEncoder('m', pooling='eos', batch_size=8).scorer()" and a.scorer() == b.scorer()
     assert a.query_encoder() == b.query_encoder() and a.doc_encoder() != a.query_encoder()
     assert SBertBiEncoder("m") != BiEncoder("m", strip=False)
@@ -260,7 +271,8 @@ def test_mode_dispatch_equals_the_explicit_stages(tiny, mini):
     topics = mini.get_topics().iloc[:4]
     docs = pd.DataFrame(list(mini.get_corpus_iter())[:12])
     cands = (mini.candidates() >> pt.RankCutoff(5))(topics)
-    pairs = [(topics, model.query_encoder(), "query_vec"), (docs, model.doc_encoder(), "doc_vec"), (cands, model.scorer(), "score")]
+    pairs = [(topics, model.query_encoder(), "query_vec"), (docs, model.doc_encoder(), "doc_vec"),
+             (cands, model.scorer(), "score")]
     for frame, stage, column in pairs:
         direct, explicit = model(frame), stage(frame)
         assert list(direct.columns) == list(explicit.columns) and column in direct.columns
@@ -303,7 +315,9 @@ def test_flex_index_by_plain_composition_equals_the_builtin_index(tiny, mini, tm
     got = (model >> flex.np_retriever(num_results=7))(topics)
     want = model.retriever(model.index(iter(corpus)), num_results=7)(topics)
     assert len(got) == len(want) == 4 * 7
-    assert got[["qid", "docno", "rank"]].astype(str).values.tolist() == want[["qid", "docno", "rank"]].astype(str).values.tolist()
+    assert got[["qid", "docno", "rank"]].astype(str).values.tolist() == \
+        want[["qid", "docno", "rank"]].astype(str).values.tolist()
     np.testing.assert_allclose(got["score"].to_numpy(dtype="float64"), want["score"].to_numpy(), atol=1e-5)
     vecs = np.stack(model.doc_encoder()(pd.DataFrame(corpus))["doc_vec"])
-    np.testing.assert_allclose(flex.vec_loader()(pd.DataFrame({"docno": [d["docno"] for d in corpus]}))["doc_vec"].tolist(), vecs, atol=1e-6)
+    loaded = flex.vec_loader()(pd.DataFrame({"docno": [d["docno"] for d in corpus]}))["doc_vec"].tolist()
+    np.testing.assert_allclose(loaded, vecs, atol=1e-6)

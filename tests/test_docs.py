@@ -2,8 +2,8 @@
 of one page sharing one namespace, in a scratch folder. None is skipped: what a block needs and a CI machine lacks
 (7B weights, vLLM and a GPU, an API server, the benchmark files) is provided by the public stand-ins of
 :mod:`pyterrier_instruct.testing` (tiny random models where the hub ids resolve, a chat server on loopback), the vLLM
-stand-in (tests/fake_vllm.py) and the miniature snapshots at ``$PYTERRIER_INSTRUCT_DATA`` (tests/conftest.py), built once
-per test session."""
+stand-in (tests/fake_vllm.py) and the miniature snapshots at ``$PYTERRIER_INSTRUCT_DATA`` (tests/conftest.py), built
+once per test session."""
 from __future__ import annotations
 
 import os
@@ -41,7 +41,7 @@ def standins(standin_models):
     server = testing.chat_server()
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("PYTERRIER_INSTRUCT_MODELS", str(standin_models))
-        mp.setenv("PYTERRIER_INSTRUCT_DATA", os.environ["PYTERRIER_INSTRUCT_DATA"])  # restored after a page's testing.install()
+        mp.setenv("PYTERRIER_INSTRUCT_DATA", os.environ["PYTERRIER_INSTRUCT_DATA"])  # restored after testing.install()
         mp.setenv("OPENAI_BASE_URL", server.url)
         mp.setenv("VLLM_BASE_URL", server.url)
         mp.setenv("OPENAI_API_KEY", "sk-docs-stand-in")

@@ -39,7 +39,8 @@ def test_experiment_pmrr_equals_function(mini, runs):
 def test_experiment_perquery_and_significance(mini, runs):
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
-        pq = pt.Experiment(list(runs.values()), mini.get_topics(), mini.get_qrels(), [pti.pMRR], names=list(runs), perquery=True)
+        pq = pt.Experiment(list(runs.values()), mini.get_topics(), mini.get_qrels(), [pti.pMRR], names=list(runs),
+                           perquery=True)
     assert not pq.value.isna().any() and set(pq.qid) == {f"{q}-og" for q in range(101, 111)}  # no NaN -changed rows
     assert not [w for w in record if "not found in qrels" in str(w.message)]
     pool = pq[pq.name == "PoolBM25"]
@@ -77,7 +78,8 @@ def test_followir_experiment_helper(mini, runs):
 
 def test_ties_input_uses_run_row_order():
     # all scores tied: docno ties rank "b" before "a"; input ties keep the candidate order.
-    run = pd.DataFrame({"qid": ["1-og", "1-og", "1-changed", "1-changed"], "docno": ["a", "b", "b", "a"], "score": [0.0] * 4})
+    run = pd.DataFrame({"qid": ["1-og", "1-og", "1-changed", "1-changed"], "docno": ["a", "b", "b", "a"],
+                        "score": [0.0] * 4})
     qrels = pti.paired_qrels({"og": pd.DataFrame({"qid": ["1"], "docno": ["a"], "label": [1]}),
                               "changed": pd.DataFrame({"qid": ["1"], "docno": ["a"], "label": [0]})})
     ir_run = run.rename(columns={"qid": "query_id", "docno": "doc_id"})
@@ -90,8 +92,8 @@ def test_followir_experiment_names_a_system_that_skips_paired_topics(mini):
     pool = mini.candidates() >> pti.PoolBM25()
     drops = pool >> pt.apply.generic(lambda r: r[~r["qid"].isin(["102-changed", "108-og"])])
     with pytest.raises(ValueError, match=r"pMRR of 'drops': 2 base queries are skipped because the run has no rows for "
-                                         r"their -og or -changed topic .*\(\['102', '108'\]\).*: a system returned no documents for some "
-                                         "-og/-changed topics of instruct-mini"):
+                                         r"their -og or -changed topic .*\(\['102', '108'\]\).*: a system returned no "
+                                         "documents for some -og/-changed topics of instruct-mini"):
         pti.followir_experiment([pool, drops], mini, names=["full", "drops"])
     # pt.Experiment itself averages p-MRR over the queries it has, as pti.pmrr does, and says which it skipped
     with warnings.catch_warnings(record=True) as caught:
@@ -177,7 +179,8 @@ def test_mixed_measures_perquery_has_no_nan_rows_and_both_agrees(mini, runs):
 
 
 def test_perquery_still_backfills_topics_absent_from_the_qrels(mini, runs):
-    topics = pd.concat([mini.get_topics(), pd.DataFrame({"qid": ["999-og"], "query": ["unjudged"], "instruction": [""]})],
+    topics = pd.concat([mini.get_topics(),
+                        pd.DataFrame({"qid": ["999-og"], "query": ["unjudged"], "instruction": [""]})],
                        ignore_index=True)
     run = runs["PoolBM25"](mini.get_topics())
     with pytest.warns(UserWarning, match=r"^1 topic\(s\) not found in qrels"):
@@ -215,7 +218,7 @@ def test_column_order_follows_the_given_order_for_every_hash_seed():
     assert outputs == {"name|OG(AP@1000)|pMRR|OG(nDCG@5)\nname|nDCG@5|pMRR|AP@1000\n"}
 
 
-# --- plain experiments are PyTerrier's own -----------------------------------------------------------------------------
+# --- plain experiments are PyTerrier's own ----------------------------------------------------------------------------
 
 def _plain_outputs(mini, runs):
     """Plain (trec_eval-only) experiments in every output form, as text."""
@@ -227,7 +230,8 @@ def _plain_outputs(mini, runs):
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
         out.append(pt.Experiment(systems, topics, qrels, ms, names=names).to_csv())
-        out.append(pt.Experiment(systems, topics, qrels, ms, names=names, baseline=0, correction="holm", round=4).to_csv())
+        holm = pt.Experiment(systems, topics, qrels, ms, names=names, baseline=0, correction="holm", round=4)
+        out.append(holm.to_csv())
         out.append(pt.Experiment(systems, topics, qrels, ms, names=names, perquery=True).to_csv())
         both = pt.Experiment(frames, extra, qrels, ms, names=names, perquery="both")
         out += [both[0].to_csv(), both[1].to_csv()]
@@ -268,8 +272,8 @@ def test_layer_is_off_outside_the_tested_pyterrier_versions(monkeypatch, mini, r
         assert _pt_compat.install().startswith("inactive: pyterrier 1.2.0 is outside the tested range 1.1.0–1.1.2")
         for measures in (MIXED, ["pMRR", AP @ 1000], [pti.OG(nDCG @ 5), "map"]):
             with pytest.raises(RuntimeError, match=r"pt.Experiment with pyterrier_instruct's measures \(.+\) beside "
-                               r"standard ones \(.+\) .* tested on PyTerrier 1.1.0–1.1.2 and is off on PyTerrier 1.2.0.*"
-                               r"separate pt.Experiment calls, or install a tested PyTerrier \(pip install "
+                               r"standard ones \(.+\) .* tested on PyTerrier 1.1.0–1.1.2 and is off on PyTerrier "
+                               r"1.2.0.*separate pt.Experiment calls, or install a tested PyTerrier \(pip install "
                                r"'pyterrier>=1.1.0,<=1.1.2'\)"):
                 pt.Experiment([counting], topics, qrels, measures)
         assert calls == []
@@ -283,17 +287,19 @@ def test_layer_is_off_outside_the_tested_pyterrier_versions(monkeypatch, mini, r
     assert hasattr(pt.Experiment, "__wrapped__")
 
 
-# --- batch_size --------------------------------------------------------------------------------------------------------
+# --- batch_size -------------------------------------------------------------------------------------------------------
 
 def test_batch_size_that_splits_variants_is_refused_before_any_system_runs(mini):
     calls = []
     counting = pt.apply.generic(lambda r: calls.append(len(r)) or r) >> mini.candidates() >> pti.PoolBM25()
-    for plan, where in (("linear", r" \('102' in batches \[1, 2\]; '105' in batches \[3, 4\]; '108' in batches \[5, 6\]\)"),
+    for plan, where in (("linear",
+                         r" \('102' in batches \[1, 2\]; '105' in batches \[3, 4\]; '108' in batches \[5, 6\]\)"),
                         ("tree", r" \('10\d' in batches \[\d, \d\]")):
         with pytest.raises(ValueError, match=r"pt.Experiment\(batch_size=3\) would evaluate the variants of \d+ base "
                                              rf"queries in different batches{where}.*the measures pMRR compare.*"
                                              r"Drop batch_size=.*batch_size=2 keeps them together"):
-            pt.Experiment([counting], mini.get_topics(), mini.get_qrels(), [pti.pMRR, AP @ 1000], batch_size=3, plan=plan)
+            pt.Experiment([counting], mini.get_topics(), mini.get_qrels(), [pti.pMRR, AP @ 1000], batch_size=3,
+                          plan=plan)
     assert set(calls) == {0}  # no topic ran: only PyTerrier's inspection (validate='warn') called it on empty frames
     shuffled = mini.get_topics().sort_values("variant", kind="stable")  # all -changed after all -og
     with pytest.raises(ValueError, match=r"variants of 10 base queries.*order the topics so that each query's variants "
@@ -314,7 +320,8 @@ def test_batch_size_that_splits_a_robustness_group_is_refused():
     rng = np.random.default_rng(1)
     qids = [f"q{g}_{i}" for g in range(3) for i in range(3)]
     qrels = pd.DataFrame({"qid": qids, "docno": "d0", "label": 1})
-    run = pd.DataFrame({"qid": np.repeat(qids, 2), "docno": ["d0", "d1"] * len(qids), "score": rng.random(2 * len(qids))})
+    run = pd.DataFrame({"qid": np.repeat(qids, 2), "docno": ["d0", "d1"] * len(qids),
+                        "score": rng.random(2 * len(qids))})
     topics = pd.DataFrame({"qid": qids, "query": "q"})
     system = pt.Transformer.from_df(run)
     with pytest.raises(ValueError, match=r"'q0' in batches \[1, 2\].*batch_size=3 keeps them together"):
@@ -327,7 +334,7 @@ def test_batch_size_that_splits_a_robustness_group_is_refused():
         pytest.approx(res.loc[0, "Robustness@10"], abs=1e-12)
 
 
-# --- the upstream patch does what the layer does ------------------------------------------------------------------------
+# --- the upstream patch does what the layer does ----------------------------------------------------------------------
 
 PATCH = Path(__file__).parents[1] / "docs" / "upstream" / "pyterrier-mean-of-measures.patch"
 MIXED_SCRIPT = (
@@ -342,7 +349,8 @@ MIXED_SCRIPT = (
     "ms = [pti.pMRR, AP@1000, nDCG@5]\n"
     "print(pt.__file__, _pt_compat.STATUS)\n"
     "print(pt.Experiment([run, other], topics, qrels, ms, names=['a', 'b'], baseline=0).to_csv())\n"
-    "print(pt.Experiment([run, other], topics, qrels, [pti.OG(nDCG@5), pti.pMRR], names=['a', 'b'], perquery=True).to_csv())\n"
+    "print(pt.Experiment([run, other], topics, qrels, [pti.OG(nDCG@5), pti.pMRR], names=['a', 'b'], "
+    "perquery=True).to_csv())\n"
 )
 
 
@@ -362,5 +370,6 @@ def test_upstream_patch_applies_to_pyterrier_and_gives_the_layers_results(tmp_pa
                               check=True)
         first, _, rest = done.stdout.partition("\n")
         outputs[kind] = rest
-        assert (str(tmp_path) in first) == (kind == "patched") and first.endswith("active" if kind == "layer" else "uninstalled")
+        assert (str(tmp_path) in first) == (kind == "patched")
+        assert first.endswith("active" if kind == "layer" else "uninstalled")
     assert outputs["patched"] == outputs["layer"] and ",pMRR,AP@1000,nDCG@5,pMRR +" in outputs["layer"]

@@ -19,7 +19,8 @@ from pyterrier_instruct.evaluation.runs import FINGERPRINT_SUFFIX
 def _systems():
     topics, qrels, run = _tiny_paired(6)
     other = run.assign(score=run["score"][::-1].to_numpy())
-    return topics, qrels, pt.Transformer.from_df(pt.model.add_ranks(run)), pt.Transformer.from_df(pt.model.add_ranks(other))
+    a, b = (pt.Transformer.from_df(pt.model.add_ranks(r)) for r in (run, other))
+    return topics, qrels, a, b
 
 
 def _saved_run_warnings(record):
@@ -44,9 +45,9 @@ def test_another_system_under_the_same_name_is_computed_again_not_read_back(tmp_
         second = pt.Experiment([b], topics, qrels, ms, names=["model"], **saved)
     pd.testing.assert_frame_equal(second, own_b)  # B's own numbers, not A's run read back
     [warned] = _saved_run_warnings(record)
-    assert str(warned.message).startswith(f"pt.Experiment(save_dir={str(tmp_path)!r}, save_mode='reuse'): the saved run "
-                                          f"{str(tmp_path / 'model.res.gz')!r} was written by another system under the "
-                                          "name 'model'")
+    assert str(warned.message).startswith(f"pt.Experiment(save_dir={str(tmp_path)!r}, save_mode='reuse'): the saved "
+                                          f"run {str(tmp_path / 'model.res.gz')!r} was written by another system under "
+                                          "the name 'model'")
     assert warned.filename == __file__  # the user's line, not the package's
 
     # the same system again: read back, unchanged, no warning
@@ -73,8 +74,9 @@ def test_without_the_package_measures_reuse_stays_pyterriers_and_an_unfingerprin
     # PyTerrier keys the run by name: B under A's name gets A's run back
     pd.testing.assert_frame_equal(pt.Experiment([b], topics, qrels, [nDCG @ 5], names=["model"], **saved), own_a)
     # with a package measure, a run without a fingerprint cannot be checked: reused as PyTerrier does, and named
-    with pytest.warns(UserWarning, match=r"the saved run '.*model.res.gz' has no fingerprint beside it .* it is reused as "
-                                         r"PyTerrier does, by name. Delete it to compute it again"):
+    with pytest.warns(UserWarning,
+                      match=r"the saved run '.*model.res.gz' has no fingerprint beside it .* it is reused as "
+                            r"PyTerrier does, by name. Delete it to compute it again"):
         pt.Experiment([b], topics, qrels, [pti.pMRR, nDCG @ 5], names=["model"], **saved)
 
 

@@ -33,7 +33,8 @@ def unreachable_hub(monkeypatch, tmp_path):
 
 
 def test_an_unreachable_hub_is_one_data_error_naming_path_and_the_data_root(unreachable_hub, monkeypatch):
-    monkeypatch.setattr(source, "_download", lambda entry: pytest.fail("no download is tried when the hub cannot be reached"))
+    monkeypatch.setattr(source, "_download",
+                        lambda entry: pytest.fail("no download is tried when the hub cannot be reached"))
     with pytest.raises(DataError) as err:
         pti.load_dataset("followir/robust04").get_topics()
     text = str(err.value)
@@ -54,7 +55,8 @@ def test_a_failing_download_is_one_data_error(monkeypatch, tmp_path):
         raise RuntimeError("500 Server Error: Internal Server Error for url: https://huggingface.co/api/datasets/x")
 
     monkeypatch.setattr(source, "_download", fails)
-    with pytest.raises(DataError, match=r"the download of jhu-clsp/robust04-instructions failed \(RuntimeError: 500 Server"):
+    with pytest.raises(DataError,
+                       match=r"the download of jhu-clsp/robust04-instructions failed \(RuntimeError: 500 Server"):
         pti.load_dataset("followir/robust04").get_topics()
 
 
@@ -96,7 +98,8 @@ def test_hub_ids_are_not_paths():
 
 
 @pytest.mark.parametrize("args,expected", [
-    (["--dataset", "followir/robust4"], "'followir/robust4' is not a known dataset id; did you mean 'followir/robust04'"),
+    (["--dataset", "followir/robust4"],
+     "'followir/robust4' is not a known dataset id; did you mean 'followir/robust04'"),
     (["--dataset", "followir/robust04", "--path", "/nope"], "followir/robust04: the data folder /nope does not exist"),
 ])
 def test_cli_data_errors_are_one_line_and_exit_2(args, expected, capsys, tmp_path):
@@ -126,7 +129,8 @@ def test_measures_by_name_in_pt_experiment(mini):
 
 
 def test_a_typo_in_a_wrapped_measure_names_it():
-    with pytest.raises(ValueError, match=r"OG\('AP@100O'\): 'AP@100O' is not a measure ir_measures can read .*letter O"):
+    with pytest.raises(ValueError,
+                       match=r"OG\('AP@100O'\): 'AP@100O' is not a measure ir_measures can read .*letter O"):
         pti.OG("AP@100O")
     assert pti.OG("AP@1000") == pti.OG(__import__("ir_measures").AP @ 1000)
 
@@ -154,7 +158,7 @@ def test_progress_bars_are_tqdm_auto_unless_the_user_chose_a_type(monkeypatch, m
 
 
 def test_reused_saved_runs_raise_no_missing_instruction_alarm(mini, tmp_path):
-    """A run read back from ``save_dir`` (TREC files keep no topic columns) is not a run that never saw the instructions."""
+    """A run read back from ``save_dir`` (TREC files keep no topic columns) is not a run blind to the instructions."""
     import warnings
     import pyterrier as pt
     system = mini.candidates() >> pti.PoolBM25(verbose=False)
@@ -162,7 +166,8 @@ def test_reused_saved_runs_raise_no_missing_instruction_alarm(mini, tmp_path):
     for attempt in ("fresh", "reused"):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            pt.Experiment([system], topics, qrels, ["pMRR"], names=["pool » PoolBM25"], save_dir=str(tmp_path), save_mode="reuse")
+            pt.Experiment([system], topics, qrels, ["pMRR"], names=["pool » PoolBM25"], save_dir=str(tmp_path),
+                          save_mode="reuse")
         assert not [w for w in caught if "no 'instruction' column" in str(w.message)], attempt
     assert (tmp_path / "pool » PoolBM25.res.gz").exists()
     without = system >> pt.apply.generic(lambda df: df.drop(columns=["instruction"]))
@@ -176,7 +181,8 @@ def test_an_empty_folder_for_an_original_layout_id_names_that_layout(tmp_path):
         pti.load_dataset("followir/robust04", path=str(tmp_path / "empty")).get_topics()
     text = str(err.value)
     assert "expected the original FollowIR layout" in text and "mteb layout" not in text.split("missing:")[0]
-    assert "missing: queries.jsonl, corpus.jsonl, qrels_og/test.jsonl, qrels_changed/test.jsonl, top_ranked.jsonl" in text
+    assert ("missing: queries.jsonl, corpus.jsonl, qrels_og/test.jsonl, qrels_changed/test.jsonl, "
+            "top_ranked.jsonl") in text
     with pytest.raises(DataError, match=r"missing config folder .*queries \(mteb layout"):  # the mteb id names its own
         pti.load_dataset("followir/robust04/mteb", path=str(tmp_path / "empty")).get_topics()
 
@@ -192,7 +198,8 @@ def test_cli_rows_are_labelled_by_the_checkpoint_used():
     import argparse
     from pyterrier_instruct.reproduce.arguments import Row
     from pyterrier_instruct.reproduce.systems import row_name
-    rows = {"monot5-base": Row("MonoT5-base", "MonoT5-base", "castorini/monot5-base-msmarco-10k"), "bm25": Row("BM25", "BM25")}
+    rows = {"monot5-base": Row("MonoT5-base", "MonoT5-base", "castorini/monot5-base-msmarco-10k"),
+            "bm25": Row("BM25", "BM25")}
     default = argparse.Namespace(models={"monot5-base": "castorini/monot5-base-msmarco-10k"})
     assert row_name(rows, "monot5-base", default) == "MonoT5-base" and row_name(rows, "bm25", default) == "BM25"
     own = argparse.Namespace(models={"monot5-base": "./checkpoints/my-monot5/"})

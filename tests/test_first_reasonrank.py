@@ -1,13 +1,13 @@
 """FIRST and ReasonRank against rank_llm 0.26.0 itself (its code unchanged, installed outside site-packages; see
 ``test_rank_llm_parity.py``), on tiny random weights built here.
 
-FIRST: rank_llm's ``RankListwiseOSLLM(use_logits=True, use_alpha=True)`` runs on a stand-in vLLM engine whose first-token
-top-30 log-probabilities come from the tiny model itself (transformers, float32); its prompts (``prompt + "["``) must be
-byte-identical to ours with an empty instruction, and each of its windows ranked by our full identifier log-probabilities
-must give its order wherever all the window's identifiers are in its top 30 (the rest are counted). ReasonRank: rank_llm's
-``reasonrank_template.yaml`` with ``is_thinking`` on a scripted engine: every window's prompt, token ids and budgets
-(min = ranking tokens, max = reasoning budget + ranking tokens), the repair of answers with and without ``</think>``,
-and the final rankings."""
+FIRST: rank_llm's ``RankListwiseOSLLM(use_logits=True, use_alpha=True)`` runs on a stand-in vLLM engine whose
+first-token top-30 log-probabilities come from the tiny model itself (transformers, float32); its prompts (``prompt +
+"["``) must be byte-identical to ours with an empty instruction, and each of its windows ranked by our full identifier
+log-probabilities must give its order wherever all the window's identifiers are in its top 30 (the rest are counted).
+ReasonRank: rank_llm's ``reasonrank_template.yaml`` with ``is_thinking`` on a scripted engine: every window's prompt,
+token ids and budgets (min = ranking tokens, max = reasoning budget + ranking tokens), the repair of answers with and
+without ``</think>``, and the final rankings."""
 import os
 import re
 import sys
@@ -59,7 +59,7 @@ def letter_model(base: str, folder) -> str:
     with torch.no_grad():
         model.model.embed_tokens.weight[:, 0] += 4.0
         model.lm_head.weight[ids[:8], 0] += 0.6
-        model.lm_head.weight[ids[9]] = model.lm_head.weight[ids[8]]  # J just above I: where rank_llm appends them unseen
+        model.lm_head.weight[ids[9]] = model.lm_head.weight[ids[8]]  # J just above I: where rank_llm puts them unseen
         model.lm_head.weight[ids[9], 0] += 0.01                       # in input order (I, J), the logits say J, I
     model.save_pretrained(path)
     return path
@@ -103,7 +103,8 @@ def top30_engine(seen, lock):
             output = SimpleNamespace(text=texts[0], token_ids=[order[0]], logprobs=[entry])
             yield SimpleNamespace(finished=True, prompt_token_ids=ids, outputs=[output])
 
-    return SimpleNamespace(AsyncEngineArgs=lambda **kw: SimpleNamespace(kw=kw), SamplingParams=lambda **kw: SimpleNamespace(**kw),
+    return SimpleNamespace(AsyncEngineArgs=lambda **kw: SimpleNamespace(kw=kw),
+                           SamplingParams=lambda **kw: SimpleNamespace(**kw),
                            AsyncLLMEngine=SimpleNamespace(from_engine_args=Engine))
 
 
@@ -129,17 +130,20 @@ class Prepared(HFBackend):
         return prompt
 
 
-# -- FIRST ---------------------------------------------------------------------------------------------------------------
+# -- FIRST -------------------------------------------------------------------------------------------------------------
 def test_first_prompt_is_rank_llm_026_alpha_template():
     p = LISTWISE["first"]
-    msgs = pti.ListwiseReranker(FunctionBackend(lambda s: ""), style="first", window_size=3, stride=1).messages("what is [1]?", ["x [2]", "y", "z"])
-    assert msgs[0]["content"] == "You are RankLLM, an intelligent assistant that can rank passages based on their relevancy to the query"
+    first = pti.ListwiseReranker(FunctionBackend(lambda s: ""), style="first", window_size=3, stride=1)
+    msgs = first.messages("what is [1]?", ["x [2]", "y", "z"])
+    assert msgs[0]["content"] == \
+        "You are RankLLM, an intelligent assistant that can rank passages based on their relevancy to the query"
     assert msgs[1]["content"] == (
-        "I will provide you with 3 passages, each indicated by an alphabetical identifier []. Rank the passages based on their "
-        "relevance to the search query: what is (1)?.\n[A] x (2)\n[B] y\n[C] z\nSearch Query: what is (1)?.\nRank the 3 passages "
-        "above based on their relevance to the search query. All the passages should be included and listed using identifiers, "
-        "in descending order of relevance. The output format should be [] > [], e.g., [B] > [A], Answer concisely and directly "
-        "and only respond with the ranking results, do not say any word or explain.")
+        "I will provide you with 3 passages, each indicated by an alphabetical identifier []. Rank the passages based "
+        "on their relevance to the search query: what is (1)?.\n[A] x (2)\n[B] y\n[C] z\nSearch Query: what is "
+        "(1)?.\nRank the 3 passages above based on their relevance to the search query. All the passages should be "
+        "included and listed using identifiers, in descending order of relevance. The output format should be [] > [], "
+        "e.g., [B] > [A], Answer concisely and directly and only respond with the ranking results, do not say any word "
+        "or explain.")
     assert p.alpha and p.fixed_words and not LISTWISE["reasonrank"].alpha
     with pytest.raises(ValueError, match="at most 26"):
         pti.FIRST(window_size=27)
@@ -157,8 +161,9 @@ def short_queries():
     for q, n in enumerate([30, 12, 10, 8, 7, 6, 5, 4, 3, 2, 1]):
         g = df[df.qid == f"q{q}"].head(1)
         for j in range(n):
-            rows.append({**g.iloc[0].to_dict(), "qid": f"q{q}", "docno": f"q{q}d{j}", "title": ["", f"Study {j}"][j % 2],
-                         "text": f"passage {j} on [{j}] claim {(j * 7) % 11} trial", "score": float(n - j)})
+            rows.append({**g.iloc[0].to_dict(), "qid": f"q{q}", "docno": f"q{q}d{j}",
+                         "title": ["", f"Study {j}"][j % 2], "text": f"passage {j} on [{j}] claim {(j * 7) % 11} trial",
+                         "score": float(n - j)})
     return pd.DataFrame(rows)
 
 
@@ -166,8 +171,8 @@ def test_first_matches_rank_llm_026_where_its_top_30_holds_every_identifier(rank
     path = models["letters"]
     seen, lock = [], threading.Lock()
     df = short_queries()
-    ref, results = run_rank_llm(monkeypatch, top30_engine(seen, lock), df, model=path, context_size=4096, use_logits=True,
-                                use_alpha=True, window_size=10, stride=5)
+    ref, results = run_rank_llm(monkeypatch, top30_engine(seen, lock), df, model=path, context_size=4096,
+                                use_logits=True, use_alpha=True, window_size=10, stride=5)
     assert len(seen) == 16 and all((s[2].max_tokens, s[2].min_tokens, s[2].logprobs) == (1, 1, 30) for s in seen)
 
     backend = Prepared(path)
@@ -310,8 +315,8 @@ def tok_render(ref, messages) -> str:
 def test_first_one_forward_pass_per_window_and_batches_across_queries(models):
     backend = HFBackend(models["letters"], batch_size=4)
     first = pti.FIRST(backend=backend, window_size=4, stride=2, depth=8, verbose=False)
-    df = pd.DataFrame([{"qid": f"q{q}", "query": f"query {q}", "docno": f"q{q}d{j}", "text": f"passage {j} about {q}", "score": -j}
-                       for q in range(3) for j in range(8)])
+    df = pd.DataFrame([{"qid": f"q{q}", "query": f"query {q}", "docno": f"q{q}d{j}", "text": f"passage {j} about {q}",
+                        "score": -j} for q in range(3) for j in range(8)])
     calls = []
     real = backend.next_token_logprobs
     backend.next_token_logprobs = lambda ids, allowed: calls.append((len(ids), allowed)) or real(ids, allowed=allowed)
@@ -334,7 +339,7 @@ def test_first_on_vllm_equals_transformers(models, monkeypatch):
     (llm,) = fake_vllm.instances
     assert llm.init_args["logprobs_mode"] == "processed_logprobs"
     params = [c["params"] for c in llm.calls]
-    if getattr(params[0], "logprob_token_ids", None):  # vLLM >= 0.22.1: the identifiers' values named, nothing whitelisted
+    if getattr(params[0], "logprob_token_ids", None):  # vLLM >= 0.22.1: identifiers' values named, nothing whitelisted
         assert all(p.max_tokens == 1 and len(p.logprob_token_ids) >= 2 and not p.allowed_token_ids for p in params)
     else:  # older vLLM: the identifiers whitelisted, their processed log-probabilities
         assert all(p.max_tokens == 1 and p.allowed_token_ids and p.logprobs == len(p.allowed_token_ids) for p in params)
@@ -342,7 +347,7 @@ def test_first_on_vllm_equals_transformers(models, monkeypatch):
     assert repr(first) == f"FIRST({models['letters']!r}, backend='vllm', context_size=2048, verbose=False)"
 
 
-# -- ReasonRank ------------------------------------------------------------------------------------------------------------
+# -- ReasonRank --------------------------------------------------------------------------------------------------------
 def reasoned(text: str) -> str:
     """A scripted reasoning model: the ranking of :func:`script` after ``<think>…</think>``, or a truncated reasoning
     (no ``</think>``: its own ids are parsed first), or two ``</think>`` (the last counts)."""
@@ -365,17 +370,17 @@ def test_reasonrank_matches_rank_llm_026_window_by_window(rank_llm_026, models, 
     seen, lock = [], threading.Lock()
     df = queries()
     template = rank_llm_026 / "rank_llm" / "rerank" / "prompt_templates" / "reasonrank_template.yaml"
-    _, results = run_rank_llm(monkeypatch, scripted_engine(seen, lock, reasoned), df, model=path, context_size=2048, is_thinking=True,
-                              reasoning_token_budget=64, prompt_template_path=str(template))
+    _, results = run_rank_llm(monkeypatch, scripted_engine(seen, lock, reasoned), df, model=path, context_size=2048,
+                              is_thinking=True, reasoning_token_budget=64, prompt_template_path=str(template))
     backend = Scripted(path)
     r = pti.ReasonRank(backend=backend, context_size=2048, max_output_tokens=64)
     out = r(df)
     assert len(seen) == len(backend.seen) == 37
     assert compare([s[:2] for s in backend.seen], [s[:2] for s in seen]) == (37, 37)  # text and token ids
-    assert compare([s[2:] for s in backend.seen], [s[2:] for s in seen]) == (37, 37)  # max = 64 + ranking, min = ranking
+    assert compare([s[2:] for s in backend.seen], [s[2:] for s in seen]) == (37, 37)  # max 64 + ranking, min ranking
     assert all(mx == mn + 64 for _, _, mx, mn in seen) and seen[0][0].startswith("<|im_start|>system\nYou are RankLLM")
     assert our_rankings(out) == rankings_of(results)
-    assert any(len(s[1]) > 1800 for s in seen) and r.stats["repaired"] > 0  # the word budget loop and the repair both ran
+    assert any(len(s[1]) > 1800 for s in seen) and r.stats["repaired"] > 0  # the word budget loop and the repair ran
     # each row carries the reasoning of the last window it was in
     top = out[out.qid == "q0"].sort_values("rank")
     assert top.reasoning.iloc[0] in ("passage [2] looks better than [1];", "comparing [3] with [1] and [3] again",
@@ -385,8 +390,9 @@ def test_reasonrank_matches_rank_llm_026_window_by_window(rank_llm_026, models, 
           f"{len(rankings_of(results))} identical final rankings, {r.stats['repaired']} answers repaired")
 
 
-@pytest.mark.parametrize("answer", ["<think>[1] > [2]</think>[3] > [1]", "<think>[2] > [9] > [2]", "</think></think>[B] [c]",
-                                    "<think>x</think>\n<answer>[2] > [2] > [0]</answer>", "<think>3 1</think>", ""])
+@pytest.mark.parametrize("answer",
+                         ["<think>[1] > [2]</think>[3] > [1]", "<think>[2] > [9] > [2]", "</think></think>[B] [c]",
+                          "<think>x</think>\n<answer>[2] > [2] > [0]</answer>", "<think>3 1</think>", ""])
 def test_repair_of_reasoning_answers_matches_rank_llm_026(rank_llm_026, answer):
     from rank_llm.data import Candidate, Query, Result
     from rank_llm.rerank.listwise.listwise_rankllm import ListwiseRankLLM
@@ -404,7 +410,7 @@ def test_reasonrank_on_transformers_and_vllm(models, monkeypatch):
     r = pti.ReasonRank(models["qwen"], max_output_tokens=6, window_size=4, stride=2, verbose=False)
     out = r(df)
     assert list(out.columns[-3:]) == ["reasoning", "score", "rank"] and out.reasoning.map(type).eq(str).all()
-    assert r.stats["windows"] == 6 and r.stats["backend_calls"] == 6  # one call per position and window length (4, 1, 2)
+    assert r.stats["windows"] == 6 and r.stats["backend_calls"] == 6  # a call per position and window length (4, 1, 2)
     assert r.output_budget(4) == len(r.backend.tokenizer().encode("[1] > [2] > [3] > [4]"))  # Qwen adds no BOS
     monkeypatch.setitem(sys.modules, "vllm", fake_vllm)
     fake_vllm.instances.clear()
@@ -412,7 +418,8 @@ def test_reasonrank_on_transformers_and_vllm(models, monkeypatch):
     out = v(df)
     (llm,) = fake_vllm.instances
     params = llm.calls[0]["params"]
-    assert (params.max_tokens, params.min_tokens, params.temperature) == (6 + v.output_budget(4), v.output_budget(4), 0.0)
+    assert (params.max_tokens, params.min_tokens, params.temperature) == \
+        (6 + v.output_budget(4), v.output_budget(4), 0.0)
     order = out[out.qid == "q5"].sort_values("rank").docno.tolist()
     lst = [f"q5d{j}" for j in range(10)]
     for a, b in windows(10, 4, 2):
@@ -420,14 +427,15 @@ def test_reasonrank_on_transformers_and_vllm(models, monkeypatch):
     assert order == lst and out.reasoning.iloc[0].startswith("[")
 
 
-# -- both: measures, errors, the package's conventions -------------------------------------------------------------------
+# -- both: measures, errors, the package's conventions -----------------------------------------------------------------
 def test_pmrr_experiment_on_instruct_mini(models, mini):
-    """Both families in one pt.Experiment with p-MRR; the instruction reaches the prompt through the template's query slot
-    (``f"{query} {instruction}"`` in both of rank_llm's ``{query}`` places), so og and changed topics differ."""
+    """Both families in one pt.Experiment with p-MRR; the instruction reaches the prompt through the template's query
+    slot (``f"{query} {instruction}"`` in both of rank_llm's ``{query}`` places), so og and changed topics differ."""
     topics = mini.get_topics()
     backend = Prepared(models["letters"])
     first = pti.FIRST(backend=backend, window_size=6, stride=3, verbose=False)
-    reason = pti.ReasonRank(backend=Scripted(models["qwen"]), window_size=6, stride=3, max_output_tokens=2, verbose=False)
+    reason = pti.ReasonRank(backend=Scripted(models["qwen"]), window_size=6, stride=3, max_output_tokens=2,
+                            verbose=False)
     pipes = [mini.candidates() % 6 >> first, mini.candidates() % 6 >> reason]
     res = pt.Experiment(pipes, topics, mini.get_qrels(), [pti.pMRR], names=["FIRST", "ReasonRank"])
     for row, pipe in zip(res.itertuples(), pipes):
@@ -437,7 +445,8 @@ def test_pmrr_experiment_on_instruct_mini(models, mini):
     assert res.pMRR.ne(0).any()
     topic = topics[topics.variant == "changed"].iloc[0]
     composed = f"{topic.query} {topic.instruction}".strip().replace("[", "(").replace("]", ")")
-    assert any(f"search query: {composed}.\n" in p.text and f"Search Query: {composed}.\n" in p.text for p in backend.seen)
+    assert any(f"search query: {composed}.\n" in p.text and f"Search Query: {composed}.\n" in p.text
+               for p in backend.seen)
 
 
 def test_repr_eq_presets_and_errors():
@@ -466,8 +475,8 @@ def test_followir_cli_rows(models, tmp_path):
 
 
 def test_inf_ir_reasonrank_row_on_bright(models, tmp_path):
-    """``inf-ir --systems reasonrank``: BRIGHT (its paper's benchmark) reranked over the BM25 top 100, the task's excluded
-    ids removed (the row ends with ``ds.exclude()`` like every BRIGHT system), on the tiny weights."""
+    """``inf-ir --systems reasonrank``: BRIGHT (its paper's benchmark) reranked over the BM25 top 100, the task's
+    excluded ids removed (the row ends with ``ds.exclude()`` like every BRIGHT system), on the tiny weights."""
     from pyterrier_instruct.reproduce.cli import main
     assert main(["inf-ir", "--systems", "reasonrank", "--reasonrank", models["qwen"], "--reasoning-budget", "4",
                  "--out", str(tmp_path), "--quiet", "--dataset", "bright/biology"]) == 0

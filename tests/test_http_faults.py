@@ -30,7 +30,7 @@ KEY_ENV = "PTI_FAULT_TEST_KEY"
 
 class FaultServer:
     """Answers every POST with ``behave(handler, body, n)`` (``n``: the request's number, from 1); records each
-    request's path and Authorization header in ``requests``; ``sent`` counts the body bytes written by :func:`stream`."""
+    request's path and Authorization header in ``requests``; ``sent`` counts the body bytes :func:`stream` wrote."""
 
     def __init__(self, behave):
         self.requests, self.behave, self.lock, self.sent = [], behave, threading.Lock(), 0
@@ -95,7 +95,8 @@ def judged(score="2", probs=None, logprob="keep"):
     tokens = ['{"', "score", '":', " ", score, "}"]
     entries = []
     for t in tokens:
-        tops = [{"token": c, "logprob": math.log(p)} for c, p in probs.items()] if t == score else [{"token": t, "logprob": 0.0}]
+        tops = [{"token": c, "logprob": math.log(p)} for c, p in probs.items()] if t == score \
+            else [{"token": t, "logprob": 0.0}]
         if t == score and logprob != "keep":
             tops[0]["logprob"] = logprob
         entries.append({"token": t, "logprob": 0.0, "top_logprobs": tops})
@@ -122,7 +123,7 @@ def texts(exc):
     return out
 
 
-# -- retries ------------------------------------------------------------------------------------------------------------------
+# -- retries -----------------------------------------------------------------------------------------------------------
 def test_429_honours_retry_after_within_max_wait_and_fails_at_once_beyond(serve, monkeypatch):
     in_a_day = email.utils.formatdate(time.time() + 86400, usegmt=True)
     script = {1: ("0.25",), 2: ("soon",), 4: ("86400",), 5: (in_a_day,)}
@@ -142,7 +143,8 @@ def test_429_honours_retry_after_within_max_wait_and_fails_at_once_beyond(serve,
     # a server that will not be ready within max_wait (a day, in seconds or as an HTTP date) fails that request at once
     for _ in range(2):
         sleeps.clear()
-        with pytest.raises(RequestError, match=r"HTTP 429.*asks to retry after 86(399|400) s, more than max_wait=60 s: not retried") as err:
+        with pytest.raises(RequestError, match=r"HTTP 429.*asks to retry after 86(399|400) s, more than max_wait=60 s: "
+                                               r"not retried") as err:
             ask(b)
         assert sleeps == [] and err.value.attempts == 1
     assert len(server.requests) == 5
@@ -163,9 +165,11 @@ def test_server_errors_retry_with_capped_backoff_others_do_not(serve, monkeypatc
     status = {"code": 500}
     server, sleeps = serve(lambda h, body, n: send(h, status["code"], {"error": f"failure {n}"})), []
     b = backend(server, monkeypatch, sleeps, max_retries=4, backoff=1.0, max_wait=3.0, concurrency=1)
-    with pytest.raises(RequestError, match=r"answered HTTP 500: \{\"error\": \"failure 5\"\} \(after 5 attempts\)") as err:
+    with pytest.raises(RequestError,
+                       match=r"answered HTTP 500: \{\"error\": \"failure 5\"\} \(after 5 attempts\)") as err:
         ask(b)
-    assert sleeps == [1.0, 2.0, 3.0, 3.0] and (err.value.status, err.value.attempts) == (500, 5) and len(server.requests) == 5
+    assert sleeps == [1.0, 2.0, 3.0, 3.0] and (err.value.status, err.value.attempts) == (500, 5)
+    assert len(server.requests) == 5
     for code in (502, 503, 504, 408, 409):
         status["code"], sleeps[:] = code, []
         with pytest.raises(RequestError, match=f"HTTP {code}"):
@@ -184,13 +188,15 @@ def test_server_errors_retry_with_capped_backoff_others_do_not(serve, monkeypatc
         assert len(server.requests) == before + 1  # concurrency 1: the other prompts are never sent
 
 
-# -- redirects ------------------------------------------------------------------------------------------------------------------
+# -- redirects ---------------------------------------------------------------------------------------------------------
 def test_redirects_to_another_origin_never_carry_the_key(serve, monkeypatch):
     other = serve(lambda h, body, n: send(h, 200, chat("[1]")))  # another port: another origin
+    location = {"Location": other.url + "/chat/completions"}
     for code in (301, 302, 303, 307, 308):
-        server, sleeps = serve(lambda h, body, n, code=code: send(h, code, b"", {"Location": other.url + "/chat/completions"})), []
-        with pytest.raises(BackendUnavailable, match=rf"redirects \(HTTP {code}\) to another origin, {other.origin}; not followed, "
-                                                     r"so the API key is not sent there") as err:
+        server, sleeps = serve(lambda h, body, n, code=code: send(h, code, b"", location)), []
+        with pytest.raises(BackendUnavailable,
+                           match=rf"redirects \(HTTP {code}\) to another origin, {other.origin}; not followed, "
+                                 r"so the API key is not sent there") as err:
             ask(backend(server, monkeypatch, sleeps))
         assert SECRET not in " ".join(texts(err.value)) and len(server.requests) == 1 and sleeps == []
     assert other.requests == []
@@ -201,16 +207,17 @@ def test_redirects_to_another_origin_never_carry_the_key(serve, monkeypatch):
         elif h.path.startswith("/v2/"):
             send(h, 200, chat("[1]"))
     server = serve(same_origin)
-    assert ask(backend(server, monkeypatch, [])) == ["[1]"]  # a 307 within the origin is followed, POST body and key kept
+    assert ask(backend(server, monkeypatch, [])) == ["[1]"]  # a 307 within the origin is followed, body and key kept
     assert [(r["path"], r["auth"]) for r in server.requests] == [("/v1/chat/completions", f"Bearer {SECRET}"),
                                                                  ("/v2/chat/completions", f"Bearer {SECRET}")]
     moved = serve(lambda h, body, n: send(h, 302, b"", {"Location": "/v2/chat/completions"}))
-    with pytest.raises(BackendUnavailable, match=r"redirects \(HTTP 302\) to /v2/chat/completions, which would turn the POST into a GET"):
+    with pytest.raises(BackendUnavailable,
+                       match=r"redirects \(HTTP 302\) to /v2/chat/completions, which would turn the POST into a GET"):
         ask(backend(moved, monkeypatch, []))
     assert len(moved.requests) == 1
 
 
-# -- broken answers ---------------------------------------------------------------------------------------------------------------
+# -- broken answers ----------------------------------------------------------------------------------------------------
 def test_a_truncated_body_is_retried(serve, monkeypatch):
     whole = json.dumps(chat("[1]")).encode()
 
@@ -224,8 +231,10 @@ def test_a_truncated_body_is_retried(serve, monkeypatch):
         h.wfile.write(b"%x\r\n%s" % (len(whole), whole[:10]))
         h.wfile.flush()
 
-    server, sleeps = serve(lambda h, body, n: (truncated, chunked, lambda *a: send(h, 200, whole))[min(n, 3) - 1](h, body, n)), []
-    assert ask(backend(server, monkeypatch, sleeps, backoff=0.5)) == ["[1]"] and sleeps == [0.5, 1.0] and len(server.requests) == 3
+    behaviours = (truncated, chunked, lambda h, body, n: send(h, 200, whole))
+    server, sleeps = serve(lambda h, body, n: behaviours[min(n, 3) - 1](h, body, n)), []
+    assert ask(backend(server, monkeypatch, sleeps, backoff=0.5)) == ["[1]"] and sleeps == [0.5, 1.0]
+    assert len(server.requests) == 3
     for behave, match in ((truncated, rf"closed the connection after 10 of {len(whole)} bytes \(a truncated answer\)"),
                           (chunked, r"the connection broke \(IncompleteRead")):
         server, sleeps = serve(behave), []
@@ -278,13 +287,15 @@ def test_an_oversized_answer_is_refused_not_read(serve, monkeypatch):
 
     assert OpenAIBackend("m").max_response_bytes == 16 * 2 ** 20
     server = serve(announced)
-    with pytest.raises(RequestError, match=rf"answered with {big} bytes, more than max_response_bytes={cap}; not read") as err:
+    with pytest.raises(RequestError,
+                       match=rf"answered with {big} bytes, more than max_response_bytes={cap}; not read") as err:
         ask(backend(server, monkeypatch, [], max_response_bytes=cap))
     assert err.value.attempts == 1
     server = serve(streamed)
     tracemalloc.start()
     try:
-        with pytest.raises(RequestError, match=rf"answered with more than max_response_bytes={cap} bytes; stopped reading"):
+        with pytest.raises(RequestError,
+                           match=rf"answered with more than max_response_bytes={cap} bytes; stopped reading"):
             ask(backend(server, monkeypatch, [], max_response_bytes=cap))
         peak = tracemalloc.get_traced_memory()[1]
     finally:
@@ -305,12 +316,13 @@ def test_malformed_answers_are_request_errors(serve, monkeypatch):
     assert len(server.requests) == 4
 
 
-# -- the key --------------------------------------------------------------------------------------------------------------------
+# -- the key -----------------------------------------------------------------------------------------------------------
 def test_the_key_is_in_no_exception_log_or_warning(serve, monkeypatch, caplog):
     """Servers that echo the key (or the whole Authorization header) in every kind of answer."""
     echo = {1: (500, f"upstream rejected Bearer {SECRET}"), 2: (400, json.dumps({"error": f"bad key {SECRET}"})),
             3: (200, f"not json {SECRET}"), 4: (200, json.dumps({"echo": SECRET})), 5: (401, f"invalid key {SECRET}"),
-            6: (200, json.dumps({**judged(), "echo": SECRET, "choices": [{"message": {"content": "{}"}, "logprobs": None}]}))}
+            6: (200, json.dumps({**judged(), "echo": SECRET,
+                                 "choices": [{"message": {"content": "{}"}, "logprobs": None}]}))}
     state = {"case": 1}
     server = serve(lambda h, body, n: send(h, echo[state["case"]][0], echo[state["case"]][1].encode()))
     leaked = []
@@ -336,7 +348,7 @@ def test_the_key_is_in_no_exception_log_or_warning(serve, monkeypatch, caplog):
     assert all(r["auth"] == f"Bearer {SECRET}" for r in server.requests)  # it was sent, to the configured server only
 
 
-# -- the judge: one bad answer costs one item ---------------------------------------------------------------------------------------
+# -- the judge: one bad answer costs one item --------------------------------------------------------------------------
 #: what the judge server answers per passage (its text starts with <<word>>)
 JUDGE_ANSWERS = {
     "good": lambda: (200, judged("2")),
@@ -344,7 +356,8 @@ JUDGE_ANSWERS = {
     "badjson": lambda: (200, b'{"choices": [{"message": '),
     "nulllogprob": lambda: (200, judged("2", logprob=None)),
     "nologprobs": lambda: (200, chat('{"score": 2}')),
-    "nulltop": lambda: (200, {"choices": [{"message": {"content": "{}"}, "logprobs": {"content": [{"token": "{}", "top_logprobs": None}]}}]}),
+    "nulltop": lambda: (200, {"choices": [{"message": {"content": "{}"},
+                                           "logprobs": {"content": [{"token": "{}", "top_logprobs": None}]}}]}),
     "error": lambda: (500, {"error": "overloaded"}),
 }
 
@@ -362,60 +375,71 @@ def test_bad_judge_answers_cost_their_item_only(serve, tmp_path, caplog):
     server = judge_server(serve)
     topics = pd.DataFrame({"qid": ["q_0", "q_1"], "query": "a claim", "instruction": ["", "only trials"]})
     ranked = {"q_0": ["good", "badjson", "fine", "nulllogprob"], "q_1": ["fine", "nologprobs", "good", "nulltop"]}
-    run = pd.DataFrame([(q, d, 10.0 - j) for q, docs in ranked.items() for j, d in enumerate(docs)], columns=["qid", "docno", "score"])
+    run = pd.DataFrame([(q, d, 10.0 - j) for q, docs in ranked.items() for j, d in enumerate(docs)],
+                       columns=["qid", "docno", "score"])
     docs = {d: f"<<{d}>> text" for d in ("good", "fine", "badjson", "nulllogprob", "nologprobs", "nulltop")}
     store = tmp_path / "calls"
-    judge = IFIRJudge(OpenAIBackend("j", base_url=server.url, api_key_env=None, max_retries=0), store=store, batch_size=3)
+    judge = IFIRJudge(OpenAIBackend("j", base_url=server.url, api_key_env=None, max_retries=0), store=store,
+                      batch_size=3)
     with caplog.at_level(logging.WARNING, logger="pyterrier_instruct"):
         res = instfol(run[run.qid == "q_0"], run[run.qid == "q_1"], topics, docs, judge, dataset="fiqa")
     # positions 2 and 4 failed (in either list): both dropped from both lists; good = 2.25, fine = 3
     row = res.per_query.iloc[0]
     assert (row["n_q"], row["n_inst"], row["dropped"]) == (2, 2, 2)
-    assert row["s_q"] == pytest.approx((2.25 + 3) / 2) and row["s_inst"] == pytest.approx((3 + 2.25) / 2) and row["instfol"] == 0.0
+    assert row["s_q"] == pytest.approx((2.25 + 3) / 2) and row["s_inst"] == pytest.approx((3 + 2.25) / 2)
+    assert row["instfol"] == 0.0
     assert (res.judge["failed"], res.judge["judged"], judge.stats["failed"]) == (4, 6, 4)
-    (warning,) = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and r.name.startswith("pyterrier_instruct")]
-    assert warning.startswith("INSTFOL judge j: 4 of 6 judge request(s) failed, first: RequestError: ") and "dropped from both lists" in warning
+    (warning,) = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING
+                  and r.name.startswith("pyterrier_instruct")]
+    assert warning.startswith("INSTFOL judge j: 4 of 6 judge request(s) failed, first: RequestError: ")
+    assert "dropped from both lists" in warning
     stored = CallStore(store).connection().execute("SELECT response FROM calls").fetchall()
     assert sorted(pickle.loads(r)["docno"] for r, in stored) == ["fine", "good"]  # failures not stored
     again = IFIRJudge(OpenAIBackend("j", base_url=server.url, api_key_env=None, max_retries=0), store=store)
     instfol(run[run.qid == "q_0"], run[run.qid == "q_1"], topics, docs, again, dataset="fiqa")
-    assert (again.last["hits"], again.last["judged"], again.last["failed"]) == (4, 4, 4)  # only the failures are asked again
+    assert (again.last["hits"], again.last["judged"], again.last["failed"]) == (4, 4, 4)  # only failures asked again
 
 
 def test_a_judge_whose_every_request_fails_raises_with_the_count(serve, monkeypatch):
     server = judge_server(serve)
     items = [("fiqa1", "q i", f"d{i}", f"<<error-{i}>> text") for i in range(6)]
     sleeps = []
-    judge = IFIRJudge(OpenAIBackend("j", base_url=server.url, api_key_env=None, max_retries=2, sleep=sleeps.append), batch_size=2)
-    with pytest.raises(RuntimeError, match=r"INSTFOL judge j: all 2 judge request\(s\) failed \(4 not sent\); first error: "
-                                           r"RequestError: .*HTTP 500.*after 3 attempts"):
+    judge = IFIRJudge(OpenAIBackend("j", base_url=server.url, api_key_env=None, max_retries=2, sleep=sleeps.append),
+                      batch_size=2)
+    with pytest.raises(RuntimeError,
+                       match=r"INSTFOL judge j: all 2 judge request\(s\) failed \(4 not sent\); first error: "
+                             r"RequestError: .*HTTP 500.*after 3 attempts"):
         judge.judge(items)
-    assert len(server.requests) == 6 and sorted(sleeps) == [1.0, 1.0, 2.0, 2.0] and judge.stats["failed"] == 2  # the first batch only
+    # the first batch only
+    assert len(server.requests) == 6 and sorted(sleeps) == [1.0, 1.0, 2.0, 2.0] and judge.stats["failed"] == 2
     # with something judged (or cached), failures are counted and the judgement goes on
     mixed = IFIRJudge(OpenAIBackend("j", base_url=server.url, api_key_env=None, max_retries=0), batch_size=2)
     out = mixed.judge([("fiqa1", "q i", "g", "<<good>> text")] + items)
     assert [j.status for j in out] == ["ok"] + ["failed"] * 6 and mixed.last["failed"] == 6
     # a judge server that is down: one clear error after the short connection retries, not a run of NaNs
     server.close()
-    down = IFIRJudge(OpenAIBackend("j", base_url=server.url, api_key_env=None, sleep=sleeps.append, concurrency=1), batch_size=2)
+    down = IFIRJudge(OpenAIBackend("j", base_url=server.url, api_key_env=None, sleep=sleeps.append, concurrency=1),
+                     batch_size=2)
     sleeps.clear()
     with pytest.raises(BackendUnavailable, match=rf"cannot connect to {server.url} .*after 4 attempt"):
         down.judge(items)
     assert sleeps == [0.5, 1.0, 2.0] and down.backend.requests == 4
 
 
-# -- the judge store shared by processes ---------------------------------------------------------------------------------------
+# -- the judge store shared by processes -------------------------------------------------------------------------------
 def test_the_cache_key_covers_the_judge_configuration():
     def judge(**kwargs):
         backend = kwargs.pop("backend", {})
-        return IFIRJudge(OpenAIBackend(backend.pop("model", "j"), base_url=backend.pop("base_url", "http://a/v1"), **backend), **kwargs)
+        return IFIRJudge(OpenAIBackend(backend.pop("model", "j"), base_url=backend.pop("base_url", "http://a/v1"),
+                                       **backend), **kwargs)
     item = JudgeItem("fiqa1", "q i", "d1", "text")
     base = judge().key(item)
-    variants = [judge(backend={"model": "k"}), judge(backend={"base_url": "http://b/v1"}), judge(backend={"extra_body": {"seed": 1}}),
-                judge(judge_model="other"), judge(top_logprobs=5), judge(top_p=0.9), judge(temperature=0.5), judge(max_new_tokens=64)]
+    variants = [judge(backend={"model": "k"}), judge(backend={"base_url": "http://b/v1"}),
+                judge(backend={"extra_body": {"seed": 1}}), judge(judge_model="other"), judge(top_logprobs=5),
+                judge(top_p=0.9), judge(temperature=0.5), judge(max_new_tokens=64)]
     keys = {base} | {j.key(item) for j in variants}
-    keys |= {judge().key(item._replace(**change)) for change in [{"prompt": "fiqa2"}, {"instruction": "q j"}, {"docno": "d2"},
-                                                                  {"text": "text!"}]}
+    keys |= {judge().key(item._replace(**change))
+             for change in [{"prompt": "fiqa2"}, {"instruction": "q j"}, {"docno": "d2"}, {"text": "text!"}]}
     assert len(keys) == 1 + len(variants) + 4
     # how requests are made is not part of the key
     assert judge(backend={"concurrency": 1, "timeout": 5, "max_retries": 0}).key(item) == base
@@ -434,7 +458,8 @@ def test_two_processes_sharing_a_store_judge_each_item_at_most_once_each(serve, 
     store = tmp_path / "shared"
     ctx = multiprocessing.get_context("spawn")
     barrier, results = ctx.Barrier(2), ctx.Queue()
-    procs = [ctx.Process(target=_judge_in_a_process, args=(server.url, str(store), items, barrier, results)) for _ in range(2)]
+    procs = [ctx.Process(target=_judge_in_a_process, args=(server.url, str(store), items, barrier, results))
+             for _ in range(2)]
     for p in procs:
         p.start()
     got = [results.get(timeout=300) for _ in procs]
@@ -447,7 +472,7 @@ def test_two_processes_sharing_a_store_judge_each_item_at_most_once_each(serve, 
     assert len(CallStore(store)) == 24  # every judgement once, the first standing
 
 
-# -- issue 30: nothing secret on disk, late headers, another model, a stalled judge ----------------------------------------
+# -- issue 30: nothing secret on disk, late headers, another model, a stalled judge ------------------------------------
 def test_a_key_echoed_in_an_answer_never_reaches_the_judge_store(serve, monkeypatch, tmp_path):
     def behave(h, body, n):
         answer = judged("2")
@@ -492,14 +517,16 @@ def test_an_answer_from_another_model_is_refused_and_the_served_model_recorded(s
         answer["model"] = served["model"]
         send(h, 200, answer)
     server, sleeps = serve(behave), []
-    with pytest.raises(BackendUnavailable, match=r"answered with model 'other-model', not 'm': the server serves another model"):
+    with pytest.raises(BackendUnavailable,
+                       match=r"answered with model 'other-model', not 'm': the server serves another model"):
         ask(backend(server, monkeypatch, sleeps))
     served["model"] = "m-2024-07-18"  # a dated snapshot of the model asked for
     b = backend(server, monkeypatch, sleeps)
     judge = IFIRJudge(b, store=tmp_path / "calls", verbose=False)
     (j,) = judge.judge([JudgeItem("fiqa1", "i", "d", "text")])
     assert j.model == "m-2024-07-18" and b.served_models == {"m-2024-07-18": 1}
-    assert judge.store.get([judge.key(JudgeItem("fiqa1", "i", "d", "text"))]).popitem()[1]["served_model"] == "m-2024-07-18"
+    assert judge.store.get([judge.key(JudgeItem("fiqa1", "i", "d", "text"))]).popitem()[1]["served_model"] == \
+        "m-2024-07-18"
     served["model"] = "deployment-7"
     lenient = backend(server, monkeypatch, sleeps, check_model=False)
     ask(lenient)

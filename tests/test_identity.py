@@ -191,8 +191,10 @@ def test_functions_are_fingerprinted_by_code_closure_defaults_and_globals(monkey
     assert len(captured) < 300 and fingerprint(lambda qid: table[qid]) != captured
     assert fingerprint(pti.FunctionBackend(lambda p: "a")) != fingerprint(pti.FunctionBackend(lambda p: "b"))
     # an explicit name= is the caller's key (as identity= of the caches, key= of SavedRun): the function's state no part
-    assert fingerprint(pti.FunctionBackend(lambda p: "a", name="x")) == fingerprint(pti.FunctionBackend(lambda p: "b", name="x"))
-    assert fingerprint(pti.FunctionBackend(lambda p: "a", name="x")) != fingerprint(pti.FunctionBackend(lambda p: "a", name="y"))
+    assert fingerprint(pti.FunctionBackend(lambda p: "a", name="x")) == \
+        fingerprint(pti.FunctionBackend(lambda p: "b", name="x"))
+    assert fingerprint(pti.FunctionBackend(lambda p: "a", name="x")) != \
+        fingerprint(pti.FunctionBackend(lambda p: "a", name="y"))
 
 
 def test_what_cannot_be_read_is_not_fingerprintable():

@@ -28,7 +28,9 @@ def _imports(module: str):
         if isinstance(node, ast.Import):
             targets = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom):
-            mod = ".".join(base[:len(base) - node.level + 1] + ([node.module] if node.module else [])) if node.level else node.module or ""
+            mod = node.module or ""
+            if node.level:
+                mod = ".".join(base[:len(base) - node.level + 1] + ([node.module] if node.module else []))
             # ``from pkg import sub`` imports the submodule; ``from pkg import name`` reads the package itself
             targets = [f"{mod}.{a.name}" if f"{mod}.{a.name}" in MODULES else mod for a in node.names]
         else:

@@ -264,7 +264,8 @@ def test_top_level_names():
     assert pti.WISE is WISE and pti.SICR is SICR and pti.InfoSearch_pMRR is InfoSearch_pMRR
     assert ir_measures.parse_measure("WISE(version='2025')") == WISE(version="2025")
     assert ir_measures.parse_measure("SICR(version='paper')") == SICR(version="paper")
-    with pytest.raises(ValueError, match=r"SICR: unknown parameter\(s\) \['variant'\]; supported: \['ties', 'version'\]"):
+    with pytest.raises(ValueError,
+                       match=r"SICR: unknown parameter\(s\) \['variant'\]; supported: \['ties', 'version'\]"):
         SICR(variant="paper")
     with pytest.raises(ValueError, match=r"WISE: version='2023' is not one of \['2024', '2025', 'paper'\]"):
         WISE(version="2023")

@@ -1,6 +1,7 @@
-"""INSTFOL@K (IFIR paper §4.1 and its repository's GEval code): the verbatim judge prompts, the weighted judge score, the per-query formula and every
-aggregation level against hand-computed values, the AILA prompt bug switch, judgements kept in the call store (re-run,
-second system, interrupted run, an earlier version's judge.jsonl), and INSTFOL in the IFIR report — all with a scripted judge (FunctionBackend)."""
+"""INSTFOL@K (IFIR paper §4.1 and its repository's GEval code): the verbatim judge prompts, the weighted judge score,
+the per-query formula and every aggregation level against hand-computed values, the AILA prompt bug switch, judgements
+kept in the call store (re-run, second system, interrupted run, an earlier version's judge.jsonl), and INSTFOL in the
+IFIR report — all with a scripted judge (FunctionBackend)."""
 import hashlib
 import json
 import math
@@ -20,14 +21,14 @@ from pyterrier_instruct.evaluation.instfol import no_instruction_topics
 from pyterrier_instruct.evaluation.judge import JudgeItem
 from pyterrier_instruct.evaluation.scoring import answer_score, parse_judge_answer, weighted_candidates
 from pyterrier_instruct.measures import combine_instfol, instfol_query, instfol_summary, instfol_value
-from pyterrier_instruct.prompts import (IFIR_JUDGE, IFIR_JUDGE_CODE_BUG, IFIR_JUDGE_SYSTEM, IFIR_MULTI_LEVEL, IFIR_SINGLE_LEVEL,
-                                        ifir_judge_prompt, render_ifir_judge)
+from pyterrier_instruct.prompts import (IFIR_JUDGE, IFIR_JUDGE_CODE_BUG, IFIR_JUDGE_SYSTEM, IFIR_MULTI_LEVEL,
+                                        IFIR_SINGLE_LEVEL, ifir_judge_prompt, render_ifir_judge)
 
 DATA = Path(__file__).parent / "data"
-X = 1.84 / 0.98  # weighted by hand: P(2), P(1), P(3) = 0.70, 0.20, 0.08 (Σ v·P = 1.84, Σ P = 0.98); "Two" and "7" dropped
+X = 1.84 / 0.98  # weighted by hand: P(2), P(1), P(3) = 0.70, 0.20, 0.08 (Σ v·P = 1.84, Σ P = 0.98); "Two", "7" dropped
 
 
-# -- the prompts as data ------------------------------------------------------------------------------------------------
+# -- the prompts as data -----------------------------------------------------------------------------------------------
 def test_judge_prompts_are_byte_identical_to_the_spec():
     ref = json.loads((DATA / "ifir_judge_prompts.json").read_text())["prompts"]
     assert IFIR_JUDGE == {k: v for k, v in ref.items() if k != "figure8_system"} and len(IFIR_JUDGE) == 15
@@ -38,24 +39,30 @@ def test_judge_prompts_are_byte_identical_to_the_spec():
     trailing = {(n, i + 1): len(line) - len(line.rstrip(" ")) for n, t in IFIR_JUDGE.items()
                 for i, line in enumerate(t.split("\n")) if line.endswith(" ")}
     assert trailing == {("scifact_open3", 8): 1, ("nfcorpus", 8): 1, ("fire", 1): 2, ("fire", 2): 1}
-    assert "There is 1 relevant levels" in IFIR_JUDGE["fiqa1"] and "\n4. If the corpus" in IFIR_JUDGE["fiqa1"]  # verbatim slips
+    # verbatim slips
+    assert "There is 1 relevant levels" in IFIR_JUDGE["fiqa1"] and "\n4. If the corpus" in IFIR_JUDGE["fiqa1"]
     assert "satisfing" in IFIR_JUDGE["aila2"]
 
 
 def test_prompt_selection_per_dataset_and_level():
     assert [ifir_judge_prompt(d, lv) for d in IFIR_MULTI_LEVEL for lv in (1, "2", 3)] == \
-        ["fiqa1", "fiqa2", "fiqa3", "scifact_open1", "scifact_open2", "scifact_open3", "pm1", "pm2", "pm3", "aila1", "aila2", "aila3"]
-    assert [ifir_judge_prompt(d, lv) for d in IFIR_SINGLE_LEVEL for lv in (0, "1")] == ["nfcorpus"] * 2 + ["fire"] * 2 + ["cds"] * 2
+        ["fiqa1", "fiqa2", "fiqa3", "scifact_open1", "scifact_open2", "scifact_open3", "pm1", "pm2", "pm3", "aila1",
+         "aila2", "aila3"]
+    assert [ifir_judge_prompt(d, lv) for d in IFIR_SINGLE_LEVEL for lv in (0, "1")] == \
+        ["nfcorpus"] * 2 + ["fire"] * 2 + ["cds"] * 2
     assert ifir_judge_prompt("ifir/pm", 2) == "pm2"
-    for dataset, level, msg in (("fiqa", 0, "levels 1-3"), ("cds", 2, "one instruction level"), ("robust04", 1, "unknown IFIR subset")):
+    for dataset, level, msg in (("fiqa", 0, "levels 1-3"), ("cds", 2, "one instruction level"),
+                                ("robust04", 1, "unknown IFIR subset")):
         with pytest.raises(ValueError, match=msg):
             ifir_judge_prompt(dataset, level)
 
 
 def test_render_is_one_pass_and_the_aila_code_bug_is_opt_in():
     out = render_ifir_judge("fiqa2", "q {corpus} {instruction}", "doc {instruction}")
-    assert out.startswith("Given an instruction: q {corpus} {instruction},\nand an answer to the query: doc {instruction},\n")
-    assert render_ifir_judge("aila3", "I", "C") == IFIR_JUDGE["aila3"].replace("{instruction}", "I").replace("{corpus}", "C")
+    assert out.startswith("Given an instruction: q {corpus} {instruction},\nand an answer to the query: doc "
+                          "{instruction},\n")
+    assert render_ifir_judge("aila3", "I", "C") == \
+        IFIR_JUDGE["aila3"].replace("{instruction}", "I").replace("{corpus}", "C")
     assert IFIR_JUDGE_CODE_BUG == {"aila2": ("corpus",), "aila3": ("instruction", "corpus")}
     # the repository's messages: aila3 is the bare template, aila2 shows the instruction but never the passage
     assert render_ifir_judge("aila3", "I", "C", ifir_code_bug=True) == IFIR_JUDGE["aila3"]
@@ -79,8 +86,10 @@ def test_weighted_score_worked_example():
     g = answer("2", {"2": .70, "1": .20, "3": .08, "Two": .015, "7": .004})
     assert g.text == '{"score": 2, "reason": "ok"}'
     j = weighted_judge_score(g)
-    assert j.score == pytest.approx(1.8776, abs=5e-5) and j.score == pytest.approx(X) and (j.status, j.parsed, j.position) == ("ok", "2", 4)
-    assert weighted_judge_score(answer("2", {"2": .70, "1": .20, "3": .08, "Two": .015, "7": .004}), min_prob=0.001).score == \
+    assert j.score == pytest.approx(1.8776, abs=5e-5) and j.score == pytest.approx(X)
+    assert (j.status, j.parsed, j.position) == ("ok", "2", 4)
+    judged = answer("2", {"2": .70, "1": .20, "3": .08, "Two": .015, "7": .004})
+    assert weighted_judge_score(judged, min_prob=0.001).score == \
         pytest.approx(1.84 / 0.98)  # 7 is out of range even above the cut
 
 
@@ -96,18 +105,19 @@ def test_weighted_score_reference_rules():
     assert parse_judge_answer('{"score": 1') == ({"score": 1}, True)  # a missing closing brace is appended
     for bad in (None, "no json", '{"score": }', "} {"):
         assert parse_judge_answer(bad) == ({"score": 0, "reason": ""}, False)
-    assert [answer_score(p) for p in ({"score": 2}, {"score": "3"}, {"score": 2.5}, {"score": -1}, {"score": "two"}, {}, {"score": True})] == \
-        ["2", "3", "0", "0", "0", "0", "0"]
+    answers = ({"score": 2}, {"score": "3"}, {"score": 2.5}, {"score": -1}, {"score": "two"}, {}, {"score": True})
+    assert [answer_score(p) for p in answers] == ["2", "3", "0", "0", "0", "0", "0"]
     # the first token equal to ŝ, anywhere in the answer
     tokens = ["2", '{"', "score", '":', " ", "2", "}"]
-    tops = [[("2", 0.0)]] + [[(t, 0.0)] for t in tokens[1:5]] + [[("1", math.log(.5)), ("2", math.log(.5))], [("}", 0.0)]]
+    tops = [[("2", 0.0)]] + [[(t, 0.0)] for t in tokens[1:5]]
+    tops += [[("1", math.log(.5)), ("2", math.log(.5))], [("}", 0.0)]]
     assert weighted_judge_score(Generation.of('2{"score": 2}', tokens, tops)).score == 2.0  # the stray leading "2" wins
     # ŝ = 2.5 → "0", which no token equals → 0.0 (kept); not JSON → ŝ = 0, still looked up
     j = weighted_judge_score(answer("2.5", {"2": 1.0}))
     assert (j.score, j.status, j.parsed) == (0.0, "no_score_token", "0")
     j = weighted_judge_score(Generation.of("I give 0 or 1", ["I", " give", " ", "0", " or", " 1"],
-                                           [[("I", 0.0)], [(" give", 0.0)], [(" ", 0.0)], [("0", math.log(.6)), ("1", math.log(.4))],
-                                            [(" or", 0.0)], [(" 1", 0.0)]]))
+                                           [[("I", 0.0)], [(" give", 0.0)], [(" ", 0.0)],
+                                            [("0", math.log(.6)), ("1", math.log(.4))], [(" or", 0.0)], [(" 1", 0.0)]]))
     assert (j.status, j.score) == ("unparsed", pytest.approx(0.4))
     j = weighted_judge_score(answer("7", {"7": 1.0}))  # no candidate kept: the IFIR code's NaN → dropped
     assert (j.score, j.status) == (None, "no_candidates")
@@ -120,7 +130,7 @@ def test_instfol_formula_worked_example_and_edge_cases():
     assert instfol_value(1.7, 1.7) == 0.0
     assert instfol_value(3.0, 2.5) == -0.5 and instfol_value(3.0, 3.4) == pytest.approx(0.4)  # S_q = 3: S_inst − S_q
     assert instfol_value(2.5, 0.0) == -5.0  # below −1: the paper's [−1, 1] claim does not hold
-    assert instfol_value(1.0, 3.0) == 1.0 and instfol_value(0.0, 1.0) == pytest.approx(1 / 3)  # 3 for every level's scale
+    assert instfol_value(1.0, 3.0) == 1.0 and instfol_value(0.0, 1.0) == pytest.approx(1 / 3)  # 3: every level's scale
     # a failed position is dropped from both lists
     r = instfol_query([None, 2.0, 1.0], [3.0, float("nan"), 2.0])
     assert (r["n_q"], r["n_inst"], r["dropped"], r["s_q"], r["s_inst"]) == (1, 1, 2, 1.0, 2.0) and r["instfol"] == 0.5
@@ -143,7 +153,7 @@ def test_dataset_is_the_mean_of_level_means():
         instfol_summary(per_query.drop(columns="level"))
 
 
-# -- a scripted judge over two small subsets ------------------------------------------------------------------------------
+# -- a scripted judge over two small subsets ---------------------------------------------------------------------------
 #: judge score tables per document text (the emitted token first); weighted scores in the comments
 TABLES = {
     "d0": {"0": 1.0}, "d1": {"1": 1.0}, "d2": {"2": 1.0}, "d3": {"3": 1.0},  # 0, 1, 2, 3
@@ -155,10 +165,12 @@ TABLES = {
 def subset_fiqa():
     """fiqa: A has levels 1–3, B levels 1–2 (B has only 2 retrieved documents without instruction)."""
     topics = pd.DataFrame([(f"{b}_{lv}", f"query {b}", "" if lv == 0 else f"instruction {b}{lv}")
-                           for b, levels in (("A", 4), ("B", 3)) for lv in range(levels)], columns=["qid", "query", "instruction"])
-    ranked = {"A_0": ["a1", "a2", "a3"], "A_1": ["a3", "a6", "a1"], "A_2": ["a2", "a1", "a5"], "A_3": ["a6", "a7", "a8"],
-              "B_0": ["b4", "b5"], "B_1": ["b4", "b5"], "B_2": ["b7", "b4", "b9"]}
-    kind = {"a1": "d1", "a2": "d0", "a3": "d2", "a5": "d0", "a6": "d3", "a7": "d3", "a8": "d3", "b4": "dh", "b5": "d0", "b7": "d3", "b9": "dx"}
+                           for b, levels in (("A", 4), ("B", 3)) for lv in range(levels)],
+                          columns=["qid", "query", "instruction"])
+    ranked = {"A_0": ["a1", "a2", "a3"], "A_1": ["a3", "a6", "a1"], "A_2": ["a2", "a1", "a5"],
+              "A_3": ["a6", "a7", "a8"], "B_0": ["b4", "b5"], "B_1": ["b4", "b5"], "B_2": ["b7", "b4", "b9"]}
+    kind = {"a1": "d1", "a2": "d0", "a3": "d2", "a5": "d0", "a6": "d3", "a7": "d3", "a8": "d3", "b4": "dh", "b5": "d0",
+            "b7": "d3", "b9": "dx"}
     return topics, ranked, kind
 
 
@@ -173,14 +185,15 @@ def subset_nfcorpus():
 
 # hand-computed INSTFOL per (query, level)
 B2 = ((3 + 1.5 + X) / 3 - 0.75) / 2.25
-EXPECTED = {("fiqa", "A_1"): (2 - 1) / 2, ("fiqa", "A_2"): (1 / 3 - 1) / 2, ("fiqa", "A_3"): (3 - 1) / 2, ("fiqa", "B_1"): 0.0,
-            ("fiqa", "B_2"): B2, ("nfcorpus", "n1_1"): 2.5 - 3, ("nfcorpus", "n2_1"): 0.0}
+EXPECTED = {("fiqa", "A_1"): (2 - 1) / 2, ("fiqa", "A_2"): (1 / 3 - 1) / 2, ("fiqa", "A_3"): (3 - 1) / 2,
+            ("fiqa", "B_1"): 0.0, ("fiqa", "B_2"): B2, ("nfcorpus", "n1_1"): 2.5 - 3, ("nfcorpus", "n2_1"): 0.0}
 FIQA = ((0.5 + 0.0) / 2 + (-1 / 3 + B2) / 2 + 1.0) / 3
 NFC = (-0.5 + 0.0) / 2
 
 
 def run_of(ranked):
-    return pd.DataFrame([(q, d, float(10 - j)) for q, docs in ranked.items() for j, d in enumerate(docs)], columns=["qid", "docno", "score"])
+    return pd.DataFrame([(q, d, float(10 - j)) for q, docs in ranked.items() for j, d in enumerate(docs)],
+                        columns=["qid", "docno", "score"])
 
 
 class Script:
@@ -231,19 +244,23 @@ def test_scripted_judge_every_aggregation_level():
     judge = IFIRJudge(FunctionBackend(logprobs=script), batch_size=8)
     fiqa, nfc = evaluate(judge, subset_fiqa, "fiqa"), evaluate(judge, subset_nfcorpus, "ifir/nfcorpus")
     both = combine_instfol([fiqa, nfc])
-    got = {(d, q): v for d, q, v in zip(both.per_query["dataset"], both.per_query["qid"], both.per_query["instfol"]) if not math.isnan(v)}
+    per_query = both.per_query
+    got = {(d, q): v for d, q, v in zip(per_query["dataset"], per_query["qid"], per_query["instfol"])
+           if not math.isnan(v)}
     assert got == pytest.approx(EXPECTED)
-    assert both.level_means() == pytest.approx({("fiqa", "1"): 100 * 0.25, ("fiqa", "2"): 100 * (-1 / 3 + B2) / 2, ("fiqa", "3"): 100.0,
-                                                ("nfcorpus", "1"): 100 * NFC})
+    assert both.level_means() == \
+        pytest.approx({("fiqa", "1"): 100 * 0.25, ("fiqa", "2"): 100 * (-1 / 3 + B2) / 2, ("fiqa", "3"): 100.0,
+                       ("nfcorpus", "1"): 100 * NFC})
     assert both.per_dataset.to_dict() == pytest.approx({"fiqa": 100 * FIQA, "nfcorpus": 100 * NFC})
     assert both.average == pytest.approx(100 * (FIQA + NFC) / 2) and round(both.average, 2) == 10.65
     assert fiqa.average == pytest.approx(100 * FIQA) and fiqa.skipped == 0
     # n2: position 1 failed → dropped from both lists; n3 has no run → skipped and counted
     pq = nfc.per_query.set_index("qid")
-    assert pq.loc["n2_1", ["n_q", "n_inst", "dropped"]].tolist() == [1, 1, 1] and pq.loc["n3_1", "skipped"] and nfc.skipped == 1
+    assert pq.loc["n2_1", ["n_q", "n_inst", "dropped"]].tolist() == [1, 1, 1] and pq.loc["n3_1", "skipped"]
+    assert nfc.skipped == 1
     assert nfc.per_level[["queries", "skipped"]].values.tolist() == [[2, 1]]
     assert pq.loc["n1_1", "prompt"] == "nfcorpus" and fiqa.per_query.set_index("qid").loc["A_2", "prompt"] == "fiqa2"
-    # counters: 27 fiqa pairs, 7 repeated within a (query, level) (a document in both lists), 20 judged in 3 calls of ≤ 8
+    # counters: 27 fiqa pairs, 7 repeated in a (query, level) (a document in both lists), 20 judged in 3 calls of ≤ 8
     assert {k: fiqa.judge[k] for k in ("requested", "duplicates", "hits", "judged", "backend_calls", "failed")} == \
         {"requested": 27, "duplicates": 7, "hits": 0, "judged": 20, "backend_calls": 3, "failed": 0}
     assert (nfc.judge["failed"], nfc.judge["dropped"]) == (1, 1)
@@ -252,7 +269,7 @@ def test_scripted_judge_every_aggregation_level():
     assert kwargs == {"max_new_tokens": 512, "top_logprobs": 10, "temperature": 0.0, "top_p": 0.7}  # the IFIR code's 10
     sent = [m for batch, _ in script.batches for m in batch]
     a2 = [m[0]["content"] for m in sent if "query A instruction A2" in m[0]["content"]]
-    assert len(a2) == 4 and all(len(m) == 1 and m[0]["role"] == "user" for m in sent)  # a2 a1 a3 (no-instruction run) + a5
+    assert len(a2) == 4 and all(len(m) == 1 and m[0]["role"] == "user" for m in sent)  # a2 a1 a3 (no-instruction) + a5
     assert render_ifir_judge("fiqa2", "query A instruction A2", "a3 text, about d2") in a2
     assert repr(fiqa).startswith("InstfolResult(INSTFOL@20×100: fiqa=")
     # one run over all the topics serves as both runs (level-0 rows: no instruction; level rows: instruction)
@@ -276,7 +293,7 @@ def test_cutoff_and_failed_judgements_are_retried_not_cached(tmp_path):
     assert (again.last["hits"], again.last["judged"]) == (3, 1)  # only the failed pair is sent again
 
 
-# -- the store -------------------------------------------------------------------------------------------------------------
+# -- the store ---------------------------------------------------------------------------------------------------------
 def test_second_run_and_second_system_cost_no_judge_calls(tmp_path):
     path = tmp_path / "calls"
     first = Script(subset_fiqa()[2])
@@ -291,7 +308,8 @@ def test_second_run_and_second_system_cost_no_judge_calls(tmp_path):
     # another system retrieving the same passages in another order: no new call either
     shuffled = {q: docs[::-1] for q, docs in subset_fiqa()[1].items()}
     r3 = evaluate(judge, subset_fiqa, "fiqa", ranked=shuffled)
-    assert second.batches == [] and judge.stats["hits"] == 2 * 27 and r3.per_dataset["fiqa"] == pytest.approx(r1.per_dataset["fiqa"])
+    assert second.batches == [] and judge.stats["hits"] == 2 * 27
+    assert r3.per_dataset["fiqa"] == pytest.approx(r1.per_dataset["fiqa"])
     # other settings, other keys: top_logprobs=5 (the paper's text) is judged anew
     third = Script(subset_fiqa()[2])
     evaluate(IFIRJudge(FunctionBackend(logprobs=third), store=path, top_logprobs=5), subset_fiqa, "fiqa")
@@ -323,13 +341,16 @@ def test_stored_records_keep_the_evidence_and_rescore_with_min_prob(tmp_path):
     first = IFIRJudge(FunctionBackend(logprobs=Script(kind)), store=path)
     instfol(run_q, run_i, topics, docs_for(kind), first, dataset="fiqa")
     (record,) = CallStore(path).get([first.key(JudgeItem("fiqa1", "q i", "b9", "b9 text, about dx"))]).values()
-    assert record["prompt"] == "fiqa1" and record["docno"] == "b9" and record["parsed"] == "2" and record["score"] == pytest.approx(X)
-    assert record["judge"] == ("Script|pyterrier_instruct.backends.function.FunctionBackend(fn=None, logprobs=Script([('b9', "
-                               "'dx')]))|answer|top_logprobs=10|temperature=0|top_p=0.7|max_tokens=512")
+    assert record["prompt"] == "fiqa1" and record["docno"] == "b9" and record["parsed"] == "2"
+    assert record["score"] == pytest.approx(X)
+    assert record["judge"] == \
+        ("Script|pyterrier_instruct.backends.function.FunctionBackend(fn=None, logprobs=Script([('b9', "
+         "'dx')]))|answer|top_logprobs=10|temperature=0|top_p=0.7|max_tokens=512")
     assert record["answer"] == '{"score": 2, "reason": "ok"}' and len(record["candidates"]) == 5
     judge = IFIRJudge(FunctionBackend(logprobs=Script(kind)), store=path, min_prob=0.1)
     (j,) = judge.judge([("fiqa1", "q i", "b9", "b9 text, about dx")])
-    assert j.cached and judge.last["judged"] == 0 and j.score == pytest.approx((1.4 + 0.2) / 0.9)  # 3 (8 %) is now below the cut
+    # 3 (8 %) is now below the cut
+    assert j.cached and judge.last["judged"] == 0 and j.score == pytest.approx((1.4 + 0.2) / 0.9)
 
 
 def test_an_earlier_judge_jsonl_is_read_once_into_the_store(tmp_path):
@@ -339,10 +360,11 @@ def test_an_earlier_judge_jsonl_is_read_once_into_the_store(tmp_path):
     judge = IFIRJudge(FunctionBackend(logprobs=first), store=tmp_path / "fresh")
     r1 = evaluate(judge, subset_fiqa, "fiqa")
     from pyterrier_instruct.evaluation.judge import _legacy_backend_id
-    old = judge._judge_id(_legacy_backend_id(judge.backend))  # 0.x named the backend otherwise: its records are re-keyed
+    old = judge._judge_id(_legacy_backend_id(judge.backend))  # 0.x named the backend otherwise: records re-keyed
     assert old != judge.judge_id
-    records = [{**r, "judge": old, "key": hashlib.sha256(json.dumps([old, r["prompt"], r["instruction_sha256"], r["docno"],
-                                                                     r["text_sha256"]]).encode()).hexdigest()}
+    records = [{**r, "judge": old,
+                "key": hashlib.sha256(json.dumps([old, r["prompt"], r["instruction_sha256"], r["docno"],
+                                                  r["text_sha256"]]).encode()).hexdigest()}
                for r in judge.store.get([r for r in _keys(judge)]).values()]
     legacy = tmp_path / "old" / "judge.jsonl"
     legacy.parent.mkdir()
@@ -364,7 +386,8 @@ def _keys(judge):
 
 
 def test_aila_code_bug_only_on_request():
-    topics = pd.DataFrame([(f"L_{lv}", "case", "" if lv == 0 else f"instruction {lv}") for lv in range(4)], columns=["qid", "query", "instruction"])
+    topics = pd.DataFrame([(f"L_{lv}", "case", "" if lv == 0 else f"instruction {lv}") for lv in range(4)],
+                          columns=["qid", "query", "instruction"])
     ranked = {"L_0": ["c1", "c2"], "L_1": ["c3", "c4"], "L_2": ["c3", "c4"], "L_3": ["c3", "c4"]}
     kind = {"c1": "d0", "c2": "d1", "c3": "d3", "c4": "d2"}
     run = run_of(ranked)
@@ -408,12 +431,13 @@ def test_judge_arguments_are_checked():
     with pytest.raises(ValueError, match=r"have no text in docs, e.g. \['a1'"):
         instfol(run_of({"A_0": ["a1"]}), run_of({"A_1": ["a1"]}), topics, {}, IFIRJudge(backend), dataset="fiqa")
     with pytest.raises(ValueError, match="unknown IFIR subset"):
-        instfol(run_of({"A_0": ["a1"]}), run_of({"A_1": ["a1"]}), topics, docs_for(kind), IFIRJudge(backend), dataset="msmarco")
+        instfol(run_of({"A_0": ["a1"]}), run_of({"A_1": ["a1"]}), topics, docs_for(kind), IFIRJudge(backend),
+                dataset="msmarco")
     with pytest.raises(TypeError, match="judge must be an IFIRJudge"):
         instfol(run_of({"A_0": ["a1"]}), run_of({"A_1": ["a1"]}), topics, docs_for(kind), backend, dataset="fiqa")
 
 
-# -- the IFIR report and the bundled IFIR fixtures ------------------------------------------------------------------------------
+# -- the IFIR report and the bundled IFIR fixtures ---------------------------------------------------------------------
 class _Dataset:
     def __init__(self, topics, qrels, name):
         self.topics, self.qrels, self.name, self.provenance = topics, qrels, name, {"repo_id": "test"}
@@ -429,7 +453,8 @@ def test_ifir_report_with_a_judge():
     datasets, docs, runs = {}, {}, []
     for key, subset in (("fiqa", subset_fiqa), ("nfcorpus", subset_nfcorpus)):
         topics, ranked, kind = subset()
-        qrels = pd.DataFrame([(q, d[0], 1) for q, d in ranked.items() if not q.endswith("_0")], columns=["qid", "docno", "label"])
+        qrels = pd.DataFrame([(q, d[0], 1) for q, d in ranked.items() if not q.endswith("_0")],
+                             columns=["qid", "docno", "label"])
         datasets[key], docs[key] = _Dataset(topics, qrels, key), docs_for(kind)
         runs.append(run_of(ranked))
     system = pt.Transformer.from_df(pd.concat(runs, ignore_index=True))
@@ -441,7 +466,7 @@ def test_ifir_report_with_a_judge():
     assert row["fiqa INSTFOL@20"] == round(100 * FIQA, 2) and row["nfcorpus INSTFOL@20"] == round(100 * NFC, 2)
     assert row["Avg INSTFOL@20"] == round(100 * (FIQA + NFC) / 2, 2) == 10.65
     assert row["fiqa INSTFOL@20/level3"] == 100.0 and row["fiqa INSTFOL@20/level1"] == 25.0
-    assert np.isnan(table.set_index("Model").loc["sys (origin)", "fiqa INSTFOL@20"])  # INSTFOL belongs to the system row
+    assert np.isnan(table.set_index("Model").loc["sys (origin)", "fiqa INSTFOL@20"])  # INSTFOL is the system row's
     pd.testing.assert_frame_equal(table[plain.columns], plain)  # nDCG/MRR columns are unchanged, still fractions
     assert row["fiqa nDCG@20"] == 1.0 and table.attrs["settings"]["INSTFOL top_logprobs"] == 10
     assert set(table.attrs["instfol"]["model"]) == {"sys"} and len(table.attrs["instfol"]) == 5 + 3
@@ -456,23 +481,27 @@ def test_on_the_bundled_ifir_fixture():
     zero = no_instruction_topics(topics)
     assert set(zero["variant"]) == {"0"} and len(zero) == topics["base_qid"].nunique()
     assert doc_texts(ds, ["aila-DAM-0_0"]) == {"aila-DAM-0_0": "Dam report 0 dam river fish study number 0 of dams."}
-    assert doc_texts({"x": ("", "only text"), "y": {"title": "T", "text": "body"}}, ["x", "y"]) == {"x": "only text", "y": "T body"}
+    assert doc_texts({"x": ("", "only text"), "y": {"title": "T", "text": "body"}}, ["x", "y"]) == \
+        {"x": "only text", "y": "T body"}
     frame = pd.DataFrame({"docno": ["x"], "text": ["t"]})
     assert doc_texts(frame, ["x"]) == {"x": "t"}
     # the mteb layout has no level-0 rows: one no-instruction topic per base query is made
     mteb_like = topics[topics["variant"] != "0"]
     made = no_instruction_topics(mteb_like)
-    assert made["qid"].tolist() == [f"{b}_0" for b in dict.fromkeys(mteb_like["base_qid"])] and (made["instruction"] == "").all()
+    assert made["qid"].tolist() == [f"{b}_0" for b in dict.fromkeys(mteb_like["base_qid"])]
+    assert (made["instruction"] == "").all()
     # runs: the corpus order without instruction, the level's gold first with it
     qrels = ds.get_qrels()
     run_inst = qrels.assign(score=1.0)[["qid", "docno", "score"]]
     run_q = pd.DataFrame([(f"{b}_0", d, -j) for b in zero["base_qid"] for j, d in
-                          enumerate(sorted(set(qrels.loc[qrels.base_qid == b, "docno"])))], columns=["qid", "docno", "score"])
+                          enumerate(sorted(set(qrels.loc[qrels.base_qid == b, "docno"])))],
+                         columns=["qid", "docno", "score"])
     script = Script({})
     res = instfol(run_q, run_inst, topics, ds, IFIRJudge(FunctionBackend(logprobs=script)), dataset="aila")
     assert len(res.per_query) == (topics["variant"] != "0").sum() and res.skipped == 0
     assert set(res.per_query["prompt"]) == {"aila1", "aila2", "aila3"}
-    assert res.per_query["instfol"].abs().max() < 1e-12  # one answer for every doc (the titled passages don't match Script's regex)
+    # one answer for every doc (the titled passages don't match Script's regex)
+    assert res.per_query["instfol"].abs().max() < 1e-12
     first = script.batches[0][0][0][0]["content"]
     assert "and a prior case: " in first and re.search(r"report \d+ ", first)  # the title is part of the passage
 

@@ -32,7 +32,8 @@ def test_query_slot_frame_matches_compose_and_missing_column():
 
 
 def test_fold_instruction_keeps_query_0_and_is_byte_identical_when_empty():
-    topics = pd.DataFrame({"qid": ["1", "2"], "query": ["what is x?", "  spaced query "], "instruction": ["only y", ""]})
+    topics = pd.DataFrame({"qid": ["1", "2"], "query": ["what is x?", "  spaced query "],
+                           "instruction": ["only y", ""]})
     out = pti.FoldInstruction()(topics)
     assert out["query"].tolist() == ["what is x? only y", "spaced query"]
     assert out["query_0"].tolist() == topics["query"].tolist()
@@ -52,7 +53,8 @@ def test_fold_instruction_marks_the_frame_and_never_folds_twice():
     assert query_instructions(pt.rewrite.reset()(once))["query"].tolist() == ["what is x?", "y"]
     # a second FoldInstruction folds the unfolded query, not the folded one
     again = pti.FoldInstruction("{instruction} [SEP] {query}")(once)
-    assert again["query"].tolist() == ["only y [SEP] what is x?", "[SEP] y"] and again["query_0"].tolist() == ["what is x?", "y"]
+    assert again["query"].tolist() == ["only y [SEP] what is x?", "[SEP] y"]
+    assert again["query_0"].tolist() == ["what is x?", "y"]
     # a query rewritten after folding (e.g. an expansion) is no longer the folded one: read as it is
     rewritten = once.assign(query=["what is x? only y expanded", "y"])
     assert query_instructions(rewritten)["query"].tolist() == ["what is x? only y expanded", "y"]
@@ -126,7 +128,8 @@ def test_a_stage_builds_its_prompt_view_once(monkeypatch):
 
 def test_fold_instruction_composer():
     topics = pd.DataFrame({"qid": ["1"], "query": ["what is x"], "instruction": ["Be brief."]})
-    assert pti.FoldInstruction(composer="{instruction} [SEP] {query}")(topics)["query"].tolist() == ["Be brief. [SEP] what is x"]
+    assert pti.FoldInstruction(composer="{instruction} [SEP] {query}")(topics)["query"].tolist() == \
+        ["Be brief. [SEP] what is x"]
     assert pti.FoldInstruction(composer="promptriever")(topics)["query"].tolist() == ["what is x? Be brief."]
     assert repr(pti.FoldInstruction()) == "FoldInstruction()"
     assert repr(pti.FoldInstruction(composer="mteb")) == "FoldInstruction(composer='mteb')"

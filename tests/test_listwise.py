@@ -44,7 +44,8 @@ def synthetic(n_queries=3, n_docs=100, seed=0, title=False):
         grades = rng.permutation(n_docs)
         for j in range(n_docs):
             rows.append({"qid": f"q{q}", "query": f"query {q}", "instruction": f"instruction {q}", "docno": f"q{q}d{j}",
-                         "text": f"passage {j} grade {grades[j]}", "score": float(n_docs - j), "rank": j, "extra": j % 3})
+                         "text": f"passage {j} grade {grades[j]}", "score": float(n_docs - j), "rank": j,
+                         "extra": j % 3})
     df = pd.DataFrame(rows)
     return df.assign(title=[f"T{j}" for j in range(len(df))]) if title else df
 
@@ -57,8 +58,9 @@ def test_rank_llm_window_schedule():
     assert windows(10) == [(0, 10)]  # rank_llm visits no window here (start + stride == 0 at once)
     assert windows(3, window_size=4, stride=2) == [(0, 3)] and windows(0) == [] and windows(1) == [(0, 1)]
     assert windows(50, window_size=10, stride=5, depth=30) == [(20, 30), (15, 25), (10, 20), (5, 15), (0, 10)]
-    for bad, match in [(dict(stride=0), "stride must be a positive integer"), (dict(stride=-1), "stride must be a positive"),
-                       (dict(window_size=0), "window_size must be"), (dict(stride=30), r"stride \(30\) must not exceed window_size"),
+    for bad, match in [(dict(stride=0), "stride must be a positive integer"),
+                       (dict(stride=-1), "stride must be a positive"), (dict(window_size=0), "window_size must be"),
+                       (dict(stride=30), r"stride \(30\) must not exceed window_size"),
                        (dict(depth=0), "depth must be")]:
         with pytest.raises(ValueError, match=match):
             windows(100, **{"window_size": 20, "stride": 10, "depth": 100, **bad})
@@ -88,21 +90,23 @@ def test_permutation_parsing_and_repair(answer, size, order, problems):
     assert got == order and set(found) == set(problems) and sorted(got) == list(range(size))
 
 
-# -- exact prompts (rank_llm <= 0.20, RankGPT, rank_llm 0.26) -----------------------------------------------------------
+# -- exact prompts (rank_llm <= 0.20, RankGPT, rank_llm 0.26) ----------------------------------------------------------
 def test_presets_are_byte_identical_to_models_md():
     z, g = LISTWISE["rank_zephyr"], LISTWISE["rank_gpt"]
     keys = ("system", "prefix", "body", "suffix", "example")
     assert (z.system, z.prefix, z.body, z.suffix, z.example) == tuple(SPEC["rank_zephyr"][k] for k in keys)
-    assert (g.system, g.prefix, g.opening, g.body, g.ack) == tuple(SPEC["rank_gpt"][k] for k in ("system", "prefix", "opening", "body", "ack"))
+    assert (g.system, g.prefix, g.opening, g.body, g.ack) == \
+        tuple(SPEC["rank_gpt"][k] for k in ("system", "prefix", "opening", "body", "ack"))
     assert g.suffix.replace("{example}", g.example) == SPEC["rank_gpt"]["final"]
     assert LISTWISE["rank_vicuna"].example == "[4] > [2]"
-    # rank_llm 0.26's YAML templates ({candidate} is our {passage}; the single-turn user text is prefix + bodies + suffix)
+    # rank_llm 0.26's YAML templates ({candidate} is our {passage}; the one-turn user text is prefix + bodies + suffix)
     new, s26 = LISTWISE["rank_llm_0.26"], SPEC["rank_llm_0.26"]
     assert (new.system, new.prefix + "\n", new.body, new.suffix.replace("{example}", new.example)) == (
         s26["system"], s26["prefix"], s26["body"].replace("{candidate}", "{passage}"), s26["suffix"])
     g26, sg = LISTWISE["rank_gpt_0.26"], SPEC["rank_gpt_0.26"]
     assert (g26.system, g26.prefix, g26.opening, g26.body, g26.ack, g26.suffix.replace("{example}", g26.example)) == (
-        sg["system"], sg["prefix"], sg["opening"], sg["body"].replace("{candidate}", "{passage}"), sg["ack"], sg["final"])
+        sg["system"], sg["prefix"], sg["opening"], sg["body"].replace("{candidate}", "{passage}"), sg["ack"],
+        sg["final"])
     assert g26.mask_query and g26.fixed_words and new.fixed_words and not z.fixed_words
 
 
@@ -112,11 +116,13 @@ def test_rank_zephyr_messages_with_instruction_and_masking():
     msgs = r.messages(query, ["first [12] passage", "second passage"])
     s = SPEC["rank_zephyr"]
     q = "what is (1) in C? Documents citing (2023) standards are relevant."
-    user = (s["prefix"].replace("{num}", "2").replace("{query}", q) + "\n" + "[1] first (12) passage\n" + "[2] second passage\n"
+    user = (s["prefix"].replace("{num}", "2").replace("{query}", q) + "\n" + "[1] first (12) passage\n"
+            + "[2] second passage\n"
             + s["suffix"].replace("{num}", "2").replace("{query}", q).replace("{example}", "[2] > [1]"))
     assert msgs == [{"role": "system", "content": s["system"]}, {"role": "user", "content": user}]
     assert "search query: " + q + ".\n\n[1] first" in user  # the blank line after the prefix
-    assert ListwiseReranker(grade_ranker, system="Be brief.").messages("q", ["a"])[0] == {"role": "system", "content": "Be brief."}
+    assert ListwiseReranker(grade_ranker, system="Be brief.").messages("q", ["a"])[0] == \
+        {"role": "system", "content": "Be brief."}
     # braces in the query are text, not slots
     assert "{num}" in ListwiseReranker(grade_ranker).messages("a {num} b", ["x"])[1]["content"]
 
@@ -174,17 +180,22 @@ def test_a_per_prompt_function_is_a_backend_too():
     backend = FunctionBackend(first_try)
     out = ListwiseReranker(first_try, style="rank_gpt")(synthetic(2, 2))
     assert out.sort_values(["qid", "rank"]).docno.tolist() == ["q0d1", "q0d0", "q1d1", "q1d0"] and len(seen) == 2
-    assert seen[0].startswith(LISTWISE["rank_gpt"].system + "\n\n") and "\n\n[1] passage 0 grade" in seen[0]  # one turn per passage
-    assert backend.generate([backend.prepare([{"role": "user", "content": "only this"}])] * 3, max_new_tokens=5) == ["[2] > [1]"] * 3
+    # one turn per passage
+    assert seen[0].startswith(LISTWISE["rank_gpt"].system + "\n\n") and "\n\n[1] passage 0 grade" in seen[0]
+    assert backend.generate([backend.prepare([{"role": "user", "content": "only this"}])] * 3, max_new_tokens=5) == \
+        ["[2] > [1]"] * 3
     assert seen[-1] == "only this" and backend.calls == 3  # a single user message is its content exactly
     with pytest.raises(ValueError, match=r"fn\(prompt\) must return a string, got \['\[1\]'\]"):
-        FunctionBackend(lambda prompt: ["[1]"]).generate([backend.prepare([{"role": "user", "content": "x"}])], max_new_tokens=1)
+        FunctionBackend(lambda prompt: ["[1]"]).generate([backend.prepare([{"role": "user", "content": "x"}])],
+                                                         max_new_tokens=1)
     # the batched form, whatever its parameter names; defaults and *args as Python binds them
-    assert not FunctionBackend(lambda batch, budget: [])._per_prompt and not FunctionBackend(lambda *args: [])._per_prompt
+    assert not FunctionBackend(lambda batch, budget: [])._per_prompt
+    assert not FunctionBackend(lambda *args: [])._per_prompt
     assert FunctionBackend(lambda prompt, temperature=0.0: "")._per_prompt and FunctionBackend(str.upper)._per_prompt
     for bad in (lambda: "", lambda a, b, c: [], lambda p, *, seed: ""):
-        with pytest.raises(TypeError, match=r"fn must be fn\(prompt: str\) -> str \(one call per prompt\) or "
-                                            r"fn\(list_of_message_lists, max_new_tokens\) -> list of str \(one call per batch\)"):
+        with pytest.raises(TypeError, match=r"fn must be fn\(prompt: str\) -> str \(one call per prompt\) or fn\("
+                                            r"list_of_message_lists, max_new_tokens\) -> list of str \(one call per "
+                                            r"batch\)"):
             FunctionBackend(bad)
 
 
@@ -207,7 +218,8 @@ def test_first_stage_order_from_score_when_rank_is_missing():
     df = synthetic(1, 40).drop(columns="rank").sample(frac=1, random_state=1)
     seen = []
     ListwiseReranker(lambda p, n: seen.append(p) or [""] * len(p), depth=20)(df)
-    assert [t for _, t in window_passages(seen[0][0])] == df.sort_values("score", ascending=False).text.iloc[:20].tolist()
+    assert [t for _, t in window_passages(seen[0][0])] == \
+        df.sort_values("score", ascending=False).text.iloc[:20].tolist()
 
 
 def test_malformed_answers_are_repaired_and_counted(caplog):
@@ -224,10 +236,14 @@ def test_empty_frame_inspect_repr_eq_and_errors():
     backend = FunctionBackend(lambda p, n: calls.append(p) or [])
     r = ListwiseReranker(backend)
     empty = r(pd.DataFrame(columns=["qid", "query", "instruction", "docno", "text", "score", "rank"]))
-    assert list(empty.columns) == ["qid", "query", "instruction", "docno", "text", "score_0", "score", "rank"] and not calls
-    assert pt.inspect.transformer_inputs(r) and "score" in pt.inspect.transformer_outputs(r, ["qid", "query", "docno", "text"])
-    assert r == ListwiseReranker(backend) and hash(r) == hash(ListwiseReranker(backend)) and r != ListwiseReranker(backend, depth=50)
-    assert repr(ListwiseReranker(backend, depth=50, style="rank_gpt")) == "ListwiseReranker(FunctionBackend(<lambda>), depth=50, style='rank_gpt')"
+    assert list(empty.columns) == ["qid", "query", "instruction", "docno", "text", "score_0", "score", "rank"]
+    assert not calls
+    assert pt.inspect.transformer_inputs(r)
+    assert "score" in pt.inspect.transformer_outputs(r, ["qid", "query", "docno", "text"])
+    assert r == ListwiseReranker(backend) and hash(r) == hash(ListwiseReranker(backend))
+    assert r != ListwiseReranker(backend, depth=50)
+    assert repr(ListwiseReranker(backend, depth=50, style="rank_gpt")) == \
+        "ListwiseReranker(FunctionBackend(<lambda>), depth=50, style='rank_gpt')"
     with pytest.raises(KeyError, match="text"):
         r(synthetic(1, 5).drop(columns="text"))
     with pytest.raises(ValueError, match="style must be one of"):
@@ -264,7 +280,7 @@ def test_word_budget_loop_against_the_context_size():
         ListwiseReranker(backend, context_size=100)(long)
 
 
-# -- measures on listwise output ----------------------------------------------------------------------------------------
+# -- measures on listwise output ---------------------------------------------------------------------------------------
 def test_pmrr_and_wise_on_listwise_output(mini):
     def overlap_ranker(prompts, n):  # prefers passages sharing words with the instruction
         answers = []
@@ -280,13 +296,15 @@ def test_pmrr_and_wise_on_listwise_output(mini):
     res = pt.Experiment([pipe], topics, mini.get_qrels(), [pti.pMRR])
     run = pipe(topics)
     og, ch = (run[run.variant == v].assign(qid=lambda d: d.base_qid) for v in ("og", "changed"))
-    assert res.loc[0, "pMRR"] == pytest.approx(pti.pmrr(og, ch, mini.changed_docs()), abs=1e-12) and res.loc[0, "pMRR"] != 0
+    assert res.loc[0, "pMRR"] == pytest.approx(pti.pmrr(og, ch, mini.changed_docs()), abs=1e-12)
+    assert res.loc[0, "pMRR"] != 0
     ds = pti.load_dataset("infosearch/format")
-    res = pt.Experiment([ds.candidates() >> ListwiseReranker(overlap_ranker)], ds.get_topics(), ds.get_qrels(), [pti.WISE])
+    res = pt.Experiment([ds.candidates() >> ListwiseReranker(overlap_ranker)], ds.get_topics(), ds.get_qrels(),
+                        [pti.WISE])
     assert -1 <= res.loc[0, "WISE"] <= 1
 
 
-# -- backends -----------------------------------------------------------------------------------------------------------
+# -- backends ----------------------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def chat_model(tiny, tmp_path_factory):
     """The tiny Mistral with a Zephyr-style chat template."""
@@ -298,11 +316,14 @@ def test_hf_backend_renders_with_the_chat_template(chat_model):
     backend = HFBackend(chat_model)
     msgs = ListwiseReranker(backend).messages("q “quoted”", ["a"])
     prompt = backend.prepare(msgs)
-    assert prompt.text == f"<|system|>\n{msgs[0]['content']}</s>\n<|user|>\n{msgs[1]['content']}</s>\n<|assistant|>\n".replace("“quoted”", '"quoted"')
+    want = f"<|system|>\n{msgs[0]['content']}</s>\n<|user|>\n{msgs[1]['content']}</s>\n<|assistant|>\n"
+    assert prompt.text == want.replace("“quoted”", '"quoted"')
     tok = transformers.AutoTokenizer.from_pretrained(chat_model)
     assert prompt.token_ids == tok(prompt.text)["input_ids"] and prompt.token_ids[0] == tok.bos_token_id
-    assert ListwiseReranker(backend).output_budget(20) == len(tok.encode(" > ".join(f"[{i}]" for i in range(1, 21)))) - 1
-    vicuna = backend.prepare([{"role": "system", "content": "S"}, {"role": "user", "content": "U"}], LISTWISE["rank_vicuna"].chat_template)
+    assert ListwiseReranker(backend).output_budget(20) == \
+        len(tok.encode(" > ".join(f"[{i}]" for i in range(1, 21)))) - 1
+    vicuna = backend.prepare([{"role": "system", "content": "S"}, {"role": "user", "content": "U"}],
+                             LISTWISE["rank_vicuna"].chat_template)
     assert vicuna.text.startswith("<|system|>")  # the checkpoint's own template wins over a preset's fallback
     bare = HFBackend(str(Path(chat_model).parent.parent / "does-not-matter"))
     bare._tok = transformers.AutoTokenizer.from_pretrained(chat_model)
@@ -322,7 +343,8 @@ def test_hf_backend_end_to_end_on_the_bundled_benchmark(chat_model, mini, mini_b
     assert len(out) == len(first) and set(out.docno) == set(first.docno) and (out.groupby("qid").size() == 20).all()
     assert r.stats["windows"] == 4 and r.stats["backend_calls"] == 1 and "score_0" in out.columns
     # batched greedy generation with left padding equals one prompt at a time
-    prompts = [r._prompt(q, [["alpha", "beta"], ["gamma"]]) for q in ("short", "a much longer query with many words in it")]
+    prompts = [r._prompt(q, [["alpha", "beta"], ["gamma"]])
+               for q in ("short", "a much longer query with many words in it")]
     batched = HFBackend(chat_model, batch_size=2).generate(prompts, max_new_tokens=6, min_new_tokens=6)
     single = HFBackend(chat_model, batch_size=1).generate(prompts, max_new_tokens=6, min_new_tokens=6)
     assert batched == single and all(len(a) > 0 for a in batched)
@@ -332,30 +354,39 @@ def test_vllm_backend_against_the_stand_in(chat_model, monkeypatch):
     import fake_vllm
     monkeypatch.setitem(sys.modules, "vllm", fake_vllm)
     fake_vllm.instances.clear()
-    backend = VLLMBackend(chat_model, gpu_memory_utilization=0.5, max_model_len=4096, tensor_parallel_size=2, enforce_eager=True)
+    backend = VLLMBackend(chat_model, gpu_memory_utilization=0.5, max_model_len=4096, tensor_parallel_size=2,
+                          enforce_eager=True)
     r = pti.RankZephyr(backend=backend)
     out = r(synthetic(3, 100))
     (llm,) = fake_vllm.instances
-    assert llm.init_args == dict(model=chat_model, tokenizer=None, tensor_parallel_size=2, dtype="auto", seed=0, gpu_memory_utilization=0.5,
-                                 max_model_len=4096, enable_prefix_caching=True, enforce_eager=True)
+    assert llm.init_args == \
+        dict(model=chat_model, tokenizer=None, tensor_parallel_size=2, dtype="auto", seed=0, gpu_memory_utilization=0.5,
+             max_model_len=4096, enable_prefix_caching=True, enforce_eager=True)
     assert len(llm.calls) == 9 and all(len(c["prompts"]) == 3 for c in llm.calls)
     params = llm.calls[0]["params"]
-    assert (params.temperature, params.max_tokens, params.min_tokens, params.n) == (0.0, r.output_budget(20), r.output_budget(20), 1)
+    assert (params.temperature, params.max_tokens, params.min_tokens, params.n) == \
+        (0.0, r.output_budget(20), r.output_budget(20), 1)
     # the token ids vLLM receives are the ones the HF backend would generate from
     hf = HFBackend(chat_model)
     sent = llm.calls[0]["prompts"][0]["prompt_token_ids"]
-    assert sent == r._prompt("query 0 instruction 0", [w.split() for w in synthetic(1, 100).text.iloc[80:100]]).token_ids
-    assert sent == hf.prepare(backend.prepare(r.messages("query 0 instruction 0", list(synthetic(1, 100).text.iloc[80:100]))).messages).token_ids
+    assert sent == \
+        r._prompt("query 0 instruction 0", [w.split() for w in synthetic(1, 100).text.iloc[80:100]]).token_ids
+    messages = r.messages("query 0 instruction 0", list(synthetic(1, 100).text.iloc[80:100]))
+    assert sent == hf.prepare(backend.prepare(messages).messages).token_ids
     # the stand-in answers each window in reverse: 9 reversals of overlapping windows
     order = out[out.qid == "q0"].sort_values("rank").docno.str.slice(3).astype(int).tolist()
     lst = list(range(100))
     for a, b in windows(100):
         lst[a:b] = lst[a:b][::-1]
     assert order == lst and r.stats["clean"] == 27
-    assert repr(backend) == f"VLLMBackend('{chat_model}', gpu_memory_utilization=0.5, max_model_len=4096, tensor_parallel_size=2, enforce_eager=True)"
-    assert backend == VLLMBackend(chat_model, tensor_parallel_size=2, max_model_len=4096, enforce_eager=True, gpu_memory_utilization=0.5)
-    assert backend != VLLMBackend(chat_model, gpu_memory_utilization=0.5, max_model_len=4096, tensor_parallel_size=2)  # llm_kwargs count
-    assert repr(HFBackend("x")) == "HFBackend('x')" and HFBackend("x") == HFBackend("x", batch_size=8) != HFBackend("x", batch_size=4)
+    assert repr(backend) == (f"VLLMBackend('{chat_model}', gpu_memory_utilization=0.5, max_model_len=4096, "
+                             "tensor_parallel_size=2, enforce_eager=True)")
+    assert backend == VLLMBackend(chat_model, tensor_parallel_size=2, max_model_len=4096, enforce_eager=True,
+                                  gpu_memory_utilization=0.5)
+    # llm_kwargs count
+    assert backend != VLLMBackend(chat_model, gpu_memory_utilization=0.5, max_model_len=4096, tensor_parallel_size=2)
+    assert repr(HFBackend("x")) == "HFBackend('x')"
+    assert HFBackend("x") == HFBackend("x", batch_size=8) != HFBackend("x", batch_size=4)
 
 
 def test_vllm_missing_names_the_extra(monkeypatch):
@@ -366,23 +397,28 @@ def test_vllm_missing_names_the_extra(monkeypatch):
         VLLMBackend("m", gpu_memory_utilization=1.5)
 
 
-# -- the family classes -------------------------------------------------------------------------------------------------
+# -- the family classes ------------------------------------------------------------------------------------------------
 def test_family_classes_presets_repr_eq_and_errors():
     z = pti.RankZephyr()
-    assert repr(z) == "RankZephyr()" and z.backend == HFBackend("castorini/rank_zephyr_7b_v1_full") and z.style == "rank_zephyr"
-    assert z == pti.RankZephyr("castorini/rank_zephyr_7b_v1_full") and hash(z) == hash(pti.RankZephyr("castorini/rank_zephyr_7b_v1_full"))
+    assert repr(z) == "RankZephyr()" and z.backend == HFBackend("castorini/rank_zephyr_7b_v1_full")
+    assert z.style == "rank_zephyr"
+    assert z == pti.RankZephyr("castorini/rank_zephyr_7b_v1_full")
+    assert hash(z) == hash(pti.RankZephyr("castorini/rank_zephyr_7b_v1_full"))
     assert z != pti.RankZephyr(style="rank_llm_0.26") and z != pti.RankZephyr(depth=50)
     beta = pti.RankZephyr.zephyr_beta(backend="vllm", backend_options={"tensor_parallel_size": 2})
     assert repr(beta) == "RankZephyr.zephyr_beta(backend='vllm', backend_options={'tensor_parallel_size': 2})"
-    assert beta.backend == VLLMBackend("HuggingFaceH4/zephyr-7b-beta", tensor_parallel_size=2) and beta.listwise == LISTWISE["rank_zephyr"]
+    assert beta.backend == VLLMBackend("HuggingFaceH4/zephyr-7b-beta", tensor_parallel_size=2)
+    assert beta.listwise == LISTWISE["rank_zephyr"]
     assert pti.RankZephyr("/m", backend_options={"batch_size": 4}).backend == HFBackend("/m", batch_size=4)
     v = pti.RankVicuna()
     assert v.backend == HFBackend("castorini/rank_vicuna_7b_v1") and v.listwise == LISTWISE["rank_vicuna"]
     assert pti.RankVicuna(style="rank_llm_0.26").listwise == LISTWISE["rank_llm_0.26"]
     g = pti.RankGPT(base_url="http://localhost:8000/v1", backend_options={"concurrency": 2})
     assert repr(g) == "RankGPT(base_url='http://localhost:8000/v1', backend_options={'concurrency': 2})"
-    assert g.backend == pti.OpenAIBackend("gpt-4o", base_url="http://localhost:8000/v1", concurrency=2) and g.listwise == LISTWISE["rank_gpt"]
-    assert pti.RankGPT(style="rank_llm_0.26").listwise == LISTWISE["rank_gpt_0.26"] == pti.RankGPT(style="rank_gpt_0.26").listwise
+    assert g.backend == pti.OpenAIBackend("gpt-4o", base_url="http://localhost:8000/v1", concurrency=2)
+    assert g.listwise == LISTWISE["rank_gpt"]
+    assert pti.RankGPT(style="rank_llm_0.26").listwise == LISTWISE["rank_gpt_0.26"] == \
+        pti.RankGPT(style="rank_gpt_0.26").listwise
     assert pti.RankGPT("/local", backend="hf").backend == HFBackend("/local")
     fb = FunctionBackend(grade_ranker)
     assert pti.RankZephyr(backend=fb).backend is fb and pti.RankZephyr(backend=grade_ranker).backend.fn is grade_ranker
@@ -404,8 +440,8 @@ def test_rank_llm_026_style_words_titles_and_raw_query():
     the query as it is (rank_llm sends query.text)."""
     seen = []
     backend = FunctionBackend(lambda p, n: seen.append(p) or grade_ranker(p, n))
-    df = synthetic(1, 15, title=True).assign(text=lambda d: d.text + " " + " ".join(["w"] * 500), query="  spaced query ",
-                                             instruction="")
+    df = synthetic(1, 15, title=True).assign(text=lambda d: d.text + " " + " ".join(["w"] * 500),
+                                             query="  spaced query ", instruction="")
     df.loc[0, "title"] = "   "
     pti.RankZephyr(backend=backend, style="rank_llm_0.26", context_size=None)(df)
     found = window_passages(seen[-1][0])

@@ -1,4 +1,5 @@
-"""Dataset loaders over fixtures in the exact released layouts (written by pyterrier_instruct.testing.layouts, see conftest.py).
+"""Dataset loaders over fixtures in the exact released layouts (written by pyterrier_instruct.testing.layouts, see
+conftest.py).
 
 Every registered id goes end to end: ``pt.get_dataset('instruct:<id>')`` → topics/qrels/candidates → a
 pipeline → the benchmark's paired measure, checked against the measure function on the same run.
@@ -30,14 +31,16 @@ def _base_keyed(frame, variant):
 
 
 def test_registry_has_exactly_the_documented_ids():
-    want = {"instruct-mini", "infosearch-mini", "instructir"} | {f"followir/{c}{m}" for c in ("robust04", "news21", "core17") for m in ("", "/mteb")}
+    want = {"instruct-mini", "infosearch-mini", "instructir"}
+    want |= {f"followir/{c}{m}" for c in ("robust04", "news21", "core17") for m in ("", "/mteb")}
     want |= {f"mfollowir/{lang}" for lang in ("fas", "rus", "zho")}
     want |= {f"infosearch/{d}" for d in ("audience", "keyword", "format", "language", "length", "source")}
     want |= {f"ifir/{s}" for s in ("fiqa", "scifact_open", "nfcorpus", "aila", "fire", "pm", "cds")}
-    want |= {f"beir/{k}" for k in ("arguana", "climate_fever", "dbpedia", "fever", "fiqa", "hotpotqa", "nfcorpus", "nq", "quora",
-                                   "scidocs", "scifact", "touche2020", "trec_covid")}
+    want |= {f"beir/{k}"
+             for k in ("arguana", "climate_fever", "dbpedia", "fever", "fiqa", "hotpotqa", "nfcorpus", "nq", "quora",
+                       "scidocs", "scifact", "touche2020", "trec_covid")}
     want |= {f"beir/{k}/dev" for k in ("dbpedia", "fever", "fiqa", "hotpotqa", "nfcorpus", "quora", "scifact")}
-    from pyterrier_instruct.datasets.catalog import BRIGHT_TASKS, MAIR_TASKS  # BRIGHT, MAIR, NevIR: test_bright_mair_nevir.py
+    from pyterrier_instruct.datasets.catalog import BRIGHT_TASKS, MAIR_TASKS  # the rest: test_bright_mair_nevir.py
     want |= {f"bright/{t}{s}" for t, (_, _, long, _) in BRIGHT_TASKS.items() for s in ("", "-long") if s == "" or long}
     want |= {f"mair/{t}" for t in [*MAIR_TASKS, "dd-15", "dd-16", "dd-17", "fr-21", "fr-22"]}
     want |= {f"nevir{m}{s}" for m in ("", "/mteb") for s in ("", "/validation", "/train")}
@@ -76,13 +79,15 @@ def test_followir_family_end_to_end(name):
 def test_infosearch_end_to_end(name):
     ds = pt.get_dataset(f"instruct:{name}")
     topics, qrels = ds.get_topics(), ds.get_qrels()
-    assert set(topics.variant) == {"og", "changed", "reversed"} and (topics.qid == topics.base_qid + "-" + topics.variant).all()
+    assert set(topics.variant) == {"og", "changed", "reversed"}
+    assert (topics.qid == topics.base_qid + "-" + topics.variant).all()
     assert (topics[topics.variant != "og"].instruction.str.len() > 0).all()
     pipe = ds.candidates() >> pti.PoolBM25()
     res = pt.Experiment([pipe], topics, qrels, [pti.WISE, pti.SICR, pti.InfoSearch_pMRR])
     run = pipe(topics)
     ref = infosearch_eval(*(_base_keyed(run, v) for v in ("og", "changed", "reversed")),
-                          og_qrels=_base_keyed(qrels, "og"), changed_qrels=_base_keyed(qrels, "changed"), warn=False)["overall"]
+                          og_qrels=_base_keyed(qrels, "og"), changed_qrels=_base_keyed(qrels, "changed"),
+                          warn=False)["overall"]
     assert res.loc[0, "WISE"] == pytest.approx(ref["WISE"], abs=1e-12)
     assert res.loc[0, "SICR"] == pytest.approx(ref["SICR"], abs=1e-12)
     assert res.loc[0, "InfoSearch_pMRR"] == pytest.approx(ref["p-MRR"], abs=1e-12)
@@ -93,14 +98,16 @@ def test_ifir_end_to_end(name):
     ds = pt.get_dataset(f"instruct:{name}")
     topics, qrels = ds.get_topics(), ds.get_qrels()
     assert (topics.qid == topics.base_qid + "_" + topics.variant).all()
-    assert (topics[topics.variant == "0"].instruction == "").all() and (topics[topics.variant != "0"].instruction != "").all()
+    assert (topics[topics.variant == "0"].instruction == "").all()
+    assert (topics[topics.variant != "0"].instruction != "").all()
     assert "0" not in set(qrels.variant) and set(qrels.qid) <= set(topics.qid)
     with pytest.raises(ValueError, match="defines no candidate lists"):
         ds.get_results()
     pipe = pti.FoldInstruction() >> pti.BM25(ds.get_corpus_iter())
     judged = ds.get_topics("level1")
     res = pt.Experiment([pipe], judged, qrels, [pti.IFIR_nDCG @ 20])
-    assert res.loc[0, "IFIR_nDCG@20"] == pytest.approx(pti.measures.ifir_ndcg(pipe(judged), qrels[qrels.variant == "1"]), abs=1e-12)
+    assert res.loc[0, "IFIR_nDCG@20"] == \
+        pytest.approx(pti.measures.ifir_ndcg(pipe(judged), qrels[qrels.variant == "1"]), abs=1e-12)
     table = pti.ifir_report([pipe], {name.split("/")[1]: ds}, names=["bm25"], origin=True)
     assert list(table["Model"]) == ["bm25", "bm25 (origin)"]
 
@@ -108,7 +115,8 @@ def test_ifir_end_to_end(name):
 def test_instructir_end_to_end():
     ds = pt.get_dataset("instruct:instructir")
     topics, qrels = ds.get_topics(), ds.get_qrels()
-    assert topics.loc[0, ["qid", "query", "base_qid", "variant"]].tolist() == ["1078446_1", "dams definition", "1078446", "1"]
+    assert topics.loc[0, ["qid", "query", "base_qid", "variant"]].tolist() == \
+        ["1078446_1", "dams definition", "1078446", "1"]
     assert topics.loc[0, "instruction"] == "I am reader number 1 and I want dams facts."
     assert (qrels.groupby("qid").size() == 1).all()
     pipe = pti.FoldInstruction() >> pti.BM25(ds.get_corpus_iter())
@@ -125,7 +133,8 @@ def test_original_and_mteb_layouts_give_the_same_benchmark():
         pd.testing.assert_frame_equal(a.get_topics()[cols], other.get_topics()[cols], check_dtype=False)
         pd.testing.assert_frame_equal(a.get_qrels(), other.get_qrels(), check_dtype=False)
         pd.testing.assert_frame_equal(a.get_results(), other.get_results(), check_dtype=False)
-        assert sorted(map(tuple, a.changed_docs().values.tolist())) == sorted(map(tuple, other.changed_docs().values.tolist()))
+        assert sorted(map(tuple, a.changed_docs().values.tolist())) == \
+            sorted(map(tuple, other.changed_docs().values.tolist()))
         assert list(a.get_corpus_iter()) == list(other.get_corpus_iter())
     assert b.info()["changed_docs"] == "qrel_diff" and c.provenance["path"].endswith("Robust04InstructionRetrieval")
 
@@ -170,7 +179,8 @@ def test_variants_and_aliases():
         assert set(t.variant) == {v} and t.equals(ds.get_topics(alias))
         assert set(ds.get_qrels(v).qid) <= set(t.qid)
     assert len(ds.get_topics("paired")) == len(ds.get_topics()) == 3 * len(ds.get_topics("og"))
-    with pytest.raises(ValueError, match=r"infosearch/source has no variant 'level2'; offered: \['og', 'changed', 'reversed'"):
+    with pytest.raises(ValueError,
+                       match=r"infosearch/source has no variant 'level2'; offered: \['og', 'changed', 'reversed'"):
         ds.get_topics("level2")
     ifir = pti.load_dataset("ifir/aila")
     assert ifir.variants == ("0", "1", "2", "3") and ifir.get_topics("level2").equals(ifir.get_topics("2"))
@@ -288,7 +298,8 @@ def test_other_layouts_by_path():
 
 def test_mteb_ifir_level_ids():
     from pyterrier_instruct.datasets.ifir import _mteb_level
-    assert _mteb_level("123_v2") == ("123", "2") and _mteb_level("q7-v3") == ("q7", "3") and _mteb_level("abc") == ("abc", "1")
+    assert _mteb_level("123_v2") == ("123", "2") and _mteb_level("q7-v3") == ("q7", "3")
+    assert _mteb_level("abc") == ("abc", "1")
 
 
 # -- the hub path, against a stand-in for huggingface_hub ----------------------------------------
@@ -350,8 +361,9 @@ def test_followir_qrels_caveat_is_asserted_and_mapping_recorded(tmp_path):
         pti.load_dataset("followir/robust04", path=str(p), qrels_mapping="auto").get_topics()
 
 
-@pytest.mark.parametrize("case", ["missing config", "unknown query", "og doc absent", "duplicate query", "empty instruction",
-                                  "duplicate judgement", "bad score"])
+@pytest.mark.parametrize("case",
+                         ["missing config", "unknown query", "og doc absent", "duplicate query", "empty instruction",
+                          "duplicate judgement", "bad score"])
 def test_followir_bad_data_errors_name_file_and_problem(tmp_path, case):
     p = _copy(tmp_path, "jhu-clsp", "core17-instructions")
     qrels_og = p / "qrels_og" / "test.jsonl"
@@ -363,7 +375,8 @@ def test_followir_bad_data_errors_name_file_and_problem(tmp_path, case):
         match = r"qrels_og/test.jsonl: qrels row for query '999', which is not in .*queries.jsonl \(1 such rows\)"
     elif case == "og doc absent":
         _rewrite_jsonl(p / "qrels_changed" / "test.jsonl", lambda r: r[1:])
-        match = r"qrels_changed/test.jsonl: document 'DAM-0_0' of query '301' is judged in .*qrels_og/test.jsonl but absent here"
+        match = (r"qrels_changed/test.jsonl: document 'DAM-0_0' of query '301' is judged in .*qrels_og/test.jsonl "
+                 r"but absent here")
     elif case == "duplicate query":
         _rewrite_jsonl(p / "queries.jsonl", lambda r: r + r[:1])
         match = r"queries.jsonl: duplicate query _id '301'"
@@ -405,8 +418,9 @@ def test_corpus_duplicates_and_unknown_docs(tmp_path):
         ds.text_loader("body")
 
 
-@pytest.mark.parametrize("case", ["infosearch reversed", "infosearch qrels", "ifir instruction", "ifir rel", "instructir sep",
-                                  "instructir unknown"])
+@pytest.mark.parametrize("case",
+                         ["infosearch reversed", "infosearch qrels", "ifir instruction", "ifir rel", "instructir sep",
+                          "instructir unknown"])
 def test_other_families_bad_data(tmp_path, case):
     if case.startswith("infosearch"):
         p = _copy(tmp_path, "jianqunZ", "Language-v1")

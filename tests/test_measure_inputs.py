@@ -116,7 +116,8 @@ def test_pmrr_function_with_float_ids_equals_strings():
     as_float = {"qid": "float64", "docno": "float64"}
     numbered = [f.assign(qid=f["qid"].str[1:].astype(int)).astype(as_float) for f in (og, ch)]
     numbered_qrels = [f.assign(qid=f["qid"].str[1:].astype(int)) for f in (q_og, q_ch)]
-    assert pmrr(*numbered, og_qrels=numbered_qrels[0], changed_qrels=numbered_qrels[1]) == pytest.approx(want, abs=1e-12)
+    assert pmrr(*numbered, og_qrels=numbered_qrels[0], changed_qrels=numbered_qrels[1]) == \
+        pytest.approx(want, abs=1e-12)
 
 
 # --- a run that shares no docno with its qrels -------------------------------------------------------------------
@@ -167,8 +168,8 @@ def test_functions_name_unmatched_queries(fn):
         warnings.simplefilter("always")
         calls[fn]()
     messages = _unmatched(record)
-    assert len(messages) == 1 and "for 6 of 6 queries" in messages[0] and ": 'i0', 'i1', 'i2', 'i3', 'i4' and 1 more (query 'i0'" \
-        in messages[0]
+    assert len(messages) == 1 and "for 6 of 6 queries" in messages[0]
+    assert ": 'i0', 'i1', 'i2', 'i3', 'i4' and 1 more (query 'i0'" in messages[0]
 
 
 def test_pt_experiment_float_docnos_are_named(mini):
@@ -177,7 +178,8 @@ def test_pt_experiment_float_docnos_are_named(mini):
     numbered = mini.get_qrels().assign(docno=lambda f: pd.factorize(f["docno"])[0])
     codes = dict(zip(mini.get_qrels()["docno"], numbered["docno"]))
     floats = run.assign(docno=run["docno"].map(codes).astype("float64"))  # pt.Experiment makes these "10.0"
-    with pytest.warns(UserWarning, match=r"OG\(AP@1000\), pMRR: for 20 of 20 queries the run shares no docno") as record:
+    with pytest.warns(UserWarning,
+                      match=r"OG\(AP@1000\), pMRR: for 20 of 20 queries the run shares no docno") as record:
         res = pt.Experiment([floats], mini.get_topics(), numbered, [pti.pMRR, pti.OG(AP @ 1000)], names=["f"])
     message = _unmatched(record)[0]
     assert "'101-og'" in message and re.search(r"run \['\d+\.0', '\d+\.0'\], qrels \['\d+', '\d+'\]", message)
@@ -198,8 +200,8 @@ def test_pt_experiment_warns_when_runs_lack_the_instruction(mini):
         res = pt.Experiment([system], mini.get_topics().drop(columns=["instruction"]), mini.get_qrels(), [pti.pMRR])
     assert res.loc[0, "pMRR"] == 0.0  # the silent failure: same ranking for -og and -changed
     (message,) = set(_instruction_warnings(record))
-    assert message.startswith("pMRR: the run has no 'instruction' column") and "pyterrier_instruct.paired_topics" in message \
-        and "get_topics()" in message
+    assert message.startswith("pMRR: the run has no 'instruction' column")
+    assert "pyterrier_instruct.paired_topics" in message and "get_topics()" in message
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
         pt.Experiment([system], mini.get_topics(), mini.get_qrels(), [pti.pMRR, pti.OG(AP @ 1000)])

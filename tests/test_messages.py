@@ -35,9 +35,11 @@ def test_unknown_ids_get_the_id_meant(load, name, suggestion):
 
 
 def test_one_sided_topics_are_named_not_the_qrels(mini):
-    with pytest.raises(ValueError, match=r"^pMRR needs the topics of every variant it compares \(og, changed\): the topics "
-                                         r"given to pt.Experiment have variants \['og'\] only, no '<qid>-changed' query; pass "
-                                         r"all the variants' topics, e.g. ds.get_topics\(\) rather than ds.get_topics\('og'\)"):
+    with pytest.raises(ValueError,
+                       match=r"^pMRR needs the topics of every variant it compares \(og, changed\): the topics "
+                             r"given to pt.Experiment have variants \['og'\] only, no '<qid>-changed' "
+                             r"query; pass all the variants' topics, e.g. ds.get_topics\(\) rather than "
+                             r"ds.get_topics\('og'\)"):
         pt.Experiment([mini.candidates()], mini.get_topics("og"), mini.get_qrels(), [pti.pMRR])
     with pytest.raises(ValueError, match=r"^pMRR needs paired qrels with '<qid>-og' and '<qid>-changed' query ids .*"
                                          r"found variants \['og'\]"):  # the qrels are the one-sided part here
@@ -48,7 +50,7 @@ def test_one_sided_topics_are_named_not_the_qrels(mini):
 
 def test_help_lists_only_the_presets_that_work():
     text = pydoc.render_doc(pti.Qwen3Reranker, renderer=pydoc.plaintext)
-    for refused in ("gritlm", "llama", "llama_chat", "mistral_instruct"):  # CausalLMReranker's: refused by Qwen3Reranker
+    for refused in ("gritlm", "llama", "llama_chat", "mistral_instruct"):  # CausalLMReranker's: Qwen3Reranker refuses
         assert f" |  {refused}(" not in text and refused not in dir(pti.Qwen3Reranker)
         with pytest.raises(AttributeError, match="is a preset of CausalLMReranker"):
             getattr(pti.Qwen3Reranker, refused)
@@ -118,9 +120,10 @@ def test_without_package_measures_a_plain_cache_around_a_package_stage_is_refuse
     from ir_measures import nDCG
     topics, qrels = mini.get_topics(), mini.get_qrels()
     ours = ptc.ScorerCache(str(tmp_path / "ours"), pti.MonoT5("never-loaded"))
-    with pytest.raises(ValueError, match=r"^pt.Experiment: the system 'monot5' holds Sqlite3ScorerCache\(.*MonoT5\("
-                                         r"'never-loaded'\).*IntegrityError after all the scoring when scored together, "
-                                         r"or get one cached score; refused before any system runs"):
+    expected = (r"^pt.Experiment: the system 'monot5' holds Sqlite3ScorerCache\(.*MonoT5\('never-loaded'\)"
+                r".*IntegrityError after all the scoring when scored together, "
+                r"or get one cached score; refused before any system runs")
+    with pytest.raises(ValueError, match=expected):
         pt.Experiment([mini.candidates() >> ours], topics, qrels, [nDCG @ 10], names=["monot5"])
     # around another package's stage, the experiment stays PyTerrier's and pyterrier-caching's own
     foreign = ptc.ScorerCache(str(tmp_path / "foreign"), pt.apply.score(lambda row: 1.0))

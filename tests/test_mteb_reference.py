@@ -63,7 +63,8 @@ def read_files() -> dict:
     for row in _jsonl(DATA / "top_ranked.jsonl"):
         top_ranked.setdefault(str(row["qid"]), []).append(str(row["pid"]))
     # FollowIR's qrel_diff: the og-judged documents whose label differs in the changed qrels
-    changed = {q: [d for d, label in docs.items() if qrels["changed"][q][d] != label] for q, docs in qrels["og"].items()}
+    changed = {q: [d for d, label in docs.items() if qrels["changed"][q][d] != label]
+               for q, docs in qrels["og"].items()}
     return {"queries": queries, "corpus": corpus, "qrels": qrels, "top_ranked": top_ranked,
             "changed": {q: docs for q, docs in changed.items() if docs}}
 
@@ -153,7 +154,7 @@ def _split(run: pd.DataFrame, variant: str) -> pd.DataFrame:
 
 
 def _mteb_per_query_pmrr(results: dict, changed: dict) -> dict:
-    """mteb's per-query p-MRR on mteb's own run: ``calculate_pmrr`` (the mean over its documents) one query at a time."""
+    """mteb's per-query p-MRR on mteb's own run: ``calculate_pmrr`` (the mean over its documents) per query."""
     from mteb._evaluators.retrieval_metrics import calculate_pmrr
     og = {q: d for q, d in results.items() if q.endswith("-og")}
     new = {q: d for q, d in results.items() if not q.endswith("-og")}
@@ -163,7 +164,8 @@ def _mteb_per_query_pmrr(results: dict, changed: dict) -> dict:
 def test_local_task_reads_the_bundled_files_like_the_package(files, mini):
     """The task's inputs are the package's: same changed-document lists, qrels and candidate order."""
     ours = mini.changed_docs()
-    assert {q: sorted(g["docno"]) for q, g in ours.groupby("qid")} == {q: sorted(d) for q, d in files["changed"].items()}
+    assert {q: sorted(g["docno"]) for q, g in ours.groupby("qid")} == \
+        {q: sorted(d) for q, d in files["changed"].items()}
     qrels = mini.get_qrels()
     for v in VARIANTS:
         part = _split(qrels, v)
@@ -184,7 +186,8 @@ def test_mteb_runs_offline_on_the_local_task(reference, files):
 def test_same_cosine_scores(reference, ours):
     """Both sides read query + " " + instruction and title + " " + text: the cosines agree per (query, document)."""
     _, results, _ = reference
-    mteb_run = pd.DataFrame([(q, d, s) for q, docs in results.items() for d, s in docs.items()], columns=["qid", "docno", "mteb"])
+    mteb_run = pd.DataFrame([(q, d, s) for q, docs in results.items() for d, s in docs.items()],
+                            columns=["qid", "docno", "mteb"])
     both = ours[["qid", "docno", "score"]].merge(mteb_run, on=["qid", "docno"], how="outer", validate="one_to_one")
     assert len(both) == len(ours) == len(mteb_run)
     assert (both["score"] - both["mteb"]).abs().max() < 1e-5
@@ -234,7 +237,8 @@ def test_all_queries_pooled_ndcg_matches_mteb(reference, mini, ours):
     """mteb's top-level scores pool the og and changed queries (20 instances); ir_measures over the same pool."""
     scores, _, _ = reference
     agg = ir_measures.calc_aggregate([nDCG @ 5, AP @ 1000],
-                                     mini.get_qrels().rename(columns={"qid": "query_id", "docno": "doc_id", "label": "relevance"}),
+                                     mini.get_qrels().rename(columns={"qid": "query_id", "docno": "doc_id",
+                                                                      "label": "relevance"}),
                                      ours.rename(columns={"qid": "query_id", "docno": "doc_id"}))
     assert agg[nDCG @ 5] == pytest.approx(scores["ndcg_at_5"], abs=TOL)
     assert agg[AP @ 1000] == pytest.approx(scores["map_at_1000"], abs=TOL)

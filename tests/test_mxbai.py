@@ -15,13 +15,14 @@ FRAME = pd.DataFrame({
     "instruction": ["", "", "", "Documents about plays are relevant.", "Documents about plays are relevant.",
                     "Documents about plays are relevant.", "Only green tea.", "Only green tea."],
     "docno": ["a", "b", "c", "a", "b", "c", "d", "e"],
-    "text": ["Shakespeare wrote Hamlet.", LONG, "no", "Shakespeare wrote Hamlet.", LONG, "no", "Green tea is brewed cool.", "x"],
+    "text": ["Shakespeare wrote Hamlet.", LONG, "no", "Shakespeare wrote Hamlet.", LONG, "no",
+             "Green tea is brewed cool.", "x"],
 })
 
 
 def prepare_for_model_v4(ids, pair_ids, *, truncation, max_length, add_special_tokens, **_):
-    """transformers 4's ``prepare_for_model`` for the one call rerankers 0.10.0 makes (removed in transformers 5): no special
-    tokens, ``truncation='only_second'`` drops the excess from the end of the second sequence (nothing when it is too short)."""
+    """transformers 4's ``prepare_for_model`` for the one call rerankers 0.10.0 makes (removed in transformers 5): no
+    special tokens, ``truncation='only_second'`` drops the excess from the end of the second sequence (if long)."""
     assert truncation == "only_second" and not add_special_tokens
     excess = len(ids) + len(pair_ids) - max_length
     if 0 < excess <= len(pair_ids):

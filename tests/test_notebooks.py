@@ -92,7 +92,8 @@ def run(name, cwd, first_cells=()):
             assert out["output_type"] != "error", f"{name}: {out.get('ename')}: {out.get('evalue')}"
             if out["output_type"] == "stream":
                 # a notebook shows no warning (03 showed scipy's "Precision loss" from a t-test on constant differences)
-                assert not re.search(r"\w+Warning: ", out["text"]), f"{name}: a warning in the output:\n{out['text'][:500]}"
+                assert not re.search(r"\w+Warning: ", out["text"]), \
+                    f"{name}: a warning in the output:\n{out['text'][:500]}"
                 texts.append(out["text"])
             elif out["output_type"] in ("execute_result", "display_data"):
                 texts.append(out["data"].get("text/plain", ""))
@@ -152,7 +153,9 @@ def test_progress_bars_are_widgets_in_a_notebook(kernel, tmp_path):
     code = ("import pyterrier_instruct as pti\nds = pti.load_dataset('instruct-mini')\n"
             "res = pti.PoolBM25()(ds.candidates()(ds.get_topics().iloc[:2]))")
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(KERNEL_CHECK), nbformat.v4.new_code_cell(code)])
-    nbclient.NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    client = nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
+                                     resources={"metadata": {"path": str(tmp_path)}})
+    client.execute()
     outputs = nb.cells[1].outputs
     assert not [o for o in outputs if o["output_type"] == "error"], outputs
     assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in outputs), outputs

@@ -15,7 +15,8 @@ from pyterrier_instruct.prompts import LISTWISE
 def reverse_ranking(body):
     """Ranks the passages of a RankGPT conversation (one user turn per passage) in reverse."""
     num = sum(1 for m in body["messages"] if m["role"] == "user" and re.match(r"\[\d+\] ", m["content"]))
-    return 200, {"choices": [{"message": {"role": "assistant", "content": " > ".join(f"[{i}]" for i in range(num, 0, -1))}}]}
+    return 200, {"choices": [{"message": {"role": "assistant",
+                                          "content": " > ".join(f"[{i}]" for i in range(num, 0, -1))}}]}
 
 
 @pytest.fixture
@@ -27,7 +28,8 @@ def server():
 
 def frame(n_queries=3, n_docs=30):
     return pd.DataFrame([{"qid": f"q{q}", "query": f"query {q}", "instruction": "only reviews", "docno": f"q{q}d{j}",
-                          "text": f"passage [{j}] text", "score": float(-j)} for q in range(n_queries) for j in range(n_docs)])
+                          "text": f"passage [{j}] text", "score": float(-j)} for q in range(n_queries)
+                         for j in range(n_docs)])
 
 
 def test_rank_gpt_over_http(server, monkeypatch):
@@ -36,13 +38,14 @@ def test_rank_gpt_over_http(server, monkeypatch):
     r = RankGPT("gpt-4o", base_url=server.url, api_key_env="TEST_LLM_KEY",
                 backend_options={"concurrency": 3, "sleep": sleeps.append, "extra_body": {"seed": 0}})
     out = r(frame())
-    assert len(server.requests) == 6 and r.backend.requests == 6  # 2 windows × 3 queries, 2 batches of 3 concurrent requests
-    req = next(q for q in server.requests if "query: query 0" in q["body"]["messages"][1]["content"])  # concurrent: any order
+    assert len(server.requests) == 6 and r.backend.requests == 6  # 2 windows × 3 queries: 2 batches of 3 concurrent
+    req = next(q for q in server.requests if "query: query 0" in q["body"]["messages"][1]["content"])  # any order
     assert req["path"] == "/v1/chat/completions" and req["auth"] == "Bearer sk-secret-123"
     body = req["body"]
     assert (body["model"], body["temperature"], body["seed"]) == ("gpt-4o", 0.0, 0) and "min_tokens" not in body
-    assert body["max_tokens"] == len("[1] > [2] > [3] > [4] > [5] > [6] > [7] > [8] > [9] > [10] > [11] > [12] > [13] > "
-                                     "[14] > [15] > [16] > [17] > [18] > [19] > [20]")  # no tokenizer: a character bound
+    bound = ("[1] > [2] > [3] > [4] > [5] > [6] > [7] > [8] > [9] > [10] > [11] > [12] > [13] > [14] > [15] > [16] > "
+             "[17] > [18] > [19] > [20]")
+    assert body["max_tokens"] == len(bound)  # no tokenizer: a character bound
     g = LISTWISE["rank_gpt"]
     assert body["messages"][0] == {"role": "system", "content": g.system}
     assert body["messages"][3] == {"role": "user", "content": "[1] passage (10) text"}  # masked passage
@@ -62,7 +65,7 @@ def test_retries_with_backoff_then_fails_with_the_server_message(server, monkeyp
     server.script = [(503, {"error": "busy"}), (429, {"error": "slow down"}), (200, None)]
     prompt = backend.prepare([{"role": "user", "content": "[1] a"}])
     assert backend.generate([prompt], max_new_tokens=5) == ["[1]"]
-    assert sleeps == [0.5, 0.25] and len(server.requests) == 3 and server.requests[0]["auth"] is None  # Retry-After wins
+    assert sleeps == [0.5, 0.25] and len(server.requests) == 3 and server.requests[0]["auth"] is None  # Retry-After won
     server.script = [(400, {"error": {"message": "max_tokens is too large"}})]
     with pytest.raises(RuntimeError, match="HTTP 400: .*max_tokens is too large"):
         backend.generate([prompt], max_new_tokens=5)
@@ -81,11 +84,13 @@ def test_unreachable_server_fails_fast_naming_the_base_url(monkeypatch):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     sleeps = []
-    backend = OpenAIBackend("m", base_url=f"http://127.0.0.1:{port}/v1", api_key_env=None, sleep=sleeps.append, timeout=5, concurrency=1)
-    with pytest.raises(BackendUnavailable, match=rf"cannot connect to http://127.0.0.1:{port}/v1 \(ConnectionRefusedError.*after 4 "
-                                                 r"attempt\(s\) over 3.5 s: is the server running"):
+    backend = OpenAIBackend("m", base_url=f"http://127.0.0.1:{port}/v1", api_key_env=None, sleep=sleeps.append,
+                            timeout=5, concurrency=1)
+    with pytest.raises(BackendUnavailable,
+                       match=rf"cannot connect to http://127.0.0.1:{port}/v1 \(ConnectionRefusedError.*after 4 "
+                             r"attempt\(s\) over 3.5 s: is the server running"):
         backend.generate([backend.prepare([{"role": "user", "content": "x"}])] * 3, max_new_tokens=3)
-    assert sleeps == [0.5, 1.0, 2.0] and backend.requests == 4  # a short bounded retry; the other prompts are never sent
+    assert sleeps == [0.5, 1.0, 2.0] and backend.requests == 4  # a short bounded retry; other prompts never sent
     with pytest.raises(ValueError, match="a chat message is a dict"):
         backend.prepare([{"role": "tool", "content": "x"}])
 
@@ -93,13 +98,14 @@ def test_unreachable_server_fails_fast_naming_the_base_url(monkeypatch):
 def test_a_missing_key_fails_before_any_request(server, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     r = RankGPT("gpt-4o", base_url=server.url)
-    with pytest.raises(BackendUnavailable, match=r"OPENAI_API_KEY is not set: export OPENAI_API_KEY=<your key>, or pass "
-                                                 r"api_key_env=None for a server that takes no key"):
+    with pytest.raises(BackendUnavailable,
+                       match=r"OPENAI_API_KEY is not set: export OPENAI_API_KEY=<your key>, or pass "
+                             r"api_key_env=None for a server that takes no key"):
         r(frame(1, 5))
     monkeypatch.setenv("OPENAI_API_KEY", "  ")  # blank counts as unset
     with pytest.raises(BackendUnavailable, match="OPENAI_API_KEY is not set"):
-        r.backend.generate_logprobs([r.backend.prepare([{"role": "user", "content": "x"}])], max_new_tokens=1, top_logprobs=1,
-                                    return_exceptions=True)
+        r.backend.generate_logprobs([r.backend.prepare([{"role": "user", "content": "x"}])], max_new_tokens=1,
+                                    top_logprobs=1, return_exceptions=True)
     assert server.requests == [] and r.backend.requests == 0
     keyless = RankGPT("gpt-4o", base_url=server.url, api_key_env=None)  # a local server started without --api-key
     assert len(keyless(frame(1, 5))) == 5 and server.requests[0]["auth"] is None and "api_key_env=None" in repr(keyless)
@@ -120,7 +126,7 @@ def test_vllm_server_options_and_token_counting(server):
     assert prompt.n_tokens == sum(3 + len(m["content"].split()) for m in body["messages"]) + 3
 
 
-# -- reasoning models (o-series, gpt-5): what OpenAI's chat-completions API accepts from them ------------------------------
+# -- reasoning models (o-series, gpt-5): what OpenAI's chat-completions API accepts from them --------------------------
 @pytest.fixture
 def api():
     s = ChatServer(openai_api(reverse_ranking))
@@ -133,7 +139,8 @@ def test_rank_gpt_on_a_reasoning_model_sends_what_the_api_accepts(api):
     out = r(frame(1, 20))
     body = api.requests[0]["body"]
     budget = r.output_budget(20)
-    assert body["max_completion_tokens"] == budget + 25_000 and not {"max_tokens", "temperature", "reasoning_effort"} & set(body)
+    assert body["max_completion_tokens"] == budget + 25_000
+    assert not {"max_tokens", "temperature", "reasoning_effort"} & set(body)
     assert out.sort_values("rank").docno.tolist() == [f"q0d{j}" for j in range(19, -1, -1)] and r.stats["clean"] == 1
     low = RankGPT("gpt-5", base_url=api.url, api_key_env=None, backend_options={"reasoning_effort": "low"})
     low(frame(1, 20))
@@ -151,11 +158,13 @@ def test_rank_gpt_on_a_reasoning_model_sends_what_the_api_accepts(api):
 def test_a_reasoning_budget_spent_on_reasoning_is_a_clear_error(api):
     backend = OpenAIBackend("o4-mini", base_url=api.url, api_key_env=None, reasoning_tokens=10)
     prompt = backend.prepare([{"role": "user", "content": "[1] a"}])
-    with pytest.raises(RuntimeError, match=r"o4-mini answered nothing within max_completion_tokens=15 \(10 for reasoning \+ 5 "
-                                           r"for the answer\): it spent 15 on reasoning; raise reasoning_tokens \(now 10\) or "
-                                           r"lower reasoning_effort"):
+    with pytest.raises(RuntimeError,
+                       match=r"o4-mini answered nothing within max_completion_tokens=15 \(10 for reasoning \+ 5 "
+                             r"for the answer\): it spent 15 on reasoning; raise reasoning_tokens \(now "
+                             r"10\) or lower reasoning_effort"):
         backend.generate([prompt], max_new_tokens=5)
-    assert OpenAIBackend("o4-mini", base_url=api.url, api_key_env=None, reasoning_tokens=64).generate([prompt], max_new_tokens=5) == ["[1]"]
+    o4 = OpenAIBackend("o4-mini", base_url=api.url, api_key_env=None, reasoning_tokens=64)
+    assert o4.generate([prompt], max_new_tokens=5) == ["[1]"]
 
 
 def test_which_models_are_reasoning_models_and_the_override(api):
@@ -166,11 +175,13 @@ def test_which_models_are_reasoning_models_and_the_override(api):
     assert {n: is_reasoning_model(n) for n in names} == names
     assert OpenAIBackend("gpt-5").reasons and not OpenAIBackend("gpt-5", reasoning=False).reasons
     assert OpenAIBackend("my-deployment", reasoning=True).reasons  # an Azure deployment name says nothing: say it
-    local = OpenAIBackend("o1-tuned", base_url=api.url, api_key_env=None, reasoning=False)  # a served name the rule gets wrong
+    local = OpenAIBackend("o1-tuned", base_url=api.url, api_key_env=None, reasoning=False)  # a name the rule gets wrong
     assert local.generate([local.prepare([{"role": "user", "content": "[1] a"}])], max_new_tokens=5) == ["[1]"]
     assert (api.requests[-1]["body"]["max_tokens"], api.requests[-1]["body"]["temperature"]) == (5, 0.0)
-    with pytest.raises(ValueError, match=r"reasoning_effort='low' applies to reasoning models; 'gpt-4o' is not one by its name "
-                                         r"\(pyterrier_instruct.backends.openai.is_reasoning_model\): pass reasoning=True"):
+    with pytest.raises(ValueError,
+                       match=r"reasoning_effort='low' applies to reasoning models; 'gpt-4o' is not one by its name "
+                             r"\(pyterrier_instruct.backends.openai.is_reasoning_model\): pass "
+                             r"reasoning=True"):
         OpenAIBackend("gpt-4o", reasoning_effort="low")
     with pytest.raises(ValueError, match="reasoning_effort must be one of"):
         OpenAIBackend("gpt-5", reasoning_effort="max")

@@ -1,6 +1,6 @@
-"""The reproduction pipelines (pyterrier_instruct.reproduce) behind the console entry point: every command's --help, one small run
-each on fixtures in the official layouts with every table row wired to a tiny random model (or a local HTTP stand-in for
-the API rows), resumable runs, and the shared pieces (SavedRun, PerDataset, the paper rows)."""
+"""The reproduction pipelines (pyterrier_instruct.reproduce) behind the console entry point: every command's --help, one
+small run each on fixtures in the official layouts with every table row wired to a tiny random model (or a local HTTP
+stand-in for the API rows), resumable runs, and the shared pieces (SavedRun, PerDataset, the paper rows)."""
 import json
 import math
 import os
@@ -33,7 +33,8 @@ def models(tmp_path_factory, tiny):
     llama = tiny["llama"]
     torch.manual_seed(1)
     adapter = peft.get_peft_model(transformers.AutoModel.from_pretrained(llama),
-                                  peft.LoraConfig(r=4, lora_alpha=8, init_lora_weights=False, target_modules=["q_proj", "v_proj"]))
+                                  peft.LoraConfig(r=4, lora_alpha=8, init_lora_weights=False,
+                                                  target_modules=["q_proj", "v_proj"]))
     adapter.save_pretrained(str(root / "adapter"))
     return {"t5": tiny["t5"], "mistral": tiny["mistral"], "adapter": str(root / "adapter"),
             "zephyr": with_chat_template(tiny["mistral"], root / "zephyr", ZEPHYR_TEMPLATE)}
@@ -100,7 +101,8 @@ def test_bad_arguments_are_named(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["followir", "--dataset", "instruct-mini", "--dataset", "followir/robust04", "--path", ROBUST04])
     assert "--path: give one per --dataset (2 datasets, 1 paths" in capsys.readouterr().err
-    with pytest.raises(SystemExit, match=r"not available locally: MonoT5-3B \(castorini/monot5-3b-msmarco-10k\).*--monot5-3b DIR"):
+    with pytest.raises(SystemExit,
+                       match=r"not available locally: MonoT5-3B \(castorini/monot5-3b-msmarco-10k\).*--monot5-3b DIR"):
         main(["followir", "--dataset", "instruct-mini", "--systems", "bm25,monot5-3b", "--out", str(tmp_path)])
     assert not (tmp_path / "runs").exists()  # failed before any work
 
@@ -111,15 +113,17 @@ def test_followir_every_table2_row_then_resume(models, tmp_path, monkeypatch):
     m = models
     argv = ["followir", "--dataset", "followir/robust04", "--path", ROBUST04, "--out", str(out), "--quiet",
             "--monot5-base", m["t5"], "--monot5-3b", m["t5"], "--followir-7b", m["mistral"], "--mistral", m["mistral"],
-            "--promptriever", m["adapter"], "--repllama", m["adapter"], "--e5-mistral", m["mistral"], "--rank-zephyr", m["zephyr"]]
+            "--promptriever", m["adapter"], "--repllama", m["adapter"], "--e5-mistral", m["mistral"], "--rank-zephyr",
+            m["zephyr"]]
     run(*argv)
     table = pd.read_csv(out / "table2.csv")
     # rows are labelled by the checkpoint used: a local folder other than the paper's model shows its name, and weights
     # that record no snapshot commit (these tiny folders) say so in the row
-    assert table["Model"].tolist() == ["BM25 (pool)", "MonoT5-base [t5, unrevisioned]", "MonoT5-3B [t5, unrevisioned]",
-                                       "FollowIR-7B [mistral, unrevisioned]", "Mistral-7B-instruct [mistral, unrevisioned]",
-                                       "Promptriever [adapter, unrevisioned]", "RepLLaMA [adapter, unrevisioned]",
-                                       "E5-mistral [mistral, unrevisioned]", "RankZephyr [zephyr, unrevisioned]"]
+    assert table["Model"].tolist() == [
+        "BM25 (pool)", "MonoT5-base [t5, unrevisioned]", "MonoT5-3B [t5, unrevisioned]",
+        "FollowIR-7B [mistral, unrevisioned]", "Mistral-7B-instruct [mistral, unrevisioned]",
+        "Promptriever [adapter, unrevisioned]", "RepLLaMA [adapter, unrevisioned]",
+        "E5-mistral [mistral, unrevisioned]", "RankZephyr [zephyr, unrevisioned]"]
     assert table.columns.tolist() == ["Model", "robust04 MAP@1000", "robust04 p-MRR"]
     # the pipeline is the public API composed: its BM25 row is what followir_report gives directly
     ds = pti.load_dataset("followir/robust04", path=ROBUST04)
@@ -127,14 +131,16 @@ def test_followir_every_table2_row_then_resume(models, tmp_path, monkeypatch):
     assert table.iloc[0, 1:].tolist() == direct.iloc[0, 1:].tolist()
     # every row the papers report gets the published cells and the difference below it (RankZephyr is not in Table 2)
     paper = pd.read_csv(out / "table2.paper.csv")
-    assert "  paper: BM25 (FollowIR)" in set(paper["Model"]) and "  paper: Promptriever (Promptriever)" in set(paper["Model"])
+    assert "  paper: BM25 (FollowIR)" in set(paper["Model"])
+    assert "  paper: Promptriever (Promptriever)" in set(paper["Model"])
     i = paper.index[paper["Model"] == "  paper: MonoT5-base (FollowIR)"][0]
     assert paper.loc[i, "robust04 MAP@1000"] == 15.7 and paper.loc[i + 1, "Model"] == "  Δ ours − paper"
     assert paper.loc[i + 1, "robust04 MAP@1000"] == round(table.loc[1, "robust04 MAP@1000"] - 15.7, 1)
     assert not any("RankZephyr" in s for s in paper["Model"] if s.startswith("  paper"))
     report = json.loads((out / "report.json").read_text())
     assert report["command"] == "pyterrier-instruct " + " ".join(argv)
-    assert report["systems"]["MonoT5-base [t5, unrevisioned]"] == m["t5"] and report["tables"]["table2"]["paper_rows"]["BM25 (pool)"] == "BM25"
+    assert report["systems"]["MonoT5-base [t5, unrevisioned]"] == m["t5"]
+    assert report["tables"]["table2"]["paper_rows"]["BM25 (pool)"] == "BM25"
     saved = sorted(p.parent.name for p in (out / "runs" / "robust04").glob("*/*.parquet"))
     assert saved == sorted(["bm25", "monot5-base", "monot5-3b", "followir-7b", "mistral", "promptriever", "repllama",
                             "e5-mistral", "rank-zephyr"])
@@ -151,7 +157,8 @@ def test_followir_every_table2_row_then_resume(models, tmp_path, monkeypatch):
 
 
 def rank_gpt_answer(body):
-    return 200, {"choices": [{"index": 0, "message": {"role": "assistant", "content": "[2] > [1]"}, "finish_reason": "stop"}]}
+    return 200, {"choices": [{"index": 0, "message": {"role": "assistant", "content": "[2] > [1]"},
+                              "finish_reason": "stop"}]}
 
 
 def test_infosearch_tables_2_and_3_with_an_api_row(models, tmp_path, monkeypatch):
@@ -160,16 +167,18 @@ def test_infosearch_tables_2_and_3_with_an_api_row(models, tmp_path, monkeypatch
     try:
         run("infosearch", "--dataset", "infosearch/format", "--path", str(LAYOUTS / "jianqunZ" / "Format-v1"),
             "--dataset", "infosearch/audience", "--path", str(LAYOUTS / "jianqunZ" / "Audience-v1"),
-            "--systems", "bm25,mistral,rank-zephyr,gpt-4o", "--mistral", models["mistral"], "--rank-zephyr", models["zephyr"],
-            "--gpt-4o", "gpt-4o", "--openai-base-url", server.url, "--out", str(tmp_path), "--quiet")
+            "--systems", "bm25,mistral,rank-zephyr,gpt-4o", "--mistral", models["mistral"], "--rank-zephyr",
+            models["zephyr"], "--gpt-4o", "gpt-4o", "--openai-base-url", server.url, "--out", str(tmp_path), "--quiet")
     finally:
         server.close()
     assert server.requests and server.requests[0]["auth"] == "Bearer sk-test"
     t2, t3 = pd.read_csv(tmp_path / "table2.csv"), pd.read_csv(tmp_path / "table3.csv")
-    assert t2["Model"].tolist() == ["BM25 (pool)", "Mistral-7B-instruct-v0.2 [mistral, unrevisioned]", "RankZephyr [zephyr, unrevisioned]",
-                                    "GPT-4o (RankGPT)"]
+    assert t2["Model"].tolist() == \
+        ["BM25 (pool)", "Mistral-7B-instruct-v0.2 [mistral, unrevisioned]", "RankZephyr [zephyr, unrevisioned]",
+         "GPT-4o (RankGPT)"]
     assert {"Avg nDCG@10/og", "Avg p-MRR", "Avg WISE", "Avg SICR", "Avg R_og"} <= set(t2.columns)
-    assert t3.columns.tolist() == ["Model", "format WISE", "audience WISE", "format SICR", "audience SICR", "Avg WISE", "Avg SICR"]
+    assert t3.columns.tolist() == \
+        ["Model", "format WISE", "audience WISE", "format SICR", "audience SICR", "Avg WISE", "Avg SICR"]
     for x, a, b in zip(t3["Avg WISE"], t3["format WISE"], t3["audience WISE"]):  # the mean of the raw values, rounded
         assert abs(x - (a + b) / 2) <= 0.051
     paper = pd.read_csv(tmp_path / "table3.paper.csv")
@@ -182,10 +191,11 @@ def judge_answer(body):
     score = str(len(body["messages"][-1]["content"]) % 4)
     tokens = ['{"', "score", '":', " ", score, "}"]
     entries = [{"token": t, "logprob": math.log(.7) if t == score else 0.0,
-                "top_logprobs": ([{"token": score, "logprob": math.log(.7)}, {"token": str((int(score) + 1) % 4), "logprob": math.log(.3)}]
+                "top_logprobs": ([{"token": score, "logprob": math.log(.7)},
+                                  {"token": str((int(score) + 1) % 4), "logprob": math.log(.3)}]
                                  if t == score else [{"token": t, "logprob": 0.0}])} for t in tokens]
-    return 200, {"choices": [{"index": 0, "message": {"role": "assistant", "content": "".join(tokens)}, "finish_reason": "stop",
-                              "logprobs": {"content": entries}}]}
+    return 200, {"choices": [{"index": 0, "message": {"role": "assistant", "content": "".join(tokens)},
+                              "finish_reason": "stop", "logprobs": {"content": entries}}]}
 
 
 def test_ifir_dense_rows_and_the_instfol_judge_resume(models, tmp_path, monkeypatch):
@@ -205,23 +215,26 @@ def test_ifir_dense_rows_and_the_instfol_judge_resume(models, tmp_path, monkeypa
     finally:
         server.close()
     assert first > 0 and len(pti.CallStore(tmp_path / "judgements")) > 0
-    assert table["Model"].tolist() == ["BM25", "Promptriever-7B [adapter, unrevisioned]", "E5-mistral-7B [mistral, unrevisioned]"]
+    assert table["Model"].tolist() == \
+        ["BM25", "Promptriever-7B [adapter, unrevisioned]", "E5-mistral-7B [mistral, unrevisioned]"]
     assert {"fiqa nDCG@20", "fiqa MRR@20", "fiqa INSTFOL@20", "fiqa nDCG@20/level1"} <= set(table.columns)
     assert table["fiqa nDCG@20"].between(0, 1).all() and pd.read_csv(tmp_path / "table3.csv").equals(table)
-    assert sorted(p.name for p in (tmp_path / "index" / "fiqa").iterdir() if p.suffix != ".lock") == ["bm25", "e5-mistral", "promptriever"]
+    assert sorted(p.name for p in (tmp_path / "index" / "fiqa").iterdir() if p.suffix != ".lock") == \
+        ["bm25", "e5-mistral", "promptriever"]
 
 
 def test_instructir_every_row(models, tmp_path):
     m = models
-    run("instructir", "--path", str(LAYOUTS / "kaist-ai" / "InstructIR"), "--depth", "5", "--promptriever", m["adapter"],
-        "--repllama", m["adapter"], "--e5-mistral", m["mistral"], "--followir-7b", m["mistral"], "--mistral", m["mistral"],
-        "--out", str(tmp_path), "--quiet")
+    run("instructir", "--path", str(LAYOUTS / "kaist-ai" / "InstructIR"), "--depth", "5", "--promptriever",
+        m["adapter"], "--repllama", m["adapter"], "--e5-mistral", m["mistral"], "--followir-7b", m["mistral"],
+        "--mistral", m["mistral"], "--out", str(tmp_path), "--quiet")
     table = pd.read_csv(tmp_path / "instructir.csv")
     assert table.columns.tolist() == ["Model", "instructir nDCG@10", "instructir Robustness@10"]
-    assert table["Model"].tolist() == ["BM25", "Promptriever [adapter, unrevisioned]", "RepLLaMA [adapter, unrevisioned]",
-                                       "E5-Mistral [mistral, unrevisioned]",
-                                       "FollowIR-7B [mistral, unrevisioned]", "Mistral-7B-instruct [mistral, unrevisioned]"]
-    assert (table["instructir Robustness@10"] <= table["instructir nDCG@10"] + 1e-9).all()  # the worst instance ≤ the mean
+    assert table["Model"].tolist() == \
+        ["BM25", "Promptriever [adapter, unrevisioned]", "RepLLaMA [adapter, unrevisioned]",
+         "E5-Mistral [mistral, unrevisioned]", "FollowIR-7B [mistral, unrevisioned]",
+         "Mistral-7B-instruct [mistral, unrevisioned]"]
+    assert (table["instructir Robustness@10"] <= table["instructir nDCG@10"] + 1e-9).all()  # worst instance ≤ mean
     paper = pd.read_csv(tmp_path / "instructir.paper.csv")
     assert paper.loc[paper["Model"] == "  paper: BM25 (Promptriever)", "instructir nDCG@10"].item() == 76.0
     with pytest.raises(SystemExit):
@@ -275,10 +288,11 @@ BEIR_SCIFACT = str(LAYOUTS / "BeIR" / "scifact")
 
 
 def test_beir_prompt_study_selected_is_the_dev_argmax_and_best_the_test_max(models, tmp_path):
-    run("beir-prompts", "--dataset", "beir/scifact", "--data-root", str(LAYOUTS / "BeIR"), "--systems", "bm25,promptriever",
-        "--promptriever", models["adapter"], "--out", str(tmp_path), "--quiet")
+    run("beir-prompts", "--dataset", "beir/scifact", "--data-root", str(LAYOUTS / "BeIR"), "--systems",
+        "bm25,promptriever", "--promptriever", models["adapter"], "--out", str(tmp_path), "--quiet")
     table = pd.read_csv(tmp_path / "table3.csv")
-    assert table.columns.tolist() == ["Model", "scifact nDCG@10/none", "scifact nDCG@10/selected", "scifact nDCG@10/best"]
+    assert table.columns.tolist() == \
+        ["Model", "scifact nDCG@10/none", "scifact nDCG@10/selected", "scifact nDCG@10/best"]
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["tables"]["table3"]["provenance"]["scifact"]["path"].endswith("BeIR/scifact")
     prompts = pd.read_csv(tmp_path / "prompts.csv")
@@ -301,13 +315,15 @@ def test_prompt_study_without_a_dev_split_has_no_selected_cell_and_drops_self_hi
 
     relevant = ds.get_qrels().groupby("qid")["docno"].apply(list)
 
-    def echo(topics):  # retrieves each query's own id first (as on ArguAna, where queries are documents), then its relevant docs
+    # retrieves each query's own id first (as on ArguAna, where queries are documents), then its relevant docs
+    def echo(topics):
         rows = [(q, d, float(10 - r)) for q in topics["qid"] for r, d in enumerate([q] + relevant[q])]
         return pd.DataFrame(rows, columns=["qid", "docno", "score"])
     table = pti.prompt_study_report({"echo": pt.apply.generic(echo)}, {"scifact": ds}, prompts=["a", "b"])
     assert [c for c in table.columns if c != "Model"] == ["scifact nDCG@10/none", "scifact nDCG@10/best"]
     assert table["scifact nDCG@10/none"].iloc[0] == 100.0  # the self hit is dropped: every relevant doc on top
-    kept = pti.prompt_study_report({"echo": pt.apply.generic(echo)}, {"scifact": ds}, prompts=["a"], ignore_identical_ids=False)
+    kept = pti.prompt_study_report({"echo": pt.apply.generic(echo)}, {"scifact": ds}, prompts=["a"],
+                                   ignore_identical_ids=False)
     assert kept["scifact nDCG@10/none"].iloc[0] < 100.0
     assert table.attrs["settings"]["ignore_identical_ids"] and not kept.attrs["settings"]["ignore_identical_ids"]
     with pytest.raises(ValueError, match="dev has dataset\\(s\\) \\['fiqa'\\]"):

@@ -24,7 +24,8 @@ def _diff(case):
 
 
 def _frame(run):
-    return pd.DataFrame([(q, d, s) for q, docs in run.items() for d, s in docs.items()], columns=["qid", "docno", "score"])
+    return pd.DataFrame([(q, d, s) for q, docs in run.items() for d, s in docs.items()],
+                        columns=["qid", "docno", "score"])
 
 
 computable = [c for c in CASES if "versions" in c["expected"]]
@@ -143,7 +144,8 @@ def _paired(case):
     i = case["inputs"]
     run = pd.concat([_frame(i["run_og"]).assign(qid=lambda d: d.qid + "-og"),
                      _frame(i["run_changed"]).assign(qid=lambda d: d.qid + "-changed")], ignore_index=True)
-    qrels = pti.paired_qrels({v: pd.DataFrame([(q, d, lab) for q, docs in i[f"{v}_qrels"].items() for d, lab in docs.items()],
+    qrels = pti.paired_qrels({v: pd.DataFrame([(q, d, lab) for q, docs in i[f"{v}_qrels"].items()
+                                               for d, lab in docs.items()],
                                               columns=["qid", "docno", "label"]) for v in ("og", "changed")})
     return run, qrels
 
@@ -211,7 +213,8 @@ def test_metrics_worked_example():
     docs = pmrr_per_doc(og, new, {"q1": ["a", "b", "c"]})
     assert docs["pmrr"].tolist() == pytest.approx([0.5, -0.5, 0.9])
     # a document missing from a 1000-document run ranks 1001: 5 → 1001 gives 1 − 5/1001
-    assert pmrr({"q": _run_with({"z": 5}, 1000)}, {"q": _run_with({}, 1000)}, {"q": ["z"]}) == pytest.approx(0.995, abs=1e-3)
+    assert pmrr({"q": _run_with({"z": 5}, 1000)}, {"q": _run_with({}, 1000)}, {"q": ["z"]}) == \
+        pytest.approx(0.995, abs=1e-3)
 
 
 @pytest.mark.parametrize("bad,match", [

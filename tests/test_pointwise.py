@@ -54,7 +54,8 @@ def test_templates_are_byte_identical_to_models_md():
         assert PROMPTS[name].template == template, name
     assert PROMPTS["followir_7b"].template.endswith("[/INST] ") and PROMPTS["llama"].template.endswith("Relevant: ")
     assert "\n                        Query: " in PROMPTS["mistral_infosearch"].template
-    assert (PROMPTS["monot5"].true_token, PROMPTS["flan_t5"].true_token, PROMPTS["mt5_mmarco"].false_token) == ("true", "yes", "no")
+    assert (PROMPTS["monot5"].true_token, PROMPTS["flan_t5"].true_token, PROMPTS["mt5_mmarco"].false_token) == \
+        ("true", "yes", "no")
     assert pti.FollowIR7B("x").template == spec["followir_7b"]
     assert pti.CausalLMReranker.mistral_instruct("x", style="infosearch").template == spec["mistral_infosearch"]
     assert pti.CausalLMReranker.llama_chat("x").template == spec["llama_chat"]
@@ -134,10 +135,12 @@ def test_truncation_modes(tiny, frame):
     ids_ref = ref._encode(["dams fish"], long["text"].tolist())[0]["input_ids"]
     tok = safe._tokenizer
     tail = tok("Relevant:")["input_ids"]  # ends with </s>
-    assert len(ids_safe) <= 64 and ids_safe[-len(tail):] == tail and tok.decode(ids_safe).startswith("Query: dams fish Document: salmon")
+    assert len(ids_safe) <= 64 and ids_safe[-len(tail):] == tail
+    assert tok.decode(ids_safe).startswith("Query: dams fish Document: salmon")
     assert len(ids_ref) == 64 and ids_ref[-len(tail):] != tail  # the reference cuts 'Relevant:'
     short = frame.iloc[:3]
-    np.testing.assert_allclose(pti.MonoT5(tiny["t5"])(short)["score"], pti.MonoT5(tiny["t5"], truncation="reference")(short)["score"])
+    np.testing.assert_allclose(pti.MonoT5(tiny["t5"])(short)["score"],
+                               pti.MonoT5(tiny["t5"], truncation="reference")(short)["score"])
     assert safe.truncated == 1 and ref.truncated == 1
     with pytest.raises(ValueError, match="the template alone is longer than max_length=8"):
         r = pti.MonoT5(tiny["t5"], max_length=8)
@@ -155,7 +158,8 @@ def test_empty_frame_without_loading_inspect_repr_eq(cls):
     empty = r(pd.DataFrame(columns=["qid", "query", "instruction", "docno", "text", "extra"]))
     assert list(empty.columns) == ["qid", "query", "instruction", "docno", "text", "extra", "score", "rank"]
     assert r._model is None
-    assert pt.inspect.transformer_inputs(r) and "score" in pt.inspect.transformer_outputs(r, ["qid", "query", "docno", "text"])
+    assert pt.inspect.transformer_inputs(r)
+    assert "score" in pt.inspect.transformer_outputs(r, ["qid", "query", "docno", "text"])
     assert cls("/no/such/model") == r and hash(cls("/no/such/model")) == hash(r) and cls("/other") != r
     assert cls("/no/such/model", batch_size=4) != r and "batch_size=4" in repr(cls("/no/such/model", batch_size=4))
     assert repr(r).startswith(f"{cls.__name__}('/no/such/model'")
@@ -208,7 +212,8 @@ def test_reranks_the_bundled_benchmark_end_to_end(tiny, mini, mini_bm25):
                         [pti.OG("nDCG@10"), pti.pMRR], names=["monoT5", "bm25"])
     assert res["pMRR"].between(-1, 1).all() and res["OG(nDCG@10)"].between(0, 1).all()
     out = pipe(mini.get_topics().iloc[:2])
-    assert (out.groupby("qid").size() == 10).all() and {"instruction", "base_qid", "variant", "text"} <= set(out.columns)
+    assert (out.groupby("qid").size() == 10).all()
+    assert {"instruction", "base_qid", "variant", "text"} <= set(out.columns)
 
 
 def test_longest_prefix_search_is_exact():
@@ -236,10 +241,12 @@ def test_local_rerankers_join_the_demo_baselines(tiny, mini, monkeypatch, tmp_pa
     assert len(out) == 28 and out["score"].between(0, 1).all()
 
 
-@pytest.mark.parametrize("make", [pti.FollowIR7B, pti.CausalLMReranker.mistral_instruct, pti.CausalLMReranker.llama_chat,
-                                  pti.CausalLMReranker.gritlm], ids=["followir_7b", "mistral_instruct", "llama_chat", "gritlm"])
+@pytest.mark.parametrize("make",
+                         [pti.FollowIR7B, pti.CausalLMReranker.mistral_instruct, pti.CausalLMReranker.llama_chat,
+                          pti.CausalLMReranker.gritlm],
+                         ids=["followir_7b", "mistral_instruct", "llama_chat", "gritlm"])
 def test_shared_prefix_cache_gives_the_same_scores(tiny, frame, make):
-    """share_prefix is implemented once (CausalLMReranker) and equals the plain path for templates of different shapes."""
+    """share_prefix is implemented once (CausalLMReranker) and equals the plain path for templates of any shape."""
     plain = make(tiny["mistral"], batch_size=4, share_prefix=False)(frame)["score"]
     shared = make(tiny["mistral"], batch_size=4, share_prefix=True)
     got = shared(frame)["score"]
@@ -253,7 +260,7 @@ def test_shared_prefix_cache_gives_the_same_scores(tiny, frame, make):
 
 
 MISSING = "nobody-pti-test/no-such-model"
-#: one loader per kind: pointwise (seq2seq, causal, cross-encoder), dense (plain and LoRA-adapter families), HF generation
+#: one loader per kind: pointwise (seq2seq, causal, cross-encoder), dense (plain, LoRA adapter), HF generation
 OFFLINE_LOADERS = {
     "MonoT5": lambda m: pti.MonoT5(m),
     "FollowIR7B": lambda m: pti.FollowIR7B(m),
@@ -301,12 +308,14 @@ def test_models_folder_serves_hub_ids(tiny, frame, monkeypatch, tmp_path):
     rows = frame.iloc[:6]
     for make, key, hub in ((pti.MonoT5, "t5", "org/tiny-t5"), (pti.BiEncoder, "bert", "org/tiny-bert"),
                            (pti.MonoBERT, "bert", "org/tiny-bert")):
-        np.testing.assert_allclose(make(hub, verbose=False)(rows)["score"], make(tiny[key], verbose=False)(rows)["score"], atol=1e-6)
+        np.testing.assert_allclose(make(hub, verbose=False)(rows)["score"],
+                                   make(tiny[key], verbose=False)(rows)["score"], atol=1e-6)
 
 
 # -- defaults: batches and prefix sharing -------------------------------------------------------------
 def test_cpu_default_is_a_token_budget_and_a_row_count_is_rows():
-    from pyterrier_instruct._torch import ACCELERATOR_BATCH_SIZE, CPU_BATCH_TOKENS, CPU_MAX_ROWS, batch_limits, by_length
+    from pyterrier_instruct._torch import (ACCELERATOR_BATCH_SIZE, CPU_BATCH_TOKENS, CPU_MAX_ROWS, batch_limits,
+                                           by_length)
     assert batch_limits(None, "cpu") == (CPU_MAX_ROWS, CPU_BATCH_TOKENS)
     assert batch_limits(None, "cuda:0") == batch_limits(None, "mps") == (ACCELERATOR_BATCH_SIZE, None)
     assert batch_limits(5, "cpu") == batch_limits(5, "cuda") == (5, None)
@@ -314,11 +323,13 @@ def test_cpu_default_is_a_token_budget_and_a_row_count_is_rows():
     batches = []
     by_length(lengths, 16, lambda idx: batches.append(idx), max_tokens=500)
     assert sorted(np.concatenate(batches).tolist()) == list(range(200))  # every row once
-    assert [lengths[b].max() for b in batches] == sorted((lengths[b].max() for b in batches), reverse=True)  # longest first
+    # longest first
+    assert [lengths[b].max() for b in batches] == sorted((lengths[b].max() for b in batches), reverse=True)
     for b in batches:
         assert len(b) <= 16 and (len(b) == 1 or len(b) * lengths[b].max() <= 500)
-        assert len(b) == 16 or b is batches[-1] or (len(b) + 1) * lengths[b].max() > 500  # as many rows as the budget takes
-    with pytest.raises(ValueError, match=r"batch_size must be a row count of at least 1, or None for the device's default"):
+        assert len(b) == 16 or b is batches[-1] or (len(b) + 1) * lengths[b].max() > 500  # rows up to the budget
+    with pytest.raises(ValueError,
+                       match=r"batch_size must be a row count of at least 1, or None for the device's default"):
         pti.MonoT5("x", batch_size=0)
     with pytest.raises(ValueError, match="batch_size must be a row count"):
         pti.SBertBiEncoder.all_minilm_l6_v2(batch_size=True)
@@ -344,8 +355,10 @@ def test_default_batches_give_the_row_at_a_time_scores(tiny, frame, kind, monkey
 
 
 def test_share_prefix_default_shares_queries_with_several_candidates(tiny, frame, monkeypatch):
-    """share_prefix=None: a query with one candidate runs whole (batched with others), one with several shares its prefix."""
-    mixed = pd.concat([frame[frame.qid == q].head(n) for q, n in zip(frame.qid.unique(), (1, 3, 2, 1))], ignore_index=True)
+    """share_prefix=None: a query with one candidate runs whole (batched with others), one with several shares its
+    prefix."""
+    mixed = pd.concat([frame[frame.qid == q].head(n) for q, n in zip(frame.qid.unique(), (1, 3, 2, 1))],
+                      ignore_index=True)
     assert sorted(mixed.groupby("qid").size()) == [1, 1, 2, 3]
     plain = pti.FollowIR7B(tiny["mistral"], share_prefix=False)(mixed)["score"]
     auto = pti.FollowIR7B(tiny["mistral"])
@@ -387,5 +400,5 @@ def test_monot5_folded_first_decoder_step_equals_transformers(tiny, frame, varia
     assert folded._fold_scale in (1.0, 32 ** -0.5)
     wrong = pti.MonoT5(path, batch_size=5)
     monkeypatch.setattr(wrong, "_first_step_logits", lambda encoded, mask, scale: torch.zeros((len(encoded), 2)))
-    np.testing.assert_allclose(wrong(frame)["score"], want, atol=1e-5)  # the check saw the difference: transformers' path
+    np.testing.assert_allclose(wrong(frame)["score"], want, atol=1e-5)  # the check saw it: transformers' path
     assert wrong._fold_scale is False

@@ -1,7 +1,7 @@
-"""Causal pointwise rerankers on vLLM (``backend='vllm'``) against tests/fake_vllm.py: vLLM 0.33.0's own Python (argument
-checks, tokenizer, prompt-length rules, V1 Sampler with ``allowed_token_ids``/``logprobs``/``logprobs_mode``, outputs)
-with the same tiny model's forward pass: the scores equal the transformers path's (truncated prompts included), an
-approximate top-k formulation does not, requests arrive query-contiguous with the shared prefix first, prompts fit
+"""Causal pointwise rerankers on vLLM (``backend='vllm'``) against tests/fake_vllm.py: vLLM 0.33.0's own Python
+(argument checks, tokenizer, prompt-length rules, V1 Sampler with ``allowed_token_ids``/``logprobs``/``logprobs_mode``,
+outputs) with the same tiny model's forward pass: the scores equal the transformers path's (truncated prompts included),
+an approximate top-k formulation does not, requests arrive query-contiguous with the shared prefix first, prompts fit
 the engine's ``max_model_len``. With vLLM importable and a GPU, the last test checks the same equality against the real
 engine."""
 import pickle
@@ -20,12 +20,14 @@ from pyterrier_instruct.backends import VLLMBackend
 PRESETS = {
     "followir_7b": (pti.FollowIR7B, "mistral"),
     "mistral_instruct": (pti.CausalLMReranker.mistral_instruct, "mistral"),
-    "mistral_infosearch": (lambda m, **kw: pti.CausalLMReranker.mistral_instruct(m, style="infosearch", **kw), "mistral"),
+    "mistral_infosearch": (lambda m, **kw: pti.CausalLMReranker.mistral_instruct(m, style="infosearch", **kw),
+                           "mistral"),
     "llama_chat": (pti.CausalLMReranker.llama_chat, "mistral"),
     "llama": (pti.CausalLMReranker.llama, "mistral"),
     "gritlm": (pti.CausalLMReranker.gritlm, "mistral"),
     "qwen3_reranker": (pti.Qwen3Reranker, "reranker"),
-    "qwen3_reranker_reference_truncation": (lambda m, **kw: pti.Qwen3Reranker(m, truncation="reference", **kw), "reranker"),
+    "qwen3_reranker_reference_truncation": (lambda m, **kw: pti.Qwen3Reranker(m, truncation="reference", **kw),
+                                            "reranker"),
     "mxbai_rerank_v2": (pti.MxbaiRerankV2, "qwen2"),
 }
 
@@ -80,8 +82,9 @@ def test_every_score_mode_and_truncation_match(tiny, frame, stand_in, score):
 def long_frame():
     """Queries of 2 to 82 words and documents of 20 to 110 words: over 96 tokens the query and the document are cut."""
     words = "salmon river dam fish ladder water quality report from the upper basin with many new findings".split()
-    return pd.DataFrame([{"qid": f"q{k}", "query": "salmon dams " * (1 + 20 * k), "instruction": "Relevant documents discuss fish ladders.",
-                          "docno": f"d{k}{d}", "text": " ".join(words[(i * 7 + d) % len(words)] for i in range(20 + 30 * d))}
+    return pd.DataFrame([{"qid": f"q{k}", "query": "salmon dams " * (1 + 20 * k),
+                          "instruction": "Relevant documents discuss fish ladders.", "docno": f"d{k}{d}",
+                          "text": " ".join(words[(i * 7 + d) % len(words)] for i in range(20 + 30 * d))}
                          for k in range(3) for d in range(4)])
 
 
@@ -118,8 +121,9 @@ def test_prompts_fit_the_engines_max_model_len(tiny, stand_in):
     with pytest.raises(Exception, match=r"prompt \(length 40\) plus the number of requested output tokens"):
         llm.generate([{"prompt_token_ids": [5] * 10}, {"prompt_token_ids": [5] * 40}], params)
     assert len(llm.generate([{"prompt_token_ids": [5] * 39}], params)) == 1
-    fitted = pti.FollowIR7B(m, backend="vllm", backend_options={"max_model_len": 257})  # max_length=None: the reference's 2048
-    np.testing.assert_allclose(fitted(frame)["score"], pti.FollowIR7B(m, max_length=256)(frame)["score"], rtol=0, atol=1e-5)
+    fitted = pti.FollowIR7B(m, backend="vllm", backend_options={"max_model_len": 257})  # max_length=None: 2048
+    np.testing.assert_allclose(fitted(frame)["score"], pti.FollowIR7B(m, max_length=256)(frame)["score"], rtol=0,
+                               atol=1e-5)
     assert fitted._max_length == 256 and fitted.truncated > 0
     exact = pti.FollowIR7B(m, max_length=256, backend="vllm", backend_options={"max_model_len": 257})
     np.testing.assert_allclose(exact(frame)["score"], fitted(frame)["score"], rtol=0, atol=0)
@@ -138,7 +142,7 @@ def test_requests_are_query_contiguous_with_the_shared_prefix_first(tiny, frame,
     sent = [p["prompt_token_ids"] for p in call["prompts"]]
     tok = r._tokenizer
     heads = {}
-    for q, i in zip(frame["query"], frame["instruction"]):  # the template's head + the query: what a query's prompts share
+    for q, i in zip(frame["query"], frame["instruction"]):  # template head + query: what a query's prompts share
         head = r.template.split("{text}")[0].format(query=f"{q} {i}".strip())
         heads[f"{q} {i}".strip()] = tok(head)["input_ids"]
     order = []
@@ -147,7 +151,8 @@ def test_requests_are_query_contiguous_with_the_shared_prefix_first(tiny, frame,
         assert len(owner) == 1
         order.append(owner[0])
     assert order == sorted(order, key=order.index)  # contiguous: each query's prompts one after another
-    assert list(dict.fromkeys(order)) == list(dict.fromkeys(f"{q} {i}".strip() for q, i in zip(frame["query"], frame["instruction"])))
+    assert list(dict.fromkeys(order)) == \
+        list(dict.fromkeys(f"{q} {i}".strip() for q, i in zip(frame["query"], frame["instruction"])))
     for key in heads:
         group = [ids for ids, o in zip(sent, order) if o == key]
         assert len(group) == 5 and common_prefix_length(group) >= len(heads[key]) - 1
@@ -161,7 +166,7 @@ def test_requests_are_query_contiguous_with_the_shared_prefix_first(tiny, frame,
 
 @pytest.fixture
 def before_0_22_1(monkeypatch):
-    """vLLM older than 0.22.1: no ``SamplingParams(logprob_token_ids=)``; exact values need the processed logprobs_mode."""
+    """vLLM before 0.22.1: no ``SamplingParams(logprob_token_ids=)``; exact values need a processed logprobs_mode."""
     import pyterrier_instruct.backends.vllm as module
     monkeypatch.setattr(module, "named_logprobs", lambda: False)
 
@@ -175,7 +180,8 @@ def test_one_engine_serves_rerankers_and_judges(tiny, frame, stand_in):
     np.testing.assert_allclose(got, pti.FollowIR7B(m)(frame)["score"], rtol=0, atol=1e-4)
     (llm,) = stand_in.instances
     assert "logprobs_mode" not in llm.init_args and llm.logprobs_mode == "raw_logprobs"
-    gens = shared.generate_logprobs([shared.prepare([{"role": "user", "content": "hello"}])], max_new_tokens=2, top_logprobs=3)
+    gens = shared.generate_logprobs([shared.prepare([{"role": "user", "content": "hello"}])], max_new_tokens=2,
+                                    top_logprobs=3)
     assert len(gens[0].tokens) == 2 and all(len(t) >= 3 for t in gens[0].top_logprobs)
 
 
@@ -232,7 +238,8 @@ def test_backend_arguments_are_checked_early(tiny, qwen, stand_in):
     with pytest.raises(ValueError, match="logprobs_mode must be None or one of"):
         VLLMBackend(m, logprobs_mode="logits")
     with pytest.raises(ValueError, match="sequence-classification checkpoint"):
-        pti.FollowIR7B(qwen["reranker-seq-cls"], backend="vllm")(pd.DataFrame([{"qid": "1", "query": "q", "docno": "d", "text": "t"}]))
+        pti.FollowIR7B(qwen["reranker-seq-cls"], backend="vllm")(
+            pd.DataFrame([{"qid": "1", "query": "q", "docno": "d", "text": "t"}]))
     with pytest.raises(ValueError, match="needs log-probabilities"):
         VLLMBackend(m, logprobs_mode="processed_logits").generate_logprobs([], max_new_tokens=1, top_logprobs=1)
 
@@ -260,7 +267,8 @@ def test_repr_eq_pickle_empty_frame_and_a_ready_backend(tiny, frame, stand_in):
     m = tiny["mistral"]
     r = pti.FollowIR7B(m, backend="vllm", backend_options={"tensor_parallel_size": 2})
     assert repr(r) == f"FollowIR7B('{m}', backend='vllm', backend_options={{'tensor_parallel_size': 2}})"
-    assert r != pti.FollowIR7B(m) and r == pti.FollowIR7B(m, backend="vllm", backend_options={"tensor_parallel_size": 2})
+    assert r != pti.FollowIR7B(m)
+    assert r == pti.FollowIR7B(m, backend="vllm", backend_options={"tensor_parallel_size": 2})
     out = r(frame.iloc[:0])
     assert list(out.columns) == list(frame.columns) + ["score", "rank"] and not stand_in.instances  # nothing loaded
     ready = VLLMBackend(m, logprobs_mode="processed_logits", enable_prefix_caching=False)
@@ -272,8 +280,8 @@ def test_repr_eq_pickle_empty_frame_and_a_ready_backend(tiny, frame, stand_in):
     np.testing.assert_allclose(again(frame)["score"], got, rtol=0, atol=1e-4)
 
 
-@pytest.mark.skipif(not is_available("vllm"), reason="vLLM's engine needs a GPU and an installed vLLM; its Python runs here "
-                    "(.venv/vllm_0.33) under every other test of this file, through tests/fake_vllm.py")
+@pytest.mark.skipif(not is_available("vllm"), reason="vLLM's engine needs a GPU and an installed vLLM; its Python "
+                    "runs here (.venv/vllm_0.33) under every other test of this file, through tests/fake_vllm.py")
 def test_real_vllm_equals_the_transformers_path(tiny, qwen, frame):  # pragma: no cover - needs vLLM and a GPU
     import torch
     if not torch.cuda.is_available():

@@ -28,14 +28,15 @@ def _public_callables():
     methods, and every registered family: ``(label, callable)``."""
     import pyterrier_instruct.datasets as datasets
     out = []
-    objects = [(n, getattr(pti, n)) for n in pti.__all__] + [(f"datasets.{n}", getattr(datasets, n)) for n in datasets.__all__]
+    objects = [(n, getattr(pti, n)) for n in pti.__all__] + [(f"datasets.{n}", getattr(datasets, n))
+                                                             for n in datasets.__all__]
     objects += [(n, cls) for n, cls in FAMILIES.items()]
     for name, obj in objects:
         members = [(name, obj)]
         if inspect.isclass(obj):
             inits = [c.__init__ for c in obj.__mro__ if "__init__" in vars(c)]  # **kwargs passed up: the base names it
             members = [(name, f) for f in inits] + [(f"{name}.{m}", f) for m, f in vars(obj).items()
-                                                if not m.startswith("_") and inspect.isfunction(f)]
+                                                    if not m.startswith("_") and inspect.isfunction(f)]
         out += [(label, f) for label, f in members if callable(f)]
     return out
 
@@ -50,7 +51,8 @@ def test_every_public_verbose_defaults_to_true():
         if "verbose" in params:
             with_verbose.setdefault(label, params["verbose"].default)
     # the stages whose work takes time are all found (the registered families and the long helpers)
-    assert {"MonoT5", "BiEncoder", "RankZephyr", "OnRay", "BM25", "select_prompt", "prompt_study_report"} <= set(with_verbose)
+    assert {"MonoT5", "BiEncoder", "RankZephyr", "OnRay", "BM25", "select_prompt",
+            "prompt_study_report"} <= set(with_verbose)
     assert {k: v for k, v in with_verbose.items() if v is not True} == {}
     for backend in (pti.HFBackend, pti.VLLMBackend):  # no bar of their own: no verbose
         assert "verbose" not in inspect.signature(backend).parameters

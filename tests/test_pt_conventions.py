@@ -57,7 +57,8 @@ def test_inspect_reads_the_instruction_as_an_optional_input(family, rerankers):
         kept = [c for c in cols if c not in ("score", "rank")]
         assert out == kept + (["score_0"] if "score" in cols else []) + ["score", "rank"]
     if family == "SBertBiEncoder":  # a bi-encoder also encodes a query frame
-        assert pt.inspect.transformer_outputs(r, ["qid", "query", "instruction"]) == ["qid", "query", "instruction", "query_vec"]
+        assert pt.inspect.transformer_outputs(r, ["qid", "query", "instruction"]) == \
+            ["qid", "query", "instruction", "query_vec"]
     else:
         with pytest.raises(Exception, match="does not match required columns"):
             pt.inspect.transformer_outputs(r, ["qid", "query"])  # a query frame is not a reranker's input

@@ -70,7 +70,8 @@ def test_every_public_name_has_its_entry():
     missing = []
     for name in pti.__all__:
         obj = getattr(pti, name)
-        if not (inspect.isclass(obj) or inspect.isfunction(obj) or type(obj).__module__ == "pyterrier_instruct.measures"):
+        if not (inspect.isclass(obj) or inspect.isfunction(obj)
+                or type(obj).__module__ == "pyterrier_instruct.measures"):
             continue
         qualified = f"{getattr(obj, '__module__', '')}.{name}"
         if f"pyterrier_instruct.{name}" not in documented and qualified not in documented:
@@ -85,7 +86,8 @@ def test_every_command_has_its_entry():
 
 def test_every_family_page_is_in_the_index_and_the_wheel():
     import tomllib
-    globs = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["pyterrier_instruct"]
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    globs = setuptools["package-data"]["pyterrier_instruct"]
     files = [p.relative_to(ROOT / "pyterrier_instruct").as_posix() for p in PT_DOCS.rglob("*") if p.is_file()]
     assert [f for f in files if not any(fnmatch.fnmatch(f, g) for g in globs)] == []
     index = (PT_DOCS / "index.rst").read_text(encoding="utf-8")

@@ -49,7 +49,8 @@ experiments = [
     ("names", lambda: E([A, B], topics, qrels, MS, names=["a", "b"])),
     ("dict baseline", lambda: E({"a": A, "b": B}, topics, qrels, MS, baseline="b")),
     ("baseline", lambda: E([A, B], topics, qrels, MS, names=["a", "b"], baseline=0)),
-    ("correction", lambda: E([A, B, A % 3], topics, qrels, MS, names=["a", "b", "c"], baseline=0, correction="bonferroni")),
+    ("correction", lambda: E([A, B, A % 3], topics, qrels, MS, names=["a", "b", "c"], baseline=0,
+                             correction="bonferroni")),
     ("wilcoxon", lambda: E([A, B], topics, qrels, MS, names=["a", "b"], baseline=0, test="wilcoxon")),
     ("perquery", lambda: E([A, B], topics, qrels, MS, names=["a", "b"], perquery=True)),
     ("perquery both", lambda: E([A, B], extra, qrels, MS, names=["a", "b"], perquery="both")),
@@ -57,7 +58,8 @@ experiments = [
     ("batch 1", lambda: E([A, B], topics, qrels, MS, names=["a", "b"], batch_size=1)),
     ("batch 3 perquery", lambda: E([A, B], topics, qrels, MS, names=["a", "b"], batch_size=3, perquery=True)),
     ("tree", lambda: E([A % 3, A % 5], topics, qrels, MS, names=["a", "b"], plan="tree", verbose=False)),
-    ("tree batch", lambda: E([A % 3, B], topics, qrels, MS, names=["a", "b"], plan="tree", batch_size=2, verbose=False)),
+    ("tree batch", lambda: E([A % 3, B], topics, qrels, MS, names=["a", "b"], plan="tree", batch_size=2,
+                             verbose=False)),
     ("precompute prefix", lambda: E([A % 3, A % 5], topics, qrels, MS, names=["a", "b"], precompute_prefix=True)),
     ("save reuse 1", lambda: E([A, B], topics, qrels, MS, names=["a", "b"], save_dir="runs", save_mode="reuse")),
     ("save reuse 2", lambda: E([B, A], topics, qrels, MS, names=["a", "b"], save_dir="runs", save_mode="reuse")),
@@ -99,7 +101,8 @@ def text(value):
             value = value.assign(mrt="<time>")
         return value.to_csv()
     if isinstance(value, dict):
-        return repr({k: ({m: v for m, v in d.items() if m != "mrt"} if isinstance(d, dict) else d) for k, d in value.items()})
+        return repr({k: ({m: v for m, v in d.items() if m != "mrt"} if isinstance(d, dict) else d)
+                     for k, d in value.items()})
     return repr(value)
 
 
@@ -124,7 +127,8 @@ def _run(script: Path, kind: str, cwd: Path) -> list:
     cwd.mkdir()
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p),
                PYTHONHASHSEED="0")
-    done = subprocess.run([sys.executable, str(script), kind], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    done = subprocess.run([sys.executable, str(script), kind], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 

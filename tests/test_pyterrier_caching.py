@@ -53,7 +53,7 @@ def uncached(mini, minilm, paired):
 
 
 def test_og_first_then_the_paired_experiment(mini, minilm, paired, uncached, tmp_path):
-    """The issue's scenario: the og topics cached first, then the paired experiment (p-MRR 0.000 with pyterrier-caching)."""
+    """The issue's scenario: og topics cached first, then the paired experiment (p-MRR 0.000 with pyterrier-caching)."""
     topics, og, qrels = paired
     assert round(uncached, 3) == 0.030
     plain = ptc.ScorerCache(str(tmp_path / "plain"), minilm)
@@ -64,7 +64,8 @@ def test_og_first_then_the_paired_experiment(mini, minilm, paired, uncached, tmp
     (mini.candidates() >> cache)(og)
     n_og = len(mini.candidates()(og))
     assert (cache.hits, cache.misses) == (0, n_og)
-    assert pt.Experiment([mini.candidates() >> cache], topics, qrels, [pti.pMRR]).iloc[0]["pMRR"] == pytest.approx(uncached)
+    assert pt.Experiment([mini.candidates() >> cache], topics, qrels, [pti.pMRR]).iloc[0]["pMRR"] == \
+        pytest.approx(uncached)
     assert cache.hits == n_og and cache.misses == len(mini.candidates()(topics))  # only the changed rows were scored
 
 
@@ -84,7 +85,8 @@ def test_og_and_changed_in_one_frame_and_a_second_pass_scores_nothing(mini, bert
     pd.testing.assert_frame_equal(again(cands), first)
     assert (again.hits, again.misses) == (len(cands), 0)
     # a new instruction for cached (query, docno) pairs is scored; the unchanged rows are not
-    new = cands.assign(instruction=cands["instruction"].where(cands["qid"] != cands["qid"].iloc[0], "only dams in Asia"))
+    new = cands.assign(instruction=cands["instruction"].where(cands["qid"] != cands["qid"].iloc[0],
+                                                              "only dams in Asia"))
     changed = int((new["instruction"] != cands["instruction"]).sum())
     with pytest.raises(AssertionError, match="computed a row the cache holds"):
         again(new)
@@ -122,7 +124,7 @@ def test_contract_errors_and_pickling(mini, bert, tiny, paired, tmp_path):
     cands = mini.candidates()(og.iloc[:2])
     with pytest.raises(ValueError, match=r"ScorerCache: the stage has no fingerprint .* pass identity="):
         pti.ScorerCache(tmp_path / "x", pt.apply.score(np.negative))  # a C function: no code to read
-    for pooled in (pti.RankZephyr(tiny["mistral"]), pti.Setwise(tiny["t5"]), pti.PoolBM25()):  # scores depend on the pool
+    for pooled in (pti.RankZephyr(tiny["mistral"]), pti.Setwise(tiny["t5"]), pti.PoolBM25()):  # scores depend on pools
         with pytest.raises(TypeError, match="listwise, setwise or fitted on the pool .* pti.SavedRun"):
             pti.ScorerCache(tmp_path / "x", pooled)
     fresh = pti.SBertBiEncoder(tiny["bert"], verbose=False)
@@ -169,8 +171,8 @@ def test_an_experiment_with_a_plain_cache_is_refused_before_any_system_runs(mini
     import warnings
     topics, _, qrels = paired
     plain = ptc.ScorerCache(str(tmp_path / "plain"), pt.apply.score(raising))
-    with pytest.raises(ValueError, match=r"'cached' holds Sqlite3ScorerCache\(.*keys its entries without the instruction.*"
-                                         r"pMRR would compare the system with itself.*pti\.ScorerCache"):
+    with pytest.raises(ValueError, match=r"'cached' holds Sqlite3ScorerCache\(.*keys its entries without the "
+                                         r"instruction.*pMRR would compare the system with itself.*pti\.ScorerCache"):
         pt.Experiment([mini.candidates() >> plain], topics, qrels, [pti.pMRR], names=["cached"])  # raising never ran
     quiet = [pti.ScorerCache(str(tmp_path / "ours"), bert),
              pti.FoldInstruction() >> mini.candidates() >> ptc.ScorerCache(str(tmp_path / "folded"), bert)]

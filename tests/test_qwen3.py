@@ -1,6 +1,7 @@
-"""Qwen3-Reranker and Qwen3-Embedding against their reference code on tiny random Qwen3 weights (``tiny_models.tiny_qwen``):
-the README's transformers code (QwenLM/Qwen3-Embedding at f4ad0c4, lines 82–131 and 218–259, written out below from the
-README), mteb 2.x's Qwen3 reranker wrapper, and sentence-transformers configured from the checkpoint's own files."""
+"""Qwen3-Reranker and Qwen3-Embedding against their reference code on tiny random Qwen3 weights
+(``tiny_models.tiny_qwen``): the README's transformers code (QwenLM/Qwen3-Embedding at f4ad0c4, lines 82–131 and
+218–259, written out below from the README), mteb 2.x's Qwen3 reranker wrapper, and sentence-transformers configured
+from the checkpoint's own files."""
 from __future__ import annotations
 
 import os
@@ -21,7 +22,8 @@ FRAME = pd.DataFrame({
     "instruction": ["", "", "", "Documents about plays are relevant.", "Documents about plays are relevant.",
                     "Documents about plays are relevant.", "Only green tea.", "Only green tea."],
     "docno": ["a", "b", "c", "a", "b", "c", "d", "e"],
-    "text": ["Shakespeare wrote Hamlet.", LONG, "no", "Shakespeare wrote Hamlet.", LONG, "no", "Green tea is brewed cool.", "x"],
+    "text": ["Shakespeare wrote Hamlet.", LONG, "no", "Shakespeare wrote Hamlet.", LONG, "no",
+             "Green tea is brewed cool.", "x"],
 })
 
 
@@ -32,16 +34,16 @@ def readme_reranker(path, rows, max_length=8192, batch_size=3):
     tokenizer = AutoTokenizer.from_pretrained(path, padding_side="left")
     model = AutoModelForCausalLM.from_pretrained(path).eval()
     token_false_id, token_true_id = tokenizer.convert_tokens_to_ids("no"), tokenizer.convert_tokens_to_ids("yes")
-    prefix = ("<|im_start|>system\nJudge whether the Document meets the requirements based on the Query and the Instruct provided. "
-              "Note that the answer can only be \"yes\" or \"no\".<|im_end|>\n<|im_start|>user\n")
+    prefix = ("<|im_start|>system\nJudge whether the Document meets the requirements based on the Query and the "
+              "Instruct provided. Note that the answer can only be \"yes\" or \"no\".<|im_end|>\n<|im_start|>user\n")
     suffix = "<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"
     prefix_tokens = tokenizer.encode(prefix, add_special_tokens=False)
     suffix_tokens = tokenizer.encode(suffix, add_special_tokens=False)
     pairs = [f"<Instruct>: {i or DEFAULT}\n<Query>: {q}\n<Document>: {d}" for i, q, d in rows]
     scores = []
     for start in range(0, len(pairs), batch_size):
-        inputs = tokenizer(pairs[start:start + batch_size], padding=False, truncation="longest_first", return_attention_mask=False,
-                           max_length=max_length - len(prefix_tokens) - len(suffix_tokens))
+        inputs = tokenizer(pairs[start:start + batch_size], padding=False, truncation="longest_first",
+                           return_attention_mask=False, max_length=max_length - len(prefix_tokens) - len(suffix_tokens))
         for n, ele in enumerate(inputs["input_ids"]):
             inputs["input_ids"][n] = prefix_tokens + ele + suffix_tokens
         inputs = tokenizer.pad(inputs, padding=True, return_tensors="pt", max_length=max_length)
@@ -72,7 +74,8 @@ def test_reranker_equals_the_readme_code(qwen, reference):
     assert same_ranking(out["score"].to_numpy(), reference)
     # the instruction changes the score (it is in the prompt), and an empty one is the default, not nothing
     assert not np.allclose(reference[:3], reference[3:6])
-    assert np.allclose(reference[:3], readme_reranker(qwen["reranker"], [(DEFAULT, q, d) for _, q, d in rows_of(FRAME)[:3]]))
+    assert np.allclose(reference[:3],
+                       readme_reranker(qwen["reranker"], [(DEFAULT, q, d) for _, q, d in rows_of(FRAME)[:3]]))
 
 
 @pytest.mark.parametrize("kwargs", [dict(batch_size=1), dict(batch_size=8), dict(batch_size=2, share_prefix=True)])
@@ -96,7 +99,8 @@ def test_reranker_two_label_conversion_gives_the_same_scores(qwen, reference, tm
     import transformers
     lm = transformers.AutoModelForCausalLM.from_pretrained(qwen["reranker"])
     tok = transformers.AutoTokenizer.from_pretrained(qwen["reranker"])
-    config = transformers.AutoConfig.from_pretrained(qwen["reranker"], num_labels=2, architectures=["Qwen3ForSequenceClassification"])
+    config = transformers.AutoConfig.from_pretrained(qwen["reranker"], num_labels=2,
+                                                     architectures=["Qwen3ForSequenceClassification"])
     cls = transformers.Qwen3ForSequenceClassification(config)
     cls.model.load_state_dict(lm.model.state_dict())
     with torch.no_grad():
@@ -124,8 +128,8 @@ def test_reranker_instruction_argument_is_the_default(qwen):
     other = "Retrieve passages about plays"
     rows = [(other if not i else i, q, d) for i, q, d in rows_of(FRAME)]
     ref = readme_reranker(qwen["reranker"], rows)
-    out = pti.Qwen3Reranker(qwen["reranker"], instruction=other, verbose=False)(FRAME.drop(columns="instruction").assign(
-        instruction=FRAME["instruction"].replace("", None)))
+    missing = FRAME.drop(columns="instruction").assign(instruction=FRAME["instruction"].replace("", None))
+    out = pti.Qwen3Reranker(qwen["reranker"], instruction=other, verbose=False)(missing)
     assert np.abs(out["score"].to_numpy() - ref).max() < 1e-4
     assert repr(pti.Qwen3Reranker.four_b(batch_size=2)) == "Qwen3Reranker.four_b(batch_size=2)"
     assert pti.Qwen3Reranker.eight_b().model_name_or_path == "Qwen/Qwen3-Reranker-8B"
@@ -179,13 +183,16 @@ def test_embedding_equals_the_readme_code_and_sentence_transformers(qwen):
     q_strings = [detailed(i or DEFAULT, q) for q, i in zip(queries["query"], queries["instruction"])]
     ref_q, ref_d = readme_embeddings(path, q_strings), readme_embeddings(path, list(docs["text"]))
     st = SentenceTransformer(path, device="cpu")
-    st_q = np.stack([st.encode([q], prompt=detailed(i or DEFAULT, "")) for q, i in zip(queries["query"], queries["instruction"])])[:, 0]
+    st_q = np.stack([st.encode([q], prompt=detailed(i or DEFAULT, ""))
+                     for q, i in zip(queries["query"], queries["instruction"])])[:, 0]
     st_d = st.encode(list(docs["text"]))
     for ours, ref in ((qv, ref_q), (dv, ref_d), (qv, st_q), (dv, st_d)):
         assert (np.einsum("ij,ij->i", ours, ref) >= 0.9999).all()
-    assert np.allclose(st.encode(list(queries["query"][:1]), prompt_name="query"), qv[:1], atol=1e-4)  # the checkpoint's own prompt
+    # the checkpoint's own prompt
+    assert np.allclose(st.encode(list(queries["query"][:1]), prompt_name="query"), qv[:1], atol=1e-4)
     scores = model(FRAME)["score"].to_numpy()
-    ref_scores = np.einsum("ij,ij->i", readme_embeddings(path, [detailed(i or DEFAULT, q) for i, q, _ in rows_of(FRAME)]),
+    ref_scores = np.einsum("ij,ij->i",
+                           readme_embeddings(path, [detailed(i or DEFAULT, q) for i, q, _ in rows_of(FRAME)]),
                            readme_embeddings(path, list(FRAME["text"])))
     assert np.abs(scores - ref_scores).max() < 1e-4 and same_ranking(scores, ref_scores)
 
@@ -213,8 +220,8 @@ def test_reproduction_cli_rows(qwen, tmp_path):
     out = tmp_path / "followir"
     robust04 = str(Path(os.environ["PYTERRIER_INSTRUCT_DATA"]) / "jhu-clsp" / "robust04-instructions")
     assert main(["followir", "--dataset", "followir/robust04", "--path", robust04, "--out", str(out), "--quiet",
-                 "--systems", "bm25,qwen3-reranker,mxbai-rerank-v2,qwen3-embedding", "--qwen3-reranker", qwen["reranker"],
-                 "--mxbai-rerank-v2", qwen["qwen2"], "--qwen3-embedding", qwen["embedding"]]) == 0
+                 "--systems", "bm25,qwen3-reranker,mxbai-rerank-v2,qwen3-embedding", "--qwen3-reranker",
+                 qwen["reranker"], "--mxbai-rerank-v2", qwen["qwen2"], "--qwen3-embedding", qwen["embedding"]]) == 0
     table = pd.read_csv(out / "table2.csv")
     # rows are labelled by the checkpoint used (a local folder other than the row's model shows its name)
     assert table["Model"].tolist() == ["BM25 (pool)", "Qwen3-Reranker-0.6B [qwen-reranker, unrevisioned]",
@@ -226,8 +233,9 @@ def test_reproduction_cli_rows(qwen, tmp_path):
 def test_inf_ir_qwen3_embedding_row(qwen, tmp_path):
     """The qwen3-embedding row of the inf-ir command (MAIR and BRIGHT: full retrieval over the task's corpus)."""
     from pyterrier_instruct.reproduce.cli import main
-    argv = ["inf-ir", "--systems", "qwen3-embedding", "--qwen3-embedding", qwen["embedding"], "--out", str(tmp_path), "--quiet",
-            "--dataset", "mair/dd-15", "--dataset", "bright/biology"]
+    argv = ["inf-ir", "--systems", "qwen3-embedding", "--qwen3-embedding", qwen["embedding"], "--out", str(tmp_path),
+            "--quiet", "--dataset", "mair/dd-15", "--dataset", "bright/biology"]
     assert main(argv) == 0
     table = pd.read_csv(tmp_path / "table2.csv")
-    assert table["Model"].tolist() == ["Qwen3-Embedding-0.6B [qwen-embedding, unrevisioned]"] and table.notna().all().all()
+    assert table["Model"].tolist() == ["Qwen3-Embedding-0.6B [qwen-embedding, unrevisioned]"]
+    assert table.notna().all().all()

@@ -1,6 +1,6 @@
-"""rank1 (``pti.Rank1``) against its own ``rank1.py`` logic (orionw/rank1 at 30585c2), re-implemented here independently as
+"""rank1 (``pti.Rank1``) against its own ``rank1.py`` logic (orionw/rank1 at 30585c2), re-implemented independently as
 an unbatched greedy loop on the same tiny weights (``tiny_models.tiny_rank1``: a planted reasoning path, so rows stop on
-``</think> true``/``</think> false``, end with both answers in the top 20 without a stop string, or take the forced path)."""
+``</think> true``/``</think> false``, end with both answers in the top 20 without a stop string, or are forced)."""
 from __future__ import annotations
 
 import math
@@ -28,7 +28,8 @@ def frame(mini):
     """Two queries x 6 passages (one with a title), instructions: a plain one, and one equal to its query."""
     docs = mini.candidates()(mini.get_topics("og").iloc[:2]).groupby("qid").head(6).reset_index(drop=True)
     docs["text"] = docs["text"].str.slice(0, 200)
-    docs["instruction"] = np.where(docs["qid"] == docs["qid"].iloc[0], "Relevant documents mention a date.", docs["query"])
+    docs["instruction"] = np.where(docs["qid"] == docs["qid"].iloc[0], "Relevant documents mention a date.",
+                                   docs["query"])
     docs["title"] = ""
     docs.loc[1, "title"] = "A title"
     return docs
@@ -118,10 +119,10 @@ def test_rank1_equals_its_reference_logic(rank1_model, frame):
 
 class StandInVLLM:
     """The part of vLLM 0.7.2's offline API rank1 uses (``LLM.generate`` on ``{"prompt_token_ids": ...}`` with a
-    ``SamplingParams``; ``LLM.get_tokenizer``; ``CompletionOutput.text/token_ids/logprobs/finish_reason``, ``Logprob.logprob``), serving each
-    request with :func:`greedy` on the tiny weights; ``allowed_token_ids`` masks the other tokens before the
-    log-softmax, as vLLM's logits processor does (the ``processed_logprobs`` values, vLLM >= 0.10.2). Test-local:
-    ``tests/fake_vllm.py`` serves other prompts."""
+    ``SamplingParams``; ``LLM.get_tokenizer``; ``CompletionOutput.text/token_ids/logprobs/finish_reason``,
+    ``Logprob.logprob``), serving each request with :func:`greedy` on the tiny weights; ``allowed_token_ids`` masks the
+    other tokens before the log-softmax, as vLLM's logits processor does (the ``processed_logprobs`` values, vLLM >=
+    0.10.2). Test-local: ``tests/fake_vllm.py`` serves other prompts."""
 
     class SamplingParams:
         def __init__(self, **kwargs):
@@ -142,7 +143,7 @@ class StandInVLLM:
             from types import SimpleNamespace as NS
             p, outputs = sampling_params, []
             self.calls.append(p)
-            # the generation step is rank1's SamplingParams; the forced step is VLLMBackend.answer_logits (one token, values only)
+            # the generation step is rank1's SamplingParams; the forced one VLLMBackend.answer_logits (1 token, values)
             assert p.temperature == 0 and (getattr(p, "allowed_token_ids", None) or p.skip_special_tokens is False)
             for n, request in enumerate(inputs):
                 ids = request["prompt_token_ids"]
@@ -156,10 +157,12 @@ class StandInVLLM:
                         steps = [{a: float(logp[a]) for a in p.allowed_token_ids}]
                         text, generated, reason = self.tok.decode([token]), [token], "length"
                     else:
-                        text, generated, steps, kind = greedy(self.model, self.tok, ids, p.max_tokens, tuple(p.stop or ()), p.logprobs)
+                        text, generated, steps, kind = greedy(self.model, self.tok, ids, p.max_tokens,
+                                                              tuple(p.stop or ()), p.logprobs)
                         reason = "length" if kind == "length" else "stop"
                 logprobs = [{i: NS(logprob=v) for i, v in step.items()} for step in steps]
-                outputs.append(NS(request_id=str(n), outputs=[NS(text=text, token_ids=generated, logprobs=logprobs, finish_reason=reason)]))
+                outputs.append(NS(request_id=str(n), outputs=[NS(text=text, token_ids=generated, logprobs=logprobs,
+                                                                 finish_reason=reason)]))
             return outputs
 
 
@@ -199,8 +202,9 @@ def test_prompt_query_rule_and_title():
                        head + "Query: q3\nPassage: t3\n<think>"]
 
 
-@pytest.mark.parametrize("text, closed", [("It is relevant. But the", "It is relevant."), ("Why? Maybe!  ", "Why? Maybe!"),
-                                          ("no punctuation ", "no punctuation"), (" ends here.", "ends here.")])
+@pytest.mark.parametrize("text, closed",
+                         [("It is relevant. But the", "It is relevant."), ("Why? Maybe!  ", "Why? Maybe!"),
+                          ("no punctuation ", "no punctuation"), (" ends here.", "ends here.")])
 def test_close_reasoning(text, closed):
     assert close_reasoning(text) == closed
 
@@ -214,7 +218,8 @@ def test_empty_frame_repr_pickle_and_presets(rank1_model):
     copy = pickle.loads(pickle.dumps(r))
     assert copy == r and repr(copy) == repr(r)
     out = r(pd.DataFrame(columns=["qid", "query", "docno", "text"]))
-    assert list(out.columns) == ["qid", "query", "docno", "text", "reasoning", "score", "rank"] and r.backend._model is None
+    assert list(out.columns) == ["qid", "query", "docno", "text", "reasoning", "score", "rank"]
+    assert r.backend._model is None
     with pytest.raises(ValueError, match="name must be one of"):
         pti.Rank1.released("9b")
     with pytest.raises(ValueError, match="no AWQ checkpoint of rank1-0.5b"):
@@ -235,17 +240,18 @@ def test_awq_on_hf_needs_autoawq():
 
 
 def test_reproduction_rows():
-    """FollowIR and InfoSearch have a rank1 row, run on request (not by default); ``--listwise-backend`` picks its backend."""
+    """FollowIR and InfoSearch have a rank1 row, run on request only; ``--listwise-backend`` picks its backend."""
     from pyterrier_instruct.reproduce import followir, infosearch, rank1
     for module in (followir, infosearch):
         assert module.ROWS["rank1"].model == "jhu-clsp/rank1-7b" and not module.ROWS["rank1"].default
     hf = rank1("/models/rank1", "hf", {"device": "cpu", "batch_size": 2, "verbose": False})
-    assert hf == pti.Rank1("/models/rank1", backend_options={"device": "cpu", "batch_size": 2}) and hf.backend.batch_size == 2
+    assert hf == pti.Rank1("/models/rank1", backend_options={"device": "cpu", "batch_size": 2})
+    assert hf.backend.batch_size == 2
     assert type(rank1("/models/rank1", "vllm", {"device": None, "verbose": True}).backend).__name__ == "VLLMBackend"
 
 
 def test_a_backend_without_the_reasoning_calls_is_refused_when_built():
-    """A TokenizerBackend subclass that cannot generate until a stop string is refused at construction, naming the calls."""
+    """A TokenizerBackend that cannot generate until a stop string is refused at construction, naming the calls."""
     from pyterrier_instruct.backends.base import TokenizerBackend
 
     class Plain(TokenizerBackend):

@@ -60,8 +60,8 @@ def script(text: str) -> str:
 
 
 class Recorder(HFBackend):
-    """Our HF backend with the scripted model (``answer``, :func:`script`) in place of ``generate``: records (text, token
-    ids, budget)."""
+    """Our HF backend with the scripted model (``answer``, :func:`script`) in place of ``generate``: records (text,
+    token ids, budget)."""
     answer = staticmethod(script)
 
     def __init__(self, model_name_or_path, **kwargs):
@@ -91,9 +91,11 @@ def fake_vllm(seen, lock, answer=script):
                 seen.append((prompt, tuple(ids), params.max_tokens, params.min_tokens))
             await asyncio.sleep(0)
             yield SimpleNamespace(finished=True, prompt_token_ids=ids,
-                                  outputs=[SimpleNamespace(text=answer(prompt), token_ids=[0] * params.max_tokens, logprobs=None)])
+                                  outputs=[SimpleNamespace(text=answer(prompt), token_ids=[0] * params.max_tokens,
+                                                           logprobs=None)])
 
-    return SimpleNamespace(AsyncEngineArgs=lambda **kw: SimpleNamespace(kw=kw), SamplingParams=lambda **kw: SimpleNamespace(**kw),
+    return SimpleNamespace(AsyncEngineArgs=lambda **kw: SimpleNamespace(kw=kw),
+                           SamplingParams=lambda **kw: SimpleNamespace(**kw),
                            AsyncLLMEngine=SimpleNamespace(from_engine_args=Engine))
 
 
@@ -153,7 +155,7 @@ def test_open_models_match_rank_llm_026_window_by_window(rank_llm_026, models, m
     if family == "vicuna":
         assert seen[0][0].startswith("You are RankLLM") and seen[0][0].endswith(" ASSISTANT:")
     else:
-        # the 2024 default differs from 0.26 on every window (blank line after the prefix, closing sentence, word budget)
+        # the 2024 default differs from 0.26 in every window (blank line after the prefix, closing sentence, budget)
         old = Recorder(path)
         pti.RankZephyr(backend=old, context_size=2048)(df)
         assert compare([s[:2] for s in old.seen], [s[:2] for s in seen])[0] == 0
@@ -174,10 +176,12 @@ def test_rank_gpt_matches_rank_llm_026_window_by_window(rank_llm_026, models, mo
             seen.append((text, tuple(tok(text)["input_ids"])))
         return script(text), None, {}
 
-    gpt = SafeOpenai("gpt-4o", context_size=10 ** 6, prompt_template_path=str(rank_llm_026 / "rank_llm" / "rerank" / "prompt_templates"
-                                                                               / "rank_gpt_template.yaml"), keys="sk-not-used")
+    gpt = SafeOpenai("gpt-4o", context_size=10 ** 6,
+                     prompt_template_path=str(rank_llm_026 / "rank_llm" / "rerank" / "prompt_templates"
+                                              / "rank_gpt_template.yaml"),
+                     keys="sk-not-used")
     monkeypatch.setattr(gpt, "run_llm", run_llm)
-    monkeypatch.setattr(gpt, "get_num_tokens", lambda prompt: 0)  # tiktoken's files are not offline; no budget loop here
+    monkeypatch.setattr(gpt, "get_num_tokens", lambda prompt: 0)  # tiktoken's files aren't offline; no budget loop here
     monkeypatch.setattr(gpt, "num_output_tokens", lambda *a: 0)
     df = queries()
     results = gpt.rerank_batch(requests_of(df), rank_start=0, rank_end=100)
@@ -191,9 +195,10 @@ def test_rank_gpt_matches_rank_llm_026_window_by_window(rank_llm_026, models, mo
     assert compare([s[:2] for s in old.seen], seen)[0] == 0
 
 
-@pytest.mark.parametrize("answer", ["[²] > [³] > [¹]", "[①] > [❸] > [②]", "[0000000002] > [3] > [0000000001]", "[2] > [2] > [9]",
-                                    "²>¹", "[３] > [１]", "</think>[3] > [1]", "rank: 3, 1, 2", "", "[0] > [2]",
-                                    "[₂] > [₁]", "[🄂] > [🄃]", "[1] > [00000000000000000000000000000000003]"])
+@pytest.mark.parametrize("answer",
+                         ["[²] > [³] > [¹]", "[①] > [❸] > [②]", "[0000000002] > [3] > [0000000001]", "[2] > [2] > [9]",
+                          "²>¹", "[３] > [１]", "</think>[3] > [1]", "rank: 3, 1, 2", "", "[0] > [2]",
+                          "[₂] > [₁]", "[🄂] > [🄃]", "[1] > [00000000000000000000000000000000003]"])
 def test_repair_matches_rank_llm_026(rank_llm_026, answer):
     from rank_llm.data import Candidate, Query, Result
     from rank_llm.rerank.listwise.listwise_rankllm import ListwiseRankLLM

@@ -1,9 +1,9 @@
-"""Rank-R1 against the reference's logic re-run on transformers: ``RankR1SetwiseLlmRanker`` is not in the PyPI release of
-llm-rankers, so its ``compare`` (ielab/llm-rankers b36517bf, ``llmrankers/setwise.py`` lines 462-553: shuffle with the
-process's ``random``, the toml's messages, the answer pattern on the lower-cased completion, votes) is written out below
-on top of llm-rankers 0.0.2's ``SetwiseLlmRanker`` (its heapsort, bubblesort and output, identical at that commit), with
-vLLM's ``LLM.chat`` replaced by the chat template + a generator. ``random.seed(929)`` before each query makes the
-reference's shuffles those of our per-query ``random.Random(929)``."""
+"""Rank-R1 against the reference's logic re-run on transformers: ``RankR1SetwiseLlmRanker`` is not in the PyPI release
+of llm-rankers, so its ``compare`` (ielab/llm-rankers b36517bf, ``llmrankers/setwise.py`` lines 462-553: shuffle with
+the process's ``random``, the toml's messages, the answer pattern on the lower-cased completion, votes) is written out
+below on top of llm-rankers 0.0.2's ``SetwiseLlmRanker`` (its heapsort, bubblesort and output, identical at that
+commit), with vLLM's ``LLM.chat`` replaced by the chat template + a generator. ``random.seed(929)`` before each query
+makes the reference's shuffles those of our per-query ``random.Random(929)``."""
 from __future__ import annotations
 
 import os
@@ -37,7 +37,8 @@ def script(text: str) -> str:
     best = max(shown, key=lambda s: int(s[1]))[0]
     kind = sum(int(g) for _, g in shown) % 5
     return ["<think> grade wins </think>\n<answer>[{}]</answer>", "<THINK>x</THINK> <ANSWER> [{}] </ANSWER>",
-            "<answer>[{}]</answer>", "<think>y</think><answer>[99]</answer>", "<think>z</think><answer>[ {} ]</answer>"][kind].format(best)
+            "<answer>[{}]</answer>", "<think>y</think><answer>[99]</answer>",
+            "<think>z</think><answer>[ {} ]</answer>"][kind].format(best)
 
 
 def reference_class(setwise):
@@ -48,7 +49,8 @@ def reference_class(setwise):
         def __init__(self, tokenizer, generate, num_child=19, k=10, method="heapsort", num_permutation=1):
             self.prompt, self.tokenizer, self.generate = PROMPT, tokenizer, generate
             self.num_child, self.num_permutation, self.k, self.method = num_child, num_permutation, k, method
-            self.scoring, self.total_compare, self.total_completion_tokens, self.total_prompt_tokens = "generation", 0, 0, 0
+            self.scoring, self.total_compare = "generation", 0
+            self.total_completion_tokens = self.total_prompt_tokens = 0
             self.seen = []
 
         def compare(self, query, docs):  # lines 462-553, vLLM's chat replaced
@@ -68,8 +70,10 @@ def reference_class(setwise):
                 batch_ref.append((ref, characters))
                 passages = "\n".join([f'{characters[i]} {passages[i]}' for i in range(len(passages))])
                 input_text.append([{'role': "system", 'content': self.prompt["prompt_system"]},
-                                   {'role': "user", 'content': self.prompt['prompt_user'].format(query=query, docs=passages)}])
-            rendered = [self.tokenizer.apply_chat_template(m, tokenize=False, add_generation_prompt=True) for m in input_text]
+                                   {'role': "user",
+                                    'content': self.prompt['prompt_user'].format(query=query, docs=passages)}])
+            rendered = [self.tokenizer.apply_chat_template(m, tokenize=False, add_generation_prompt=True)
+                        for m in input_text]
             self.seen += rendered
             results = []
             for completion in self.generate(rendered):
@@ -143,33 +147,37 @@ def reference_run(cls, tok, generate, df, **kwargs):
     scores, counts = {}, {}
     for qid, g in df.groupby("qid", sort=False):
         random.seed(929)  # per query: the shuffles of a query ranked first after import
-        ranking = [SearchResult(docid=d, score=s, text=ref.truncate(t, 512)) for d, s, t in zip(g["docno"], g["score"], g["text"])]
+        ranking = [SearchResult(docid=d, score=s, text=ref.truncate(t, 512))
+                   for d, s, t in zip(g["docno"], g["score"], g["text"])]
         out = ref.rerank(ref.truncate(g["query"].iloc[0], 32), ranking)
         scores.update({(qid, r.docid): r.score for r in out})
         counts[qid] = ref.total_compare
     return ref, scores, counts
 
 
-@pytest.mark.parametrize("method,num_child,num_permutation", [("heapsort", 19, 1), ("heapsort", 4, 3), ("bubblesort", 19, 1),
-                                                               ("bubblesort", 3, 2)])
+@pytest.mark.parametrize("method,num_child,num_permutation",
+                         [("heapsort", 19, 1), ("heapsort", 4, 3), ("bubblesort", 19, 1), ("bubblesort", 3, 2)])
 def test_rank_r1_equals_the_reference_logic(llmrankers, model, method, num_child, num_permutation):  # noqa: F811
     import transformers
     tok = transformers.AutoTokenizer.from_pretrained(model)
     df = frame()
     cls = reference_class(llmrankers)
-    ref, ref_scores, ref_counts = reference_run(cls, tok, lambda texts: [script(t) for t in texts], df, num_child=num_child, k=10,
-                                                method=method, num_permutation=num_permutation)
+    ref, ref_scores, ref_counts = reference_run(cls, tok, lambda texts: [script(t) for t in texts], df,
+                                                num_child=num_child, k=10, method=method,
+                                                num_permutation=num_permutation)
     backend = Scripted(model)
-    ours = pti.RankR1(backend=backend, method=method, num_child=num_child, num_permutation=num_permutation, verbose=False)
+    ours = pti.RankR1(backend=backend, method=method, num_child=num_child, num_permutation=num_permutation,
+                      verbose=False)
     out = ours(df)
     # every comparison's chat, shuffled the same way, tokenised as vLLM's LLM.chat does
-    asked = [s for s in ref.seen if len(re.findall(r"^\[\d+\] ", s, re.M)) > 1]  # ours asks no comparison of one document
+    asked = [s for s in ref.seen if len(re.findall(r"^\[\d+\] ", s, re.M)) > 1]  # ours asks no one-document comparison
 
-    def by_query(prompts):  # ours interleaves the queries' comparisons (one batch per step): compare each query's sequence
+    def by_query(prompts):  # ours interleaves queries' comparisons (one batch per step): compare each query's sequence
         return sorted(prompts, key=lambda s: re.search(r"claim (\d+)", s).group(1))
-    assert by_query(tok.decode(t) for t in backend.seen) == by_query(asked) and len(asked) <= len(ref.seen) == sum(ref_counts.values())
+    assert by_query(tok.decode(t) for t in backend.seen) == by_query(asked)
+    assert len(asked) <= len(ref.seen) == sum(ref_counts.values())
     assert backend.seen[0] == tok(ref.seen[0], add_special_tokens=False)["input_ids"]
-    assert {k: v * num_permutation for k, v in ours.comparisons.items()} == ref_counts  # the reference counts each shuffle
+    assert {k: v * num_permutation for k, v in ours.comparisons.items()} == ref_counts  # the reference counts shuffles
     got = {(q, d): s for q, d, s in zip(out["qid"], out["docno"], out["score"])}
     assert got == ref_scores
     assert ours.stats["invalid"] > 0 and ours.stats["generations"] > ours.stats["invalid"]
@@ -194,8 +202,8 @@ def test_rank_r1_instruction_lora_vllm_and_errors(model, tmp_path, monkeypatch):
     import fake_vllm
     r = pti.RankR1(model, verbose=False)
     msgs = r.messages("what is x Only recent ones.", ["one", "two"])
-    assert msgs[1]["content"].startswith('Given the query: "what is x Only recent ones.", which of the following documents is most relevant?\n'
-                                         '[1] one\n[2] two\nAfter completing')
+    assert msgs[1]["content"].startswith('Given the query: "what is x Only recent ones.", which of the following '
+                                         'documents is most relevant?\n[1] one\n[2] two\nAfter completing')
     df = frame((6,)).assign(instruction="Only recent ones.")
     assert set(r.queries(df)) == {"claim 0 about trials Only recent ones."}
     # a LoRA adapter is merged into its base; the tokenizer is the base's
@@ -204,8 +212,8 @@ def test_rank_r1_instruction_lora_vllm_and_errors(model, tmp_path, monkeypatch):
     import transformers
     torch.manual_seed(1)  # an adapter of the causal LM (as Rank-R1's are), random non-zero B
     base = transformers.AutoModelForCausalLM.from_pretrained(model)
-    peft.get_peft_model(base, peft.LoraConfig(r=4, lora_alpha=8, init_lora_weights=False, target_modules=["q_proj", "v_proj"])
-                        ).save_pretrained(str(tmp_path / "lora"))
+    lora = peft.LoraConfig(r=4, lora_alpha=8, init_lora_weights=False, target_modules=["q_proj", "v_proj"])
+    peft.get_peft_model(base, lora).save_pretrained(str(tmp_path / "lora"))
     adapter = str(tmp_path / "lora")
     lora = pti.RankR1(adapter, max_output_tokens=3, num_child=3, k=2, verbose=False)
     a = lora(df)
@@ -245,12 +253,13 @@ def test_cli_rank_r1_rows_followir_and_bright(model, tmp_path, monkeypatch):
     from pyterrier_instruct.reproduce.cli import main
     monkeypatch.setitem(sys.modules, "vllm", fake_vllm)
     robust04 = str(Path(os.environ["PYTERRIER_INSTRUCT_DATA"]) / "jhu-clsp" / "robust04-instructions")
-    assert main(["followir", "--dataset", "followir/robust04", "--path", robust04, "--out", str(tmp_path / "f"), "--quiet",
-                 "--systems", "rank-r1", "--rank-r1", model, "--listwise-backend", "vllm", "--reasoning-budget", "4"]) == 0
+    assert main(["followir", "--dataset", "followir/robust04", "--path", robust04, "--out", str(tmp_path / "f"),
+                 "--quiet", "--systems", "rank-r1", "--rank-r1", model, "--listwise-backend", "vllm",
+                 "--reasoning-budget", "4"]) == 0
     table = pd.read_csv(tmp_path / "f" / "table2.csv")
     assert table["Model"].tolist() == ["Rank-R1-7B [qwen, unrevisioned]"] and table["robust04 p-MRR"].notna().all()
-    assert main(["inf-ir", "--systems", "rank-r1", "--rank-r1", model, "--listwise-backend", "vllm", "--reasoning-budget", "4",
-                 "--out", str(tmp_path / "b"),
+    assert main(["inf-ir", "--systems", "rank-r1", "--rank-r1", model, "--listwise-backend", "vllm",
+                 "--reasoning-budget", "4", "--out", str(tmp_path / "b"),
                  "--quiet", "--dataset", "bright/biology"]) == 0
     table = pd.read_csv(tmp_path / "b" / "table2.csv")
     assert table["Model"].tolist() == ["Rank-R1-7B [qwen, unrevisioned]"] and table.notna().all().all()

@@ -50,7 +50,8 @@ class HashScorer(InstructReranker):
 
 def reverse_windows(prompts, max_new_tokens):
     """A listwise "model": each window's passages in reverse order."""
-    return [" > ".join(f"[{i}]" for i in range(max(map(int, re.findall(r"\[(\d+)\]", p[-1]["content"]))), 0, -1)) for p in prompts]
+    return [" > ".join(f"[{i}]" for i in range(max(map(int, re.findall(r"\[(\d+)\]", p[-1]["content"]))), 0, -1))
+            for p in prompts]
 
 
 @pytest.fixture(scope="module")
@@ -73,14 +74,15 @@ def same_run(out: pd.DataFrame, ref: pd.DataFrame, atol: float = 1e-6) -> None:
 
 
 def test_parallel_ray_backend(ray_cluster, tiny, frames):
-    """PyTerrier's own convention: a transformer pickles without its model, so ``.parallel(2, backend='ray')`` (pyterrier
-    1.1's ``Transformer.parallel`` → pyterrier-alpha's ``PoolParallelTransformer`` over ``ray.util.multiprocessing.Pool``)
-    gives the single-process run. It splits by query and concatenates the splits in qid order, so rows are compared per
-    (qid, docno)."""
+    """PyTerrier's own convention: a transformer pickles without its model, so ``.parallel(2, backend='ray')``
+    (pyterrier 1.1's ``Transformer.parallel`` → pyterrier-alpha's ``PoolParallelTransformer`` over
+    ``ray.util.multiprocessing.Pool``) gives the single-process run. It splits by query and concatenates the splits in
+    qid order, so rows are compared per (qid, docno)."""
     import pyterrier as pt
     if pt.java.started():  # known limitation, documented in docs/scaling.md
-        pytest.skip("PyTerrier's .parallel re-starts Java in each worker with Terrier's Maven resolution, which needs the "
-                    "network once Java was started in this process (an Anserini test ran first); pti.on_ray does not")
+        pytest.skip("PyTerrier's .parallel re-starts Java in each worker with Terrier's Maven resolution, which "
+                    "needs the network once Java was started in this process (an Anserini test ran first); pti.on_ray "
+                    "does not")
     _, cands = frames
     model = pti.MonoT5(tiny["t5"])
     ref = model(cands)
@@ -100,14 +102,16 @@ def test_pointwise_blocks_equal_single_process(ray_cluster, tiny, frames):
     out = ray_model(cands)
     same_run(out, ref)
     run = ray_model.last_run
-    assert run["mode"] == "rerank" and run["blocks"] == len(cands) // 56 and sum(run["blocks_per_worker"].values()) == run["blocks"]
+    assert run["mode"] == "rerank" and run["blocks"] == len(cands) // 56
+    assert sum(run["blocks_per_worker"].values()) == run["blocks"]
     assert all(f"on host {socket.gethostname()}" in w for w in run["blocks_per_worker"])
 
 
 def test_listwise_keeps_cross_query_window_batching(ray_cluster, frames):
     """Whole queries per block; within a block the windows of all its queries at one position are one backend call."""
     topics, cands = frames
-    make = lambda: pti.ListwiseReranker(pti.FunctionBackend(reverse_windows), window_size=4, stride=2, depth=6)  # noqa: E731
+    def make():
+        return pti.ListwiseReranker(pti.FunctionBackend(reverse_windows), window_size=4, stride=2, depth=6)
     local, remote = make(), make()
     ref = local(cands)
     assert local.stats["backend_calls"] == 2  # 2 window positions, every query batched together
@@ -165,8 +169,8 @@ def test_first_and_reasonrank_on_ray(ray_cluster, tiny, frames, tmp_path):
 
 def test_corpus_encoding_resumes_and_feeds_flexindex(ray_cluster, tiny, mini, tmp_path):
     """The driver fails while reading the corpus (after the first wave of 2 shards): those shards are on disk with their
-    done-markers; the re-run encodes only the rest, and the index equals the in-process one. A FlexIndex is then fed from
-    the kept shards without encoding anything."""
+    done-markers; the re-run encodes only the rest, and the index equals the in-process one. A FlexIndex is then fed
+    from the kept shards without encoding anything."""
     docs = list(mini.get_corpus_iter())
     model = pti.BiEncoder(tiny["bert"])
     path = str(tmp_path / "index")
@@ -208,7 +212,8 @@ def test_corpus_encoding_resumes_and_feeds_flexindex(ray_cluster, tiny, mini, tm
     assert got["docno"].tolist() == want["docno"].tolist()
 
 
-def with_vllm_stand_in(tmp_path, make, frame, shim_code: str = "from fake_vllm import LLM, SamplingParams  # noqa: F401\n"):
+def with_vllm_stand_in(tmp_path, make, frame,
+                       shim_code: str = "from fake_vllm import LLM, SamplingParams  # noqa: F401\n"):
     """``make()(frame)`` in this process with the stand-in of tests/fake_vllm.py as ``vllm``, and the Ray worker
     environment (``PYTHONPATH``) in which ``import vllm`` gives the module ``shim_code``."""
     import sys
@@ -239,7 +244,8 @@ def test_vllm_parallel_sizes_reach_each_actor(ray_cluster, tiny, frames, tmp_pat
         "    def __init__(self, model, **kwargs):\n"
         "        super().__init__(model, **kwargs)\n"
         "        with open(os.path.join(os.environ['PTI_VLLM_LOG'], uuid.uuid4().hex + '.json'), 'w') as f:\n"
-        "            json.dump({k: v for k, v in self.init_args.items() if isinstance(v, (int, str, float, bool))}, f)\n")
+        "            json.dump({k: v for k, v in self.init_args.items()\n"
+        "                       if isinstance(v, (int, str, float, bool))}, f)\n")
     log = tmp_path / "engines"
     log.mkdir()
     make = lambda: pti.RankZephyr(zephyr, backend="vllm", window_size=4, stride=2, depth=6,  # noqa: E731
@@ -288,8 +294,9 @@ def test_openai_backend_keeps_one_global_concurrency_limit(ray_cluster, frames):
     server = ChatServer(answer)
     try:
         os.environ[KEY_ENV] = "sk-ray-test"
-        make = lambda: pti.RankGPT("gpt-4o", base_url=server.url, api_key_env=KEY_ENV, window_size=4, stride=2,  # noqa: E731
-                                   depth=6, backend_options={"concurrency": 2})
+        def make():
+            return pti.RankGPT("gpt-4o", base_url=server.url, api_key_env=KEY_ENV, window_size=4, stride=2, depth=6,
+                               backend_options={"concurrency": 2})
         part = cands[cands["qid"].isin(cands["qid"].unique()[:8])]
         ref = make()(part)
         state["most"] = 0
@@ -302,8 +309,8 @@ def test_openai_backend_keeps_one_global_concurrency_limit(ray_cluster, frames):
 
 
 def test_killed_actor_is_restarted_and_its_blocks_retried(ray_cluster, frames, tmp_path):
-    """The only actor exits in the middle of the run (on the block holding the victim query); Ray restarts it and retries
-    its unfinished blocks: every row comes back once, equal to the clean run."""
+    """The only actor exits in the middle of the run (on the block holding the victim query); Ray restarts it and
+    retries its unfinished blocks: every row comes back once, equal to the clean run."""
     _, cands = frames
     ref = HashScorer()(cands)
     victim = cands["qid"].unique()[5]
@@ -315,7 +322,7 @@ def test_killed_actor_is_restarted_and_its_blocks_retried(ray_cluster, frames, t
     assert not out.duplicated(["qid", "docno"]).any() and len(out) == len(cands)
     done = remote.last_run["blocks_per_worker"]
     assert sum(done.values()) == remote.last_run["blocks"] == cands["qid"].nunique()
-    assert any(f"(pid {killed})" not in w for w in done)  # the restarted actor: a new process finished the victim's block
+    assert any(f"(pid {killed})" not in w for w in done)  # restarted: a new process finished the victim's block
 
 
 def test_worker_without_the_model_files_names_itself_and_the_path(ray_cluster, tiny, frames, tmp_path):
@@ -331,11 +338,12 @@ def test_worker_without_the_model_files_names_itself_and_the_path(ray_cluster, t
 
 
 def test_cli_ray_runs_and_keeps_saved_run_keys(ray_cluster, tiny, tmp_path, capsys):
-    """``pyterrier-instruct followir --ray --workers 2``: the reranker runs on the cluster; a later run without ``--ray``
-    finds the same saved run (the key is the reranker's, not the wrapper's) and prints the same table."""
+    """``pyterrier-instruct followir --ray --workers 2``: the reranker runs on the cluster; a later run without
+    ``--ray`` finds the same saved run (the key is the reranker's, not the wrapper's) and prints the same table."""
     from pyterrier_instruct.reproduce import followir
     out = tmp_path / "out"
-    argv = ["--dataset", "instruct-mini", "--systems", "monot5-base", "--monot5-base", tiny["t5"], "--out", str(out), "--quiet"]
+    argv = ["--dataset", "instruct-mini", "--systems", "monot5-base", "--monot5-base", tiny["t5"], "--out", str(out),
+            "--quiet"]
     assert followir.main(argv + ["--ray", "--workers", "2"]) == 0
     first = capsys.readouterr().out
     runs = sorted((out / "runs" / "instruct-mini" / "monot5-base").glob("*.parquet"))

@@ -34,7 +34,7 @@ def _resave(folder: Path) -> None:
     resave_weights(folder)  # new weights saved over the folder
 
 
-# -- 1. judge cache vs new weights --------------------------------------------------------------------------------------
+# -- 1. judge cache vs new weights -------------------------------------------------------------------------------------
 def test_1_judge_keys_change_when_local_weights_are_saved_again(tmp_path):
     folder = tmp_path / "judge"
     folder.mkdir()
@@ -47,7 +47,7 @@ def test_1_judge_keys_change_when_local_weights_are_saved_again(tmp_path):
         assert fingerprint(backend) != before[0] and judge.judge_id != before[1]
 
 
-# -- 2. doc cache and index vs padding_side ------------------------------------------------------------------------------
+# -- 2. doc cache and index vs padding_side ----------------------------------------------------------------------------
 def test_2_padding_side_has_its_own_cache_and_index(tiny, tmp_path):
     frame = pd.DataFrame(DOCS)
     right = pti.BiEncoder(tiny["bert"], cache_dir=str(tmp_path / "cache"), verbose=False)
@@ -61,15 +61,16 @@ def test_2_padding_side_has_its_own_cache_and_index(tiny, tmp_path):
         left.retriever(str(tmp_path / "index"), num_results=2)(TOPICS)
 
 
-# -- 3. indexes vs a changed corpus ---------------------------------------------------------------------------------------
+# -- 3. indexes vs a changed corpus ------------------------------------------------------------------------------------
 def test_3_a_pisa_index_refuses_another_corpus(tmp_path):
     path = str(tmp_path / "bm25")
     first = pti.BM25(iter(DOCS), path=path)
     assert set(first(TOPICS)["docno"]) <= {"a", "b", "c"}
     pti.BM25(iter(DOCS), path=path)  # the same corpus: reused
     changed = DOCS[:2] + [{"docno": "z", "text": "a third one"}]
-    with pytest.raises(CorpusChanged, match=rf"the PISA index at {path} was built from another corpus than the one given "
-                                            r"\(the same 3 documents in number, but their ids, text or order differ"):
+    with pytest.raises(CorpusChanged,
+                       match=rf"the PISA index at {path} was built from another corpus than the one given "
+                             r"\(the same 3 documents in number, but their ids, text or order differ"):
         pti.BM25(iter(changed), path=path)
     with pytest.raises(CorpusChanged, match=r"3 documents then, 2 now"):
         pti.BM25(iter(DOCS[:2]), path=path)
@@ -86,10 +87,11 @@ def test_3_a_dense_index_refuses_another_corpus(tiny, tmp_path):
     with pytest.raises(CorpusChanged, match=r"EmbeddingIndex\(.*\) was built from another corpus.*rebuild it"):
         model.retriever(path, num_results=2, corpus=lambda: iter(edited))(TOPICS)
     with pytest.raises(CorpusChanged):  # nor is the run saved with the old corpus read back
-        SavedRun(model.retriever(path, num_results=2, corpus=lambda: iter(edited)), tmp_path / "runs", verbose=False)(TOPICS)
+        retriever = model.retriever(path, num_results=2, corpus=lambda: iter(edited))
+        SavedRun(retriever, tmp_path / "runs", verbose=False)(TOPICS)
 
 
-# -- 4. the Ray-built index records the weights -------------------------------------------------------------------------
+# -- 4. the Ray-built index records the weights ------------------------------------------------------------------------
 class _LocalBlocks:
     """The part of ``on_ray(model)`` that ``build_index`` uses, run in this process."""
 
@@ -130,7 +132,7 @@ def test_4_an_index_without_a_weights_revision_is_refused(tiny, tmp_path):
         model.retriever(str(tmp_path / "index"), num_results=2)(TOPICS)
 
 
-# -- 5. saved runs keyed on exact topic values ---------------------------------------------------------------------------
+# -- 5. saved runs keyed on exact topic values -------------------------------------------------------------------------
 def test_5_topics_differing_inside_a_long_vector_get_different_runs(mini):
     system = mini.candidates() >> pti.PoolBM25()
     a = np.zeros(4096, dtype=np.float32)
@@ -146,7 +148,7 @@ def test_5_topics_differing_inside_a_long_vector_get_different_runs(mini):
 # -- 6. opening the doc cache reads only what is looked up: tests/test_dense_store.py -------------------------------
 
 
-# -- 8. killed SavedRun writers leave nothing behind ----------------------------------------------------------------------
+# -- 8. killed SavedRun writers leave nothing behind -------------------------------------------------------------------
 _KILLED_WRITER = """
 import os, signal, sys
 sys.path.insert(0, {root!r})
@@ -177,7 +179,7 @@ def test_8_the_next_writer_removes_a_killed_writers_temporary_files(mini, tmp_pa
     assert sweep_partials(str(tmp_path)) == 0 and live.exists() and other_host.exists()  # alive, or not ours to judge
 
 
-# -- 9. hostile JSON lines ------------------------------------------------------------------------------------------------
+# -- 9. hostile JSON lines ---------------------------------------------------------------------------------------------
 def test_9_deep_nesting_and_duplicate_ids_name_file_and_line(tmp_path):
     corpus = tmp_path / "corpus.jsonl"
     good = '{"_id": "d1", "text": "fine"}\n'
@@ -193,7 +195,7 @@ def test_9_deep_nesting_and_duplicate_ids_name_file_and_line(tmp_path):
         DocStore(corpus).get_many(["d2"])  # the lookup index reads the same id as iteration, or none
 
 
-# -- 10. a symlinked sub-folder is part of a revision ---------------------------------------------------------------------
+# -- 10. a symlinked sub-folder is part of a revision ------------------------------------------------------------------
 def test_10_a_symlinked_sub_folder_changes_the_revision(tmp_path):
     data, outside = tmp_path / "dataset", tmp_path / "elsewhere"
     data.mkdir()
@@ -207,7 +209,7 @@ def test_10_a_symlinked_sub_folder_changes_the_revision(tmp_path):
     assert path_revision(str(data)) != before
 
 
-# -- 12. report.json is replaced whole -------------------------------------------------------------------------------------
+# -- 12. report.json is replaced whole ---------------------------------------------------------------------------------
 def test_12_a_truncated_report_is_set_aside_and_a_failed_write_keeps_the_old_one(tmp_path, monkeypatch, caplog):
     report = tmp_path / "report.json"
     report.write_text('{"command": "followir", "tables": {"followir": {"tit')  # a kill or a full disk mid-write
@@ -222,4 +224,4 @@ def test_12_a_truncated_report_is_set_aside_and_a_failed_write_keeps_the_old_one
     with pytest.raises(OSError, match="No space left"):
         _atomic.write_json(str(report), {"command": "ifir", "tables": {}})
     assert read_report(str(report)) == {"command": "followir"}
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.json", "report.json.damaged"]  # no temporary file left
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.json", "report.json.damaged"]  # no temporary file

@@ -64,7 +64,8 @@ def test_followir_report_layout_values_provenance_and_paper(mini, mini_bm25, tmp
     beside = with_paper(table, {"BM25": "BM25"}, paper="FollowIR")
     paper_row = beside[beside["Model"].str.contains("paper: BM25")].iloc[0]
     delta_row = beside[beside["Model"].str.contains("Δ")].iloc[0]
-    assert paper_row["robust04 MAP@1000"] == 12.1 and paper_row["core17 p-MRR"] == -1.1 and paper_row["Avg p-MRR"] == -2.1
+    assert paper_row["robust04 MAP@1000"] == 12.1 and paper_row["core17 p-MRR"] == -1.1
+    assert paper_row["Avg p-MRR"] == -2.1
     assert delta_row["robust04 MAP@1000"] == pytest.approx(table["robust04 MAP@1000"].iloc[0] - 12.1, abs=0.051)
     md = to_markdown(beside)
     assert "| Model | robust04 MAP@1000 |" in md and "ties=docno" in md and "paper: BM25 (FollowIR)" in md
@@ -143,7 +144,8 @@ def test_instructir_report():
 def test_ifir_report_micro_average_levels_and_origin():
     # q1 has levels 1–3, q2 only level 1: the subset value is the mean over the 4 (query, level) pairs
     # q1_2 has a second gold "z" that no run retrieves: the IFIR code ignores it, standard nDCG does not
-    qrels = pd.DataFrame({"qid": ["q1_1", "q1_2", "q1_2", "q1_3", "q2_1"], "docno": ["a", "b", "z", "c", "a"], "label": 1})
+    qrels = pd.DataFrame({"qid": ["q1_1", "q1_2", "q1_2", "q1_3", "q2_1"], "docno": ["a", "b", "z", "c", "a"],
+                          "label": 1})
     topics = pd.DataFrame({"qid": ["q1_0", "q1_1", "q1_2", "q1_3", "q2_0", "q2_1"], "query": "q", "instruction": ""})
     ranked = {"q1_0": "abc", "q1_1": "xab", "q1_2": "bxy", "q1_3": "xyc", "q2_0": "ax", "q2_1": "xa"}
     run = pd.DataFrame([(q, d, float(10 - j)) for q, docs in ranked.items() for j, d in enumerate(docs)],
@@ -164,7 +166,7 @@ def test_ifir_report_micro_average_levels_and_origin():
 
 
 def test_tables_never_show_minus_zero(tmp_path):
-    """A mean that rounds to zero from below is 0.0 in the frame, the csv and the markdown (pandas writes -0.0 as "-0.0")."""
+    """A mean rounding to zero from below is 0.0 in the frame, csv and markdown (pandas writes -0.0 as "-0.0")."""
     from pyterrier_instruct.evaluation._report import build_table
     long = pd.DataFrame({"model": ["a", "a", "b", "b"], "dataset": ["d"] * 4, "measure": ["p-MRR", "MAP@1000"] * 2,
                          "value": [-0.0004, 0.5, -0.0, 0.25]})
@@ -175,8 +177,8 @@ def test_tables_never_show_minus_zero(tmp_path):
 
 
 def test_per_query_plot_marks_all_zero_series_and_means_in_table_order(tmp_path):
-    """Systems keep the given (table) order in the legend, not pivot_table's alphabetical one; a series that is 0 on every
-    query, which draws no visible bars, is marked; every series has a mean marker."""
+    """Systems keep the given (table) order in the legend, not pivot_table's alphabetical one; a series that is 0 on
+    every query, which draws no visible bars, is marked; every series has a mean marker."""
     from pyterrier_instruct.evaluation import plot_per_query_pmrr
     values = {"Zeta (query only)": [0.0, -0.0, 0.0], "Alpha": [0.10, -0.05, 0.25], "Mid": [0.0, 0.3, np.nan],
               "Tiny": [-0.0001, 0.0, 0.0]}
@@ -194,6 +196,7 @@ def test_per_query_plot_marks_all_zero_series_and_means_in_table_order(tmp_path)
         assert marks[f"mean:{name}"].get_ydata()[0] == pytest.approx(100 * np.nanmean(vs))
         assert marks[f"mean:{name}"].get_xdata()[0] > 2.5  # the "mean" group after the three queries
     assert [t.get_text() for t in ax.get_xticklabels()] == ["1", "2", "3", "mean"]
-    assert [t.get_text() for t in ax.texts] == ["+0.0", "+10.0", "+15.0", "+0.0"]  # a mean that rounds to 0 is never "-0.0"
+    assert [t.get_text() for t in ax.texts] == ["+0.0", "+10.0", "+15.0", "+0.0"]  # rounded to 0: never "-0.0"
     again = plot_per_query_pmrr(perquery, names=["Mid", "Alpha", "Zeta (query only)", "Tiny"])
-    assert [t.get_text() for t in again.axes[0].get_legend().get_texts()] == ["Mid", "Alpha", "Zeta (query only) (all 0)", "Tiny"]
+    assert [t.get_text() for t in again.axes[0].get_legend().get_texts()] == \
+        ["Mid", "Alpha", "Zeta (query only) (all 0)", "Tiny"]

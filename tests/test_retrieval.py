@@ -58,7 +58,8 @@ def test_bm25_pickles_by_its_index_and_runs_in_parallel(mini, mini_bm25, tiny, t
     copy = pickle.loads(pickle.dumps(mini_bm25))
     assert repr(copy) == repr(mini_bm25) and copy._retriever is None
     pd.testing.assert_frame_equal(copy(topics), mini_bm25(topics))
-    pipe = pti.FoldInstruction() >> mini_bm25 % 10 >> mini.text_loader() >> pti.SBertBiEncoder(tiny["bert"], verbose=False)
+    pipe = (pti.FoldInstruction() >> mini_bm25 % 10 >> mini.text_loader()
+            >> pti.SBertBiEncoder(tiny["bert"], verbose=False))
     single = pipe(topics)
     (tmp_path / "in.pkl").write_bytes(pickle.dumps((pipe, topics)))
     script = ("import pickle, sys\nimport pyterrier_instruct\n"
@@ -165,4 +166,5 @@ def test_temporary_index_folder_is_removed_at_exit(tmp_path):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     folder = done.stdout.strip().splitlines()[-1]
     assert os.path.basename(folder).startswith("pti-pisa-") and os.path.dirname(folder) == str(tmp_path)
-    assert not os.path.exists(folder) and sorted(p.name for p in tmp_path.iterdir()) == ["kept", "kept.lock"]  # the builders' lock stays
+    # the builders' lock stays
+    assert not os.path.exists(folder) and sorted(p.name for p in tmp_path.iterdir()) == ["kept", "kept.lock"]

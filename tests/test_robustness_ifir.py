@@ -134,19 +134,21 @@ def test_ifir_worked_example_both_normalisations():
     assert ifir_ndcg(run, qrels) == pytest.approx(0.6241, abs=5e-5)
     assert ifir_ndcg(run, qrels, norm="standard") == pytest.approx(0.3973, abs=5e-5)
     std = ir_measures.calc_aggregate([ir_measures.nDCG @ 20], qrels.rename(columns={
-        "qid": "query_id", "docno": "doc_id", "label": "relevance"}), run.rename(columns={"qid": "query_id", "docno": "doc_id"}))
+        "qid": "query_id", "docno": "doc_id", "label": "relevance"}), run.rename(columns={
+            "qid": "query_id", "docno": "doc_id"}))
     assert ifir_ndcg(run, qrels, norm="standard") == pytest.approx(std[ir_measures.nDCG @ 20])
 
 
 def test_ifir_micro_average_missing_runs_and_cutoff():
-    run = pd.DataFrame(_ranked("q_1", ["g"] + [f"x{j}" for j in range(25)]) + _ranked("q_2", [f"x{j}" for j in range(20)] + ["g"])
-                       + _ranked("extra", ["g"]), columns=["qid", "docno", "score"])
+    rows = _ranked("q_1", ["g"] + [f"x{j}" for j in range(25)]) + _ranked("q_2", [f"x{j}" for j in range(20)] + ["g"])
+    run = pd.DataFrame(rows + _ranked("extra", ["g"]), columns=["qid", "docno", "score"])
     qrels = pd.DataFrame({"qid": ["q_1", "q_2", "q_3"], "docno": "g", "label": 1})
     value, per_query = ifir_ndcg(run, qrels, per_query=True)
     assert per_query == {"q_1": 1.0, "q_2": 0.0, "q_3": 0.0}  # rank 21 is beyond @20; q_3 has no run
     assert value == pytest.approx(1 / 3)
     agg = ir_measures.calc_aggregate([IFIR_nDCG @ 20, ir_measures.RR @ 20], qrels.rename(columns={
-        "qid": "query_id", "docno": "doc_id", "label": "relevance"}), run.rename(columns={"qid": "query_id", "docno": "doc_id"}))
+        "qid": "query_id", "docno": "doc_id", "label": "relevance"}), run.rename(columns={
+            "qid": "query_id", "docno": "doc_id"}))
     assert agg[IFIR_nDCG @ 20] == pytest.approx(1 / 3)
 
 

@@ -1,6 +1,6 @@
-"""``pti.on_ray`` without a cluster: how frames are cut into blocks, the wrapper's identity (repr, equality, pickling, the
-saved-run key of what it wraps), what the worker checks and counts, the shards kept in a vector cache, the CLI options.
-The runs on a cluster are in tests/test_ray.py."""
+"""``pti.on_ray`` without a cluster: how frames are cut into blocks, the wrapper's identity (repr, equality, pickling,
+the saved-run key of what it wraps), what the worker checks and counts, the shards kept in a vector cache, the CLI
+options. The runs on a cluster are in tests/test_ray.py."""
 from __future__ import annotations
 
 import pickle
@@ -16,7 +16,8 @@ import pyterrier_instruct as pti
 from pyterrier_instruct._fingerprint import fingerprint
 from pyterrier_instruct.scale import OnRay, on_ray
 from pyterrier_instruct.scale import blocks as B
-from pyterrier_instruct.scale.worker import add_counts, counted, difference, http_backends, model_paths, vllm_backends, vllm_gpus
+from pyterrier_instruct.scale.worker import (add_counts, counted, difference, http_backends, model_paths, vllm_backends,
+                                             vllm_gpus)
 
 
 def frame(sizes, seed=0):
@@ -49,7 +50,8 @@ def test_query_blocks_hold_whole_queries_and_every_row_once(lengths):
 
 def test_row_blocks_and_block_sizes():
     assert [b.tolist() for b in B.row_blocks(5, 2)] == [[0, 1], [2, 3], [4]]
-    assert B.target_rows(1000, 2, None) == 125 and B.target_rows(10, 8, None) == 1 and B.target_rows(10 ** 7, 1, None) == 8192
+    assert B.target_rows(1000, 2, None) == 125 and B.target_rows(10, 8, None) == 1
+    assert B.target_rows(10 ** 7, 1, None) == 8192
     assert B.target_rows(1000, 2, 7) == 7
     with pytest.raises(ValueError, match="block_rows"):
         B.target_rows(10, 1, 0)
@@ -59,7 +61,8 @@ def test_repr_equality_pickling_and_fingerprint(mini, tmp_path):
     model = pti.MonoT5("/models/monot5")
     wrapped = on_ray(model, workers=2)
     assert repr(wrapped) == "on_ray(MonoT5('/models/monot5'), workers=2)"
-    assert wrapped == on_ray(pti.MonoT5("/models/monot5"), workers=2) and hash(wrapped) == hash(on_ray(model, workers=2))
+    assert wrapped == on_ray(pti.MonoT5("/models/monot5"), workers=2)
+    assert hash(wrapped) == hash(on_ray(model, workers=2))
     assert wrapped != on_ray(model, workers=3)
     copy = pickle.loads(pickle.dumps(wrapped))
     assert copy == wrapped and repr(copy) == repr(wrapped)
@@ -106,12 +109,13 @@ def test_worker_reads_paths_backends_and_counters(tmp_path):
     local = tmp_path / "zephyr"
     local.mkdir()
     rz = pti.RankZephyr(backend=pti.HFBackend(str(local)))
-    assert model_paths(rz) == [("backend.model_name_or_path", str(local))]  # found inside the backend; the hub id is not
+    assert model_paths(rz) == [("backend.model_name_or_path", str(local))]  # found in the backend; the hub id is not
     assert model_paths(pti.MonoT5("castorini/monot5-base-msmarco-10k")) == []  # a hub id is not a path
     assert model_paths(pti.MonoT5("/abs/elsewhere")) == [("model_name_or_path", "/abs/elsewhere")]
     gpt = pti.RankGPT("gpt-4o", backend_options={"concurrency": 4})
     assert [b.concurrency for b in http_backends(gpt)] == [4] and http_backends(rz) == []
-    engine = pti.RankZephyr("/m", backend="vllm", backend_options={"tensor_parallel_size": 2, "pipeline_parallel_size": 3})
+    engine = pti.RankZephyr("/m", backend="vllm",
+                            backend_options={"tensor_parallel_size": 2, "pipeline_parallel_size": 3})
     assert vllm_gpus(vllm_backends(engine)[0]) == 6
 
     listwise = pti.ListwiseReranker(pti.FunctionBackend(lambda p, n: []))
@@ -187,7 +191,8 @@ def test_cost_model():
     from pyterrier_instruct.scale import cost
     example = cost.issue_example()  # 7 M prompts × 600 tokens × 2 × 7.24 B parameters
     assert example["flops"] == pytest.approx(2 * 7.24e9 * 7e6 * 600)
-    assert example["gpu_hours"] == pytest.approx(example["flops"] / (0.5 * 989e12) / 3600) and 33 < example["gpu_hours"] < 35
+    assert example["gpu_hours"] == pytest.approx(example["flops"] / (0.5 * 989e12) / 3600)
+    assert 33 < example["gpu_hours"] < 35
     table = cost.estimate()
     assert set(table["benchmark"]) == {"FollowIR", "InfoSearch", "IFIR", "InstructIR", "BEIR"}
     assert table["model"].isin(list(cost.PARAMS)).all() and (table["gpu_hours"] > 0).all()
@@ -198,7 +203,8 @@ def test_cost_model():
     assert cost.wall_hours(32, 8, 2, startup_hours=0) == 2 and cost.wall_hours(32, 8, 2) > 2
     # prefix reuse: only the causal pointwise rerank rows; a candidate keeps its own tokens + the unfilled cache block
     reuse = cost.prefix_reuse()
-    assert set(reuse["model"]) == set(cost.CAUSAL) and set(reuse["benchmark"]) == {"FollowIR", "InfoSearch", "InstructIR"}
+    assert set(reuse["model"]) == set(cost.CAUSAL)
+    assert set(reuse["benchmark"]) == {"FollowIR", "InfoSearch", "InstructIR"}
     robust = reuse[(reuse["dataset"] == "robust04") & (reuse["model"] == "FollowIR-7B")].iloc[0]
     assert robust["shared"] == cost.PREFIX_TEMPLATE_TOKENS + cost.tokens(15 + 75.2, False)
     assert robust["tokens_with_reuse"] == pytest.approx(robust["tokens"] - (robust["shared"] - 8) * 999 / 1000, abs=0.1)
@@ -213,11 +219,12 @@ def test_cost_model():
 
 
 def test_worker_splits_the_http_limit_and_checks_paths(monkeypatch, tmp_path):
-    """Built in this process (no cluster): each of the actors keeps its share of an HTTP backend's concurrency; a missing
-    model folder stops the worker before anything loads, naming it and the path; a multi-GPU vLLM engine gets Ray's
-    executor."""
+    """Built in this process (no cluster): each of the actors keeps its share of an HTTP backend's concurrency; a
+    missing model folder stops the worker before anything loads, naming it and the path; a multi-GPU vLLM engine gets
+    Ray's executor."""
     from pyterrier_instruct.scale import worker as W
-    monkeypatch.setattr("pyterrier_instruct.scale.cluster.worker_identity", lambda: "Ray worker actor a1 (pid 1) on host h")
+    monkeypatch.setattr("pyterrier_instruct.scale.cluster.worker_identity",
+                        lambda: "Ray worker actor a1 (pid 1) on host h")
     shares = {}
     for limit, actors in ((2, 2), (8, 3), (5, 1)):
         w = W.BlockWorker(pti.RankGPT("gpt-4o", backend_options={"concurrency": limit}), "rerank", http_actors=actors)
@@ -227,6 +234,8 @@ def test_worker_splits_the_http_limit_and_checks_paths(monkeypatch, tmp_path):
                                                 r"\(model_name_or_path of MonoT5\)"):
         W.BlockWorker(pti.MonoT5("/gone/t5"), "rerank", model_paths(pti.MonoT5("/gone/t5")))
     engine = pti.RankZephyr("/m", backend="vllm", backend_options={"tensor_parallel_size": 2})
-    assert W.BlockWorker(engine, "rerank", vllm_executor=True).transformer.backend.llm_kwargs["distributed_executor_backend"] == "ray"
+    kwargs = W.BlockWorker(engine, "rerank", vllm_executor=True).transformer.backend.llm_kwargs
+    assert kwargs["distributed_executor_backend"] == "ray"
     single = pti.RankZephyr("/m", backend="vllm")
-    assert "distributed_executor_backend" not in W.BlockWorker(single, "rerank", vllm_executor=True).transformer.backend.llm_kwargs
+    kwargs = W.BlockWorker(single, "rerank", vllm_executor=True).transformer.backend.llm_kwargs
+    assert "distributed_executor_backend" not in kwargs

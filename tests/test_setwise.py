@@ -18,10 +18,11 @@ from stubs import with_chat_template
 
 import pyterrier_instruct as pti
 
-#: Where ``make install`` puts llm-rankers 0.0.2: ``pip install --no-deps --target $(VENV)/llm_rankers_0.0.2 llm-rankers==0.0.2``.
+#: Where ``make install`` puts llm-rankers 0.0.2:
+#: ``pip install --no-deps --target $(VENV)/llm_rankers_0.0.2 llm-rankers==0.0.2``.
 LLM_RANKERS = Path(os.environ.get("LLM_RANKERS_002", Path(sys.prefix) / "llm_rankers_0.0.2"))
-LLAMA_CHAT = ("{{ bos_token }}{% for m in messages %}{% if m['role'] == 'user' %}{{ '[INST] ' + m['content'].strip() + ' [/INST]' }}"
-              "{% else %}{{ ' ' + m['content'] + ' ' + eos_token }}{% endif %}{% endfor %}")
+LLAMA_CHAT = ("{{ bos_token }}{% for m in messages %}{% if m['role'] == 'user' %}{{ '[INST] ' + m['content'].strip() + "
+              "' [/INST]' }}{% else %}{{ ' ' + m['content'] + ' ' + eos_token }}{% endif %}{% endfor %}")
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVW"
 LENGTH = 24  # query_length = passage_length in the parity runs (llm-rankers run.py: 128; shorter keeps the tests fast)
 
@@ -31,8 +32,8 @@ def llmrankers():
     """llm-rankers 0.0.2's setwise module (its folder on sys.path for this module). transformers 5 removed
     ``batch_encode_plus``, which its T5 path calls once: the v4 behaviour (``__call__`` on the batch) is supplied."""
     if not (LLM_RANKERS / "llmrankers" / "setwise.py").exists():
-        pytest.skip(f"llm-rankers 0.0.2 is not installed in {LLM_RANKERS} (run `make install`, or pip install --no-deps "
-                    f"--target {LLM_RANKERS} llm-rankers==0.0.2)")
+        pytest.skip(f"llm-rankers 0.0.2 is not installed in {LLM_RANKERS} (run `make install`, or pip install "
+                    f"--no-deps --target {LLM_RANKERS} llm-rankers==0.0.2)")
     import transformers
     sys.path.insert(0, str(LLM_RANKERS))
     patched = not hasattr(transformers.T5Tokenizer, "batch_encode_plus")
@@ -51,16 +52,17 @@ def llmrankers():
 
 
 def boost_labels(folder: str, factor: float = 8.0, lower: bool = True, labels: str = "AB") -> None:
-    """Scales the output rows of the tokens that read as one of ``labels`` (``A``/``▁A``; with ``lower`` also ``a``/``▁a``,
-    which a chat model's answer reads upper-cased) so that greedy answers are mostly labels, which label still depending
-    on the context (the first two: answers inside every comparison of two documents or more)."""
+    """Scales the output rows of the tokens that read as one of ``labels`` (``A``/``▁A``; with ``lower`` also
+    ``a``/``▁a``, which a chat model's answer reads upper-cased) so that greedy answers are mostly labels, which label
+    still depending on the context (the first two: answers inside every comparison of two documents or more)."""
     import torch
     import transformers
     config = transformers.AutoConfig.from_pretrained(folder)
     cls = transformers.AutoModelForSeq2SeqLM if config.is_encoder_decoder else transformers.AutoModelForCausalLM
     model, tok = cls.from_pretrained(folder), transformers.AutoTokenizer.from_pretrained(folder)
     vocab = tok.get_vocab()
-    ids = sorted({vocab[t] for c in labels for t in (c, "▁" + c) + ((c.lower(), "▁" + c.lower()) if lower else ()) if t in vocab})
+    ids = sorted({vocab[t] for c in labels
+                  for t in (c, "▁" + c) + ((c.lower(), "▁" + c.lower()) if lower else ()) if t in vocab})
     with torch.no_grad():
         head = model.get_output_embeddings().weight
         head[ids] *= factor
@@ -91,8 +93,8 @@ def frame(mini, lengths=(11, 6, 9, 7)) -> pd.DataFrame:
 
 
 def reference_run(setwise, model, df, **kwargs):
-    """llm-rankers' run: per query, ``rerank(truncate(query, n), [SearchResult(docno, score, truncate(title text, n))])``
-    (llm-rankers ``run.py``); records every comparison's input text and the per-query ``total_compare``.
+    """llm-rankers' run: per query, ``rerank(truncate(query, n), [SearchResult(docno, score, truncate(title text,
+    n))])`` (llm-rankers ``run.py``); records every comparison's input text and the per-query ``total_compare``.
 
     Its ``compare`` is wrapped where ours differs on purpose (docs/rerankers.md): a comparison of one document or none
     (bubblesort's windows past the end; the reference's likelihood fails on an empty one with IndexError) is counted
@@ -119,7 +121,8 @@ def reference_run(setwise, model, df, **kwargs):
     scores, counts, prompts = {}, {}, {}
     for qid, g in df.groupby("qid", sort=False):
         texts = [f"{t} {x}" if t else x for t, x in zip(g["title"], g["text"])]
-        ranking = [SearchResult(docid=d, score=s, text=ranker.truncate(x, LENGTH)) for d, s, x in zip(g["docno"], g["score"], texts)]
+        ranking = [SearchResult(docid=d, score=s, text=ranker.truncate(x, LENGTH))
+                   for d, s, x in zip(g["docno"], g["score"], texts)]
         start = len(seen)
         out = ranker.rerank(ranker.truncate(g["query"].iloc[0], LENGTH), ranking)
         scores.update({(qid, r.docid): r.score for r in out})
@@ -129,7 +132,8 @@ def reference_run(setwise, model, df, **kwargs):
 
 
 def ours_run(model, df, **kwargs):
-    r = pti.Setwise(model, backend_options={"batch_size": 4}, query_length=LENGTH, passage_length=LENGTH, verbose=False, **kwargs)
+    r = pti.Setwise(model, backend_options={"batch_size": 4}, query_length=LENGTH, passage_length=LENGTH, verbose=False,
+                    **kwargs)
     seen = {}
     compare = r._compare
 
@@ -143,15 +147,17 @@ def ours_run(model, df, **kwargs):
     return r, out, seen
 
 
-CASES = [(model, scoring, method, child) for model, scorings in (("t5", ("generation", "likelihood")), ("llama", ("generation",)))
+CASES = [(model, scoring, method, child)
+         for model, scorings in (("t5", ("generation", "likelihood")), ("llama", ("generation",)))
          for scoring in scorings for method in ("heapsort", "bubblesort") for child in (2, 3)]
 
 
 @pytest.mark.parametrize("model,scoring,method,num_child", CASES)
 def test_setwise_equals_llm_rankers(llmrankers, models, mini, model, scoring, method, num_child):
     df = frame(mini)
-    ref, ref_scores, ref_counts, ref_prompts, substituted = reference_run(llmrankers, models[model], df, num_child=num_child, k=4,
-                                                                         scoring=scoring, method=method)
+    ref, ref_scores, ref_counts, ref_prompts, substituted = reference_run(llmrankers, models[model], df,
+                                                                          num_child=num_child, k=4,
+                                                                          scoring=scoring, method=method)
     ours, out, seen = ours_run(models[model], df, num_child=num_child, k=4, scoring=scoring, method=method)
     if method == "heapsort":
         assert substituted["short"] == 0  # heapsort compares a node with at least one child
@@ -169,7 +175,8 @@ def test_setwise_equals_llm_rankers(llmrankers, models, mini, model, scoring, me
         assert ours.label_ids() == ref.target_token_ids.tolist()
         assert ours.input_ids(query, docs) == ref.tokenizer(text).input_ids
     else:
-        chat = ref.tokenizer.apply_chat_template([{"role": "user", "content": text}], tokenize=False, add_generation_prompt=True)
+        chat = ref.tokenizer.apply_chat_template([{"role": "user", "content": text}], tokenize=False,
+                                                 add_generation_prompt=True)
         assert ours.input_ids(query, docs) == ref.tokenizer(chat + " Passage:").input_ids
         assert ours.input_ids(query, docs)[:2] == [ref.tokenizer.bos_token_id] * 2  # the reference's doubled BOS, kept
     # final order and -rank scores
@@ -177,8 +184,8 @@ def test_setwise_equals_llm_rankers(llmrankers, models, mini, model, scoring, me
     assert got == ref_scores
     moved = sum(s != -r for qid, g in df.groupby("qid", sort=False)
                 for r, (d, s) in enumerate(((d, got[(qid, d)]) for d in g["docno"]), 1))
-    # heapsort really swapped documents; in bubblesort the tiny models may answer A throughout (their label preference hardly
-    # depends on the passages at this size): its swaps are checked against the reference's code in
+    # heapsort really swapped documents; in bubblesort the tiny models may answer A throughout (their label preference
+    # hardly depends on the passages at this size): its swaps are checked against the reference's code in
     # test_sorts_equal_the_reference_sorts
     assert moved > 0 or method == "bubblesort"
     assert (out.groupby("qid")["rank"].apply(lambda r: sorted(r) == list(range(len(r))))).all()
@@ -187,8 +194,9 @@ def test_setwise_equals_llm_rankers(llmrankers, models, mini, model, scoring, me
 def test_setwise_prompt_is_the_reference_text_and_takes_the_instruction(models, llmrankers):
     r = pti.Setwise(models["t5"])
     text = r.prompt("what is x", ["one", "two"])
-    assert text == ('Given a query "what is x", which of the following passages is the most relevant one to the query?\n\n'
-                    'Passage A: "one"\n\nPassage B: "two"\n\nOutput only the passage label of the most relevant passage:')
+    assert text == \
+        ('Given a query "what is x", which of the following passages is the most relevant one to the query?\n\n'
+         'Passage A: "one"\n\nPassage B: "two"\n\nOutput only the passage label of the most relevant passage:')
     df = pd.DataFrame({"qid": ["1", "1"], "query": ["what is x", "what is x"], "instruction": ["Only recent ones.", ""],
                        "docno": ["a", "b"], "text": ["one", "two"]})
     assert r.queries(df) == ["what is x Only recent ones.", "what is x"]
@@ -238,7 +246,8 @@ def test_vllm_backend_equals_hf(models, mini, monkeypatch):
 def test_setwise_experiment_pmrr_and_errors(models, mini):
     r = pti.Setwise(models["t5"], scoring="likelihood", num_child=3, k=5, verbose=False)
     first = mini.candidates() % 8
-    res = pt.Experiment([first, first >> r], mini.get_topics(), mini.get_qrels(), [pti.pMRR], names=["first", "setwise"])
+    res = pt.Experiment([first, first >> r], mini.get_topics(), mini.get_qrels(), [pti.pMRR],
+                        names=["first", "setwise"])
     assert res["name"].tolist() == ["first", "setwise"] and res["pMRR"].notna().all()
     with pytest.raises(ValueError, match="scoring must be one of"):
         pti.Setwise(scoring="logits")
@@ -251,8 +260,8 @@ def test_setwise_experiment_pmrr_and_errors(models, mini):
 
 
 def test_sorts_equal_the_reference_sorts(llmrankers):
-    """The sorts alone against llm-rankers' own heapSort/bubblesort/output code (its ``compare`` answered by an oracle, no
-    model): the same comparisons, order, −rank scores and ``total_compare`` on many list lengths, num_child and k;
+    """The sorts alone against llm-rankers' own heapSort/bubblesort/output code (its ``compare`` answered by an oracle,
+    no model): the same comparisons, order, −rank scores and ``total_compare`` on many list lengths, num_child and k;
     heapsort finds the true top k."""
     from llmrankers.rankers import SearchResult
     from pyterrier_instruct.setwise import sort
@@ -268,9 +277,10 @@ def test_sorts_equal_the_reference_sorts(llmrankers):
             asked = []
 
             def oracle(query, docs):
+                ref.total_compare += 1
                 asked.append([int(d.docid) for d in docs])
                 return ref.CHARACTERS[int(np.argmin([grades[int(d.docid)] for d in docs]))] if docs else "A"
-            ref.compare = lambda query, docs: (setattr(ref, "total_compare", ref.total_compare + 1), oracle(query, docs))[1]
+            ref.compare = oracle
             out = ref.rerank("q", [SearchResult(docid=str(i), score=0.0, text="") for i in range(n)])
             arr = list(range(n))
             ours = []
@@ -296,7 +306,7 @@ def _perfect_judge_misses(method, lists, reference=None) -> list:
         if reference is None:
             arr = list(range(len(grades)))
             sort.run([sort.SORTS[method](arr, child, k)], lambda items: [docs.index(min(docs, key=grades.__getitem__))
-                                                                           for _, docs in items])
+                                                                         for _, docs in items])
         else:
             from llmrankers.rankers import SearchResult
             ref = object.__new__(reference.SetwiseLlmRanker)
@@ -336,4 +346,5 @@ def test_followir_cli_setwise_row(models, tmp_path):
     assert main(["followir", "--dataset", "followir/robust04", "--path", robust04, "--out", str(tmp_path), "--quiet",
                  "--systems", "bm25,setwise", "--setwise", models["t5"]]) == 0
     table = pd.read_csv(tmp_path / "table2.csv")
-    assert table["Model"].tolist() == ["BM25 (pool)", "Setwise (Flan-T5-large) [t5, unrevisioned]"] and table["robust04 p-MRR"].notna().all()
+    assert table["Model"].tolist() == ["BM25 (pool)", "Setwise (Flan-T5-large) [t5, unrevisioned]"]
+    assert table["robust04 p-MRR"].notna().all()

@@ -6,7 +6,6 @@ import os
 import shutil
 
 import pandas as pd
-import pytest
 
 import pyterrier_instruct as pti
 from pyterrier_instruct import _hub, testing

@@ -38,7 +38,8 @@ def _preset_ids():
                 continue
             if name == "Rank1":
                 from pyterrier_instruct.pointwise.rank1 import AWQ_SIZES, CHECKPOINTS
-                calls = [((n,), {}) for n in CHECKPOINTS] + [((n,), {"awq": True, "backend": "vllm"}) for n in AWQ_SIZES]
+                calls = [((n,), {}) for n in CHECKPOINTS] + [((n,), {"awq": True, "backend": "vllm"})
+                                                             for n in AWQ_SIZES]
             else:
                 calls = [((), {})]
             for args, kwargs in calls:
@@ -49,8 +50,8 @@ def _preset_ids():
 
 def test_every_preset_has_a_standin():
     ids = _preset_ids()
-    assert {"Qwen/Qwen3-Reranker-0.6B", "mixedbread-ai/mxbai-rerank-base-v2", "jhu-clsp/rank1-7b", "Qwen/Qwen3-Embedding-8B",
-            "castorini/rank_zephyr_7b_v1_full", "castorini/rank_vicuna_7b_v1"} <= set(ids)
+    assert {"Qwen/Qwen3-Reranker-0.6B", "mixedbread-ai/mxbai-rerank-base-v2", "jhu-clsp/rank1-7b",
+            "Qwen/Qwen3-Embedding-8B", "castorini/rank_zephyr_7b_v1_full", "castorini/rank_vicuna_7b_v1"} <= set(ids)
     missing = {i: call for i, call in ids.items() if "/" in i and not is_path(i) and i not in testing.MODELS}
     assert not missing, f"add a row to pyterrier_instruct.testing.MODELS for {missing}"
 
@@ -63,7 +64,8 @@ def test_every_reproduction_row_has_a_standin():
         module = importlib.import_module(f"{reproduce.__name__}.{info.name}")
         for value in vars(module).values():
             if isinstance(value, dict):  # an API model's name (gpt-4o) is served, not loaded: hub ids only
-                rows.update({r.model: f"{info.name}:{r.name}" for r in value.values() if isinstance(r, Row) and r.model and "/" in r.model})
+                rows.update({r.model: f"{info.name}:{r.name}" for r in value.values() if isinstance(r, Row) and r.model
+                             and "/" in r.model})
     assert len(rows) > 10
     assert not {m: row for m, row in rows.items() if m not in testing.MODELS}
 
@@ -79,8 +81,9 @@ def test_unknown_id_is_named(tmp_path):
         testing.install_models(tmp_path, ["me/my-model"])
 
 
-FRAME = pd.DataFrame({"qid": ["1", "1"], "query": ["dam fish", "dam fish"], "instruction": ["salmon only", "salmon only"],
-                      "docno": ["a", "b"], "text": ["Dams block salmon migration.", "Coral reefs bleach in warm water."],
+FRAME = pd.DataFrame({"qid": ["1", "1"], "query": ["dam fish", "dam fish"],
+                      "instruction": ["salmon only", "salmon only"], "docno": ["a", "b"],
+                      "text": ["Dams block salmon migration.", "Coral reefs bleach in warm water."],
                       "score": [2.0, 1.0], "rank": [0, 1]})
 
 FAMILIES = {  # the default constructor of each family whose checkpoint the old docs table lacked, and the classics
@@ -113,7 +116,8 @@ def test_install_sets_the_roots_and_is_reused(tmp_path, monkeypatch):
         monkeypatch.setenv(var, "unset")
         monkeypatch.delenv(var)
     env = testing.install(tmp_path, models=["castorini/monot5-base-msmarco-10k"])
-    assert env == {"PYTERRIER_INSTRUCT_MODELS": str(tmp_path / "models"), "PYTERRIER_INSTRUCT_DATA": str(tmp_path / "data")}
+    assert env == \
+        {"PYTERRIER_INSTRUCT_MODELS": str(tmp_path / "models"), "PYTERRIER_INSTRUCT_DATA": str(tmp_path / "data")}
     assert (tmp_path / "models" / "castorini/monot5-base-msmarco-10k" / "config.json").is_file()
     assert len(pti.load_dataset("followir/robust04").get_topics()) > 0
     stamp = (tmp_path / "models" / "castorini/monot5-base-msmarco-10k" / "config.json").stat().st_mtime_ns
@@ -123,6 +127,7 @@ def test_install_sets_the_roots_and_is_reused(tmp_path, monkeypatch):
 
 def test_import_stays_light():
     code = ("import json, sys\nimport pyterrier_instruct, pyterrier_instruct.testing\n"
-            "print(json.dumps([m for m in ('torch', 'transformers', 'pyterrier_instruct.pointwise') if m in sys.modules]))")
+            "print(json.dumps([m for m in ('torch', 'transformers', 'pyterrier_instruct.pointwise') if m in "
+            "sys.modules]))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert json.loads(out.strip().splitlines()[-1]) == []

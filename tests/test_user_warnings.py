@@ -1,8 +1,8 @@
 """Warnings meant for the user name the user's line, and ir_datasets' metadata of the ``instruct/…`` ids.
 
 ir_datasets' own test suite (github allenai/ir_datasets @ ae24b53, ``test/metadata.py:6-8,24-31``,
-``test_all_metadata_available``) asks every registered id for ``dataset.metadata()`` with a ``count`` key for every entity
-type the dataset has; :func:`_metadata_complete` is that check, against the installed ir_datasets."""
+``test_all_metadata_available``) asks every registered id for ``dataset.metadata()`` with a ``count`` key for every
+entity type the dataset has; :func:`_metadata_complete` is that check, against the installed ir_datasets."""
 from __future__ import annotations
 
 import warnings
@@ -46,7 +46,8 @@ def test_warnings_name_the_users_line(tmp_path):
     for call in (lambda: pt.Experiment([bare], topics, qrels, [pti.pMRR], names=["s"]),
                  lambda: pti.pMRR.calc_aggregate(qrels, bare.rename(columns={"qid": "query_id", "docno": "doc_id"}))):
         assert {w.filename for w in _only(_recorded(call), "has no 'instruction' column")} == {__file__}
-    og, ch = (qrels[qrels.qid.str.endswith(v)].assign(qid=lambda f: f.qid.str.rsplit("-", n=1).str[0]) for v in ("-og", "-changed"))
+    og, ch = (qrels[qrels.qid.str.endswith(v)].assign(qid=lambda f: f.qid.str.rsplit("-", n=1).str[0])
+              for v in ("-og", "-changed"))
     renamed = run.assign(docno="x" + run["docno"])  # ids that match nothing in the qrels
     og_run, ch_run = (renamed[renamed.qid.str.endswith(v)].assign(qid=lambda f: f.qid.str.rsplit("-", n=1).str[0])
                       for v in ("-og", "-changed"))
@@ -81,16 +82,19 @@ def test_instruct_ids_carry_ir_datasets_metadata():
         assert all(isinstance(v, int) and v > 0 for v in counts.values())
     # BRIGHT's counts derived from mteb's statistics of the pinned revision agree with the sizes the registry shows
     for task, (queries, docs, long_docs, gold) in BRIGHT_TASKS.items():
-        assert RECORDED_COUNTS[f"bright/{task}"] == {"docs": int(docs.replace(",", "")), "queries": queries, "qrels": gold}
+        assert RECORDED_COUNTS[f"bright/{task}"] == \
+            {"docs": int(docs.replace(",", "")), "queries": queries, "qrels": gold}
         if long_docs is not None:
             assert RECORDED_COUNTS[f"bright/{task}-long"]["docs"] == int(long_docs.replace(",", ""))
     # the miniatures' recorded counts are the files' counts
     for name in ("instruct-mini", "infosearch-mini"):
         dataset, counts = ir_datasets.load(f"instruct/{name}"), RECORDED_COUNTS[name]
-        assert counts == {"docs": sum(1 for _ in dataset.docs_iter()), "queries": sum(1 for _ in dataset.queries_iter()),
-                          "qrels": sum(1 for _ in dataset.qrels_iter()), "scoreddocs": sum(1 for _ in dataset.scoreddocs_iter())}
+        assert counts == \
+            {"docs": sum(1 for _ in dataset.docs_iter()), "queries": sum(1 for _ in dataset.queries_iter()),
+             "qrels": sum(1 for _ in dataset.qrels_iter()),
+             "scoreddocs": sum(1 for _ in dataset.scoreddocs_iter())}
         assert dataset.queries_count() == counts["queries"]
-    # a local copy gives its own counts; an id neither recorded nor here says "unknown" (count None) and downloads nothing
+    # a local copy gives its own counts; an id neither recorded nor here says "unknown" (count None), downloads nothing
     here = next(d for d in sorted(local) if d.split("/", 1)[1] not in RECORDED_COUNTS)
     dataset = ir_datasets.load(here)
     assert dataset.metadata()["queries"] == {"count": sum(1 for _ in dataset.queries_iter())}

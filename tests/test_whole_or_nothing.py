@@ -22,7 +22,8 @@ FORK = multiprocessing.get_context("fork")  # children start with everything imp
 
 
 def build(path, tag, n, overwrite=False, delay=0.0, **kwargs):
-    return TaggedEncoder(delay=delay).index(tagged_corpus(tag, n), str(path), overwrite=overwrite, chunk_size=20, **kwargs)
+    return TaggedEncoder(delay=delay).index(tagged_corpus(tag, n), str(path), overwrite=overwrite, chunk_size=20,
+                                            **kwargs)
 
 
 def state(path) -> str:
@@ -67,7 +68,8 @@ def test_a_build_killed_at_random_points_leaves_the_old_index_or_the_new(tmp_pat
             build(path, "A", 300, overwrite=True)
     assert "A300" in seen, f"no kill landed inside a build: {seen}"
     build(path, "C", 50, overwrite=True)  # the next build removes what killed ones left
-    assert state(path) == "C50" and len(versions(path)) == 1 and not [p for p in os.listdir(path) if p.endswith(".partial")]
+    assert state(path) == "C50" and len(versions(path)) == 1
+    assert not [p for p in os.listdir(path) if p.endswith(".partial")]
     fresh = tmp_path / "fresh"  # a killed first build: nothing built, and the next build works
     assert _kill_at(build, (fresh, "A", 400, False, 0.01), span / 3) == -signal.SIGKILL
     assert state(fresh) == "not built" and state(build(fresh, "A", 10).path) == "A10"
@@ -128,7 +130,8 @@ def test_two_builders_of_one_path_one_after_the_other(tmp_path, overwrite):
     else:  # the second waits for the first, then finds its index
         winner = next(tag for tag, r in results.items() if r == "built")
         loser = "B" if winner == "A" else "A"
-        assert final == f"{winner}300" and results[loser] == f"FileExistsError: {path} already holds an index; pass overwrite=True to replace it"
+        assert final == f"{winner}300"
+        assert results[loser] == f"FileExistsError: {path} already holds an index; pass overwrite=True to replace it"
     assert len(versions(path)) == 1
 
 
@@ -159,12 +162,13 @@ def test_an_index_written_before_versions_is_read_and_replaced(tmp_path):
     build(path, "B", 20, overwrite=True)
     assert state(path) == "B20" and not (path / "vectors.f32").exists() and len(old.docnos) == 30 and old.changed()
     (path / versions(path)[0] / "docnos.json").write_text('["B0"]')  # damaged: named, not misread
-    with pytest.raises(ValueError, match=r"holds 1 docnos and 81920 bytes of vectors, meta.json says 20 rows of 1024 float32: "
-                                         r"the index is damaged; rebuild it"):
+    with pytest.raises(ValueError,
+                       match=r"holds 1 docnos and 81920 bytes of vectors, meta.json says 20 rows of 1024 float32: "
+                             r"the index is damaged; rebuild it"):
         EmbeddingIndex(str(path)).docnos
 
 
-# -- the Ray path: shards, then their merge --------------------------------------------------------------------------------
+# -- the Ray path: shards, then their merge ----------------------------------------------------------------------------
 class _LocalBlocks:
     """What ``scale.dense.build_index`` uses of ``on_ray(model)``, run in this process."""
 
@@ -193,10 +197,10 @@ def test_a_killed_sharded_build_keeps_the_old_index_and_its_finished_shards(tmp_
             with contextlib.closing(sqlite3.connect(path / "shards" / "store.sqlite3")) as conn:
                 assert conn.execute("SELECT COUNT(*) FROM vectors").fetchone()[0] % 25 == 0
     stats = _sharded(path, "B", 200, True)
-    assert state(path) == "B200" and stats["reused"] > 0 and stats["shards"] == 8  # finished shards reused after the kills
+    assert state(path) == "B200" and stats["reused"] > 0 and stats["shards"] == 8  # finished shards reused after kills
 
 
-# -- folders replaced whole (PISA and Anserini index folders) ------------------------------------------------------------------
+# -- folders replaced whole (PISA and Anserini index folders) ----------------------------------------------------------
 def _replace(path, text, fail=False):
     with _atomic.replaced_folder(str(path)) as tmp:
         for name in ("a", "b"):
@@ -227,7 +231,7 @@ def test_a_folder_is_replaced_whole(tmp_path):
     assert _folder(path) == "two" and sorted(os.listdir(tmp_path)) == ["pisa", "pisa.lock"]
 
 
-@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")  # PISA's reader thread reports the error
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")  # PISA's reader thread reports it
 def test_a_pisa_build_that_fails_leaves_the_previous_index(tmp_path):
     import pandas as pd
 
@@ -241,8 +245,9 @@ def test_a_pisa_build_that_fails_leaves_the_previous_index(tmp_path):
     def failing():
         yield from docs[:5]
         raise OSError("the corpus file went away")
-    with pytest.raises(RuntimeError, match=rf"PISA: reading the corpus stopped after 5 documents \(the error is in the warning "
-                                           rf"above\); the previous index at {path} is kept"):
+    with pytest.raises(RuntimeError,
+                       match=rf"PISA: reading the corpus stopped after 5 documents \(the error is in the warning "
+                             rf"above\); the previous index at {path} is kept"):
         bm25_index(failing(), path, overwrite=True, verbose=False)
     assert pti.BM25(iter(docs), path=path)(topics)["docno"].iloc[0] == "d3"  # the previous index, whole, and its record
     assert sorted(os.listdir(tmp_path)) == ["bm25", "bm25.lock"]
@@ -266,4 +271,5 @@ def test_a_retriever_that_finds_its_index_built_meanwhile_uses_it(tiny, tmp_path
     out = retriever(pd.DataFrame({"qid": ["1"], "query": ["a doc"]}))
     assert len(out) == 2 and retriever.index.version == other[0].version  # its index, not a second build
     with pytest.raises(CorpusChanged, match="built from another corpus"):  # and checked against the corpus it was given
-        model.retriever(path, num_results=2, corpus=lambda: iter(docs[:2]))(pd.DataFrame({"qid": ["1"], "query": ["a doc"]}))
+        model.retriever(path, num_results=2, corpus=lambda: iter(docs[:2]))(
+            pd.DataFrame({"qid": ["1"], "query": ["a doc"]}))
