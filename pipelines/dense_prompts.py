@@ -37,8 +37,9 @@ test, dev = pti.load_dataset(args.dataset), pti.load_dataset(f"{args.dataset}/de
 model = family(args.model) if args.model else family()
 retriever = model.retriever(model.index(test.get_corpus_iter(), args.index), num_results=1000)
 prompts = [""] + list(pti.BEIR_PROMPTS[:args.prompts])                  # "" : no prompt
+names = [f"prompt {n}" if n else "no prompt" for n in range(len(prompts))]
 res = pt.Experiment([pti.SetInstruction(prompt) >> retriever for prompt in prompts], test.get_topics(),
-                    test.get_qrels(), [nDCG@10], names=[f"prompt {n}" if n else "no prompt" for n in range(len(prompts))])
+                    test.get_qrels(), [nDCG@10], names=names)
 print(pti.label_stand_ins(res, [retriever] * len(prompts), test).round(3).to_string(index=False))
 selection = pti.select_prompt(retriever, dev.get_topics(), dev.get_qrels(), pti.BEIR_PROMPTS[:args.prompts],
                               measure="nDCG@10", test_topics=test.get_topics(), test_qrels=test.get_qrels())

@@ -1,7 +1,7 @@
 """Golden cases checked in bulk (tests/test_pmrr.py, tests/test_infosearch.py): the cases' queries are evaluated
 together in one call under case-prefixed qids (``"<n>/<qid>"``; every value these measures give a query depends on
-that query's rows only), the results are split back by case, and every value is compared, the mismatches named by case and gathered
-into one assertion message."""
+that query's rows only), the results are split back by case, and every value is compared, the mismatches named by
+case and gathered into one assertion message."""
 import numpy as np
 import pytest
 
