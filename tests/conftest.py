@@ -14,6 +14,11 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # is never a user's one.
 os.environ["PYTERRIER_INSTRUCT_DATA"] = tempfile.mkdtemp(prefix="pti-layouts-")
 os.environ["IR_DATASETS_HOME"] = os.path.join(os.path.dirname(__file__), "data", "no-ir-datasets-home")
+# Issue 45 (self-contained): the package's own cache (file digests, tests/test_identity.py) goes to a folder of this
+# session, which the processes tests start inherit, never the user's ~/.cache/pyterrier_instruct.
+os.environ["PYTERRIER_INSTRUCT_CACHE"] = tempfile.mkdtemp(prefix="pti-cache-")
+import atexit  # noqa: E402
+atexit.register(shutil.rmtree, os.environ["PYTERRIER_INSTRUCT_CACHE"], True)
 
 import json  # noqa: E402
 from pathlib import Path  # noqa: E402

@@ -110,6 +110,14 @@ def __getattr__(name: str):
 
 instances: List["LLM"] = []
 
+#: vLLM inspects a model's architecture in a subprocess, ``python -m vllm.model_executor.models.registry``
+#: (``registry._SUBPROCESS_COMMAND``, which vLLM lets callers change), unless ``$VLLM_CACHE_ROOT/modelinfos`` holds the
+#: answer. There ``import vllm`` must give vLLM itself: a shim of that name earlier on ``PYTHONPATH`` (the ``vllm.py``
+#: of tests/test_pipeline_files.py, a Ray worker's package) would run vLLM's registry through this module or fail.
+INSPECT_COMMAND = [sys.executable, "-c", f"import runpy, sys; sys.path.insert(0, {str(SIDE)!r}); import vllm; "
+                   f"sys.path.remove({str(SIDE)!r}); "
+                   "runpy.run_module('vllm.model_executor.models.registry', run_name='__main__', alter_sys=True)"]
+
 #: vLLM's default KV-cache block size (tokens): the granularity of prefix-cache hits
 BLOCK_SIZE = 16
 #: The scripted model's next-token probabilities by rank (see the module docstring); they sum to 1.
@@ -142,6 +150,8 @@ class LLM:
                               **kwargs)
         args = EngineArgs(**self.init_args)  # vllm.LLM passes its options to EngineArgs: an unknown one is a TypeError
         with _as_vllm():  # vLLM inspects the architecture in a subprocess, pickling its own modules by reference
+            from vllm.model_executor.models import registry
+            registry._SUBPROCESS_COMMAND = INSPECT_COMMAND
             self.model_config = args.create_model_config()
         self.llm_engine = SimpleNamespace(model_config=self.model_config)
         self.runner_type = self.model_config.runner_type

@@ -4,7 +4,9 @@ outputs) with the same tiny model's forward pass: the scores equal the transform
 an approximate top-k formulation does not, requests arrive query-contiguous with the shared prefix first, prompts fit
 the engine's ``max_model_len``. With vLLM importable and a GPU, the last test checks the same equality against the real
 engine."""
+import os
 import pickle
+import subprocess
 import sys
 
 import numpy as np
@@ -278,6 +280,38 @@ def test_repr_eq_pickle_empty_frame_and_a_ready_backend(tiny, frame, stand_in):
     again = pickle.loads(pickle.dumps(r))
     assert again == r and again.backend._llm is None
     np.testing.assert_allclose(again(frame)["score"], got, rtol=0, atol=1e-4)
+
+
+def test_a_fresh_process_with_an_empty_vllm_cache(tiny, tmp_path):
+    """Issue 45: a fresh process whose ``import vllm`` gives the stand-in through a shim on ``PYTHONPATH`` (as
+    tests/test_pipeline_files.py runs pipelines/listwise_vllm.py; tests/test_ray.py's Ray workers have a ``vllm/``
+    package), with an empty ``HOME`` and ``VLLM_CACHE_ROOT``, runs the listwise vLLM path first. vLLM inspects the
+    architecture in a subprocess of its own, which must import vLLM itself, not the shim: before, "Model architectures
+    ['MistralForCausalLM'] failed to be inspected" over "Tried to register an operator (vllm_ir::...) multiple times",
+    unless another test had filled ``~/.cache/vllm/modelinfos``."""
+    from stubs import ZEPHYR_TEMPLATE, with_chat_template
+    zephyr = with_chat_template(tiny["mistral"], tmp_path / "zephyr", ZEPHYR_TEMPLATE)
+    tests = os.path.dirname(os.path.abspath(__file__))
+    shim = tmp_path / "shim"
+    shim.mkdir()
+    (shim / "vllm.py").write_text(f"import sys\nsys.path.insert(0, {tests!r})\nimport fake_vllm\n"
+                                  "sys.modules['vllm'] = fake_vllm\n")
+    run = ("import pandas as pd\nimport pyterrier_instruct as pti\n"
+           "frame = pd.DataFrame({'qid': 'q0', 'query': 'salmon dams', 'instruction': 'fish ladders',"
+           " 'score': [4., 3, 2, 1], 'docno': ['d0', 'd1', 'd2', 'd3'],"
+           " 'text': ['fish ladder', 'river dam', 'water report', 'upper basin']})\n"
+           f"out = pti.RankZephyr({zephyr!r}, backend='vllm', window_size=4, stride=2)(frame)\n"
+           "print(' '.join(out.sort_values('rank').docno))\n")
+    cache = tmp_path / "vllm-cache"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(shim), os.path.dirname(tests)]),
+           "HOME": str(tmp_path / "home"), "VLLM_CACHE_ROOT": str(cache), "XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    done = subprocess.run([sys.executable, "-c", run], env=env, cwd=tmp_path, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split()[-4:] == ["d3", "d2", "d1", "d0"]  # the stand-in answers a window in reverse
+    # inspected in this process's run (the cache was empty), and remembered there
+    assert [p.name for p in (cache / "modelinfos").iterdir()] == [
+        "vllm-model_executor-models-mistral-MistralForCausalLM.json"]
 
 
 @pytest.mark.skipif(not is_available("vllm"), reason="vLLM's engine needs a GPU and an installed vLLM; its Python "
