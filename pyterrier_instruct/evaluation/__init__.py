@@ -19,8 +19,7 @@
 from ._report import PerDataset, build_table, label_stand_ins, plot_report, to_markdown, with_paper
 from .runs import SavedRun
 from .beir import prompt_study_report
-from .followir import (followir_experiment, followir_measures, followir_report, followir_table,
-                       plot_per_query_pmrr)
+from .followir import (followir_experiment, followir_measures, followir_report, followir_table, plot_per_query_pmrr)
 from .ifir import ifir_report
 from .instfol import doc_texts, instfol
 from .judge import IFIRJudge, Judgement, JudgeItem, weighted_judge_score

@@ -321,8 +321,7 @@ def bright(path: Path):
             excluded = [_bright_ids(task, n + 4)] if task in BRIGHT_MATH and n == 0 else ["N/A"]
             examples.append({"query": f"A {task} question about {WORDS[topic].split()[0]} and "
                                       f"{WORDS[topic].split()[1]}?\nDetails follow.",
-                             "reasoning": f"Think about {topic}.", "id": _bright_qid(task, n),
-                             "excluded_ids": excluded,
+                             "reasoning": f"Think about {topic}.", "id": _bright_qid(task, n), "excluded_ids": excluded,
                              "gold_ids_long": [long_docs[n]["id"]] if task in BRIGHT_LONG else [],
                              "gold_ids": [docs[n]["id"]] + ([docs[n + 4]["id"]] if task not in BRIGHT_MATH else []),
                              "gold_answer": f"the {topic} answer"})
