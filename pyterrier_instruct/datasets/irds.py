@@ -1,16 +1,10 @@
 """ir_datasets registration: every plugin dataset as ``instruct/<name>`` (done by ``import pyterrier_instruct``).
 
-The registered objects are light: the folder is located and the files are read on first access, from
-``$PYTERRIER_INSTRUCT_DATA``, the cache or (online) a pinned download — see :mod:`.source`. Queries carry
-``query, instruction, base_qid, variant``; with PyTerrier, prefer ``pt.get_dataset('instruct:<name>')``,
-whose topics keep these columns (the ``irds:`` wrapper keeps only ``qid, query`` for a variant).
-Scored documents are the benchmark's candidate lists with ``score = -rank`` so that any sort by score
-reproduces the file order. Each id carries ir_datasets metadata (``dataset.metadata()``, the counts ir_datasets' own
-metadata check asks of every registered id): the counts recorded for a pinned release (:data:`RECORDED_COUNTS`: the
-bundled miniatures, BRIGHT, ``nevir/mteb``), else the counts of its local copy when one is found (never downloaded for
-it), as ``docs_count()`` gives them, else ``{"count": None}`` (unknown: the release is not pinned or its counts are not
-published). (No ``from __future__ import annotations`` here: PyTerrier's text loader reads the
-document fields whose annotation *is* ``str``.)
+The objects are light: files are located (:mod:`.source`) and read on first access. Prefer
+``pt.get_dataset('instruct:<name>')``, whose topics keep ``instruction, base_qid, variant``. Scored documents are the
+candidate lists with ``score = -rank``. Metadata counts: recorded for a pinned release (:data:`RECORDED_COUNTS`), else
+of a local copy, else ``{"count": None}``. (No ``from __future__ import annotations`` here: PyTerrier's text loader
+reads the document fields whose annotation *is* ``str``.)
 """
 
 from typing import Dict, Iterator, NamedTuple, Optional
