@@ -84,9 +84,8 @@ MODELS: Dict[str, str] = {
 }
 
 
-#: The vocabulary of a stand-in's tokenizer: large enough that a passage takes about as many tokens as with the real
-#: tokenizer (1.5 per word on the corpus, not 2.6-3.9 with the tests' small vocabularies), so prompts, truncation and
-#: run time are those of the real family's; Mistral's and Qwen2.5's stand-ins have their 32,768 positions.
+#: A stand-in tokenizer's vocabulary: a passage takes about as many tokens as with the real tokenizer (1.5 per word),
+#: so prompts, truncation and run time are the real family's.
 VOCAB = 4000
 
 
