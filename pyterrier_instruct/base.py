@@ -84,10 +84,8 @@ def empty_result(out: pd.DataFrame, extra_outputs=()) -> pd.DataFrame:
                       score=pd.Series(dtype="float64"), rank=pd.Series(dtype="int64"))
 
 
-#: Every public reranking family of this package, by class name: a subclass of :class:`InstructReranker` registers
-#: itself when it is defined (``family=False`` marks a base class or a stage that is not a family of its own, e.g.
-#: ``class PointwiseReranker(InstructReranker, family=False)``; a name starting with ``_`` is private). The contract
-#: test (tests/test_contract.py) runs on every entry.
+#: Every public reranking family by class name, registered when the subclass is defined (``family=False`` marks a base
+#: class or a stage that is no family); tests/test_contract.py runs on every entry.
 FAMILIES: Dict[str, type] = {}
 
 
