@@ -1,19 +1,10 @@
 """Identity of configured objects (transformers, backends, models), derived from the constructor.
 
-One mixin, :class:`Configured`, replaces hand-kept default tables:
-
-- ``repr`` reads as the call that built the object: the constructor (``MonoT5(batch_size=8)``) or the preset
-  classmethod (``MonoT5.three_b(batch_size=8)``, marked with :func:`preset`), with the arguments as given;
-- ``==``/``hash`` compare the class and the *resolved* constructor arguments, read back from the attributes of the
-  same names (the convention of pyterrier-alpha's ``transformer_repr`` and of ``pt.inspect``'s transformer
-  attributes), so ``MonoT5()`` equals ``MonoT5("castorini/monot5-base-msmarco-10k")``. ``verbose`` is left out.
-  Equality feeds ``pt.Experiment(plan='tree')`` prefix sharing;
-- the same arguments, with the revisions of the models they name, are the object's content fingerprint
-  (:mod:`pyterrier_instruct._fingerprint`), which on-disk caches key on;
-- pickling drops the attributes named in ``_lazy`` (loaded models, tokenizers, open files), which the object
-  reloads on first use, so a transformer travels to worker processes (``.parallel()``, Ray) without its weights;
-- a wrapper that changes where a transformer runs but not its output (``pti.on_ray``) names what it wraps in
-  ``_same_output_as``; its fingerprint is the wrapped object's, so caches see one system.
+:class:`Configured`: ``repr`` is the call that built the object (constructor or :func:`preset` classmethod);
+``==``/``hash`` compare the class and the resolved constructor arguments read back from the attributes of the same
+names (``verbose`` left out), which feeds ``pt.Experiment(plan='tree')``; the same arguments with the model revisions
+are the fingerprint caches key on; pickling drops the ``_lazy`` attributes (weights reload on first use); a wrapper
+that does not change the output (``pti.on_ray``) names what it wraps in ``_same_output_as`` and shares its fingerprint.
 """
 from __future__ import annotations
 

@@ -22,9 +22,8 @@ MODELS_ENV = "PYTERRIER_INSTRUCT_MODELS"
 #: Files that mark a checkpoint folder: a model's config, or a LoRA adapter's.
 _MARKERS = ("config.json", "adapter_config.json")
 
-#: The file that marks a stand-in (tiny random weights put where a hub id resolves, or synthetic benchmark files where a
-#: dataset id resolves; written by :mod:`pyterrier_instruct.testing`): its provenance says ``"stand_in": True``, tables
-#: label its rows ``[stand-in]`` and print no published numbers beside them.
+#: The file that marks a stand-in (:mod:`pyterrier_instruct.testing`): its provenance says ``"stand_in": True``, and
+#: tables label its rows ``[stand-in]`` with no published numbers beside them.
 STAND_IN_MARKER = "pyterrier_instruct_stand_in.json"
 
 

@@ -1,15 +1,11 @@
 """Progress output, two switches.
 
-- ``verbose`` (a constructor or function argument, on by default): this package's progress bars for work that takes
-  time (scoring, encoding, indexing, Ray blocks), made by :func:`tqdm` below; ``verbose=False`` silences them.
-- :func:`library_progress` (or the environment variable ``PYTERRIER_INSTRUCT_LIBRARY_BARS=1``; off by default): the
-  progress bars and chatty logs of the libraries and engines underneath (transformers' model-loading bars, vLLM's
-  ``use_tqdm``, Ray Data's bars and logs, PISA's and Anserini's native logs). ``verbose`` does not touch them.
-
-The bars are widgets in a Jupyter notebook, text in a terminal (as ``tqdm.auto`` chooses), unless the user picked a bar
-type with ``pt.utils.set_tqdm(...)``, which is then used as it is. Text bars written to a file or a pipe (a log) stay on
-one line each (``position=0``): no cursor movements, which a log shows as ``^[[A``. Inside :func:`silenced` (the command
-line's ``--quiet``) every bar of this package is off, whatever ``verbose`` its stage was given."""
+``verbose`` (on by default): this package's bars (scoring, encoding, indexing, Ray blocks), made by :func:`tqdm` below.
+:func:`library_progress` (or ``PYTERRIER_INSTRUCT_LIBRARY_BARS=1``; off by default): the bars and logs of the
+libraries underneath (transformers, vLLM, Ray Data, PISA, Anserini). Bars follow ``pt.utils.set_tqdm`` when set, else
+``tqdm.auto``; text bars into a file stay on one line each (``position=0``). :func:`silenced` (``--quiet``) turns off
+every bar of this package.
+"""
 from __future__ import annotations
 
 import contextlib

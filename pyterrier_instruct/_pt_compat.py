@@ -1,21 +1,11 @@
 """``pt.Experiment`` with paired measures beside standard ones: a version-guarded compatibility layer for PyTerrier.
 
-PyTerrier averages per-query values over every qid of its per-query table and takes the measure list from the
-first qid (``_mean_of_measures`` in ``pyterrier/_evaluation/_rendering.py``), so
-``pt.Experiment(systems, topics, qrels, [pti.pMRR, AP@1000, nDCG@5], baseline=0)`` raises ``KeyError: 'pMRR'``
-(p-MRR has one value per base query, keyed ``<base>-og``), and ``perquery=True`` back-fills NaN rows for topic qids
-in the qrels without a value. Only while an experiment uses a :class:`~pyterrier_instruct.measures.PairedMeasure`
-(object or name) this layer: means each measure over the qids that have it (PyTerrier's own ``_mean_of_measures``
-per measure: identical whenever every qid has every measure); pairs significance tests per measure over the qids both
-systems have; orders columns as given; back-fills only topics absent from the qrels; refuses a ``batch_size`` that
-splits a query's variants; writes and checks saved runs' records (``save_dir=``, :class:`_SavedRuns`). Its
-behaviour, for users, is docs/measures.md ("PyTerrier 1.1 cannot do this by itself", "Saved runs").
-
-Other experiments run PyTerrier's code untouched, byte for byte (tests/test_pt_inert.py). ``pt.Experiment`` stays
-PyTerrier's own code object (its warnings name the user's line) whose calls to ``_validate``, ``linear_execution``
-and ``tree_execution`` are routed here. Installed at ``import pyterrier_instruct`` (or when ``pyterrier._evaluation``
-is imported) on the tested versions (:data:`TESTED`; :data:`STATUS` says whether it is active); on another version
-``pt.Experiment`` only refuses, before any system runs, a list mixing the package's measures with standard ones.
+PyTerrier averages per-query values over every qid and takes the measure list from the first qid, so a paired measure
+(one value per base query) beside ``AP@1000`` raises ``KeyError``. Only while an experiment uses a
+:class:`~pyterrier_instruct.measures.PairedMeasure`, this layer means each measure over the qids that have it, pairs
+significance tests per measure, refuses a ``batch_size`` that splits a query's variants and keeps saved runs' records
+(docs/measures.md). Other experiments run PyTerrier's code untouched (tests/test_pt_inert.py). Active on the
+:data:`TESTED` versions (:data:`STATUS`); elsewhere ``pt.Experiment`` only refuses a mixed list before any system runs.
 ``docs/upstream/pyterrier-mean-of-measures.patch`` is the same change as a patch to PyTerrier 1.1.2.
 """
 from __future__ import annotations

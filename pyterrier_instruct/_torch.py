@@ -68,10 +68,8 @@ def empty_cache() -> None:
 
 #: ``batch_size=None`` on an accelerator: rows per batch.
 ACCELERATOR_BATCH_SIZE = 32
-#: ``batch_size=None`` on CPU: padded tokens per batch (rows × the batch's longest row), at most ``CPU_MAX_ROWS`` rows.
-#: On CPU a large batch is slower per document than a small one (its activations leave the cache) while length-sorted
-#: batches already remove most padding: monoT5, FollowIR-7B's prompt and all-MiniLM-L6-v2 were each fastest at
-#: 1,000–2,500 padded tokens per batch (``benchmarks/bench_throughput.py --sweep``; docs/performance.md).
+#: ``batch_size=None`` on CPU: padded tokens per batch (at most ``CPU_MAX_ROWS`` rows); smaller batches stay in cache
+#: and were fastest at 1,000–2,500 padded tokens (``benchmarks/bench_throughput.py --sweep``; docs/performance.md).
 CPU_BATCH_TOKENS = 2048
 CPU_MAX_ROWS = 64
 

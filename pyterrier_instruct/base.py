@@ -1,18 +1,9 @@
 """The one transform body every reranker shares (pointwise, listwise, dense scoring, pool BM25).
 
-validate (two modes: ``instruct`` with an ``instruction`` column, ``query`` without, using the constructor
-default; the layout of pyterrier_dr's ``BiEncoder.transform``) → empty shortcut (correctly shaped, nothing
-loaded) → ``_score`` → set ``score`` → ``pt.model.add_ranks``. Every input column is kept and the input row
-order is preserved (so a ``ties='input'`` measure sees the candidate order).
-
-The first-stage score: an incoming ``score`` is kept as ``score_0``, unless the input already carries a
-``score_0`` (set by an earlier reranker), so ``score_0`` is always the first stage's score.
-
-Missing text, one rule for every family (:func:`check_text`, also used by the dense encoders and the BM25 first
-stages): a NaN/None ``query`` or document text is an error naming the column and the first rows, never scored as
-the string ``"nan"`` or as an empty document; a NaN/None or blank ``instruction`` is a missing instruction, replaced by
-the reranker's ``instruction=`` default (``""`` unless set), exactly as when the column is absent (an absent column
-with an empty default is warned about once per stage). A NaN title is an empty title.
+validate (``instruct`` mode with an ``instruction`` column, ``query`` mode with the constructor default) → empty
+shortcut → ``_score`` → ``score`` → ``pt.model.add_ranks``; every input column and the row order are kept. An incoming
+``score`` is kept as ``score_0`` unless a ``score_0`` is already there. A NaN/None query or text is an error naming the
+column (:func:`check_text`); a NaN/None or blank instruction takes the ``instruction=`` default.
 """
 from __future__ import annotations
 
@@ -93,10 +84,8 @@ def empty_result(out: pd.DataFrame, extra_outputs=()) -> pd.DataFrame:
                       score=pd.Series(dtype="float64"), rank=pd.Series(dtype="int64"))
 
 
-#: Every public reranking family of this package, by class name: a subclass of :class:`InstructReranker` registers
-#: itself when it is defined (``family=False`` marks a base class or a stage that is not a family of its own, e.g.
-#: ``class PointwiseReranker(InstructReranker, family=False)``; a name starting with ``_`` is private). The contract
-#: test (tests/test_contract.py) runs on every entry.
+#: Every public reranking family by class name, registered when the subclass is defined (``family=False`` marks a base
+#: class or a stage that is no family); tests/test_contract.py runs on every entry.
 FAMILIES: Dict[str, type] = {}
 
 

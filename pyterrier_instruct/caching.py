@@ -1,21 +1,11 @@
 """Caches of scores and retrieval results, keyed on what an instruction-following model reads.
 
-pyterrier-caching's ``ScorerCache`` keys a score on ``(query, docno)``: FollowIR's og and changed variants share the
-query text and differ only in the ``instruction``, so the changed query gets the og score (p-MRR 0), and another
-checkpoint or template behind the same path hits. :class:`ScorerCache` and :class:`RetrieverCache` key every row on the
-stage's identity (its :func:`~pyterrier_instruct._fingerprint.fingerprint`, or ``identity=``), the query as the model
-sees it (a query :class:`~pyterrier_instruct.rewrite.FoldInstruction` folded is read unfolded by this package's models)
-and the instruction (the stage's default when the row has none); a stage of another package is keyed on the folded
-``query`` of a folded row as well (:func:`read_keys`). Rows that share a key are looked up (and computed) once.
-:func:`plain_caches` finds pyterrier-caching caches keyed without the instruction in a system.
-
-Neither wraps pyterrier-caching's classes, whose storage fails between processes and kills (docs/caching.md): both
-stand on :class:`~pyterrier_instruct._store.SqliteStore` (``scorer_cache.instruct`` / ``retriever_cache.instruct``;
-``INSERT OR IGNORE`` in one transaction per call), so two processes filling one cache both finish, each row stored once.
-:class:`ScorerCache` stores one ``REAL`` per (key, docno as ``str``) and returns what the scorer returns (its answer to
-an empty frame gives the columns); :class:`RetrieverCache` stores the retriever's result frame per key as a pickle
-(protocol 5: every pandas dtype round-trips), returned under the input's qid. A pickle runs code when read: open only
-cache folders your own jobs wrote.
+pyterrier-caching's ``ScorerCache`` keys a score on ``(query, docno)``, so FollowIR's changed query gets the og score.
+:class:`ScorerCache` and :class:`RetrieverCache` key every row on the stage's fingerprint (or ``identity=``), the query
+as the model sees it and the instruction (the stage's default when the row has none; :func:`read_keys`);
+:func:`plain_caches` finds pyterrier-caching caches keyed without the instruction. Both stand on
+:class:`~pyterrier_instruct._store.SqliteStore` (``INSERT OR IGNORE``, one transaction per call), so two processes
+filling one cache both finish. :class:`RetrieverCache` stores pickles (protocol 5): open only folders your jobs wrote.
 """
 from __future__ import annotations
 

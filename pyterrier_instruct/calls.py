@@ -1,16 +1,10 @@
 """The LLM call store: every call a backend makes (or judgement a judge makes), kept once on disk.
 
-A :class:`CallStore` is a :class:`~pyterrier_instruct._store.SqliteStore` (``pt.Artifact.load(path)`` returns it), one
-row per call, keyed by the SHA-256 of the backend's fingerprint, the method, the prompt as sent (token ids, or chat
-messages) and the settings that change the answer (not ``return_exceptions`` nor a progress bar). A row holds the
-response exactly as returned (pickled: text, a Generation with its log-probabilities, a Continuation, a logit row),
-the token usage (prompt, completion, reasoning where the API reports it), the latency (the backend call's seconds
-shared by its prompts) and the time; :meth:`CallStore.usage` sums them per backend.
-
-A backend given ``store=`` sends its calls through :meth:`CallStore.through`: a batch is looked up at once, only the
-misses are computed (one backend call) and stored (one transaction); a failed prompt (an exception in place) is not
-stored. Two processes sharing a store each compute a miss at most once; a row both computed is stored once, the first
-standing (``INSERT OR IGNORE``).
+A :class:`CallStore` is a :class:`~pyterrier_instruct._store.SqliteStore`, one row per call keyed by the SHA-256 of the
+backend's fingerprint, the method, the prompt as sent and the settings that change the answer; a row holds the
+response as returned (pickled), the token usage, the latency and the time (:meth:`CallStore.usage` sums them). A
+backend given ``store=`` calls through :meth:`CallStore.through`: only misses are computed and stored, failed prompts
+are not; ``INSERT OR IGNORE`` keeps the first of two processes' rows.
 """
 from __future__ import annotations
 

@@ -1,16 +1,9 @@
 """Published ("paper") numbers of the seed papers, for placing beside reproduced ones.
 
-The numbers are the headline tables of FollowIR (Tables 2 and 4), Promptriever (Tables 1-5),
-InfoSearch (Tables 2 and 3), IFIR (Table 3) and InF-IR (Tables 2 and 5), transcribed from the
-papers' tables into the package file ``data/paper_numbers.csv`` (long format, one row per printed
-cell: ``paper, table, benchmark, group, model, dataset, measure, value, note``). Values are as
-printed and on the printed scale: x100 for almost everything (MAP, nDCG, p-MRR, Robustness, WISE,
-SICR, INSTFOL), except IFIR nDCG@20, printed as a fraction (e.g. ``0.44``), and the InfoSearch mean
-gold ranks ``R_og``/``R_changed``/``R_reversed``, which are ranks; a leading ``+`` is dropped and
-cells printed as "-" (not reported) have no row. Known errata are applied where the source says which
-value to use (e.g. InfoSearch BM25 Source WISE -9.4, InF-IR ModernBERT News21 p-MRR -1.44), and each
-corrected or doubtful cell says so in the ``note`` column (empty otherwise); model names are kept
-exactly as each table prints them.
+FollowIR, Promptriever, InfoSearch, IFIR and InF-IR headline tables, transcribed into ``data/paper_numbers.csv`` (one
+row per printed cell: ``paper, table, benchmark, group, model, dataset, measure, value, note``), as printed and on the
+printed scale (x100, except IFIR nDCG@20 as a fraction and InfoSearch's mean gold ranks); "-" cells have no row.
+Errata applied where the source says which value to use, each noted in ``note``; model names as each table prints them.
 """
 from __future__ import annotations
 

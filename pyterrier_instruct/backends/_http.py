@@ -1,18 +1,9 @@
-"""One JSON POST over HTTP(S) for the OpenAI-compatible backend, with the guarantees a long unattended run needs:
+"""One JSON POST over HTTP(S) for the OpenAI-compatible backend, with the guarantees a long unattended run needs.
 
-- a **deadline** over the whole exchange (connect, TLS, request, waiting, headers, body): a watchdog shuts the socket
-  down when it passes, so a server that drips bytes cannot outlast it (a per-read timeout alone restarts with every
-  byte);
-- a **size cap**: a ``Content-Length`` over the cap is refused before reading, a body without one is read up to the
-  cap and no further;
-- **no redirect to another origin** (scheme, host, port): refused with an error, so the API key never reaches another
-  server. The key is set as an *unredirected* header, and a same-origin 307/308 is followed with it; a 301/302/303
-  (which would turn the POST into a GET) is refused;
-- **classified failures** (:class:`Failure`) for the caller's retry policy, with messages that never contain the key
-  (:func:`redact`, also for server bodies that echo it).
-
-Standard library only: urllib (its proxy settings from the environment) with http.client connections that register
-their sockets with the watchdog.
+A deadline over the whole exchange (a watchdog shuts the socket, so a server that drips bytes cannot outlast it); a
+size cap on the body; no redirect to another origin (the key is an unredirected header; a same-origin 307/308 is
+followed, 301/302/303 refused); failures classified (:class:`Failure`) with messages that never contain the key
+(:func:`redact`). Standard library only.
 """
 from __future__ import annotations
 

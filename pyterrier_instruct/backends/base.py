@@ -1,13 +1,9 @@
 """The one small interface between prompt builders (listwise reranking, LLM judges) and text generators.
 
-A prompt is a list of chat messages. A backend has ``prepare`` (render as the model sees it, chat template + ftfy as
-rank_llm does, and count its tokens when it can), ``count`` (``len(tokenizer.encode(text))``, special tokens included),
-``generate`` (greedy answers, one per prompt, in order) and ``generate_logprobs`` (LLM judges: every generated token's
-top candidates, since IFIR's judge reads the score token inside a JSON answer). Reasoning rerankers (rank1) use the
-token-id calls ``generate_until`` and ``next_token_logprobs`` (``REASONING_CALLS``, shaped after vLLM's
-``SamplingParams``; :class:`~.hf.HFBackend`, :class:`~.vllm.VLLMBackend`). All prompts of one call are one batch.
-Every backend takes ``store=`` (a :class:`~pyterrier_instruct.calls.CallStore`): each call of :data:`STORED_CALLS`
-goes through it, and a second run makes no backend call. Details: ARCHITECTURE.md and docs/rerankers.md.
+A prompt is a list of chat messages; a backend has ``prepare``, ``count``, ``generate`` (greedy, one answer per prompt)
+and ``generate_logprobs`` (LLM judges), and for reasoning rerankers the token-id calls ``generate_until`` and
+``next_token_logprobs`` (``REASONING_CALLS``). All prompts of one call are one batch. ``store=`` (a
+:class:`~pyterrier_instruct.calls.CallStore`) keeps each call of :data:`STORED_CALLS`. Details: docs/rerankers.md.
 """
 from __future__ import annotations
 

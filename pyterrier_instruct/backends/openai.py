@@ -311,8 +311,7 @@ class OpenAIBackend(Backend):
                                status=200, attempts=attempts) from None
         if not isinstance(payload, dict):
             raise RequestError(f"{self.url} answered with JSON that is not an object: "
-                               f"{self._quote(raw.decode('utf-8', 'replace'), key)}",
-                               status=200, attempts=attempts)
+                               f"{self._quote(raw.decode('utf-8', 'replace'), key)}", status=200, attempts=attempts)
         return payload
 
     def _retry_wait(self, failure: "_http.Failure", attempts: int, connects: int, retries: int,
@@ -340,8 +339,7 @@ class OpenAIBackend(Backend):
             if waited + wait_s > self.max_retry_time:
                 raise RequestError(f"{failure.message}{after}; another wait of {wait_s:g} s would take this request's "
                                    f"retries past max_retry_time={self.max_retry_time:g} s (waited {waited:g} s): not "
-                                   "retried",
-                                   status=failure.status, attempts=attempts) from None
+                                   "retried", status=failure.status, attempts=attempts) from None
             return wait_s
         raise RequestError(failure.message + after, status=failure.status, attempts=attempts) from None
 
@@ -370,8 +368,7 @@ class OpenAIBackend(Backend):
                 raise TypeError(content)
         except (KeyError, IndexError, TypeError):
             raise RequestError(f"{self.url} returned no choices[0].message.content: "
-                               f"{self._quote(json.dumps(payload), key)}",
-                               status=200) from None
+                               f"{self._quote(json.dumps(payload), key)}", status=200) from None
         if not content and self.reasons and payload["choices"][0].get("finish_reason") == "length":
             self._spent_on_reasoning(payload, budget)
         return _http.redact(content, key, bearer=False) if content else ""  # an echoed key never reaches a cache
@@ -396,8 +393,7 @@ class OpenAIBackend(Backend):
             problem = f"{type(err).__name__}: {err}" if isinstance(err, (TypeError, ValueError)) else f"missing {err}"
             raise RequestError(f"{self.url} returned no usable choices[0].logprobs.content with top_logprobs (does the "
                                f"server support logprobs?) — {self._quote(problem, key)}: "
-                               f"{self._quote(json.dumps(payload), key)}",
-                               status=200) from None
+                               f"{self._quote(json.dumps(payload), key)}", status=200) from None
 
 
 def _usage(payload: dict) -> Optional[Dict[str, int]]:

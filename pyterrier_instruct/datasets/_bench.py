@@ -158,5 +158,4 @@ def select_variant(frame: pd.DataFrame, variant: Optional[str], variants: Sequen
     return frame[frame["variant"] == v].reset_index(drop=True)
 
 
-ALIASES: Dict[str, str] = {"ori": "og", "ins": "changed", "rev": "reversed",
-                           **{f"level{i}": str(i) for i in range(4)}}
+ALIASES: Dict[str, str] = {"ori": "og", "ins": "changed", "rev": "reversed", **{f"level{i}": str(i) for i in range(4)}}

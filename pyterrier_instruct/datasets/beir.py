@@ -1,16 +1,8 @@
-"""BEIR layout (Thakur et al. 2021), for Promptriever's BEIR prompt study (Promptriever §4.3 and Table 10).
-Full retrieval over the corpus: no candidate lists.
+"""BEIR layout (Thakur et al. 2021), for Promptriever's BEIR prompt study (§4.3, Table 10). Full retrieval.
 
-The official zip (``<name>.zip``, unzipped) and the hub copies (``BeIR/<name>`` + ``BeIR/<name>-qrels`` in ``qrels/``)
-share one layout; the hub's jsonl files are gzipped::
-
-    corpus.jsonl[.gz]     _id, title, text
-    queries.jsonl[.gz]    _id, text            (every split's queries)
-    qrels/<split>.tsv     header "query-id corpus-id score"; test.tsv, and dev.tsv and/or train.tsv
-
-Topics are the queries judged in the split, in ``queries.jsonl`` order: ``qid, query``, an empty ``instruction`` (BEIR
-has none; a prompt goes there, applied like an instruction), ``base_qid`` = ``qid``, ``variant`` = ``''``. The ``dev``
-split reads ``qrels/dev.tsv``, or ``qrels/train.tsv`` where no dev file exists (SciFact); ``info()`` records which.
+The official zips and the hub copies (``BeIR/<name>`` + ``BeIR/<name>-qrels``, jsonl gzipped) share one layout. Topics
+are the queries judged in the split, in ``queries.jsonl`` order, with an empty ``instruction`` (a prompt goes there);
+the ``dev`` split reads ``qrels/dev.tsv``, or ``qrels/train.tsv`` where none exists (SciFact; ``info()`` says which).
 """
 from __future__ import annotations
 

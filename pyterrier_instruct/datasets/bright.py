@@ -1,19 +1,9 @@
-"""BRIGHT layout (``xlangai/BRIGHT``; BRIGHT repository ``run.py`` and ``retrievers.py`` at
-github xlang-ai/BRIGHT @ d99e8391). Full retrieval over the task's documents: no candidate lists.
+"""BRIGHT layout (``xlangai/BRIGHT``; github xlang-ai/BRIGHT @ d99e8391 ``run.py``, ``retrievers.py``): full retrieval.
 
-Parquet configs, one split per task::
-
-    examples/<task>-00000-of-00001.parquet        query, reasoning, id, excluded_ids, gold_ids_long, gold_ids,
-                                                  gold_answer
-    documents/<task>-00000-of-00001.parquet       id, content
-    long_documents/<task>-00000-of-00001.parquet  id, content   (8 tasks)
-
-Topics: ``qid`` = ``id``, ``query``, an empty ``instruction`` (BRIGHT has none; models get a per-task template, set it
-with ``pti.SetInstruction``), ``base_qid`` = ``qid``, ``variant`` = ``''``. Qrels: label 1 for each ``gold_ids``
-(``gold_ids_long`` in the long setting) document, the released gold ids only. The ``excluded_ids`` (``"N/A"`` = none)
-are kept apart (``Benchmark.excluded``, ``ds.excluded_ids()``): BRIGHT's evaluation removes a query's excluded documents
-from that query's ranking before the cut-off (``retrievers.py`` ``get_scores``: ``cur_scores.pop(did)``), which
-``ds.exclude()`` does as the last stage of a system (:mod:`.exclusion`).
+Parquet configs ``examples``, ``documents`` and ``long_documents`` (8 tasks), one split per task. Topics carry an empty
+``instruction`` (set a per-task one with ``pti.SetInstruction``); qrels are the released ``gold_ids`` (``gold_ids_long``
+in the long setting). ``excluded_ids`` are kept apart (``ds.excluded_ids()``): BRIGHT removes them from the query's
+ranking before the cut-off, which ``ds.exclude()`` does as a system's last stage (:mod:`.exclusion`).
 """
 from __future__ import annotations
 

@@ -1,13 +1,8 @@
 """The registry entries of BRIGHT, MAIR and NevIR (plain data; :mod:`.registry` adds them to ``DATASETS``).
 
-- ``bright/<task>`` (BRIGHT's 12 task keys) and ``bright/<task>-long`` (the 8 tasks with long documents): hub
-  ``xlangai/BRIGHT`` at the revision mteb's ``BrightRetrieval`` pins (mteb ``tasks/retrieval/eng/bright_retrieval.py``);
-  sizes are mteb's descriptive statistics (the examples were revised on the hub, so counts depend on the revision).
-- ``mair/dd-15`` … ``mair/fr-22`` (InF-IR Table 2's columns) and ``mair/<Task>`` for every task of MAIR's
-  ``config.py`` (github sunnweiwei/MAIR @ 3b45273): hub ``MAIR-Bench/MAIR-Queries`` + ``MAIR-Bench/MAIR-Docs``, read
-  from their main branch (no full commit id of either was published).
-- ``nevir`` (test split; ``nevir/validation``, ``nevir/train``): hub ``orionweller/NevIR``; ``nevir/mteb`` (and its
-  splits): mteb's copy ``orionweller/NevIR-mteb`` at the revision mteb's ``NevIR`` task pins.
+``bright/<task>[-long]`` at the revision mteb's ``BrightRetrieval`` pins (sizes: mteb's descriptive statistics);
+``mair/dd-15`` … ``mair/fr-22`` and ``mair/<Task>`` (github sunnweiwei/MAIR @ 3b45273; the hub repositories' main
+branch, no commit published); ``nevir[/validation|/train]`` and ``nevir/mteb`` at the revision mteb's ``NevIR`` pins.
 """
 from __future__ import annotations
 

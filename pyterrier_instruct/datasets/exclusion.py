@@ -1,13 +1,8 @@
 """BRIGHT's ``excluded_ids`` rule, in one place: each query's excluded documents are removed from that query's ranking
-before the cut-off and scoring (BRIGHT ``retrievers.py`` ``get_scores``/``retrieval_bm25``, github xlang-ai/BRIGHT @
-d99e8391: ``cur_scores.pop(did)``); other queries are unaffected. That is not the same as judging them non-relevant,
-which is what ir_datasets' ``bright/*`` qrels (label −100) give under trec_eval: a judged-0 document keeps its rank.
-
-A BRIGHT dataset keeps the exclusions apart from its qrels (``ds.excluded_ids()``; ``ds.get_qrels()`` holds the released
-gold ids only), and ``ds.exclude()`` removes them as the last stage of a system, as BRIGHT's ``run.py`` does before it
-scores: ``pt.Experiment([system >> ds.exclude()], ds.get_topics(), ds.get_qrels(), [nDCG@10])`` then gives BRIGHT's
-number whether the qrels are a frame or a file, and so do ``pt.Evaluate`` and ``ir_measures`` on that system's run. No
-pyterrier import here.
+before the cut-off (BRIGHT ``retrievers.py`` ``get_scores``, xlang-ai/BRIGHT @ d99e8391: ``cur_scores.pop(did)``),
+which is not judging them non-relevant (ir_datasets' label −100: a judged-0 document keeps its rank). ``ds.exclude()``
+is the last stage of a system: ``pt.Experiment([system >> ds.exclude()], ...)`` gives BRIGHT's number. No pyterrier
+import here.
 """
 from __future__ import annotations
 

@@ -1,22 +1,9 @@
 """FollowIR and mFollowIR layouts (FollowIR paper §3, the hub dataset cards, mteb's FollowIR and mFollowIR tasks).
 
-Original ``jhu-clsp/{robust04,news21,core17}-instructions`` (jsonl)::
-
-    corpus.jsonl                    _id, title, text
-    queries.jsonl                   _id, text, instruction_og, instruction_changed[, keywords, short_query]
-    qrels_og/test.jsonl             query-id, corpus-id, score      (or qrels_og/test.tsv)
-    qrels_changed/test.jsonl        idem
-    top_ranked.jsonl                qid, pid — one row per candidate, in candidate order (or empty_scores.json)
-
-mteb v2 ``jhu-clsp/*-instructions-mteb``, the ``mteb/*InstructionRetrieval`` copies and mFollowIR
-(``{config}-{lang}`` folders), parquet shards per config folder::
-
-    corpus/            _id (or id), title, text
-    queries/           _id (or id), text[, instruction]    ids <qid>-og / <qid>-changed
-    instruction/       query-id, instruction
-    data/ | qrels/ | default/   query-id, corpus-id, score  (keyed by the suffixed ids)
-    top_ranked/        query-id, corpus-ids (list)
-    qrel_diff/         query-id (base id), corpus-ids (list) — the changed documents
+The original ``jhu-clsp/{robust04,news21,core17}-instructions`` jsonl files (``queries.jsonl`` with ``instruction_og``
+and ``instruction_changed``, ``qrels_og/``, ``qrels_changed/``, ``top_ranked.jsonl``) and the mteb v2 parquet shards
+(``-og``/``-changed`` query ids, ``instruction/``, ``qrel_diff/``; mFollowIR in ``{config}-{lang}`` folders).
+Layouts: docs/data.md.
 """
 from __future__ import annotations
 

@@ -1,20 +1,9 @@
-"""IFIR layouts (IFIR repository README and ``src/eval.py``; mteb ``if-ir/*`` tasks). Full retrieval over the subset's
-corpus: no candidate lists.
+"""IFIR layouts (IFIR repository README and ``src/eval.py``; mteb ``if-ir/*``): full retrieval, no candidate lists.
 
-Raw ``songtingyu/IFIR`` (the paper's own evaluation path), one folder per subset ``{s}/``::
-
-    {s}-corpus.jsonl    _id, title (optional), text — documents with empty text are not indexed
-    test_data.json      [{_id, text (base query), corpus: [{_id, …}],
-                          instructions: [{level, instruction, rel: [indices into corpus]}]}]
-
-Topics are ``<_id>_<level>``: level ``0`` is the query alone (the "origin" run, empty instruction), levels
-``1``–``3`` carry the instructions; a single-level subset (nfcorpus, fire, cds) stores its one instruction
-as ``level: 0``, which is read as level ``1``. Qrels are level-specific (label 1 for each ``rel`` document);
-level 0 has none (the origin run is scored against each level's qrels, as IFIR ``src/eval.py`` does).
-
-mteb ``if-ir/{s}``: ``corpus.jsonl``, ``queries.jsonl`` (``_id, text``), ``instructions.jsonl``
-(``query-id, instruction``), ``qrels/test.jsonl``; the level is the ``v1``/``v2``/``v3`` in the query id
-(no level 0; ids without one are level 1).
+Raw ``songtingyu/IFIR``: ``{s}/{s}-corpus.jsonl`` (empty texts not indexed) and ``{s}/test_data.json``. Topics are
+``<_id>_<level>``: level ``0`` is the query alone (scored against each level's qrels, as ``src/eval.py`` does), levels
+``1``–``3`` carry the instructions; a single-level subset's ``level: 0`` instruction is read as level ``1``. mteb
+``if-ir/{s}``: the level is the ``v1``/``v2``/``v3`` in the query id (ids without one are level 1).
 """
 from __future__ import annotations
 

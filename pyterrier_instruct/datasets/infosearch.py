@@ -1,15 +1,8 @@
-"""InfoSearch layout (InfoSearch repository task files, the hub dataset cards):
-``jianqunZ/{Audience,Clarity,Format,Language,Length,Source}-v1``::
+"""InfoSearch layout (InfoSearch repository task files, the hub cards): ``jianqunZ/{Audience,…,Source}-v1``.
 
-    corpus.jsonl                 _id, title, text
-    queries.jsonl                _id, text, instruction_og, instruction_changed, instruction_reversed[, keywords,
-                                 short_query]; one row per instructed instance; the same _id in all three modes
-    qrels_og/test.jsonl          query-id, corpus-id, score   (or test.tsv; scores may be numeric strings)
-    qrels_changed/test.jsonl     idem
-    qrels_reversed/test.jsonl    idem
-    empty_scores.json            {qid: {docid: score}} — the candidates, the same for the three modes
-
-As the reference loader does, instances without og qrels are dropped (counted in ``notes``).
+``queries.jsonl`` has one row per instance with ``instruction_og``/``_changed``/``_reversed`` (one ``_id`` for all three
+modes), ``qrels_{og,changed,reversed}/`` (scores may be numeric strings), ``empty_scores.json`` the candidates shared by
+the three modes (docs/data.md). As the reference loader does, instances without og qrels are dropped (``notes``).
 """
 from __future__ import annotations
 

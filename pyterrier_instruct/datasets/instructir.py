@@ -1,17 +1,9 @@
 """InstructIR layouts (InstructIR repository; mteb's InstructIR task). Full retrieval over 16,072 MS MARCO passages.
 
-``kaist-ai/InstructIR`` (jsonl/tsv)::
-
-    corpus.jsonl        _id, title, text   (revised target passages have ids <pid>_<n>)
-    queries.jsonl       _id = <msmarco_qid>_<n>, text = "{instruction} [SEP] {query}", metadata.origin_query
-    qrels/test.tsv      header "qid pid score", one relevant passage per instance
-
-``mteb/InstructIR-mteb`` (parquet): ``corpus/``, ``queries/`` (``_id, text`` = the query), ``instruction/``
-(``query-id, instruction``), ``data/`` (qrels).
-
-Topics keep query and instruction apart (the native model input is ``"{instruction} [SEP] {query}"``,
-:data:`~pyterrier_instruct.instructions.INSTRUCTIR_COMPOSER`); ``base_qid`` is the id before the first ``_`` (the
-Robustness@10 group), ``variant`` the instance number after it.
+``kaist-ai/InstructIR`` (queries ``"{instruction} [SEP] {query}"``, ids ``<msmarco_qid>_<n>``) and
+``mteb/InstructIR-mteb`` (parquet). Topics keep query and instruction apart
+(:data:`~pyterrier_instruct.instructions.INSTRUCTIR_COMPOSER` joins them as the model reads them); ``base_qid`` is the
+id before the first ``_`` (the Robustness@10 group), ``variant`` the instance number after it.
 """
 from __future__ import annotations
 

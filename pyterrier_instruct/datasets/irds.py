@@ -1,16 +1,10 @@
 """ir_datasets registration: every plugin dataset as ``instruct/<name>`` (done by ``import pyterrier_instruct``).
 
-The registered objects are light: the folder is located and the files are read on first access, from
-``$PYTERRIER_INSTRUCT_DATA``, the cache or (online) a pinned download — see :mod:`.source`. Queries carry
-``query, instruction, base_qid, variant``; with PyTerrier, prefer ``pt.get_dataset('instruct:<name>')``,
-whose topics keep these columns (the ``irds:`` wrapper keeps only ``qid, query`` for a variant).
-Scored documents are the benchmark's candidate lists with ``score = -rank`` so that any sort by score
-reproduces the file order. Each id carries ir_datasets metadata (``dataset.metadata()``, the counts ir_datasets' own
-metadata check asks of every registered id): the counts recorded for a pinned release (:data:`RECORDED_COUNTS`: the
-bundled miniatures, BRIGHT, ``nevir/mteb``), else the counts of its local copy when one is found (never downloaded for
-it), as ``docs_count()`` gives them, else ``{"count": None}`` (unknown: the release is not pinned or its counts are not
-published). (No ``from __future__ import annotations`` here: PyTerrier's text loader reads the
-document fields whose annotation *is* ``str``.)
+The objects are light: files are located (:mod:`.source`) and read on first access. Prefer
+``pt.get_dataset('instruct:<name>')``, whose topics keep ``instruction, base_qid, variant``. Scored documents are the
+candidate lists with ``score = -rank``. Metadata counts: recorded for a pinned release (:data:`RECORDED_COUNTS`), else
+of a local copy, else ``{"count": None}``. (No ``from __future__ import annotations`` here: PyTerrier's text loader
+reads the document fields whose annotation *is* ``str``.)
 """
 
 from typing import Dict, Iterator, NamedTuple, Optional
@@ -182,12 +176,8 @@ class _ScoredDocs(BaseScoredDocs):
             yield GenericScoredDoc(qid, docno, 0.0 - r)
 
 
-#: BRIGHT as mteb's ``BrightRetrieval`` loads it (``xlangai/BRIGHT`` at the revision :data:`.catalog.BRIGHT_REVISION`,
-#: mteb ``tasks/retrieval/eng/bright_retrieval.py``: documents and examples keyed by id, the gold ids of a query as a
-#: dict, as :mod:`.bright` reads them), per task as mteb's descriptive statistics state it (github
-#: embeddings-benchmark/mteb @ 7a86af3 ``mteb/descriptive_stats/Retrieval/BrightRetrieval.json``,
-#: ``hf_subset_descriptive_stats``): ``num_samples`` (documents + queries), ``num_relevant_docs``,
-#: ``average_relevant_docs_per_query``. The queries are ``num_relevant_docs / average``, the documents the rest.
+#: BRIGHT per task as mteb's ``BrightRetrieval`` states it (mteb @ 7a86af3 ``BrightRetrieval.json``): ``num_samples``
+#: (documents + queries), ``num_relevant_docs``, ``average_relevant_docs_per_query``.
 BRIGHT_STATS = {
     "biology": (57462, 374, 3.6310679611650487), "earth_science": (121365, 609, 5.25),
     "economics": (50323, 823, 7.990291262135922), "psychology": (52936, 742, 7.346534653465347),
@@ -196,9 +186,7 @@ BRIGHT_STATS = {
     "leetcode": (414074, 262, 1.8450704225352113), "aops": (188113, 524, 4.7207207207207205),
     "theoremqa_theorems": (23904, 126, 1.9384615384615385), "theoremqa_questions": (188207, 469, 2.2878048780487803),
 }
-#: BRIGHT's long documents as mteb's ``BrightLongRetrieval`` loads them (same revision; ``gold_ids_long``), per task:
-#: ``num_documents``, ``num_queries``, ``num_relevant_docs`` of github embeddings-benchmark/mteb @ 8533fc5
-#: ``mteb/descriptive_stats/Retrieval/BrightLongRetrieval.json``
+#: BRIGHT's long documents (mteb @ 8533fc5 ``BrightLongRetrieval.json``): documents, queries, relevant documents.
 BRIGHT_LONG_STATS = {
     "biology": (524, 103, 134), "earth_science": (601, 116, 187), "economics": (516, 103, 109),
     "psychology": (512, 101, 116), "robotics": (508, 101, 106), "stackoverflow": (1858, 117, 129),
@@ -213,13 +201,8 @@ def _bright_counts(samples: int, relevant: int, average: float) -> Dict[str, int
     return {"docs": samples - queries, "queries": queries, "qrels": relevant}
 
 
-#: ``{name: {entity type: count}}`` of the releases whose content is fixed and whose counts are stated for that release:
-#: the bundled miniatures (``tests/test_user_warnings.py`` checks them against the files); ``bright/<task>`` and
-#: ``bright/<task>-long`` (:data:`BRIGHT_STATS`, :data:`BRIGHT_LONG_STATS`); ``nevir/mteb`` (``orionweller/NevIR-mteb``
-#: at the revision mteb's ``NevIR`` task pins): mteb's descriptive statistics of that task (github
-#: embeddings-benchmark/mteb @ 3c28f71 ``mteb/descriptive_stats/Reranking/NevIR.json``, test split: ``num_documents``
-#: 5112, ``num_queries`` 2766, 1 relevant document and 2 top-ranked documents for every query).
-#: Every other id's release is either not pinned or has no published counts for the pinned files.
+#: ``{name: {entity type: count}}`` of the releases whose content is pinned and whose counts are stated: the bundled
+#: miniatures (checked in ``tests/test_user_warnings.py``), BRIGHT, and ``nevir/mteb`` (mteb @ 3c28f71 ``NevIR.json``).
 RECORDED_COUNTS: Dict[str, Dict[str, int]] = {
     "instruct-mini": {"docs": 280, "queries": 20, "qrels": 560, "scoreddocs": 560},
     "infosearch-mini": {"docs": 20, "queries": 36, "qrels": 108, "scoreddocs": 180},

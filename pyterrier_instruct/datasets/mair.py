@@ -1,15 +1,8 @@
-"""MAIR layout (``MAIR-Bench/MAIR-Queries`` + ``MAIR-Bench/MAIR-Docs``; MAIR repository ``README.md`` and ``mair.py``,
-github sunnweiwei/MAIR). Full retrieval over the task's documents: no candidate lists.
+"""MAIR layout (``MAIR-Bench/MAIR-Queries`` + ``MAIR-Bench/MAIR-Docs``; github sunnweiwei/MAIR ``mair.py``): full
+retrieval, from one folder holding both (``<Task>/queries.jsonl``, ``<Task>/docs.jsonl``).
 
-One folder into which both repositories were downloaded (``hf download … --local-dir`` leaves them so)::
-
-    <Task>/queries.jsonl    qid, instruction, query, labels: [{id, score}]   (relevant documents only)
-    <Task>/docs.jsonl       id, doc
-
-Topics: ``qid``, ``query`` and the row's own ``instruction`` (several per task), ``base_qid`` = ``qid``, ``variant`` =
-``''``. Qrels: graded, from ``labels`` (``str(id) → int(score)``, MAIR ``mair.py``); ids are strings (some tasks store
-integers). The tasks whose queries come in several splits (``<split>_queries.jsonl`` with ``<split>_docs.jsonl``, e.g.
-IFEval, MISeD) each have their own corpus per split and are refused with the list of splits.
+Topics carry each row's own ``instruction``; qrels are graded (``labels``: ``str(id) → int(score)``). Tasks split into
+``<split>_queries.jsonl`` (IFEval, MISeD) have a corpus per split and are refused with the list of splits.
 """
 from __future__ import annotations
 

@@ -1,20 +1,8 @@
-"""NevIR layouts (Weller et al., 2024; github orionw/NevIR ``src/negations/evaluate.py``; mteb ``NevIR`` task).
+"""NevIR layouts (Weller et al., 2024; orionw/NevIR ``src/negations/evaluate.py``; mteb ``NevIR``).
 
-Original ``orionweller/NevIR`` (one jsonl per split)::
-
-    <split>.jsonl    id ("1000-2"), WorkerId, q1, q2, doc1, doc2      q1 is answered by doc1, q2 by doc2
-
-mteb copy ``orionweller/NevIR-mteb``::
-
-    corpus.jsonl                _id ("1000-2_doc1"), text        (every split)
-    queries.jsonl               _id ("1000-2_q1"), text          (every split)
-    qrels/<split>.jsonl         query-id, corpus-id, score
-    top_ranked/<split>.jsonl    query-id, corpus-ids              (the pair's two documents)
-
-Both give the same benchmark: topics ``<pair>_q1``/``<pair>_q2`` (``base_qid`` = the pair, ``variant`` = ``q1``/``q2``,
-``instruction`` = ``''``), docnos ``<pair>_doc1``/``<pair>_doc2`` (identical texts are not merged), qrels q1 → doc1 and
-q2 → doc2 (label 1), and each query's two candidates (``get_results()``, ``candidates()``). Score with
-:data:`pyterrier_instruct.PairedAccuracy`.
+``orionweller/NevIR`` (one jsonl per split) and its mteb copy ``orionweller/NevIR-mteb`` give one benchmark: topics
+``<pair>_q1``/``<pair>_q2``, docnos ``<pair>_doc1``/``<pair>_doc2`` (identical texts not merged), qrels q1 → doc1 and
+q2 → doc2, the pair's two documents as candidates; scored with :data:`pyterrier_instruct.PairedAccuracy`.
 """
 from __future__ import annotations
 

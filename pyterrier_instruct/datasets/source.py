@@ -1,14 +1,7 @@
-"""Where a dataset's files are: an explicit folder, a data root, the cache, or (online only) a pinned download.
-
-Order tried for a registered dataset:
-
-1. ``path=`` — a local snapshot folder of the hub repository (for IFIR the repository root or the subset folder);
-2. ``$PYTERRIER_INSTRUCT_DATA/<owner>/<repo>``, ``…/<repo>`` or ``…/<dataset name>``;
-3. the cache ``$IR_DATASETS_HOME/instruct/<owner>/<repo>@<revision>`` (``~/.ir_datasets`` by default), filled by 4.;
-4. a download of the pinned revision with ``huggingface_hub`` — never when ``HF_HUB_OFFLINE`` is set. A BEIR dataset
-   takes two repositories, ``BeIR/<name>`` and ``BeIR/<name>-qrels`` (into ``qrels/``), which together give the
-   folder of the official BEIR zip; a MAIR task takes ``MAIR-Bench/MAIR-Queries`` and ``MAIR-Bench/MAIR-Docs`` into one
-   folder (``<Task>/queries.jsonl`` beside ``<Task>/docs.jsonl``), as ``hf download … --local-dir`` leaves them.
+"""Where a dataset's files are, in this order: ``path=`` (a local snapshot of the hub repository),
+``$PYTERRIER_INSTRUCT_DATA/<owner>/<repo>`` (or ``…/<repo>``, ``…/<dataset name>``), the cache
+``$IR_DATASETS_HOME/instruct/<owner>/<repo>@<revision>``, then a download of the pinned revision with
+``huggingface_hub`` (never when ``HF_HUB_OFFLINE`` is set). BEIR and MAIR take two repositories into one folder.
 """
 from __future__ import annotations
 

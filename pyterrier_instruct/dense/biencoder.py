@@ -1,17 +1,10 @@
-"""``BiEncoder``: one configurable instruction-aware bi-encoder, itself a PyTerrier transformer (its explicit stages are
-in :mod:`.stages`, its model families in :mod:`.families`).
+"""``BiEncoder``: one configurable instruction-aware bi-encoder, itself a PyTerrier transformer (stages in
+:mod:`.stages`, families in :mod:`.families`).
 
-Like pyterrier_dr's ``BiEncoder`` (``biencoder.py``, ``transform`` dispatching on the input columns), one object does
-whatever its input asks for: a result frame with ``query`` and the document text is reranked (``R → R``, the
-:meth:`~BiEncoder.scorer` behaviour), a query frame gets ``query_vec`` (``Q → Q``, :meth:`~BiEncoder.query_encoder`),
-a document frame gets ``doc_vec`` (``D → D``, :meth:`~BiEncoder.doc_encoder`). So ``ds.candidates() >> model`` reranks,
-``model >> pyterrier_dr.FlexIndex(path).indexer()`` indexes and ``model >> FlexIndex(path).np_retriever()`` retrieves.
-
-The query side reads the instruction: ``query_template`` filled with the composed query+instruction (``query_slot``, a
-rule of :mod:`pyterrier_instruct.instructions`); the passage side ``passage_template`` filled with the document. Strings
-are encoded by :class:`.encoder.Embedder` (loaded on first non-empty use). Queries are deduplicated on the final string
-(so different instructions never share a vector); passage vectors are cached per exact passage string
-(:class:`.cache.DocCache`, on disk a :class:`.cache.VectorCache`). ``stats`` counts forward passes and encoded strings.
+As pyterrier_dr's ``BiEncoder``, the input decides: a result frame is reranked (:meth:`~BiEncoder.scorer`), a query
+frame gets ``query_vec``, a document frame ``doc_vec``. The query side fills ``query_template`` with the composed
+query+instruction; queries are deduplicated on the final string, passage vectors cached per exact passage string
+(:class:`.cache.DocCache`). ``stats`` counts forward passes and encoded strings.
 """
 from __future__ import annotations
 

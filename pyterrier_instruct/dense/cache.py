@@ -1,18 +1,9 @@
 """Counters and the document-vector cache of a :class:`~pyterrier_instruct.dense.BiEncoder`.
 
-Passage embeddings do not depend on the instruction (it is part of the query string only: tevatron fork
-``format_query``/``format_passage``), so a model keeps every passage vector it computed, keyed by the exact passage
-string (SHA-256 of its UTF-8 bytes): scoring og, changed and reversed, or 10 prompts, encodes each distinct document
-once.
-
-With ``cache_dir`` the vectors live on disk in a :class:`VectorCache`, the package's SQLite store
-(:mod:`pyterrier_instruct._store`, a ``pt.Artifact`` of type ``vector_cache``): one row per (space, passage), the
-space naming the model's passage configuration (``doc_key``) and weights revision (see
-:mod:`pyterrier_instruct._fingerprint`), so one ``cache_dir`` serves several models and a retrained checkpoint never
-reads its predecessor's vectors. Each batch of new vectors is one transaction (``INSERT OR IGNORE``: two processes
-that encoded one passage store it once, the first one's vector kept); a kill loses at most the batch in flight;
-look-ups read only the rows asked for. The Ray corpus encoding keeps its finished shards in the same store
-(:mod:`pyterrier_instruct.scale.dense`).
+Passage embeddings do not depend on the instruction, so a model keeps every passage vector it computed, keyed by the
+SHA-256 of the passage string. With ``cache_dir`` they live in a :class:`VectorCache` (the package's SQLite store), one
+row per (space, passage), the space naming the passage configuration (``doc_key``) and the weights' revision; each
+batch is one ``INSERT OR IGNORE`` transaction, so a kill loses at most the batch in flight.
 """
 from __future__ import annotations
 

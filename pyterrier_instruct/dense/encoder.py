@@ -1,15 +1,9 @@
-"""The encoding engine of the dense models: loading (a LoRA adapter is merged into its base with peft), tokenisation
-per pooling, pooling, normalisation, and length-sorted batches with out-of-memory halving (shared with the pointwise
-rerankers). torch, transformers and peft are imported here, inside functions.
+"""The encoding engine of the dense models: loading (LoRA adapters merged with peft), tokenisation, pooling,
+normalisation, and length-sorted batches with out-of-memory halving (shared with the pointwise rerankers).
 
-Pooling:
-- ``eos``: truncate to ``max_length - 1`` tokens, append the EOS id, pool the last real token (Promptriever, RepLLaMA:
-  the tevatron fork's encoder; E5-Mistral: its model card's ``last_token_pool``);
-- ``last``: pool the last real token, nothing appended (InF-Embed: InF_Embed's ``last`` pooling);
-- ``mean``: attention-masked mean (sentence-transformers ``Pooling``);
-- ``cls``: the first real token.
-The last/first *real* token is found from the attention mask, whatever the padding side; with rotary positions
-(Llama, Mistral, Qwen) left and right padding then give the same vectors (positions come from the mask).
+Pooling: ``eos`` (truncate to ``max_length - 1``, append EOS, pool it: Promptriever, RepLLaMA, E5-Mistral), ``last``
+(InF-Embed), ``mean`` (sentence-transformers), ``cls``. The last/first real token comes from the attention mask, so
+left and right padding give the same vectors.
 """
 from __future__ import annotations
 

@@ -1,21 +1,11 @@
 """Retrieval mode: a corpus encoded once into float32 vectors, searched by exact inner product.
 
-On disk an ``EmbeddingIndex`` is a ``pt.Artifact`` (``pt_meta.json``: type ``dense_index``, format ``instruct``, so
-``pt.Artifact.load(path)`` opens it and ``build_package``/``from_url``/``to_hf``/``from_hf`` move it), a folder whose
-``meta.json`` (count, dim, the model's ``doc_key()``: a query model whose passage side differs is refused; the weights'
-revision; the corpus digest) names the version folder holding the rows: ``<version>/vectors.f32`` (N × dim, read as a
-numpy memmap) and ``<version>/docnos.json`` (a JSON array: any docno round-trips, carriage returns, newlines and
-NULs included; an index written before it has ``docnos.txt``, one a line). Without a path it lives in memory. It
-needs nothing beyond numpy; with pyterrier-dr installed a model composes with its FlexIndex directly
-(``model >> FlexIndex(path).indexer()``, ``model >> FlexIndex(path).np_retriever()``).
-
-Written whole or not at all (:class:`IndexWriter`): a build takes the lock ``<path>/.lock`` (a second builder waits,
-or after ``lock_timeout`` seconds gets a TimeoutError naming the path), writes a new version folder under a
-``.partial`` name, flushes it to disk, renames it into place and commits by replacing ``meta.json`` atomically; only
-then are older versions removed. A killed build leaves the previous index (and a ``.partial`` folder the next build
-removes). Files are never rewritten in place: a reader opens ``meta.json``, ``docnos.json`` and ``vectors.f32`` of one
-version together and keeps reading them after an overwrite (:meth:`EmbeddingIndex.changed` tells it a newer one was
-committed). An index written before versions (the three files side by side) is read as it is.
+On disk an ``EmbeddingIndex`` is a ``pt.Artifact`` (``dense_index.instruct``) folder whose ``meta.json`` (count, dim,
+the model's ``doc_key()``, the weights' revision, the corpus digest) names the version folder holding
+``vectors.f32`` (a numpy memmap) and ``docnos.json`` (any docno round-trips; older indexes have ``docnos.txt``).
+Written whole or not at all (:class:`IndexWriter`): under the lock ``<path>/.lock`` a new version is written as
+``.partial``, flushed, renamed and committed by replacing ``meta.json`` atomically; files are never rewritten in place,
+so a reader keeps its version after an overwrite (:meth:`EmbeddingIndex.changed`).
 """
 from __future__ import annotations
 

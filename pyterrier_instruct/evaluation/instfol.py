@@ -1,16 +1,10 @@
-"""INSTFOL@K over runs (IFIR paper §4.1, App. B; the IFIR repository's ``GEval`` evaluator): judge the top-K passages of
-the no-instruction run and of the instruction run of every (query, level) with the level's prompt, then apply
-:mod:`pyterrier_instruct.measures.instfol`.
+"""INSTFOL@K over runs (IFIR paper §4.1, App. B; the IFIR repository's ``GEval``): judge the top-K passages of the
+no-instruction run (qid ``<base>_0`` or the base qid) and of the instruction run (``<base>_<level>``) of every
+(query, level) with the level's prompt, then apply :mod:`pyterrier_instruct.measures.instfol`.
 
-- The no-instruction run is the query alone (IFIR level 0, qid ``<base>_0``, or the base qid); the instruction run
-  has the level qids ``<base>_<level>`` (the IFIR loader's topics).
-- The judge's instruction string is ``query + " " + instruction`` of the level, for **both** runs' documents.
-- Document text: ``title + " " + text`` when the title is non-empty, else ``text``; the full document.
-- All (query, level, document) pairs of an evaluation go to the judge together (cache first, then batches).
-
-Cost: 2 runs × K documents × (query, level) pairs judge calls at most (IFIR: 40 per pair at K = 20), minus cache
-hits — a document retrieved by both runs, by another level with the same instruction string, or by an earlier
-evaluation or another system is judged once.
+The judge's instruction is ``query + " " + instruction`` for both runs; the document is ``title + " " + text`` (or
+``text``). At most 2 × K judge calls per (query, level); a pair judged before (either run, another level, system or
+evaluation) is judged once.
 """
 from __future__ import annotations
 

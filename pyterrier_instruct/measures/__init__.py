@@ -1,26 +1,9 @@
-"""Instruction-following measures, registered in ir_measures on import (so ``pt.Experiment``,
+"""Instruction-following measures, registered in ir_measures on import (``pt.Experiment``,
 ``ir_measures.calc_aggregate`` and ``ir_measures.parse_measure`` know them).
 
 Paired-qid convention: every instruction variant of an instance has its own qid ``<base>-og`` /
 ``<base>-changed`` / ``<base>-reversed`` in topics, runs and qrels; the paired measures report one
-value per instance keyed by its ``-og`` qid, so they share a qid space in ``pt.Experiment``.
-
-- FollowIR: :data:`pMRR` (``ties='docno'`` default, ``'input'`` = mteb 1.7).
-- InfoSearch: :data:`WISE` (``version='2024'|'2025'|'paper'``), :data:`IdealWISE`, :data:`SICR`
-  (``version='code'|'mean'|'paper'``), :data:`InfoSearch_pMRR`, :data:`GoldRank` (``run=...``);
-  ties default to ``'input'`` (the reference's stable sort on run order).
-- Standard measures on one variant: :data:`OG`, :data:`Changed`, :data:`Reversed`, e.g.
-  ``OG(AP@1000)``, ``Changed(nDCG@10)`` (evaluated by ir_measures against that variant's qrels).
-- InstructIR/InfoSearch: :data:`Robustness` (``Robustness@10``, ``variant=`` to pick one mode);
-  one value per group (the qid up to its first ``_``), keyed by the group.
-- NevIR: :data:`PairedAccuracy` (``ties='strict'`` official, ``'mteb'``); :func:`paired_accuracy` as a function.
-- IFIR: :data:`IFIR_nDCG` (``IFIR_nDCG@20``; ``norm='ifir_code'|'standard'``); MRR@20 is ``RR@20``. INSTFOL@20 needs
-  an LLM judge, so it is no ir_measures measure: :func:`instfol_query` / :func:`instfol_summary` here (the arithmetic),
-  :func:`pyterrier_instruct.evaluation.instfol` over runs.
-- Cost: :data:`Calls`, :data:`Tokens`, :func:`Cost` (``prices``): model calls, tokens, dollars per query of the system
-  ``pt.Experiment`` runs, from its backend's call store (:mod:`.cost`).
-- The same computations as plain functions: :func:`pmrr`, :func:`infosearch_eval`, :func:`wise`,
-  :func:`sicr`, :func:`infosearch_pmrr`, :func:`robustness`, :func:`ifir_ndcg`.
+value per instance keyed by its ``-og`` qid. The measures and their parameters: docs/measures.md.
 """
 from ._provider import MissingVariantWarning, PairedMeasure
 from .ifir import IFIR_nDCG, ifir_ndcg

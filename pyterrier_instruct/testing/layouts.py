@@ -1,15 +1,7 @@
-"""Miniature benchmarks in the exact released layouts (as on the hub at the pinned revisions: file names,
-jsonl/json/tsv/parquet, field names, id conventions), written by :func:`write` under ``<root>/<owner>/<repo>/``, where
-``$PYTERRIER_INSTRUCT_DATA`` (the data root) makes ``pti.load_dataset("followir/robust04")``, ``"infosearch/format"``,
-``"ifir/fiqa"``, ``"bright/biology"``, ``"nevir"`` … read them without a download.
-
-Content is synthetic and tiny, but keeps every property the loaders rely on: FollowIR og qrels have more
-relevant documents than changed ones over the same judged set, candidate lists are not in docno order,
-InfoSearch has og/changed/reversed qrels with string scores in one dimension and a query without og
-qrels in Keyword, IFIR has levels 1–3 (or a single level stored as 0), InstructIR has ``[SEP]`` queries; BEIR's
-scifact (a hand-written copy, ``testing/data/BeIR/scifact``) has test and train qrels. The package's own tests write
-them into a temporary folder once per session (``tests/conftest.py``); ``python -m pyterrier_instruct.testing.layouts
-DIR`` writes them under ``DIR``.
+"""Miniature benchmarks in the exact released layouts (file names, formats, field names, id conventions), written by
+:func:`write` under ``<root>/<owner>/<repo>/``, where ``$PYTERRIER_INSTRUCT_DATA`` makes ``pti.load_dataset(...)`` read
+them without a download. Synthetic and tiny, but with every property the loaders rely on. The tests write them once per
+session (``tests/conftest.py``); ``python -m pyterrier_instruct.testing.layouts DIR`` writes them under ``DIR``.
 """
 from __future__ import annotations
 
@@ -321,8 +313,7 @@ def bright(path: Path):
             excluded = [_bright_ids(task, n + 4)] if task in BRIGHT_MATH and n == 0 else ["N/A"]
             examples.append({"query": f"A {task} question about {WORDS[topic].split()[0]} and "
                                       f"{WORDS[topic].split()[1]}?\nDetails follow.",
-                             "reasoning": f"Think about {topic}.", "id": _bright_qid(task, n),
-                             "excluded_ids": excluded,
+                             "reasoning": f"Think about {topic}.", "id": _bright_qid(task, n), "excluded_ids": excluded,
                              "gold_ids_long": [long_docs[n]["id"]] if task in BRIGHT_LONG else [],
                              "gold_ids": [docs[n]["id"]] + ([docs[n + 4]["id"]] if task not in BRIGHT_MATH else []),
                              "gold_answer": f"the {topic} answer"})

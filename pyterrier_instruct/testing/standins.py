@@ -1,16 +1,9 @@
-"""Stand-ins for every preset's checkpoint and for the benchmarks, so that a pipeline written against the real hub ids
-and dataset ids runs unchanged, offline and on CPU, in seconds:
+"""Stand-ins for every preset's checkpoint and for the benchmarks: a pipeline written against the real hub and dataset
+ids runs unchanged, offline and on CPU, in seconds (docs/testing.md).
 
-- a tiny random model of the right architecture (:mod:`~pyterrier_instruct.testing.models`) installed at each hub id of
-  :data:`MODELS` under ``<root>/<hub id>/``, where ``$PYTERRIER_INSTRUCT_MODELS`` makes every loader find it
-  (``pti.MonoT5()``, ``pti.Rank1()``, ``pti.Qwen3Embedding.four_b()`` … load "their" checkpoint through the same
-  ``from_pretrained`` path as the real one);
-- the miniature benchmarks in the released layouts (:mod:`~pyterrier_instruct.testing.layouts`) under a data root,
-  where ``$PYTERRIER_INSTRUCT_DATA`` makes ``pti.load_dataset("followir/robust04")`` and the other ids read them.
-
-Scores and rankings from stand-ins are meaningless; they test that a pipeline runs, not what it measures. A new model
-family whose docs name a default checkpoint adds one row to :data:`MODELS` (tests/test_testing.py checks that every
-preset's id is here).
+Tiny random models of the right architecture at each hub id of :data:`MODELS` under ``$PYTERRIER_INSTRUCT_MODELS``,
+and the miniature benchmarks (:mod:`~pyterrier_instruct.testing.layouts`) under ``$PYTERRIER_INSTRUCT_DATA``. Their
+scores are meaningless. A model family whose docs name a default checkpoint adds a row to :data:`MODELS`.
 """
 from __future__ import annotations
 
@@ -91,9 +84,8 @@ MODELS: Dict[str, str] = {
 }
 
 
-#: The vocabulary of a stand-in's tokenizer: large enough that a passage takes about as many tokens as with the real
-#: tokenizer (1.5 per word on the corpus, not 2.6-3.9 with the tests' small vocabularies), so prompts, truncation and
-#: run time are those of the real family's; Mistral's and Qwen2.5's stand-ins have their 32,768 positions.
+#: A stand-in tokenizer's vocabulary: a passage takes about as many tokens as with the real tokenizer (1.5 per word),
+#: so prompts, truncation and run time are the real family's.
 VOCAB = 4000
 
 
