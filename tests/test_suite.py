@@ -51,6 +51,29 @@ def test_each_column_equals_the_benchmarks_own_evaluation(board):
     assert leaderboard.set_index("system").loc["BM25", "instructir"] == first_stage["instructir Robustness@10"].iloc[0]
 
 
+NEW = ["bright-pro/biology", "r2med/Biology", "crumb/clinical_trial", "freshstack/langchain", "multiconir/books"]
+
+
+def test_the_2025_26_columns_equal_each_benchmarks_official_evaluate(tmp_path):
+    """Issue 44 in the suite: each column is ``ds.official_evaluate``'s main measure (its own rules), ×100."""
+    from pyterrier_instruct.evaluation.leaderboard import BENCHMARKS as SPECS, benchmark_of
+    board = pti.suite({"pool": pti.PoolBM25(verbose=False)}, NEW, out=str(tmp_path), standins=True, verbose=False)
+    assert board["notes"].tolist() == ["", ""] and board[["bright-pro", "r2med", "crumb", "freshstack",
+                                                          "multiconir"]].notna().all().all()
+    for dataset_id in NEW:
+        ds = pti.load_dataset(dataset_id)
+        spec = SPECS[benchmark_of(ds)]
+        if spec.pooled:
+            first = ds.candidates() >> pti.PoolBM25(verbose=False)
+            pool = first
+        else:
+            first = pti.FoldInstruction() >> pti.BM25(ds.get_corpus_iter(verbose=False), verbose=False, **spec.bm25)
+            pool = first % 100 >> ds.text_loader() >> pti.PoolBM25(verbose=False)
+        for name, system in (("BM25", first), ("pool", pool)):
+            own = ds.official_evaluate(system(ds.get_topics()))[spec.main]
+            assert board.set_index("system").loc[name, benchmark_of(ds)] == round(100 * own, 1), (dataset_id, name)
+
+
 def test_leaderboard_ranks_and_labels_stand_ins_in_every_file(board):
     out, leaderboard = board
     assert list(leaderboard.columns) == ["system", "followir", "nevir", "instructir", "mean rank", "mean normalised",
@@ -141,6 +164,8 @@ def test_cli_prints_the_labelled_leaderboard(tmp_path, monkeypatch, capsys):
     printed = capsys.readouterr().out
     assert "| BM25 |" in printed and "stand-in miniatures" in printed
     assert "Main measures: nevir: PairedAccuracy" in printed
+    board = pd.read_csv(tmp_path / "out" / "leaderboard.csv")  # a cell over stand-in data is found in its report
+    assert board["nevir"].notna().all(), board
 
 
 # --- cost ---------------------------------------------------------------------------------------------------------
