@@ -220,6 +220,7 @@ OTHER_TRANSFORMERS = {
     "Candidates": lambda m, ds: ds.candidates(),
     "TextLoader": lambda m, ds: ds.text_loader(),
     "Exclude": lambda m, ds: ds.exclude(),
+    "Perturb": lambda m, ds: pti.Perturb("truncate", fraction=0.25, seed=3),
 }
 
 
