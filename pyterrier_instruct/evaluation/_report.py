@@ -301,6 +301,17 @@ def to_markdown(table: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def finish_figure(fig, path: Optional[str], dpi: int = 120):
+    """``fig`` laid out, written to ``path`` (replaced whole) when given, and closed; returns it."""
+    fig.tight_layout()
+    if path is not None:
+        with written(path) as tmp:
+            fig.savefig(tmp, dpi=dpi)  # the format of the extension (written keeps it)
+    import matplotlib.pyplot as plt
+    plt.close(fig)
+    return fig
+
+
 def plot_report(table: pd.DataFrame, path: str, measures: Optional[Sequence[str]] = None) -> None:
     """Saves one bar chart per measure (a subplot each; bars = systems, groups = datasets), with the
     paper's numbers as hatched bars when the table came through :func:`with_paper`."""
@@ -326,7 +337,4 @@ def plot_report(table: pd.DataFrame, path: str, measures: Optional[Sequence[str]
         ax.set_xticklabels([c.rsplit(" ", 1)[0] if " " in c else c for c in cols], rotation=30, ha="right")
         ax.set_title(measure)
     axes[0, 0].legend(fontsize="small", ncol=2)
-    fig.tight_layout()
-    with written(path) as tmp:  # replaced whole
-        fig.savefig(tmp, dpi=120)
-    plt.close(fig)
+    finish_figure(fig, path)

@@ -15,9 +15,8 @@ import ir_measures
 import pandas as pd
 import pyterrier as pt
 
-from .._atomic import written
 from ..measures import OG, MissingVariantWarning, pMRR
-from ._report import as_datasets, build_table, systems_per_dataset
+from ._report import as_datasets, build_table, finish_figure, systems_per_dataset
 
 
 def followir_measures(dataset, ties: str = "docno"):
@@ -141,9 +140,4 @@ def plot_per_query_pmrr(perquery: pd.DataFrame, path: Optional[str] = None, titl
     ax.set_ylabel("p-MRR ×100 (>0: follows the change)")
     ax.set_title(title)
     ax.legend(fontsize="small")
-    fig.tight_layout()
-    if path is not None:
-        with written(path) as tmp:  # replaced whole
-            fig.savefig(tmp, dpi=120)
-    plt.close(fig)
-    return fig
+    return finish_figure(fig, path)

@@ -23,7 +23,7 @@ import pandas as pd
 
 from .._atomic import write_json, write_text
 from .._progress import tqdm
-from ._report import stand_in_label
+from ._report import finish_figure, stand_in_label
 from ..datasets import catalog26 as _catalog26
 from ..measures.cost import metered, usage_columns
 
@@ -393,7 +393,6 @@ def heatmap(board: pd.DataFrame, path: Optional[str] = None):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
-    from .._atomic import written
     benchmarks = list(board.attrs["measures"])
     scores = board[benchmarks].astype(float)
     scaled = _scaled(scores)
@@ -407,9 +406,4 @@ def heatmap(board: pd.DataFrame, path: Optional[str] = None):
     ax.set_xticks(range(len(benchmarks)), [f"{b}\n{board.attrs['measures'][b]}" for b in benchmarks], fontsize="small")
     ax.set_yticks(range(len(board)), list(board["system"]))
     ax.set_title(f"pyterrier-instruct suite ({board.attrs['data']} data)")
-    fig.tight_layout()
-    if path is not None:
-        with written(path) as tmp:
-            fig.savefig(tmp, dpi=110, format="png")
-    plt.close(fig)
-    return fig
+    return finish_figure(fig, path, dpi=110)

@@ -15,6 +15,7 @@ import pandas as pd
 import pyterrier as pt
 
 from .._config import Configured
+from ._report import finish_figure
 
 __all__ = ["sensitivity", "Perturb", "PERTURBATIONS", "rbo", "kendall_tau", "plot_sensitivity"]
 
@@ -210,7 +211,6 @@ def plot_sensitivity(table: pd.DataFrame, path: Optional[str] = None):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from .._atomic import written
     systems = list(dict.fromkeys(table["system"]))
     fig, axes = plt.subplots(len(systems), 2, figsize=(9, 2.8 * len(systems)), squeeze=False)
     for (left, right), system in zip(axes, systems):
@@ -223,9 +223,4 @@ def plot_sensitivity(table: pd.DataFrame, path: Optional[str] = None):
         right.set_ylim(-1.05, 1.05)
         right.legend(fontsize="x-small")
         right.set_title(f"{system}: agreement with the unperturbed run", fontsize="small")
-    fig.tight_layout()
-    if path is not None:
-        with written(path) as tmp:
-            fig.savefig(tmp, dpi=110, format="png")
-    plt.close(fig)
-    return fig
+    return finish_figure(fig, path, dpi=110)
