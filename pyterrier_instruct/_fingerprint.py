@@ -232,8 +232,8 @@ def _fp(obj) -> str:
     if isinstance(obj, dict):
         return "{" + ", ".join(sorted(f"{_fp(k)}: {_fp(v)}" for k, v in obj.items())) + "}"
     if isinstance(obj, np.ndarray):
-        digest = hashlib.sha256(np.ascontiguousarray(obj).tobytes()).hexdigest()[:16]
-        return f"ndarray({obj.dtype}, {obj.shape}, {digest})"
+        sha = hashlib.sha256(np.ascontiguousarray(obj).tobytes()).hexdigest()[:16]
+        return f"ndarray({obj.dtype}, {obj.shape}, {sha})"
     if isinstance(obj, (pd.DataFrame, pd.Series)):
         return f"{type(obj).__name__}({digest(obj.to_csv())})"
     if isinstance(obj, types.ModuleType):
