@@ -295,7 +295,9 @@ def test_word_limit_stops_at_0_where_rank_llm_026_goes_negative(rank_llm_026, mo
     def kept(text):  # words of each passage in a rendered window prompt
         return [len(p.split()) for p in re.findall(r"^\[[AB]\] (.*)$", text, flags=re.M)]
 
-    assert limits[:3] == [300, -23, -593] and limits[-1] < -593
+    # no floor: below 0 after one step, then further down (300 -> -23 -> -593 on issue 45's tokenizer; the figures
+    # depend on the tokenizer's pieces per word, so the test holds the shape, the docs quote the figures)
+    assert limits[0] == 300 and 0 > limits[1] > limits[2] > limits[-1] and len(limits) > 3
     assert kept(theirs) == [0, 700 + limits[-1]] and 700 + limits[-1] > 0  # the long passage minus its last words
     backend = Prepared(path)
     df = pd.DataFrame({"qid": "1", "query": "q", "instruction": "", "docno": ["0", "1"], "text": passages,

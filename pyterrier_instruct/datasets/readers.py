@@ -9,7 +9,6 @@ import difflib
 from pathlib import Path
 from typing import Dict, Optional
 
-from .._hub import is_stand_in
 from ._bench import LAYOUTS, Benchmark
 from ._files import DataError
 from .registry import DATASETS, Entry, qrels_repo
@@ -93,6 +92,7 @@ def resolve(name: str, path: Optional[str] = None, download: bool = True):
     else:
         folder = locate(name, entry, path, download=download)
     provenance: Dict[str, object] = {"name": name, "path": str(folder)}
+    from .._hub import is_stand_in  # here: _hub's errors import pyterrier, which `import pyterrier_instruct` must not
     if is_stand_in(folder):  # synthetic files from pyterrier_instruct.testing: tables label them
         provenance["stand_in"] = True
     if entry.repo_id is None and path is None:
