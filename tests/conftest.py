@@ -190,10 +190,11 @@ def qwen(tmp_path_factory, standin_models):
     """Tiny random Qwen models by kind (``tiny_models.QWEN_KINDS``: 'reranker', 'reranker-seq-cls', 'embedding',
     'qwen2'): the stand-in root's builds, the others built on first use."""
     import tiny_models
+    from pyterrier_instruct.testing.standins import VOCAB
     root = tmp_path_factory.mktemp("tiny-qwen")
     built = {"reranker": "qwen3-reranker", "embedding": "qwen3-embedding", "qwen2": "qwen2"}
     return _Built(lambda kind: _built(standin_models, built[kind]) if kind in built
-                  else tiny_models.tiny_qwen(root, kind))
+                  else tiny_models.tiny_qwen(root, kind, vocab_size=VOCAB))  # as the root's: the same weights
 
 
 #: Where ``make install`` puts rank-llm 0.26.0 (pure Python; it declares Python >= 3.12 but runs on 3.11):

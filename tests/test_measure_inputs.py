@@ -189,7 +189,7 @@ def test_pt_experiment_float_docnos_are_named(mini):
 # --- a run without the instruction column --------------------------------------------------------------------------
 
 def _instruction_warnings(record):
-    return [str(w.message) for w in record if "no 'instruction' column" in str(w.message)]
+    return [str(w.message) for w in record if "the run has no 'instruction' column" in str(w.message)]
 
 
 def test_pt_experiment_warns_when_runs_lack_the_instruction(mini):

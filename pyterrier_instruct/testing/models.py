@@ -80,7 +80,7 @@ def tiny_mistral(root: Path, seed: int = 0, vocab_size: int = 700, max_position_
     import transformers
     folder = Path(root) / "mistral"
     _spm(folder, "tokenizer.model", vocab_size, pad_id=-1, bos_id=1, eos_id=2, unk_id=0,
-         user_defined_symbols=["true", "false"])
+         user_defined_symbols=["true", "false"], split_digits=True)  # as Llama/Mistral: a digit is a piece
     tok = transformers.LlamaTokenizer.from_pretrained(str(folder), model_max_length=4096, add_bos_token=True)
     (folder / "tokenizer.model").unlink()
     tok.save_pretrained(str(folder))
