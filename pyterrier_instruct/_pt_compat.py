@@ -319,10 +319,22 @@ def _save_dir_hint(*args) -> ValueError:
     """What ``raise ValueError(...)`` in PyTerrier's ``Experiment`` builds: the builtin ``ValueError`` as it was, but
     "save_dir runs does not exist" says how to create the folder (PyTerrier writes runs into it, never creates it)."""
     found = re.fullmatch(r"save_dir (.*) does not exist", args[0]) if args and isinstance(args[0], str) else None
-    if found:
+    if found and _ours_in_play(sys._getframe(1).f_locals):  # PyTerrier's own message otherwise
         args = (f"{args[0]}: create it first, e.g. os.makedirs({found.group(1)!r}, exist_ok=True) (pt.Experiment "
                 "writes each system's run into save_dir but does not create the folder)",)
     return ValueError(*args)
+
+
+def _ours_in_play(experiment_locals) -> bool:
+    """``pt.Experiment``'s call holds a measure or a stage of this package."""
+    import pyterrier as pt
+    from .caching import _nodes
+    if _split_measures(experiment_locals.get("eval_metrics"))[0]:
+        return True
+    systems = experiment_locals.get("retr_systems") or []
+    systems = list(systems.values()) if isinstance(systems, dict) else systems
+    return any(type(n).__module__.startswith("pyterrier_instruct.") for s in systems
+               if isinstance(s, pt.Transformer) for n in _nodes(s))
 
 
 def _rebound(function, **names):

@@ -168,6 +168,14 @@ def test_a_save_dir_that_does_not_exist_is_told_to_be_created(mini, tmp_path, me
         "(pt.Experiment writes each system's run into save_dir but does not create the folder)")
 
 
+def test_without_the_package_in_play_a_missing_save_dir_keeps_pyterriers_message(mini, tmp_path):
+    missing, run = str(tmp_path / "runs"), mini.candidates()(mini.get_topics())
+    with pytest.raises(ValueError) as err:  # a result frame and a standard measure: PyTerrier's call, unchanged
+        pt.Experiment([pt.Transformer.from_df(run)], mini.get_topics(), mini.get_qrels(), ["map"], names=["c"],
+                      save_dir=missing)
+    assert str(err.value) == f"save_dir {missing} does not exist"
+
+
 PIPELINES = sorted((Path(__file__).parents[1] / "pipelines").glob("*.py"))
 #: the pipelines whose systems share a first stage (PyTerrier printed "Consider setting plan='tree'" and ran that stage
 #: once per system); dense_prompts' and ifir's systems start differently (SetInstruction(prompt), FoldInstruction)

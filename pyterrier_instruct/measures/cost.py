@@ -99,15 +99,12 @@ def usage_columns(usage: Mapping[str, float], prices: Optional[Mapping[str, floa
 
 
 class _CostMeasure(PairedMeasure):
-    """Base of :data:`Calls`, :data:`Tokens` and :func:`Cost`: the experiment's system's figure divided evenly over the
-    queries it ranked, so ``pt.Experiment``'s mean is the figure per query."""
+    """Base of :data:`Calls`, :data:`Tokens` and :func:`Cost` (each defines ``figure(usage)``): the experiment's
+    system's figure divided evenly over the queries it ranked, so ``pt.Experiment``'s mean is the figure per query."""
     SUPPORTED_PARAMS: dict = {}
 
     def unit(self, qid):
         return None
-
-    def figure(self, usage: Mapping[str, float]) -> float:  # pragma: no cover - abstract
-        raise NotImplementedError
 
     def paired_impl(self, qrels, run, cache):
         experiment = active()
