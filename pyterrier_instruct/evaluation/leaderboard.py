@@ -8,7 +8,14 @@ others go on. A leaderboard column is the report's main cell for that system, as
 First stages are shared: a pooled benchmark (FollowIR, mFollowIR, InfoSearch, NevIR) reranks each query's candidates
 (``ds.candidates() >> system``; the ``BM25`` row is FollowIR's pool BM25); any other retrieves with one BM25 per
 dataset (query + instruction, PISA), its run saved once under ``<out>/runs/<dataset>/first-stage`` and reranked to
-``depth`` by every system. Every system's run is a :class:`~.runs.SavedRun`, so a second call computes nothing new.
+``depth`` by every system: BM25 runs once per dataset, whatever the number of systems. Every system's run is a
+:class:`~.runs.SavedRun`, so a second call computes nothing new. (``pt.Experiment(..., precompute_prefix=True)``
+shares a common prefix within one experiment; the suite's saved first stage also holds across systems, benchmarks and
+calls.)
+
+Beside each row: the published numbers (``published=``, real data only: :func:`~._report.with_paper` in the benchmark's
+report, the published main score in ``leaderboard.md``), the secondary measures (``secondary.csv``), the main measure
+per query (``perquery.csv``), INSTFOL@20 with ``judge=``; stand-in data and weights are labelled from their markers.
 """
 from __future__ import annotations
 
@@ -23,7 +30,7 @@ import pandas as pd
 
 from .._atomic import write_json, write_text
 from .._progress import tqdm
-from ._report import finish_figure, stand_in_label
+from ._report import finish_figure, is_stand_in_row, stand_in_label
 from ..datasets import catalog26 as _catalog26
 from ..measures.cost import metered, usage_columns
 
@@ -113,11 +120,15 @@ def _slug(name: str) -> str:
 
 
 def _label(dataset_id: str) -> str:
-    return dataset_id.split("/", 1)[-1] if "/" in dataset_id else dataset_id
+    """A dataset's key in its report, as the paper's column (``mair/dd-15`` → ``dd15``, ``followir/robust04`` →
+    ``robust04``), so :func:`~._report.with_paper` finds the published cells."""
+    key = dataset_id.split("/", 1)[-1] if "/" in dataset_id else dataset_id
+    return key.replace("-", "") if dataset_id.startswith("mair/") else key
 
 
-def _report(benchmark: str, systems, datasets) -> pd.DataFrame:
-    """The benchmark's own report of ``systems`` (a :class:`PerDataset` of one system) on ``datasets``."""
+def _report(benchmark: str, systems, datasets, judge=None) -> pd.DataFrame:
+    """The benchmark's own report of ``systems`` (a :class:`PerDataset` of one system) on ``datasets`` (IFIR with
+    INSTFOL@20 when a ``judge`` is given; InfoSearch as its Table 3: WISE and SICR per dimension)."""
     from .followir import followir_report
     from .ifir import ifir_report
     from .inf_ir import inf_ir_report
@@ -136,9 +147,9 @@ def _report(benchmark: str, systems, datasets) -> pd.DataFrame:
     if benchmark in ("followir", "mfollowir"):
         return followir_report(systems, datasets)
     if benchmark == "infosearch":
-        return infosearch_report(systems, datasets, table=2)
+        return infosearch_report(systems, datasets, table=3)
     if benchmark == "ifir":
-        return ifir_report(systems, datasets)
+        return ifir_report(systems, datasets, judge=judge)
     if benchmark == "instructir":
         (key, ds), = datasets.items()
         return instructir_report(systems[key], ds)
@@ -159,18 +170,75 @@ def _report(benchmark: str, systems, datasets) -> pd.DataFrame:
     raise ValueError(f"no report for benchmark {benchmark!r}")
 
 
-def main_value(table: pd.DataFrame, measure: str, model: str) -> float:
+def main_value(table: pd.DataFrame, measure: str, model: str, paper: bool = False) -> float:
     """The leaderboard cell of ``model`` in a benchmark report: its column of ``measure`` averaged over the datasets
-    (``Avg …``) where the report has one, else its one dataset's column, else the mean of the datasets' columns."""
+    (``Avg …``) where the report has one, else its one dataset's column, else the mean of the datasets' columns; with
+    ``paper``, the same cell of its published row (:func:`~._report.with_paper` puts it right below; NaN: none)."""
+    cols = _main_columns(table, measure)
+    rows = [i for i, m in enumerate(table["Model"]) if m in (model, stand_in_label(model))]  # stand-in data: labelled
+    if not rows:
+        raise ValueError(f"the report has no row {model!r}; it has {list(table['Model'])}")
+    if paper and model not in table.attrs.get("paper_rows", {}):
+        return float("nan")
+    row = table.iloc[rows[0] + paper]
+    return round(float(row[cols].to_numpy(dtype=float).mean()), table.attrs.get("decimals", 1)) + 0.0
+
+
+def _main_columns(table: pd.DataFrame, measure: str) -> list:
+    """The report's columns :func:`main_value` averages."""
     columns = table.attrs["columns"]
     cols = [c for c, (d, m) in columns.items() if m == measure and d == "average"]
     cols = cols or [c for c, (d, m) in columns.items() if m == measure]
     if not cols:
         raise ValueError(f"the report has no {measure} column; it has {list(columns)}")
-    row = table[table["Model"].isin([model, stand_in_label(model)])]  # over stand-in data every row says so
-    if row.empty:
-        raise ValueError(f"the report has no row {model!r}; it has {list(table['Model'])}")
-    return round(float(row[cols].to_numpy(dtype=float).mean()), table.attrs.get("decimals", 1)) + 0.0
+    return cols
+
+
+def _secondary(benchmark: str, table: pd.DataFrame, measure: str, model: str) -> Dict[str, float]:
+    """``{"<benchmark>:<column>": cell}``: the row's every other column of the report (the per-level ones stay in the
+    report); where the main score is the mean of several columns (MAIR), those columns too."""
+    main = _main_columns(table, measure)
+    row = table[table["Model"].isin([model, stand_in_label(model)])].iloc[0]
+    return {f"{benchmark}:{c}": float(row[c]) for c in table.attrs["columns"]
+            if (len(main) > 1 or c not in main) and "/level" not in c}
+
+
+#: each benchmark's main measure per query as its report computes it (``None``: its scoring gives means only)
+def _query_measure(benchmark: str):
+    import ir_measures
+
+    from ..measures import WISE, IFIR_nDCG, PairedAccuracy, Robustness, pMRR
+    return {"followir": pMRR(ties="docno"), "mfollowir": pMRR(ties="docno"), "infosearch": WISE(ties="input"),
+            "ifir": IFIR_nDCG(norm="ifir_code", ties="docno") @ 20, "instructir": Robustness @ 10,
+            "nevir": PairedAccuracy, "mair": ir_measures.nDCG @ 10, "bright": ir_measures.nDCG @ 10}.get(benchmark)
+
+
+def _per_query(benchmark: str, name: str, stages: Mapping, datasets: Mapping) -> Optional[pd.DataFrame]:
+    """``system, benchmark, dataset, qid, measure, value``: the main measure of ``name``'s saved runs per query (its own
+    scale, 0–1), on the topics its report scores (IFIR: levels 1–3; BRIGHT: ``excluded_ids`` removed); ``None``
+    for a benchmark scored by ``ds.official_evaluate`` (means only)."""
+    import warnings
+
+    import pyterrier as pt
+
+    from .ifir import _level
+    measure = _query_measure(benchmark)
+    if measure is None or BENCHMARKS[benchmark].official:
+        return None
+    frames = []
+    for key, ds in datasets.items():
+        topics, qrels, stage = ds.get_topics(), ds.get_qrels(), stages[key][name]
+        if benchmark == "ifir":
+            topics, qrels = topics[_level(topics["qid"]) != "0"], qrels[_level(qrels["qid"]) != "0"]
+        if benchmark == "bright":
+            stage = stage >> ds.exclude()
+        with warnings.catch_warnings():  # paired measures have values on the -og qids only
+            warnings.filterwarnings("ignore", message=r".*topic\(s\) not found in qrels.*")
+            res = pt.Experiment([stage], topics, qrels, [measure], perquery=True, verbose=False)
+        frames.append(res.dropna(subset=["value"]).assign(dataset=key)[["dataset", "qid", "value"]])
+    label = "nDCG@10" if benchmark == "bright" else BENCHMARKS[benchmark].main
+    return pd.concat(frames, ignore_index=True).assign(system=name, benchmark=benchmark, measure=label)[
+        ["system", "benchmark", "dataset", "qid", "measure", "value"]]
 
 
 def _normalised(board: pd.DataFrame, benchmarks: Sequence[str]) -> pd.DataFrame:
@@ -192,44 +260,59 @@ def _scaled(scores: pd.DataFrame) -> pd.DataFrame:
 
 
 def suite(systems: Mapping[str, object], benchmarks: Union[str, Sequence[str]] = "instruct", *, out: str = "suite",
-          depth: int = 100, baseline: Optional[str] = "BM25", standins: bool = False, prices: Optional[Mapping] = None,
-          paths: Optional[Mapping[str, str]] = None, verbose: bool = True) -> pd.DataFrame:
+          depth: int = 100, baseline: Optional[str] = "BM25", standins: Optional[bool] = None,
+          published: Optional[Mapping[str, Union[str, Mapping[str, str]]]] = None, judge=None,
+          prices: Optional[Mapping] = None, paths: Optional[Mapping[str, str]] = None,
+          verbose: bool = True) -> pd.DataFrame:
     """Every system on every benchmark of ``benchmarks``, one leaderboard.
 
     Args:
         systems: ``{name: transformer}``: rerankers (``R → R``, reading ``query``, ``instruction``, ``text``), each
-            run on every benchmark's shared first stage (module docstring).
+            run on every benchmark's shared first stage (module docstring: one BM25 run per dataset for all systems).
         benchmarks: a suite of :data:`SUITES` (``instruct``, ``reasoning``, ``all``), or benchmark names of
             :data:`BENCHMARKS` and dataset ids (``followir/robust04`` runs FollowIR on Robust04 alone).
         out: the folder of the leaderboard (``leaderboard.csv``/``.md``/``.json``, ``leaderboard.png`` with matplotlib),
-            the benchmark reports (``<benchmark>.csv``/``.md``), the saved runs (``runs/``) and BM25 indexes
-            (``index/``); a second call reuses every run.
+            the benchmark reports (``<benchmark>.csv``/``.md``), ``secondary.csv``/``.md``, ``perquery.csv``,
+            ``cost.csv``, the saved runs (``runs/``) and BM25 indexes (``index/``); a second call reuses every run.
         depth: the BM25 candidates each system reranks on a benchmark that is not pooled.
         baseline: the name of a row holding the first stage alone (pool BM25 / BM25); None: none.
-        standins: the data are the stand-in miniatures (``pyterrier_instruct.testing``): every row and file says so.
+        standins: ``True``: label every row and file stand-in; ``None`` (default) or ``False``: a row is labelled
+            stand-in when a dataset read carries the stand-in marker (``_report.stand_in_data``) or its system loads
+            stand-in weights (``_report.loads_stand_in``): stand-in numbers are never printed as real.
+        published: ``{system: the model as the paper prints it}`` (or ``{system: {benchmark: model}}``, where papers
+            name it differently): on real data only, each benchmark's report gets ``paper``/``Δ`` rows below the system
+            (:func:`~._report.with_paper`; an average the paper takes over datasets not run is left out) and
+            ``leaderboard.md`` a ``paper`` row with the published main scores (``attrs["published"]``).
+        judge: an :class:`~.judge.IFIRJudge`: IFIR adds INSTFOL@20 (column ``ifir INSTFOL@20``; its calls go through
+            the judge's call store, so ``cost.csv`` counts them in the system's ``ifir`` row).
         prices: a price table for the ``usd`` cost column (:func:`~pyterrier_instruct.measures.cost.dollars`).
         paths: ``{dataset id: local folder}`` for datasets not found where ``pti.load_dataset`` looks.
         verbose: a progress bar across benchmarks and the systems' own bars.
 
     Returns:
         The leaderboard: ``system``, one column per benchmark (its main score as its report prints it; NaN where it
-        has none), ``mean rank``, ``mean normalised``, ``data`` (``stand-in`` or ``real``), ``notes`` (why a cell is
-        missing). ``attrs``: ``tables`` (each benchmark's report), ``cost`` (per system and benchmark:
-        runs computed or reused, seconds, queries, queries/s, calls, new calls, tokens, dollars, ``stats``: the change
-        in the system's ``stats`` counters (generations without a verdict are also named in ``notes``);
-        :mod:`pyterrier_instruct.measures.cost`), ``status`` (per benchmark: the datasets read, those absent and
-        why, each system's saved-run folders: the per-query results).
+        has none; ``ifir INSTFOL@20`` after ``ifir`` with a judge), ``mean rank``, ``mean normalised`` (over the
+        benchmarks' main scores), ``data`` (``stand-in`` or ``real``), ``notes`` (why a cell is missing). ``attrs``:
+        ``tables`` (each benchmark's report), ``secondary`` (system × ``<benchmark>:<report column>``: the reports'
+        other cells), ``perquery`` (``system, benchmark, dataset, qid, measure, value``: the main measure per query,
+        0–1; none for the benchmarks scored by ``ds.official_evaluate``), ``published`` (``system, benchmark, model,
+        paper, value``), ``cost`` (per system and benchmark: runs computed or reused, seconds, queries, queries/s,
+        calls, new calls, tokens, dollars, ``stats``: the change in the system's ``stats`` counters (generations without
+        a verdict are also named in ``notes``); :mod:`pyterrier_instruct.measures.cost`), ``status`` (per benchmark:
+        the datasets read, those absent and why, each system's saved-run folders).
     """
     from ..datasets import load
-    from ._report import PerDataset, to_markdown
+    from ._report import PerDataset, loads_stand_in, stand_in_data, to_markdown
     selected = _selected(benchmarks)
-    data = "stand-in" if standins else "real"
     names = ([baseline] if baseline is not None else []) + [str(n) for n in systems]
     if len(set(names)) != len(names):
         raise ValueError(f"suite: system names must be distinct (and not the baseline {baseline!r}): {names}")
+    published = _checked_published(published, names)
+    weights = {n: n in systems and loads_stand_in(systems[n]) for n in names}  # stand-in weights, by their marker
     cells: Dict[str, Dict[str, float]] = {n: {} for n in names}
     notes: Dict[str, list] = {n: [] for n in names}
-    tables, status, cost, earlier = {}, {}, [], _earlier_cost(out)
+    secondary: Dict[str, Dict[str, float]] = {n: {} for n in names}
+    tables, status, cost, earlier, perquery, paper, stand_ins = {}, {}, [], _earlier_cost(out), [], [], []
     bar = tqdm(list(selected), desc="suite", unit="benchmark", disable=not verbose)
     for benchmark in bar:
         bar.set_postfix_str(benchmark)
@@ -243,6 +326,7 @@ def suite(systems: Mapping[str, object], benchmarks: Union[str, Sequence[str]] =
             except Exception as err:  # noqa: BLE001 - an absent dataset is reported in its row, the rest goes on
                 absent.append(f"{dataset_id}: {' '.join(str(err).split())[:200]}")
         status[benchmark] = {"datasets": list(datasets), "absent": absent}
+        stand_ins += stand_in_data(datasets)
         if not datasets:
             for n in names:
                 notes[n].append(f"{benchmark}: no data")
@@ -259,11 +343,14 @@ def suite(systems: Mapping[str, object], benchmarks: Union[str, Sequence[str]] =
                     refused = [s for p in per.values() for s in p.values() if isinstance(s, Exception)]
                     if refused:
                         raise refused[0]
-                    table = _report(benchmark, per, datasets)
+                    table = _report(benchmark, per, datasets, judge)
                 except Exception as err:  # noqa: BLE001 - a failing system is a row saying why; the others go on
                     notes[name].append(f"{benchmark}: failed: {type(err).__name__}: {' '.join(str(err).split())[:200]}")
                     continue
             cells[name][benchmark] = main_value(table, spec.main, name)
+            if judge is not None and benchmark == "ifir":
+                cells[name][INSTFOL] = main_value(table, "INSTFOL@20", name)
+            secondary[name].update(_secondary(benchmark, table, spec.main, name))
             frames.append(table)
             cost.append(_cost_row(name, benchmark, time.perf_counter() - start, queries, _saved_files(per) - before,
                                   earlier.get((name, benchmark)), meter.usage(), prices))
@@ -273,24 +360,78 @@ def suite(systems: Mapping[str, object], benchmarks: Union[str, Sequence[str]] =
             unscored = {k: counts[k] for k in NO_VERDICT if counts.get(k)}
             if unscored:  # never silently a score: the generations without a verdict of their own, named in the row
                 notes[name].append(f"{benchmark}: " + ", ".join(f"{v} {NO_VERDICT[k]}" for k, v in unscored.items()))
+            perquery.append(_per_query(benchmark, name, pipelines, datasets))
         if absent:
             for n in names:
                 notes[n].append(f"{benchmark}: {len(datasets)}/{len(selected[benchmark])} datasets")
         if frames:  # one report per system: one table, the systems' raw means together in attrs["long"]
             attrs = dict(frames[0].attrs, long=pd.concat([f.attrs["long"] for f in frames], ignore_index=True))
-            tables[benchmark] = pd.concat([pd.DataFrame(f.to_dict("list")) for f in frames], ignore_index=True)
-            tables[benchmark].attrs.update(attrs)
+            table = pd.concat([pd.DataFrame(f.to_dict("list")) for f in frames], ignore_index=True)
+            table.attrs.update(attrs)
+            real = {n: m for n, m in published.items() if not (standins or weights[n] or stand_in_data(datasets))}
+            whole = set(datasets) == {_label(d) for d in spec.datasets}
+            tables[benchmark] = _beside_published(table, benchmark, real, whole, paper)
     bar.close()
+    labelled = {n: bool(standins or stand_ins or weights[n]) for n in names}
     board = pd.DataFrame({"system": names})
     for benchmark in selected:
         board[benchmark] = [cells[n].get(benchmark, float("nan")) for n in names]
+        if benchmark == "ifir" and judge is not None:
+            board[INSTFOL] = [cells[n].get(INSTFOL, float("nan")) for n in names]
     board = _normalised(board, list(selected))
-    board["data"] = data
+    board["data"] = ["stand-in" if labelled[n] else "real" for n in names]
     board["notes"] = ["; ".join(notes[n]) for n in names]
-    board.attrs.update(tables=tables, status=status, cost=pd.DataFrame(cost), data=data,
-                       measures={b: BENCHMARKS[b].main for b in selected})
+    found = [f for f in perquery if f is not None]
+    board.attrs.update(
+        tables=tables, status=status, cost=pd.DataFrame(cost), measures={b: BENCHMARKS[b].main for b in selected},
+        data="stand-in" if any(labelled.values()) else "real", stand_in_data=bool(standins or stand_ins),
+        secondary=pd.DataFrame([{"system": n, **secondary[n]} for n in names]),
+        perquery=pd.concat(found, ignore_index=True) if found else pd.DataFrame(columns=PERQUERY),
+        published=pd.DataFrame(paper, columns=["system", "benchmark", "model", "paper", "value"]))
     _write(board, out, to_markdown)
     return board
+
+
+#: the leaderboard column of IFIR's INSTFOL@20 (``judge=``), beside ``ifir`` (not in the mean rank)
+INSTFOL = "ifir INSTFOL@20"
+#: the columns of ``perquery.csv``
+PERQUERY = ["system", "benchmark", "dataset", "qid", "measure", "value"]
+
+
+def _checked_published(published, names) -> Dict[str, Union[str, Mapping[str, str]]]:
+    """``published`` checked now: its systems are rows, its models ones the papers print (the message lists them)."""
+    from ..paper import paper_numbers
+    published = dict(published or {})
+    unknown = [s for s in published if s not in names]
+    if unknown:
+        raise ValueError(f"suite: published= names {unknown}, which are not systems of this suite: {names}")
+    models = {m for v in published.values() for m in (v.values() if isinstance(v, Mapping) else [v])}
+    paper_numbers(model=sorted(models))  # an unknown name: a ValueError listing the models the papers print
+    return published
+
+
+def _beside_published(table: pd.DataFrame, benchmark: str, models: Mapping, whole: bool, found: list) -> pd.DataFrame:
+    """The report with the published numbers of ``models`` (``{system: model}``) below their rows; where the run holds
+    only some of the benchmark's datasets (not ``whole``), the paper's averages are left out (they average others).
+    Appends ``(system, benchmark, model, paper, published main score)`` to ``found``."""
+    from ..paper import paper_numbers
+    from ._report import with_paper
+    of = table.attrs["benchmark"]
+    models = {s: m.get(benchmark) if isinstance(m, Mapping) else m for s, m in models.items()}
+    models = {s: m for s, m in models.items() if m and s in set(table["Model"])}
+    if not models or not set([of] if isinstance(of, str) else of) & set(paper_numbers()["benchmark"]):
+        return table
+    table = with_paper(table, models, strict=False)
+    if not whole:
+        average = [c for c, (d, _) in table.attrs["columns"].items() if d == "average"]
+        table.loc[table["Model"].str.startswith(("  paper:", "  Δ")), average] = float("nan")
+    for system, model in table.attrs["paper_rows"].items():
+        at = list(table["Model"]).index(system) + 1
+        source = str(table["Model"].iloc[at]).rsplit(" (", 1)[-1].rstrip(")")
+        value = main_value(table, BENCHMARKS[benchmark].main, system, paper=True)
+        if value == value:  # NaN: the published main cell is an average over datasets this run lacks
+            found.append((system, benchmark, model, source, value))
+    return table
 
 
 #: a reranker's ``stats`` counters that count generations without a verdict of their own (Rank1: no answer within
@@ -361,29 +502,60 @@ def _pipelines(spec: Benchmark, datasets, systems, baseline, out, depth, verbose
 
 def _write(board: pd.DataFrame, out: str, to_markdown: Callable) -> None:
     """``leaderboard.csv``/``.md``/``.json`` (+ ``leaderboard.png`` when matplotlib is installed), each benchmark's
-    report (``<benchmark>.csv``/``.md``) and ``cost.csv``, each replaced whole."""
+    report (``<benchmark>.csv``/``.md``), ``secondary.csv``/``.md``, ``perquery.csv`` and ``cost.csv``, each replaced
+    whole; every row of every file says ``stand-in`` or ``real`` (``data``)."""
     os.makedirs(out, exist_ok=True)
-    data = board.attrs["data"]
+    data, kind = board.attrs["data"], "stand-in" if board.attrs["stand_in_data"] else "real"
     label = ("Data: stand-in miniatures (pyterrier_instruct.testing), not the benchmarks: the numbers test the "
-             "pipeline, not the systems." if data == "stand-in" else "Data: the benchmarks' released files.")
+             "pipeline, not the systems." if kind == "stand-in" else "Data: the benchmarks' released files."
+             + (" Rows whose data column says stand-in load stand-in weights (pyterrier_instruct.testing): their "
+                "numbers mean nothing." if data == "stand-in" else ""))
+    of = dict(zip(board["system"], board["data"]))
     write_text(os.path.join(out, "leaderboard.csv"), board.to_csv(index=False))
     measures = ", ".join(f"{b}: {m}" for b, m in board.attrs["measures"].items())
-    md = ["| " + " | ".join(board.columns) + " |", "|" + "---|" * len(board.columns)]
-    md += ["| " + " | ".join("–" if isinstance(v, float) and v != v else str(v) for v in row) + " |"
-           for row in board.itertuples(index=False)]
-    write_text(os.path.join(out, "leaderboard.md"), "\n".join(md) + f"\n\nMain measures: {measures}.\n{label}\n")
+    published = board.attrs["published"]
+    md = []
+    for row in board.itertuples(index=False):
+        md.append(list(row))
+        mine = published[published["system"] == row.system]
+        if len(mine):  # the published main scores right below the system, in its benchmarks' columns
+            value = dict(zip(mine["benchmark"], mine["value"]))
+            md.append([f"  paper: {' / '.join(dict.fromkeys(mine['model']))}"]
+                      + [value.get(c, float("nan")) for c in board.columns[1:]])
+    sources = "; ".join(f"{r.system} on {r.benchmark}: {r.model} ({r.paper})" for r in published.itertuples())
+    write_text(os.path.join(out, "leaderboard.md"), _markdown(board.columns, md)
+               + f"\n\nMain measures: {measures}.\n{label}\n"
+               + (f"Published main scores (paper rows; real data only): {sources}.\n" if sources else ""))
     cost = board.attrs["cost"]
-    write_text(os.path.join(out, "cost.csv"), cost.assign(data=data).to_csv(index=False))
+    write_text(os.path.join(out, "cost.csv"), cost.assign(data=cost["system"].map(of)).to_csv(index=False))
     for benchmark, table in board.attrs["tables"].items():
-        write_text(os.path.join(out, f"{benchmark}.csv"), table.assign(data=data).to_csv(index=False))
-        write_text(os.path.join(out, f"{benchmark}.md"), f"{benchmark} ({data} data)\n\n{to_markdown(table)}\n")
+        rows = [of.get(m, "stand-in" if is_stand_in_row(m) or board.attrs["stand_in_data"] else "real")
+                for m in table["Model"]]  # paper and Δ rows: published numbers, on real data only
+        write_text(os.path.join(out, f"{benchmark}.csv"), table.assign(data=rows).to_csv(index=False))
+        write_text(os.path.join(out, f"{benchmark}.md"), f"{benchmark} ({kind} data)\n\n{to_markdown(table)}\n")
+    secondary, perquery = board.attrs["secondary"], board.attrs["perquery"]
+    write_text(os.path.join(out, "secondary.csv"), secondary.assign(data=board["data"].tolist()).to_csv(index=False))
+    wide = secondary.set_index("system").T  # a row per measure: the systems side by side
+    write_text(os.path.join(out, "secondary.md"), f"Secondary measures ({kind} data), as each benchmark's report "
+               f"prints them\n\n{_markdown(['measure', *wide.columns], wide.reset_index().to_numpy())}\n\n{label}\n")
+    write_text(os.path.join(out, "perquery.csv"), perquery.assign(data=perquery["system"].map(of)).to_csv(index=False))
     write_json(os.path.join(out, "leaderboard.json"), {
         "data": data, "note": label, "measures": board.attrs["measures"], "status": board.attrs["status"],
-        "leaderboard": board.astype(object).where(board.notna(), None).to_dict(orient="records"),
-        "cost": cost.astype(object).where(cost.notna(), None).to_dict(orient="records")}, indent=2)
+        "leaderboard": _records(board), "cost": _records(cost), "published": _records(published)}, indent=2)
     from .._optional import is_available
     if is_available("matplotlib"):
         heatmap(board, os.path.join(out, "leaderboard.png"))
+
+
+def _markdown(columns, rows) -> str:
+    """A markdown table (NaN: ``–``)."""
+    lines = ["| " + " | ".join(map(str, columns)) + " |", "|" + "---|" * len(columns)]
+    cell = ("–" if isinstance(v, float) and v != v else str(v) for row in rows for v in row)
+    return "\n".join(lines + ["| " + " | ".join(next(cell) for _ in row) + " |" for row in rows])
+
+
+def _records(frame: pd.DataFrame) -> list:
+    return frame.astype(object).where(frame.notna(), None).to_dict(orient="records")
 
 
 def heatmap(board: pd.DataFrame, path: Optional[str] = None):
