@@ -213,7 +213,7 @@ class IFIRJudge:
                 pending.setdefault(key, []).append(n)
         last["hits"] = len(items) - sum(len(v) for v in pending.values())
         last["duplicates"] = sum(len(v) - 1 for v in pending.values())
-        todo, errors, usable = list(pending), [], last["hits"]
+        todo, errors, usable, new = list(pending), [], last["hits"], 0
         bar = progress_bar(total=len(todo), desc=f"INSTFOL judge ({self.judge_model})", unit="doc",
                            disable=not self.verbose or not todo)
         try:
@@ -222,6 +222,7 @@ class IFIRJudge:
                 judged = self._run(batch, [items[pending[k][0]] for k in batch])
                 last["backend_calls"] += 1
                 last["judged"] += len(batch)
+                new += sum(call is not None for _, call in judged)
                 stored = self.store.get([c.key for _, c in judged if c is not None])
                 for key, (j, call) in zip(batch, judged):
                     if call is None:
@@ -243,6 +244,9 @@ class IFIRJudge:
             for name, value in last.items():
                 self.stats[name] += value
             self.last = last
+        from ..measures.cost import observe  # what a run costs: a backend with its own store counts what it computes
+        own = getattr(self.backend, "store", None) is None
+        observe(self.store, keys if own else [k for k in keys if k in found], new if own else 0)
         if errors:
             log.warning("INSTFOL judge %s: %d of %d judge request(s) failed, first: %s; their rank positions are "
                         "dropped from both lists (not stored: judged again next time)", self.judge_model, len(errors),
