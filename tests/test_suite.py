@@ -1,6 +1,7 @@
 """Issue 43: one suite (pti.suite, `pyterrier-instruct suite`), instruction sensitivity (pti.sensitivity) and what a
 run costs (measures/cost.py: the suite's cost table, pti.Calls/Tokens/Cost) on the miniature layouts of conftest.py."""
 import json
+import math
 import os
 import random
 from collections import Counter
@@ -11,6 +12,8 @@ import pytest
 
 import pyterrier_instruct as pti
 from pyterrier_instruct._config import Configured
+from pyterrier_instruct.backends import FunctionBackend, Generation
+from pyterrier_instruct.evaluation import IFIRJudge
 from pyterrier_instruct.evaluation.runs import SavedRun
 
 BENCHMARKS = ["followir/robust04", "nevir", "instructir"]
@@ -60,6 +63,7 @@ def test_the_2025_26_columns_equal_each_benchmarks_official_evaluate(tmp_path):
     board = pti.suite({"pool": pti.PoolBM25(verbose=False)}, NEW, out=str(tmp_path), standins=True, verbose=False)
     assert board["notes"].tolist() == ["", ""] and board[["bright-pro", "r2med", "crumb", "freshstack",
                                                           "multiconir"]].notna().all().all()
+    assert board.attrs["perquery"].empty  # ds.official_evaluate gives means only
     for dataset_id in NEW:
         ds = pti.load_dataset(dataset_id)
         spec = SPECS[benchmark_of(ds)]
@@ -148,6 +152,203 @@ def test_generations_without_a_verdict_are_counted_in_the_row(tmp_path):
     assert board["notes"].iloc[0] == (f"nevir: {candidates} generations without a verdict within the budget "
                                       "(verdict forced)")
     assert json.loads(board.attrs["cost"]["stats"].iloc[0]) == {"forced": candidates}
+
+
+# --- issue 43 item 1: published numbers, stand-in labels, secondary and per-query tables, INSTFOL, shared BM25 --------
+
+def _shown(table, measure, value):
+    """A raw mean as the report prints it (its scale, unless the measure is unscaled; its decimals)."""
+    scale = 1.0 if str(measure).startswith(table.attrs["unscaled"]) else table.attrs["scale"]
+    return round(value * scale, table.attrs["decimals"]) + 0.0
+
+
+def _marked_copy(tmp_path, dataset_id):
+    """The dataset's layout folder copied and marked as a stand-in (as ``pti.testing.install_datasets`` marks it)."""
+    import shutil
+
+    from pyterrier_instruct._hub import STAND_IN_MARKER
+    folder = tmp_path / "marked"
+    shutil.copytree(pti.load_dataset(dataset_id).provenance["path"], folder)
+    (folder / STAND_IN_MARKER).write_text(json.dumps({"stand_in": "test"}))
+    return str(folder)
+
+
+def test_published_numbers_beside_real_data_rows(tmp_path):
+    out = tmp_path / "real"  # the conftest layouts carry no stand-in marker: real-looking data
+    board = pti.suite({"pool": pti.PoolBM25(verbose=False)}, ["followir/robust04", "instructir"], out=str(out),
+                      published={"BM25": "BM25"}, verbose=False)
+    assert board["data"].tolist() == ["real", "real"]
+    published = board.attrs["published"].set_index("benchmark")
+    assert published.index.tolist() == ["followir", "instructir"] and set(published["system"]) == {"BM25"}
+    for benchmark, dataset, measure in (("followir", "robust04", "p-MRR"), ("instructir", "instructir",
+                                                                           "Robustness@10")):
+        row = published.loc[benchmark]
+        paper = pti.paper_numbers(paper=row["paper"], benchmark=benchmark, model="BM25", dataset=dataset,
+                                  measure=measure)
+        assert len(paper) == 1 and row["value"] == paper["value"].iloc[0], benchmark
+        table = board.attrs["tables"][benchmark]  # with_paper's rows below the system, on the report's cells
+        models = table["Model"].tolist()
+        assert models[1] == f"  paper: BM25 ({row['paper']})" and models[2] == "  Δ ours − paper"
+        column = f"{dataset} {measure}"
+        assert table[column].iloc[1] == row["value"]
+        assert table[column].iloc[2] == round(table[column].iloc[0] - row["value"], 1) + 0.0
+        assert "pool" in models and not any(m.startswith("  paper") for m in models[models.index("pool"):])
+    md = (out / "leaderboard.md").read_text(encoding="utf-8")
+    paper_row = [line for line in md.splitlines() if line.startswith("|   paper: BM25 |")]
+    assert paper_row == [f"|   paper: BM25 | {published.loc['followir', 'value']} | "
+                         f"{published.loc['instructir', 'value']} | – | – | – | – |"]
+    assert "paper: BM25" in (out / "followir.md").read_text(encoding="utf-8")
+    assert json.loads((out / "leaderboard.json").read_text())["published"][0]["system"] == "BM25"
+    with pytest.raises(ValueError, match="unknown model='BM-25'"):
+        pti.suite({}, ["nevir"], out=str(tmp_path / "x"), published={"BM25": "BM-25"}, verbose=False)
+    with pytest.raises(ValueError, match=r"published= names \['monoT5'\], which are not systems"):
+        pti.suite({}, ["nevir"], out=str(tmp_path / "x"), published={"monoT5": "MonoT5-base"}, verbose=False)
+
+
+@pytest.mark.parametrize("standins", [None, False])
+def test_stand_in_data_is_labelled_from_its_marker_and_never_gets_published_numbers(tmp_path, standins):
+    paths = {"followir/robust04": _marked_copy(tmp_path, "followir/robust04")}
+    out = tmp_path / "out"
+    board = pti.suite({"pool": pti.PoolBM25(verbose=False)}, ["followir/robust04"], out=str(out), paths=paths,
+                      standins=standins, published={"BM25": "BM25"}, verbose=False)
+    assert board["data"].tolist() == ["stand-in", "stand-in"] and board.attrs["published"].empty
+    table = board.attrs["tables"]["followir"]
+    assert table["Model"].tolist() == ["BM25 [stand-in]", "pool [stand-in]"]  # no paper or Δ row
+    for name in ("leaderboard.md", "followir.md", "secondary.md"):
+        text = (out / name).read_text(encoding="utf-8")
+        assert "stand-in" in text and "paper:" not in text, name
+    for name in ("leaderboard.csv", "cost.csv", "followir.csv", "secondary.csv", "perquery.csv"):
+        assert set(pd.read_csv(out / name)["data"]) == {"stand-in"}, name
+
+
+class StandInWeights(Configured, pt.Transformer):
+    """A reranker whose model argument is a folder carrying the stand-in marker (scores: shorter text first)."""
+
+    def __init__(self, model_name_or_path: str):
+        self.model_name_or_path = model_name_or_path
+
+    def transform(self, inp):
+        return pt.model.add_ranks(inp.assign(score=-inp["text"].str.len().astype(float)))
+
+
+def test_a_system_with_stand_in_weights_is_labelled_on_real_data(tmp_path):
+    from pyterrier_instruct._hub import STAND_IN_MARKER
+    weights = tmp_path / "weights"
+    weights.mkdir()
+    (weights / STAND_IN_MARKER).write_text(json.dumps({"stand_in": "test"}))
+    board = pti.suite({"tiny": StandInWeights(str(weights))}, ["nevir"], out=str(tmp_path / "out"),
+                      published={"tiny": "BM25"}, verbose=False)
+    assert board.set_index("system")["data"].to_dict() == {"BM25": "real", "tiny": "stand-in"}
+    assert board.attrs["tables"]["nevir"]["Model"].tolist() == ["BM25", "tiny [stand-in]"]
+    assert "stand-in weights" in (tmp_path / "out" / "leaderboard.md").read_text(encoding="utf-8")
+
+
+def _judge_answers(message_lists, **kwargs):
+    """A scripted INSTFOL judge: every passage scores 2 or 3 with equal probability."""
+    tokens = ['{"', "score", '":', " ", "2", "}"]
+    tops = [[(t, 0.0)] for t in tokens]
+    tops[4] = [("2", math.log(0.5)), ("3", math.log(0.5))]
+    _judge_answers.prompts += len(message_lists)
+    return [Generation.of("".join(tokens), tokens, tops) for _ in message_lists]
+
+
+WIDE = ["mfollowir/fas", "infosearch/audience", "ifir/aila", "mair/dd-15", "bright/biology"]
+
+
+@pytest.fixture(scope="module")
+def wide(tmp_path_factory):
+    """One suite over a dataset of every other benchmark, with an INSTFOL judge (scripted, its own call store)."""
+    out = tmp_path_factory.mktemp("wide")
+    _judge_answers.prompts = 0
+    judge = IFIRJudge(FunctionBackend(logprobs=_judge_answers), store=str(out / "judge"), verbose=False)
+    board = pti.suite({"pool": pti.PoolBM25(verbose=False)}, WIDE, out=str(out / "suite"), judge=judge, verbose=False)
+    return out, judge, board, _judge_answers.prompts
+
+
+def test_secondary_cells_equal_each_reports_cells(wide, board):
+    _, _, leaderboard, _ = wide
+    secondary = leaderboard.attrs["secondary"].set_index("system")
+    assert list(secondary.columns) == ["mfollowir:fas nDCG@20", "infosearch:audience SICR", "ifir:aila MRR@20",
+                                       "ifir:aila INSTFOL@20"]
+    fas = pti.load_dataset("mfollowir/fas")  # the benchmarks' own reports, computed here
+    own = pti.followir_report({"pool": fas.candidates() >> pti.PoolBM25(verbose=False)}, {"fas": fas})
+    assert secondary.loc["pool", "mfollowir:fas nDCG@20"] == own["fas nDCG@20"].iloc[0]
+    audience = pti.load_dataset("infosearch/audience")
+    own = pti.infosearch_report({"pool": audience.candidates() >> pti.PoolBM25(verbose=False)}, {"audience": audience},
+                                table=3)
+    assert secondary.loc["pool", "infosearch:audience SICR"] == own["audience SICR"].iloc[0]
+    assert leaderboard.set_index("system").loc["pool", "infosearch"] == own["audience WISE"].iloc[0]
+    for system in secondary.index:  # every cell is its report's cell
+        for column, value in secondary.loc[system].items():
+            benchmark, cell = column.split(":", 1)
+            table = leaderboard.attrs["tables"][benchmark].set_index("Model")
+            assert value == table.loc[system, cell], (system, column)
+    assert list(board[1].attrs["secondary"].columns) == ["system", "followir:robust04 MAP@1000",
+                                                         "instructir:instructir nDCG@10"]
+
+
+def test_per_query_main_measure_averages_to_the_leaderboard_cell(wide, board):
+    rows = []
+    for out, leaderboard in ((wide[0] / "suite", wide[2]), board):
+        perquery = leaderboard.attrs["perquery"]
+        assert list(perquery.columns) == ["system", "benchmark", "dataset", "qid", "measure", "value"]
+        saved = pd.read_csv(os.path.join(out, "perquery.csv"), dtype={"qid": str})
+        pd.testing.assert_frame_equal(saved.drop(columns="data"), perquery, check_dtype=False)
+        cells = leaderboard.set_index("system")
+        for (system, benchmark), part in perquery.groupby(["system", "benchmark"]):
+            assert part["dataset"].nunique() == 1  # one dataset each: the leaderboard cell is that dataset's
+            table = leaderboard.attrs["tables"][benchmark]
+            measure = leaderboard.attrs["measures"][benchmark]
+            assert _shown(table, measure, part["value"].mean()) == cells.loc[system, benchmark], (system, benchmark)
+            rows.append((benchmark, part["measure"].iloc[0], len(part)))
+    assert sorted(set(rows)) == [("bright", "nDCG@10", 3), ("followir", "p-MRR", 2), ("ifir", "nDCG@20", 6),
+                                 ("infosearch", "WISE", 4), ("instructir", "Robustness@10", 2),
+                                 ("mair", "nDCG@10", 3), ("mfollowir", "p-MRR", 1), ("nevir", "PairedAccuracy", 2)]
+
+
+def test_instfol_column_where_a_judge_is_given_and_its_calls_cost(wide, tmp_path):
+    out, judge, board, prompts = wide
+    rows = board.set_index("system")
+    assert list(board.columns)[:5] == ["system", "mfollowir", "infosearch", "ifir", "ifir INSTFOL@20"]
+    table = board.attrs["tables"]["ifir"].set_index("Model")
+    assert rows["ifir INSTFOL@20"].tolist() == table.loc[["BM25", "pool"], "aila INSTFOL@20"].tolist()
+    assert rows["ifir"].tolist() == table.loc[["BM25", "pool"], "aila nDCG@20"].tolist()  # the main column stays
+    ds = pti.load_dataset("ifir/aila")
+    bm25 = pti.FoldInstruction() >> pti.BM25(ds.get_corpus_iter(verbose=False), verbose=False, k1=1.2, b=0.75)
+    own = pti.ifir_report({"BM25": bm25}, {"aila": ds}, judge=judge)  # the same judge: answered from its store
+    assert rows.loc["BM25", "ifir INSTFOL@20"] == own["aila INSTFOL@20"].iloc[0]
+    assert _judge_answers.prompts == prompts  # nothing judged again
+    cost = board.attrs["cost"].set_index(["system", "benchmark"])
+    judged = cost.xs("ifir", level="benchmark")
+    assert judged["new_calls"].sum() == prompts > 0  # each judgement once: a second system reads the first's back
+    assert (judged["calls"] >= judged["new_calls"]).all() and (judged["calls"] > 0).all()
+    assert cost.drop(index="ifir", level="benchmark")["calls"].eq(0).all()
+    again = pti.suite({"pool": pti.PoolBM25(verbose=False)}, ["ifir/aila"], out=str(tmp_path), judge=judge,
+                      verbose=False).attrs["cost"].set_index("system")  # a rerun: the original cost, no new call
+    assert again["new_calls"].tolist() == [0, 0] and again["calls"].tolist() == judged["calls"].tolist()
+    assert _judge_answers.prompts == prompts
+
+
+def test_bm25_runs_once_per_dataset_whatever_the_number_of_systems(tmp_path, monkeypatch):
+    calls = Counter()
+    transform = pti.BM25.transform
+
+    def counted(self, inp):
+        calls[str(self.index.path)] += 1
+        return transform(self, inp)
+    monkeypatch.setattr(pti.BM25, "transform", counted)
+    systems = {"pool": pti.PoolBM25(verbose=False), "pool k1=0.9": pti.PoolBM25(k1=0.9, verbose=False)}
+    board = pti.suite(systems, ["mair/dd-15", "mair/dd-16"], out=str(tmp_path), verbose=False)
+    assert board["mair"].notna().all()
+    assert sorted(calls.values()) == [1, 1] and len(calls) == 2  # one BM25 run per dataset, for 3 rows
+    for dataset in ("dd15", "dd16"):
+        assert len([f for f in os.listdir(tmp_path / "runs" / dataset / "first-stage") if f.endswith(".parquet")]) == 1
+    # the main score averages the datasets' columns (MAIR): those columns are its secondary cells
+    secondary = board.attrs["secondary"].set_index("system")
+    assert list(secondary.columns) == ["mair:dd15 nDCG@10", "mair:dd16 nDCG@10"]
+    table = board.attrs["tables"]["mair"].set_index("Model")
+    assert secondary.loc["pool"].tolist() == table.loc["pool", ["dd15 nDCG@10", "dd16 nDCG@10"]].tolist()
+    assert "| mair:dd16 nDCG@10 |" in (tmp_path / "secondary.md").read_text(encoding="utf-8")
 
 
 def test_unknown_benchmark_is_named():
