@@ -369,6 +369,17 @@ def test_cli_prints_the_labelled_leaderboard(tmp_path, monkeypatch, capsys):
     assert board["nevir"].notna().all(), board
 
 
+def test_cli_passes_the_rows_paper_names(tmp_path, monkeypatch, capsys):
+    from pyterrier_instruct.reproduce import cli, suite
+    from pyterrier_instruct.reproduce.arguments import Row
+    monkeypatch.setitem(suite.ROWS, "bm25", Row("BM25", "BM25"))  # a row whose model the papers print
+    assert cli.main(["suite", "--systems", "bm25", "--benchmarks", "instructir", "--quiet",
+                     "--out", str(tmp_path / "out")]) == 0
+    row, = json.loads((tmp_path / "out" / "leaderboard.json").read_text())["published"]
+    paper = pti.paper_numbers(paper=row["paper"], model="BM25", benchmark="instructir", measure="Robustness@10")
+    assert f"|   paper: BM25 | {paper['value'].iloc[0]} |" in capsys.readouterr().out
+
+
 # --- cost ---------------------------------------------------------------------------------------------------------
 
 def _with_usage(body):

@@ -102,6 +102,8 @@ def main(argv=None) -> int:
     board = pti.suite(models, benchmarks, out=args.out,
                       depth=args.depth, baseline=ROWS["bm25"].name if "bm25" in args.keys else None,
                       standins=args.standins, prices=json.loads(args.prices) if args.prices else None, paths=paths,
+                      published={r.name: r.paper for k, r in ROWS.items() if r.paper and k in args.keys
+                                 and r.name in [*models, ROWS["bm25"].name]},
                       verbose=not args.quiet)
     with open(f"{args.out}/leaderboard.md", encoding="utf-8") as f:
         print(f.read())
