@@ -549,9 +549,9 @@ def _write(board: pd.DataFrame, out: str, to_markdown: Callable) -> None:
 
 def _markdown(columns, rows) -> str:
     """A markdown table (NaN: ``–``)."""
-    lines = ["| " + " | ".join(map(str, columns)) + " |", "|" + "---|" * len(columns)]
-    cell = ("–" if isinstance(v, float) and v != v else str(v) for row in rows for v in row)
-    return "\n".join(lines + ["| " + " | ".join(next(cell) for _ in row) + " |" for row in rows])
+    lines = [list(map(str, columns)), ["---"] * len(columns)]
+    lines += [["–" if isinstance(v, float) and v != v else str(v) for v in row] for row in rows]
+    return "\n".join("| " + " | ".join(cells) + " |" for cells in lines)
 
 
 def _records(frame: pd.DataFrame) -> list:
