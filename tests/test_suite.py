@@ -199,6 +199,10 @@ def test_published_numbers_beside_real_data_rows(tmp_path):
                          f"{published.loc['instructir', 'value']} | – | – | – | – |"]
     assert "paper: BM25" in (out / "followir.md").read_text(encoding="utf-8")
     assert json.loads((out / "leaderboard.json").read_text())["published"][0]["system"] == "BM25"
+    again = pti.suite({"pool": pti.PoolBM25(verbose=False)}, ["followir/robust04", "instructir"], out=str(out),
+                      published={"BM25": {"instructir": "BM25"}}, verbose=False)  # per benchmark, where names differ
+    assert again.attrs["published"]["benchmark"].tolist() == ["instructir"]
+    assert again.attrs["tables"]["followir"]["Model"].tolist() == ["BM25", "pool"]
     with pytest.raises(ValueError, match="unknown model='BM-25'"):
         pti.suite({}, ["nevir"], out=str(tmp_path / "x"), published={"BM25": "BM-25"}, verbose=False)
     with pytest.raises(ValueError, match=r"published= names \['monoT5'\], which are not systems"):
