@@ -334,6 +334,16 @@ def test_instfol_column_where_a_judge_is_given_and_its_calls_cost(wide, tmp_path
     assert _judge_answers.prompts == prompts
 
 
+def test_a_judge_whose_backend_has_its_own_store_is_counted_once(tmp_path):
+    _judge_answers.prompts = 0
+    backend = FunctionBackend(logprobs=_judge_answers, store=str(tmp_path / "backend"))
+    judge = IFIRJudge(backend, store=str(tmp_path / "judge"), verbose=False)
+    cost = pti.suite({}, ["ifir/aila"], out=str(tmp_path / "a"), judge=judge, verbose=False).attrs["cost"]
+    assert cost[["calls", "new_calls"]].values.tolist() == [[_judge_answers.prompts] * 2] and _judge_answers.prompts
+    again = pti.suite({}, ["ifir/aila"], out=str(tmp_path / "b"), judge=judge, verbose=False).attrs["cost"]
+    assert again[["calls", "new_calls"]].values.tolist() == [[_judge_answers.prompts, 0]]
+
+
 def test_bm25_runs_once_per_dataset_whatever_the_number_of_systems(tmp_path, monkeypatch):
     calls = Counter()
     transform = pti.BM25.transform
