@@ -200,3 +200,25 @@ def test_cost_columns_equal_what_the_vllm_harness_received(tmp_path, monkeypatch
     assert again["new_calls"] == 0
     figures = ["calls", "prompt_tokens", "completion_tokens"]
     assert again[figures].tolist() == cost[figures].tolist()
+
+
+def test_hf_generate_reports_the_tokens_it_generated_to_the_call_store(tmp_path):
+    """Batched, left-padded generation: each answer's completion tokens are those an unbatched greedy run generates
+    (up to and including its end of sequence), never the padding after it."""
+    import torch
+    from pyterrier_instruct.backends import HFBackend, Prompt
+    backend = HFBackend(tiny_rank1(tmp_path / "model"), batch_size=4, store=tmp_path / "calls")
+    tok = backend.tokenizer()
+    texts = ["Query: a b c\n<think> the query passage is", "hello world <think> the query is", "x y <think> is",
+             "Passage: river\n<think> passage is", "abc <think> query passage is the query passage is"]
+    ids = [tok(t)["input_ids"] for t in texts]  # tiny_rank1's planted path: some end at once (EOS), some run on
+    backend.generate([Prompt((), None, i) for i in ids], max_new_tokens=16)
+    model, reference = backend._load()[0], []
+    for i in ids:
+        with torch.inference_mode():
+            out = model.generate(torch.tensor([i]), attention_mask=torch.ones(1, len(i), dtype=torch.long),
+                                 do_sample=False, max_new_tokens=16, pad_token_id=tok.pad_token_id)
+        reference.append(out.shape[1] - len(i))
+    usage = backend.store.usage().iloc[0]
+    assert min(reference) < 16 == max(reference) and usage["calls"] == len(ids)  # ended early, and cut
+    assert (usage["prompt_tokens"], usage["completion_tokens"]) == (sum(map(len, ids)), sum(reference))
