@@ -67,7 +67,7 @@ def test_an_effort_for_a_model_that_does_not_reason_is_refused_before_any_work(t
     assert "--systems rankgpt [effort low]" in err and "'gpt-4o' is not one" in err
     with pytest.raises(SystemExit):
         cli.main(["suite", "--systems", "rankgpt", "--reasoning-effort", "lots", "--out", str(tmp_path / "out")])
-    assert "--reasoning-effort: lots not among none, minimal, low" in capsys.readouterr().err
+    assert "--systems rankgpt [effort lots]: reasoning_effort must be one of" in capsys.readouterr().err
     assert not os.path.exists(tmp_path / "out")
 
 
