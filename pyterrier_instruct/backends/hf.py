@@ -13,7 +13,7 @@ from .._optional import require
 from .._hub import from_pretrained
 from .._torch import by_length, hf_setup
 from .._tokens import common_prefix_length, encode_rendered
-from .base import Continuation, Generation, Prompt, TokenizerBackend, as_store, check_logprob_args
+from .base import Continuation, Generation, Prompt, Text, TokenizerBackend, as_store, check_logprob_args
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +67,7 @@ class HFBackend(TokenizerBackend):
         model, tok = self._load()
         feats = [{"input_ids": self._ids(p)} for p in prompts]
         out: List[str] = [""] * len(prompts)
+        stop = sorted(self._eos_ids(model, tok))
 
         def run(idx: np.ndarray) -> None:
             import torch
@@ -78,7 +79,10 @@ class HFBackend(TokenizerBackend):
                                      top_p=None, top_k=None)
             new = ids[:, batch["input_ids"].shape[1]:]
             for i, row in zip(idx, new):
-                out[i] = tok.decode(row, skip_special_tokens=True, spaces_between_special_tokens=False)
+                ended = np.flatnonzero(np.isin(row.cpu().numpy(), stop))  # the first end of sequence, then padding
+                usage = {"prompt_tokens": len(feats[i]["input_ids"]),  # for the call store
+                         "completion_tokens": int(ended[0]) + 1 if len(ended) else len(row)}
+                out[i] = Text(tok.decode(row, skip_special_tokens=True, spaces_between_special_tokens=False), usage)
 
         lengths = np.array([len(f["input_ids"]) for f in feats], dtype=np.int64)
         by_length(lengths, self.batch_size, run, name=self.model_name_or_path)

@@ -18,7 +18,7 @@ import numpy as np
 from .._optional import is_available, require
 from .._progress import library_progress
 from .._hub import model_path
-from .base import Continuation, Generation, Prompt, TokenizerBackend, as_store, check_logprob_args
+from .base import Continuation, Generation, Prompt, Text, TokenizerBackend, as_store, check_logprob_args
 
 
 #: vLLM's ``logprobs_mode`` values; the processed ones are taken after ``allowed_token_ids`` masks the other tokens
@@ -115,7 +115,9 @@ class VLLMBackend(TokenizerBackend):
     def generate(self, prompts: Sequence[Prompt], *, max_new_tokens: int, min_new_tokens: int = 0) -> List[str]:
         vllm = require("vllm", "vllm")
         params = vllm.SamplingParams(n=1, temperature=0.0, max_tokens=max_new_tokens, min_tokens=min_new_tokens)
-        return [o.outputs[0].text for o in self._generate(prompts, params)]
+        return [Text(o.outputs[0].text, {"prompt_tokens": len(o.prompt_token_ids),  # the tokens the engine counted,
+                                         "completion_tokens": len(o.outputs[0].token_ids)})  # for the call store
+                for o in self._generate(prompts, params)]
 
     def _generate(self, prompts: Sequence[Prompt], params) -> list:
         """One ``LLM.generate`` call over the prompts' token ids: one output per prompt, in order."""

@@ -189,7 +189,8 @@ class ListwiseReranker(InstructReranker):
         """One window position for every query that has one: one backend call per distinct window length. The answer
         may spend :meth:`_reasoning_budget` tokens more than the ranking's (rank_llm ``is_thinking``: max tokens =
         reasoning budget + ranking tokens, min tokens = ranking tokens); a reasoning family keeps the text before the
-        last ``</think>`` in ``notes`` (row → text)."""
+        last ``</think>`` in ``notes`` (row → text) and counts an answer without one nor a clean ranking (no verdict of
+        its own: the ranking is read from its reasoning, as rank_llm does) in ``stats["unfinished"]``."""
         prompts = {}
         for q, (a, b) in jobs:
             prompts.setdefault(b - a, []).append((q, a, b, self._prompt(queries[q], [words[r] for r in lists[q][a:b]])))
@@ -203,6 +204,8 @@ class ListwiseReranker(InstructReranker):
                 if self.extra_outputs:
                     notes.update(dict.fromkeys(lists[q][a:b], reasoning_of(answer)))
                 self.stats.record(problems)
+                if problems and self._reasoning_budget() and "</think>" not in answer:  # cut while it reasoned
+                    self.stats["unfinished"] += 1
                 if problems:
                     log.info("qid %s, window [%d, %d): repaired answer (%s): %.120r", qids[q], a, b,
                              ", ".join(problems), answer)

@@ -12,16 +12,20 @@ examples:
   # the reasoning suite (BRIGHT) from local snapshots, rank1 at three reasoning budgets
   pyterrier-instruct suite --suite reasoning --systems bm25,rank1 --reasoning-budget 1024,4096,8192 \\
       --data-root /data --device cuda
+  # RankGPT on an OpenAI reasoning model at three efforts, its calls and tokens kept in <out>/calls
+  pyterrier-instruct suite --systems bm25,rankgpt --rankgpt gpt-5.1 --reasoning-effort none,low,high
 """
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 import pyterrier_instruct as pti
+from pyterrier_instruct.backends.openai import REASONING_EFFORTS
 from pyterrier_instruct.reproduce.arguments import Row, backend_options, model_options, parse, parser
 from pyterrier_instruct.reproduce.systems import (ROW_RANK1, ROWS_2025, ROWS_SETWISE, check_models, listwise_backend,
-                                                  on_cluster, rerankers_2025, row_name, selected, setwise_rerankers)
+                                                  on_cluster, rerankers_2025, row_name, setwise_rerankers)
 
 COMMAND = ('suite', 'One leaderboard: every system on every instruction-following benchmark with data (main measures)')
 
@@ -34,12 +38,19 @@ ROWS = {
     "rank-zephyr": Row("RankZephyr", None, "castorini/rank_zephyr_7b_v1_full", "listwise", default=False),
     "rank1": ROW_RANK1,
     "reasonrank": Row("ReasonRank-7B", None, "liuwenhan/reasonrank-7B", "reasoning listwise, top 100", default=False),
+    "rankgpt": Row("RankGPT", None, "gpt-5-mini", "listwise on an OpenAI-compatible server (--openai-base-url; a "
+                   "reasoning model takes --reasoning-effort); its calls are kept in <out>/calls", default=False,
+                   hub=False),
     **ROWS_2025,
     **ROWS_SETWISE,
 }
 
-#: the rows with a reasoning budget (``--reasoning-budget`` sweeps it)
+#: the rows with a reasoning budget (``--reasoning-budget`` sweeps it): local checkpoints, none with a thinking switch
+#: (rank1's raw prompt opens ``<think>`` itself; ReasonRank and Rank-R1 are Qwen2.5 chat templates, which have no
+#: ``enable_thinking``): a budget of a few tokens is their "thinking off"
 REASONING = ("rank1", "reasonrank", "rank-r1")
+#: the rows on an API reasoning model (``--reasoning-effort`` sweeps its ``reasoning_effort``)
+EFFORT = ("rankgpt",)
 
 
 def main(argv=None) -> int:
@@ -56,6 +67,14 @@ def main(argv=None) -> int:
                    help=f"reasoning budgets in tokens to sweep: each reasoning row ({', '.join(REASONING)}) runs "
                         "once per budget, labelled [budget N]; generations without a verdict are counted in the "
                         "row's notes (default: each model's own budget)")
+    p.add_argument("--reasoning-effort", default=None, metavar="EFFORT,EFFORT",
+                   help=f"reasoning efforts to sweep ({', '.join(REASONING_EFFORTS)}): each API row "
+                        f"({', '.join(EFFORT)}) runs once per effort, labelled [effort E], on a reasoning model "
+                        "(default: the model's own)")
+    p.add_argument("--openai-base-url", default="https://api.openai.com/v1", help="server of the rankgpt row")
+    p.add_argument("--openai-key-env", default="OPENAI_API_KEY", metavar="VAR",
+                   help="the environment variable holding that server's key; 'none' for a server without a key (a "
+                        "local vllm serve)")
     p.add_argument("--prices", default=None, metavar="JSON",
                    help='USD per million tokens for the cost table, e.g. \'{"prompt": 2.5, "completion": 10}\'')
     p.add_argument("--standins", action="store_true", help="tiny random weights at the rows' ids and the miniature "
@@ -63,14 +82,17 @@ def main(argv=None) -> int:
     args = parse(p, argv, ROWS, [])
     if args.standins:
         from pyterrier_instruct import testing
-        testing.install(models=[args.models[k] for k in args.keys if k in args.models])
+        testing.install(models=[args.models[k] for k in args.keys if k in args.models and ROWS[k].hub])
     check_models(args, ROWS)
     kw, m = model_options(args), args.models
     hf = backend_options(kw) if args.listwise_backend == "hf" else None
     budgets = [int(b) for b in args.reasoning_budget.split(",")] if args.reasoning_budget else [None]
+    efforts = args.reasoning_effort.split(",") if args.reasoning_effort else [None]
+    key_env = None if args.openai_key_env.lower() == "none" else args.openai_key_env
 
-    def builders(budget):
+    def builders(budget, effort=None):
         spent = {} if budget is None else {"max_output_tokens": budget}
+        api = {"store": os.path.join(args.out, "calls"), **({} if effort is None else {"reasoning_effort": effort})}
         return {
             "monot5": lambda: pti.MonoT5(m["monot5"], **kw),
             "followir-7b": lambda: pti.FollowIR7B(m["followir-7b"], **kw),
@@ -82,21 +104,25 @@ def main(argv=None) -> int:
                                        verbose=kw["verbose"], **spent),
             "reasonrank": lambda: pti.ReasonRank(m["reasonrank"], backend=args.listwise_backend, backend_options=hf,
                                                  depth=100, verbose=kw["verbose"], **spent),
+            "rankgpt": lambda: pti.RankGPT(m["rankgpt"], base_url=args.openai_base_url, api_key_env=key_env,
+                                           backend_options=api, verbose=kw["verbose"]),
             **rerankers_2025(m, kw),
             **setwise_rerankers(m, args.listwise_backend, kw, budget),
         }
     models = {}
-    for key, system in selected(builders(budgets[0]), args).items():  # the reasoning rows: one per budget
+    for key in [k for k in args.keys if k in builders(None)]:  # a row per budget or effort swept
         for budget in budgets if key in REASONING else [None]:
-            name = row_name(ROWS, key, args) + ("" if budget is None else f" [budget {budget}]")
-            models[name] = system if budget in (None, budgets[0]) else builders(budget)[key]()
+            for effort in efforts if key in EFFORT else [None]:
+                label = "".join(f" [{k} {v}]" for k, v in (("budget", budget), ("effort", effort)) if v is not None)
+                try:
+                    models[row_name(ROWS, key, args) + label] = builders(budget, effort)[key]()
+                except ValueError as err:  # e.g. an effort for a model that does not reason
+                    p.error(f"--systems {key}{label}: {err}")
     models = on_cluster(models, args)
     benchmarks = args.benchmarks.split(",") if args.benchmarks else [args.suite]
     benchmarks += list(args.dataset)
     paths = {d: path for d, path in zip(args.dataset, args.paths) if path}
     if args.data_root:
-        import os
-
         from pyterrier_instruct.datasets.source import ENV_ROOT
         os.environ[ENV_ROOT] = args.data_root
     board = pti.suite(models, benchmarks, out=args.out,
