@@ -55,6 +55,8 @@ def test_each_reasoning_effort_is_a_row_with_its_request_runs_and_reasoning_toke
         assert len(server.requests) == 3 * n
         again = _cost(out)
         assert set(again["runs"]) == {"reused"} and (again["new_calls"] == 0).all()
+        figures = ["calls", "prompt_tokens", "completion_tokens", "reasoning_tokens", "seconds"]
+        pd.testing.assert_frame_equal(again.loc[rows, figures], cost.loc[rows, figures])  # the original cost, read back
         assert "| RankGPT [gpt-5.1] [effort low] |" in capsys.readouterr().out
 
 

@@ -32,7 +32,7 @@ from .._atomic import write_json, write_text
 from .._progress import tqdm
 from ._report import finish_figure, is_stand_in_row, stand_in_label
 from ..datasets import catalog26 as _catalog26
-from ..measures.cost import metered, usage_columns
+from ..measures.cost import dollars, metered, usage_columns
 
 __all__ = ["suite"]
 
@@ -438,7 +438,8 @@ def _beside_published(table: pd.DataFrame, benchmark: str, models: Mapping, whol
 #: the reasoning budget, its verdict forced after closing the reasoning; Rank-R1: no parsable answer; listwise: a
 #: permutation repaired), and how the leaderboard's notes name them
 NO_VERDICT = {"forced": "generations without a verdict within the budget (verdict forced)",
-              "invalid": "generations without a parsable answer", "repaired": "windows whose permutation was repaired"}
+              "invalid": "generations without a parsable answer", "repaired": "windows whose permutation was repaired",
+              "unfinished": "windows whose reasoning never closed within the budget"}
 
 
 def _counters(system) -> Dict[str, int]:
@@ -464,13 +465,19 @@ def _earlier_cost(out: str) -> Dict[Tuple[str, str], dict]:
 
 
 def _cost_row(name, benchmark, seconds, queries, computed, earlier, usage, prices) -> dict:
-    """A ``cost.csv`` row: when every run was read back (nothing ``computed``), the seconds an earlier call measured
-    (its row in ``earlier``) and ``runs`` = ``reused``; the calls and tokens always from the call store."""
+    """A ``cost.csv`` row: when every run was read back (nothing ``computed``), what an earlier call to the same ``out``
+    measured (its row in ``earlier``: seconds, calls, tokens; ``new_calls`` 0) and ``runs`` = ``reused``; else the
+    seconds measured now and the calls and tokens of the call store (a rerun answered from the store: the original
+    calls, ``new_calls`` 0)."""
+    columns = usage_columns(usage, prices)
     if not computed and earlier is not None:
         seconds = float(earlier["seconds"])
+        columns.update({k: earlier[k] for k in columns if k not in ("new_calls", "usd") and k in earlier})
+        if prices is not None:
+            columns["usd"] = round(dollars(columns, prices), 6)
     return {"system": name, "benchmark": benchmark, "runs": "computed" if computed else "reused",
             "seconds": round(seconds, 3), "queries": queries,
-            "queries/s": round(queries / seconds, 2) if seconds > 0 else float("nan"), **usage_columns(usage, prices)}
+            "queries/s": round(queries / seconds, 2) if seconds > 0 else float("nan"), **columns}
 
 
 def _pipelines(spec: Benchmark, datasets, systems, baseline, out, depth, verbose) -> Dict[str, Dict[str, object]]:
