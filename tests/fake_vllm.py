@@ -38,6 +38,7 @@ naming the folder and the command that fills it.
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import os
 import re
@@ -138,6 +139,24 @@ def _as_vllm():
             sys.modules["vllm"] = current
 
 
+def _inspecting(create):
+    """``EngineArgs.create_model_config`` with vLLM itself as ``vllm`` and :data:`INSPECT_COMMAND`: vLLM inspects the
+    architecture in a subprocess, pickling its own modules by reference (the engine calls it, and so does a backend
+    that builds the engine's ``ModelConfig`` without the engine, for its tokenizer)."""
+    @functools.wraps(create)
+    def create_model_config(self, *args, **kwargs):
+        with _as_vllm():
+            from vllm.model_executor.models import registry
+            registry._SUBPROCESS_COMMAND = INSPECT_COMMAND
+            return create(self, *args, **kwargs)
+    create_model_config.inspecting = True
+    return create_model_config
+
+
+if not getattr(EngineArgs.create_model_config, "inspecting", False):  # once, whichever copy of this module runs
+    EngineArgs.create_model_config = _inspecting(EngineArgs.create_model_config)
+
+
 class LLM:
     """``vllm.LLM`` with vLLM's own argument checks, tokenizer, request checks, sampler and outputs (see above)."""
 
@@ -149,10 +168,7 @@ class LLM:
                               seed=seed, gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len,
                               **kwargs)
         args = EngineArgs(**self.init_args)  # vllm.LLM passes its options to EngineArgs: an unknown one is a TypeError
-        with _as_vllm():  # vLLM inspects the architecture in a subprocess, pickling its own modules by reference
-            from vllm.model_executor.models import registry
-            registry._SUBPROCESS_COMMAND = INSPECT_COMMAND
-            self.model_config = args.create_model_config()
+        self.model_config = args.create_model_config()
         self.llm_engine = SimpleNamespace(model_config=self.model_config)
         self.runner_type = self.model_config.runner_type
         self.logprobs_mode = self.model_config.logprobs_mode

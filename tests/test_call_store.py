@@ -140,6 +140,28 @@ def test_the_vllm_stand_in_answer_logits_come_back_as_one_array(tmp_path, monkey
     assert fresh.next_token_logprobs(prompts, allowed=[7, 8]) == backend.next_token_logprobs(prompts, allowed=[7, 8])
 
 
+def test_a_vllm_backend_renders_without_its_engine_the_ids_its_engine_would(tmp_path, monkeypatch, qwen):
+    """Until the engine exists, the tokenizer is vLLM's own for the engine's options (here a separate tokenizer
+    folder, the only one with a chat template, and tokenizer_mode/trust_remote_code/revision): no engine is built to
+    render a prompt or to read the context length, and the engine's tokenizer, once built, is the same object."""
+    from pyterrier_instruct.testing.models import QWEN_CHAT_TEMPLATE, with_chat_template
+    import fake_vllm
+    monkeypatch.setitem(sys.modules, "vllm", fake_vllm)
+    fake_vllm.instances.clear()
+    options = {"tokenizer": with_chat_template(qwen["qwen2"], tmp_path / "templated", QWEN_CHAT_TEMPLATE),
+               "tokenizer_mode": "hf", "trust_remote_code": True, "revision": "main"}
+    backend = VLLMBackend(qwen["qwen2"], max_model_len=256, **options)
+    messages = [{"role": "system", "content": "Judge relevance."}, {"role": "user", "content": "Is the sky blue?"}]
+    before, tok, limit = backend.prepare(messages), backend.tokenizer(), backend.max_prompt_tokens()
+    assert fake_vllm.instances == [] and backend._llm is None
+    assert limit == 255 and before.text.startswith("<|im_start|>system\nJudge relevance.<|im_end|>")
+    engine = backend._engine()
+    assert fake_vllm.instances == [engine] and {k: engine.init_args[k] for k in options} == options
+    assert engine.get_tokenizer() is tok and backend.tokenizer() is tok
+    after = backend.prepare(messages)
+    assert (after.text, after.token_ids) == (before.text, before.token_ids) and len(before.token_ids) > 10
+    assert backend.max_prompt_tokens() == limit
+
 def judge_server():
     from pyterrier_instruct.testing import ChatServer
 

@@ -79,37 +79,70 @@ class VLLMBackend(TokenizerBackend):
         self.logprobs_mode, self.store = logprobs_mode, as_store(store)
         self.llm_kwargs = dict(llm_kwargs)
         self._llm = None
+        self._config = None  # (runner, vLLM's ModelConfig) built without the engine, for its tokenizer
         self._runner: Optional[str] = None  # 'pooling': set by a reranker on a sequence-classification checkpoint
         #: answer-token scoring: requests, prompt tokens and prompt tokens served from the prefix cache
         self.stats: Counter = Counter()
 
-    _lazy = ("_llm",)
+    _lazy = ("_llm", "_config")
 
     def _eq_key(self) -> tuple:
         return super()._eq_key() + (("llm_kwargs", tuple(sorted(self.llm_kwargs.items()))),)
 
+    def _options(self) -> dict:
+        """``vllm.LLM``'s keyword arguments but ``model``."""
+        mode = {} if self.logprobs_mode is None else {"logprobs_mode": self.logprobs_mode}
+        if self._runner is not None and "runner" not in self.llm_kwargs:
+            mode["runner"] = self._runner
+        return dict(tensor_parallel_size=self.tensor_parallel_size, gpu_memory_utilization=self.gpu_memory_utilization,
+                    max_model_len=self.max_model_len, dtype=self.dtype,
+                    enable_prefix_caching=self.enable_prefix_caching, seed=self.seed, **mode, **self.llm_kwargs)
+
     def _engine(self):
         if self._llm is None:
-            vllm = require("vllm", "vllm")
-            mode = {} if self.logprobs_mode is None else {"logprobs_mode": self.logprobs_mode}
-            if self._runner is not None and "runner" not in self.llm_kwargs:
-                mode["runner"] = self._runner
-            self._llm = vllm.LLM(model=model_path(self.model), tensor_parallel_size=self.tensor_parallel_size,
-                                 gpu_memory_utilization=self.gpu_memory_utilization, max_model_len=self.max_model_len,
-                                 dtype=self.dtype, enable_prefix_caching=self.enable_prefix_caching, seed=self.seed,
-                                 **mode, **self.llm_kwargs)
+            self._llm = require("vllm", "vllm").LLM(model=model_path(self.model), **self._options())
         return self._llm
 
+    def _model_config(self):
+        """vLLM's ``ModelConfig``: the engine's, else the one ``vllm.LLM`` would build (``EngineArgs(model=,
+        **options).create_model_config()``: the checkpoint's config, no weights, no GPU)."""
+        if self._llm is not None:
+            return self._llm.llm_engine.model_config
+        if self._config is None or self._config[0] != self._runner:
+            import dataclasses
+            require("vllm", "vllm")
+            from vllm.engine.arg_utils import EngineArgs
+            fields = {f.name for f in dataclasses.fields(EngineArgs)}  # vllm.LLM's own options (chat_template) aside
+            options = {k: v for k, v in self._options().items() if k in fields}
+            self._config = (self._runner, EngineArgs(model=model_path(self.model), **options).create_model_config())
+        return self._config[1]
+
     def _tokenizer(self):
-        return self._engine().get_tokenizer()
+        """The engine's tokenizer; until the engine exists (a rerun answered by the store never builds it), the one
+        it would have, from vLLM's own code on its ``ModelConfig``: ``vllm.tokenizers.registry``'s
+        ``cached_tokenizer_from_config`` (0.33: the engine's own call, ``renderers/registry.py``, so the very object),
+        else 0.10.2's ``vllm.transformers_utils.tokenizer.cached_tokenizer_from_config`` (the engine's
+        ``get_tokenizer`` arguments, ``transformers_utils/tokenizer_group.py`` ``init_tokenizer_from_configs``, with
+        its ``truncation_side``)."""
+        if self._llm is not None:
+            return self._llm.get_tokenizer()
+        config = self._model_config()
+        try:
+            from vllm.tokenizers.registry import cached_tokenizer_from_config
+        except ImportError:
+            try:
+                from vllm.transformers_utils.tokenizer import cached_tokenizer_from_config as older
+            except ImportError:  # a vLLM with neither, not read here: its engine's, the only one known to be right
+                return self._engine().get_tokenizer()
+            return older(config, truncation_side="right" if config.runner_type == "pooling" else "left")
+        return cached_tokenizer_from_config(config)
 
     def max_prompt_tokens(self) -> Optional[int]:
         """The longest token-id prompt the engine takes with room for one output token: its ``max_model_len`` (given,
-        or the model's, read from the engine's ``model_config``) minus one. vLLM refuses a generate prompt of
-        ``max_model_len`` tokens (from 0.22.1: ``v1/engine/input_processor.py`` ``_validate_prompt_len``) and longer
-        ones in every version."""
-        config = getattr(getattr(self._engine(), "llm_engine", None), "model_config", None)
-        length = getattr(config, "max_model_len", None) or self.max_model_len
+        or the model's, read from the engine's ``model_config``, built without the engine until it exists) minus
+        one. vLLM refuses a generate prompt of ``max_model_len`` tokens (from 0.22.1: ``v1/engine/input_processor.py``
+        ``_validate_prompt_len``) and longer ones in every version."""
+        length = getattr(self._model_config(), "max_model_len", None) or self.max_model_len
         return None if length is None else int(length) - 1
 
     def generate(self, prompts: Sequence[Prompt], *, max_new_tokens: int, min_new_tokens: int = 0) -> List[str]:
