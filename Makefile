@@ -46,11 +46,13 @@ docs: $(VENV)/.docs  # the API reference PyTerrier's site includes, with pt_docs
 	$(PY) -m sphinx -W --keep-going -q -b html pyterrier_instruct/pt_docs build/pt_docs
 	@echo "open build/pt_docs/index.html"
 
+# the tests on every core (pytest-xdist): a module's tests on one worker, the Ray tests together, heaviest lanes first
+JOBS ?= auto
 test: install  # every lane (docs/testing.md)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(JOBS)
 
 test-%: install  # one lane: make test-unit, test-models, test-tools, test-e2e, test-external
-	$(PY) -m pytest -q -m $*
+	$(PY) -m pytest -q -m $* -n $(JOBS)
 
 bench: install
 	$(PY) benchmarks/bench_pmrr.py

@@ -96,11 +96,52 @@ def _lane(item) -> str:
     return "unit"
 
 
+#: the lanes from the slowest tests to the quickest: under ``pytest -n N`` (``make test``) the heaviest work is handed out
+#: first, so the quick unit tests even out the workers' ends
+HEAVY_FIRST = ("external", "e2e", "tools", "models", "unit")
+
+
 def pytest_collection_modifyitems(config, items):
+    lanes = {}
     for item in items:
-        item.add_marker(getattr(pytest.mark, _lane(item)))
+        lanes[item] = _lane(item)
+        item.add_marker(getattr(pytest.mark, lanes[item]))
+    if hasattr(config, "workerinput"):  # a pytest-xdist worker: its collection is the order work is handed out in
+        items.sort(key=lambda item: HEAVY_FIRST.index(lanes[item]))
     if config.getoption("--reverse"):
         items.reverse()
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """Under ``pytest -n N`` (pytest-xdist): each module's tests are one unit of work, handed to one worker (its module
+    fixtures built once), the tests using the session's Ray cluster one unit (one cluster at a time), units in the
+    workers' collection order (heaviest lanes first). pytest-xdist's own ``--dist loadgroup`` cannot say this: its
+    ``xdist_group`` marks are lost on pytest 9 (it renames ``item._nodeid``, which pytest 9 no longer reads)."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByModule(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return work_unit(nodeid)
+
+    config.option.loadscopereorder = False
+    return ByModule(config, log)
+
+
+def work_unit(nodeid: str) -> str:
+    """The unit of work (``pytest -n N``) of the test ``nodeid``: ``"ray"``, else its module."""
+    return "ray" if _uses_ray(nodeid) else nodeid.split("::", 1)[0]
+
+
+def _uses_ray(nodeid: str) -> bool:
+    """Whether the test of ``nodeid`` works on the session's Ray cluster: tests/test_ray.py, and every block of a docs
+    page (tests/test_docs.py: a page's blocks share one namespace) that starts one (``local_cluster(``)."""
+    if nodeid.startswith("tests/test_ray.py::"):
+        return True
+    match = re.fullmatch(r"tests/test_docs\.py::test_block_runs\[(.+)#\d+\]", nodeid)
+    if not match:
+        return False
+    from test_docs import ROOT
+    return "local_cluster(" in (ROOT / match.group(1)).read_text(encoding="utf-8")
 
 
 def _standins_key() -> str:

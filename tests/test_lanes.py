@@ -44,3 +44,19 @@ def test_a_changed_stand_in_file_fails_the_manifest(tmp_path):
     assert list(before) == ["models/config.json"]  # lock files are not content
     (tmp_path / "models" / "config.json").write_text('{"edited": 1}')
     assert conftest._manifest(tmp_path) != before
+
+
+def test_workers_get_a_module_at_a_time_and_the_ray_tests_together():
+    """Under ``pytest -n N`` the unit of work is a module (its module fixtures built once), except the tests on the
+    session's Ray cluster: one unit across modules, so one worker runs one cluster; the units in collection order."""
+    import types
+    pytest = __import__("pytest")
+    pytest.importorskip("xdist")
+    config = types.SimpleNamespace(option=types.SimpleNamespace(loadscopereorder=True), getvalue=lambda name: ["2*popen"])
+    scheduler = conftest.pytest_xdist_make_scheduler(config, None)
+    assert config.option.loadscopereorder is False and scheduler.numnodes == 2
+    scope = scheduler._split_scope
+    assert scope("tests/test_store.py::test_a[1]") == scope("tests/test_store.py::test_b") == "tests/test_store.py"
+    assert scope("tests/test_ray.py::test_dense_scoring") == "ray"
+    assert scope("tests/test_docs.py::test_block_runs[docs/scaling.md#2]") == "ray"  # the page starts a cluster
+    assert scope("tests/test_docs.py::test_block_runs[docs/measures.md#1]") == "tests/test_docs.py"
