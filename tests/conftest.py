@@ -96,8 +96,8 @@ def _lane(item) -> str:
     return "unit"
 
 
-#: the lanes from the slowest tests to the quickest: under ``pytest -n N`` (``make test``) the heaviest work is handed out
-#: first, so the quick unit tests even out the workers' ends
+#: the lanes from the slowest tests to the quickest: under ``pytest -n N`` (``make test``) the heaviest work is handed
+#: out first, so the quick unit tests even out the workers' ends
 HEAVY_FIRST = ("external", "e2e", "tools", "models", "unit")
 
 

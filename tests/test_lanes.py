@@ -52,7 +52,8 @@ def test_workers_get_a_module_at_a_time_and_the_ray_tests_together():
     import types
     pytest = __import__("pytest")
     pytest.importorskip("xdist")
-    config = types.SimpleNamespace(option=types.SimpleNamespace(loadscopereorder=True), getvalue=lambda name: ["2*popen"])
+    config = types.SimpleNamespace(option=types.SimpleNamespace(loadscopereorder=True),
+                                   getvalue=lambda name: ["2*popen"])
     scheduler = conftest.pytest_xdist_make_scheduler(config, None)
     assert config.option.loadscopereorder is False and scheduler.numnodes == 2
     scope = scheduler._split_scope

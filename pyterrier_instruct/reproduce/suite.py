@@ -30,10 +30,12 @@ from pyterrier_instruct.reproduce.systems import (ROW_RANK1, ROWS_2025, ROWS_SET
 COMMAND = ('suite', 'One leaderboard: every system on every instruction-following benchmark with data (main measures)')
 
 ROWS = {
-    "bm25": Row("BM25", "BM25", help="the first stage alone: pool BM25 on the pooled benchmarks, PISA BM25 on the others"),
+    "bm25": Row("BM25", "BM25",
+                help="the first stage alone: pool BM25 on the pooled benchmarks, PISA BM25 on the others"),
     "monot5": Row("MonoT5-base", "MonoT5-base", "castorini/monot5-base-msmarco-10k"),
     "followir-7b": Row("FollowIR-7B", "FollowIR-7B", "jhu-clsp/FollowIR-7B"),
-    "mistral": Row("Mistral-7B-instruct", "Mistral-7B-instruct", "mistralai/Mistral-7B-Instruct-v0.2", "FollowIR's prompt"),
+    "mistral": Row("Mistral-7B-instruct", "Mistral-7B-instruct", "mistralai/Mistral-7B-Instruct-v0.2",
+                   "FollowIR's prompt"),
     "e5-mistral": Row("E5-mistral", "E5-mistral", "intfloat/e5-mistral-7b-instruct", "as a reranking scorer"),
     "rank-zephyr": Row("RankZephyr", None, "castorini/rank_zephyr_7b_v1_full", "listwise", default=False),
     "rank1": ROW_RANK1,
