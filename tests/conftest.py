@@ -68,6 +68,7 @@ LANES = {
 
 def pytest_addoption(parser):
     parser.addoption("--reverse", action="store_true", help="run the collected tests in reverse order (an order check)")
+    parser.addoption("--shuffle", type=int, metavar="SEED", help="run the collected tests in an order drawn from SEED")
 
 
 def _source(function) -> str:
@@ -101,6 +102,9 @@ def pytest_collection_modifyitems(config, items):
         item.add_marker(getattr(pytest.mark, _lane(item)))
     if config.getoption("--reverse"):
         items.reverse()
+    if config.getoption("--shuffle") is not None:
+        import random
+        random.Random(config.getoption("--shuffle")).shuffle(items)
 
 
 def _standins_key() -> str:
