@@ -241,3 +241,11 @@ def ray_cluster():
     yield ray
     if started:
         ray.shutdown()
+
+
+# Issue 45 (alone in a fresh HOME): the libraries' own caches are never the user's ~/.cache either. mteb makes
+# ~/.cache/mteb when imported (its default ResultCache), vLLM writes ~/.cache/vllm/modelinfos when it inspects a model
+# (a child process per architecture, so that cache is kept between sessions beside the stand-in root).
+os.environ["MTEB_CACHE"] = os.path.join(os.environ["PYTERRIER_INSTRUCT_CACHE"], "mteb")
+os.environ["VLLM_CACHE_ROOT"] = str(Path(os.environ.get("PTI_TEST_CACHE") or Path(tempfile.gettempdir())
+                                         / "pyterrier-instruct-tests") / "vllm")
