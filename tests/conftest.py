@@ -245,7 +245,9 @@ def ray_cluster():
 
 # Issue 45 (alone in a fresh HOME): the libraries' own caches are never the user's ~/.cache either. mteb makes
 # ~/.cache/mteb when imported (its default ResultCache), vLLM writes ~/.cache/vllm/modelinfos when it inspects a model
-# (a child process per architecture, so that cache is kept between sessions beside the stand-in root).
+# (a child process per architecture, so that cache is kept between sessions beside the stand-in root); onnxruntime
+# (imported by pyserini) writes ~/.cache/Microsoft/DeveloperTools/.onnxruntime/deviceid unless its telemetry is off.
+os.environ["ORT_DISABLE_TELEMETRY"] = "1"
 os.environ["MTEB_CACHE"] = os.path.join(os.environ["PYTERRIER_INSTRUCT_CACHE"], "mteb")
 os.environ["VLLM_CACHE_ROOT"] = str(Path(os.environ.get("PTI_TEST_CACHE") or Path(tempfile.gettempdir())
                                          / "pyterrier-instruct-tests") / "vllm")
