@@ -249,5 +249,7 @@ def ray_cluster():
 # (imported by pyserini) writes ~/.cache/Microsoft/DeveloperTools/.onnxruntime/deviceid unless its telemetry is off.
 os.environ["ORT_DISABLE_TELEMETRY"] = "1"
 os.environ["MTEB_CACHE"] = os.path.join(os.environ["PYTERRIER_INSTRUCT_CACHE"], "mteb")
-os.environ["VLLM_CACHE_ROOT"] = str(Path(os.environ.get("PTI_TEST_CACHE") or Path(tempfile.gettempdir())
-                                         / "pyterrier-instruct-tests") / "vllm")
+# matplotlib's font list and config likewise (~/.cache/matplotlib, ~/.config/matplotlib: the demo's figures).
+_LIBRARY_CACHE = Path(os.environ.get("PTI_TEST_CACHE") or Path(tempfile.gettempdir()) / "pyterrier-instruct-tests")
+os.environ["VLLM_CACHE_ROOT"] = str(_LIBRARY_CACHE / "vllm")
+os.environ["MPLCONFIGDIR"] = str(_LIBRARY_CACHE / "matplotlib")
