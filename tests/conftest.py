@@ -249,6 +249,11 @@ def ray_cluster():
 # (imported by pyserini) writes ~/.cache/Microsoft/DeveloperTools/.onnxruntime/deviceid unless its telemetry is off.
 os.environ["ORT_DISABLE_TELEMETRY"] = "1"
 os.environ["MTEB_CACHE"] = os.path.join(os.environ["PYTERRIER_INSTRUCT_CACHE"], "mteb")
+# IPython's profile (the notebooks' kernels: ~/.ipython) in the session folder; the session's Ray cluster gets its
+# token here, not from ~/.ray/auth_token, which a new local cluster writes when it has none.
+os.environ["IPYTHONDIR"] = os.path.join(os.environ["PYTERRIER_INSTRUCT_CACHE"], "ipython")
+import secrets  # noqa: E402
+os.environ.setdefault("RAY_AUTH_TOKEN", secrets.token_hex(32))
 # matplotlib's font list and config likewise (~/.cache/matplotlib, ~/.config/matplotlib: the demo's figures).
 _LIBRARY_CACHE = Path(os.environ.get("PTI_TEST_CACHE") or Path(tempfile.gettempdir()) / "pyterrier-instruct-tests")
 os.environ["VLLM_CACHE_ROOT"] = str(_LIBRARY_CACHE / "vllm")
