@@ -243,18 +243,17 @@ def ray_cluster():
         ray.shutdown()
 
 
-# Issue 45 (alone in a fresh HOME): the libraries' own caches are never the user's ~/.cache either. mteb makes
-# ~/.cache/mteb when imported (its default ResultCache), vLLM writes ~/.cache/vllm/modelinfos when it inspects a model
-# (a child process per architecture, so that cache is kept between sessions beside the stand-in root); onnxruntime
-# (imported by pyserini) writes ~/.cache/Microsoft/DeveloperTools/.onnxruntime/deviceid unless its telemetry is off.
-os.environ["ORT_DISABLE_TELEMETRY"] = "1"
-os.environ["MTEB_CACHE"] = os.path.join(os.environ["PYTERRIER_INSTRUCT_CACHE"], "mteb")
-# IPython's profile (the notebooks' kernels: ~/.ipython) in the session folder; the session's Ray cluster gets its
-# token here, not from ~/.ray/auth_token, which a new local cluster writes when it has none.
-os.environ["IPYTHONDIR"] = os.path.join(os.environ["PYTERRIER_INSTRUCT_CACHE"], "ipython")
+
+# Issue 45 (alone in a fresh HOME): no test writes the user's home. In the session folder: mteb's ~/.cache/mteb (made
+# when imported), IPython's ~/.ipython (the notebooks' kernels). Kept beside the stand-in root: vLLM's
+# ~/.cache/vllm/modelinfos (a child process per architecture), matplotlib's ~/.cache and ~/.config/matplotlib (the font
+# list). Off: onnxruntime's telemetry (imported by pyserini, it writes ~/.cache/Microsoft/DeveloperTools). The
+# session's Ray cluster gets a token here instead of writing ~/.ray/auth_token.
 import secrets  # noqa: E402
-os.environ.setdefault("RAY_AUTH_TOKEN", secrets.token_hex(32))
-# matplotlib's font list and config likewise (~/.cache/matplotlib, ~/.config/matplotlib: the demo's figures).
+os.environ["MTEB_CACHE"] = os.path.join(os.environ["PYTERRIER_INSTRUCT_CACHE"], "mteb")
+os.environ["IPYTHONDIR"] = os.path.join(os.environ["PYTERRIER_INSTRUCT_CACHE"], "ipython")
 _LIBRARY_CACHE = Path(os.environ.get("PTI_TEST_CACHE") or Path(tempfile.gettempdir()) / "pyterrier-instruct-tests")
 os.environ["VLLM_CACHE_ROOT"] = str(_LIBRARY_CACHE / "vllm")
 os.environ["MPLCONFIGDIR"] = str(_LIBRARY_CACHE / "matplotlib")
+os.environ["ORT_DISABLE_TELEMETRY"] = "1"
+os.environ.setdefault("RAY_AUTH_TOKEN", secrets.token_hex(32))
