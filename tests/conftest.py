@@ -68,6 +68,7 @@ LANES = {
 
 def pytest_addoption(parser):
     parser.addoption("--reverse", action="store_true", help="run the collected tests in reverse order (an order check)")
+    parser.addoption("--shuffle", type=int, metavar="SEED", help="run the collected tests in an order drawn from SEED")
 
 
 def _source(function) -> str:
@@ -110,6 +111,9 @@ def pytest_collection_modifyitems(config, items):
         items.sort(key=lambda item: HEAVY_FIRST.index(lanes[item]))
     if config.getoption("--reverse"):
         items.reverse()
+    if config.getoption("--shuffle") is not None:
+        import random
+        random.Random(config.getoption("--shuffle")).shuffle(items)
 
 
 def pytest_xdist_make_scheduler(config, log):
@@ -278,3 +282,19 @@ def ray_cluster():
     yield ray
     if started:
         ray.shutdown()
+
+
+
+# Issue 45 (alone in a fresh HOME): no test writes the user's home. In the session folder: mteb's ~/.cache/mteb (made
+# when imported), IPython's ~/.ipython (the notebooks' kernels). Kept beside the stand-in root: vLLM's
+# ~/.cache/vllm/modelinfos (a child process per architecture), matplotlib's ~/.cache and ~/.config/matplotlib (the font
+# list). Off: onnxruntime's telemetry (imported by pyserini, it writes ~/.cache/Microsoft/DeveloperTools). The
+# session's Ray cluster gets a token here instead of writing ~/.ray/auth_token.
+import secrets  # noqa: E402
+os.environ["MTEB_CACHE"] = os.path.join(os.environ["PYTERRIER_INSTRUCT_CACHE"], "mteb")
+os.environ["IPYTHONDIR"] = os.path.join(os.environ["PYTERRIER_INSTRUCT_CACHE"], "ipython")
+_LIBRARY_CACHE = Path(os.environ.get("PTI_TEST_CACHE") or Path(tempfile.gettempdir()) / "pyterrier-instruct-tests")
+os.environ["VLLM_CACHE_ROOT"] = str(_LIBRARY_CACHE / "vllm")
+os.environ["MPLCONFIGDIR"] = str(_LIBRARY_CACHE / "matplotlib")
+os.environ["ORT_DISABLE_TELEMETRY"] = "1"
+os.environ.setdefault("RAY_AUTH_TOKEN", secrets.token_hex(32))

@@ -10,6 +10,7 @@ import fnmatch
 import html
 import inspect
 import json
+import os
 import re
 import subprocess
 import sys
@@ -105,9 +106,10 @@ def test_readme_installs_into_another_environment_from_any_clone(tmp_path):
     line = install.split("into another environment", 1)[1].split("```bash\n", 1)[1].split("\n", 1)[0]
     assert line == 'pip install ".[hf]"' and "$(git remote get-url origin)" not in readme
     report = tmp_path / "report.json"  # what pip would install (resolved, nothing installed; offline)
+    # a HOME of its own: pip's user agent runs `rustc --version`, whose rustup proxy writes ~/.rustup/settings.toml
     done = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--no-deps", "--no-build-isolation",
                            "--no-index", "-q", "--report", str(report), ".[hf]"], cwd=ROOT, capture_output=True,
-                          text=True, timeout=600)
+                          text=True, timeout=600, env={**os.environ, "HOME": str(tmp_path)})
     assert done.returncode == 0, done.stderr[-3000:]
     [planned] = json.loads(report.read_text())["install"]
     assert planned["metadata"]["name"] == "pyterrier-instruct" and planned["requested_extras"] == ["hf"]

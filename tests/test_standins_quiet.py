@@ -92,6 +92,31 @@ def test_listwise_warns_alike(caplog):
                                  "out-of-range labels dropped, missing passages appended in order (see .stats)"]
 
 
+def test_ifir_judge_warns_alike(caplog):
+    from pyterrier_instruct.backends import FunctionBackend, Generation
+    from pyterrier_instruct.evaluation import IFIRJudge
+    from pyterrier_instruct.evaluation.judge import JudgeItem
+
+    def judge_answers(message_lists, **kwargs):  # garbage about vaccines and rivers, {"score": 2} otherwise
+        garbage = [any(w in m[-1]["content"] for w in ("Vaccines", "Rivers")) for m in message_lists]
+        clean = ['{"', "score", '":', " ", "2", "}"]
+        return [Generation.of("no idea", ["no", " idea"], [{"no": 0.0}, {" idea": 0.0}]) if g
+                else Generation.of("".join(clean), clean, [{t: 0.0} for t in clean]) for g in garbage]
+
+    items = [JudgeItem("fiqa1", "salmon only", d, t) for d, t in zip(FRAME["docno"], FRAME["text"])]
+    judge = IFIRJudge(FunctionBackend(logprobs=judge_answers), judge_model="garbler", batch_size=2, verbose=False)
+    with caplog.at_level(logging.WARNING):
+        got = judge.judge(items)
+    assert [j.status for j in got] == ["ok", "ok", "ok", "unparsed", "ok", "unparsed"]
+    assert judge.last["backend_calls"] == 3 and judge.last["unparsed"] == 2  # three calls, one warning for the run
+    assert _warnings(caplog) == ["INSTFOL judge garbler: 2 of 6 answers held no score; scored 0 (see .stats)"]
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        judge.judge([i for i in items if "Vaccines" not in i.text and "Rivers" not in i.text] + [items[0]._replace(
+            instruction="coral only")])
+    assert judge.last["unparsed"] == 0 and judge.last["judged"] == 1 and _warnings(caplog) == []
+
+
 def test_install_puts_torch_on_one_thread_unless_told_otherwise(tmp_path, monkeypatch):
     import torch
     threads = torch.get_num_threads()

@@ -228,8 +228,6 @@ def _classify(err: BaseException, url: str) -> Failure:
         return Failure("connect", f"{type(reason).__name__}: {reason}")
     if isinstance(reason, (ConnectionResetError, ConnectionAbortedError, BrokenPipeError, http.client.IncompleteRead)):
         return Failure("retry", f"{url}: the connection broke ({type(reason).__name__}: {reason})")
-    if isinstance(reason, TimeoutError):
-        return Failure("final", f"{url} did not answer in time ({reason})")
     if isinstance(reason, OSError):  # no route to host, network unreachable
         return Failure("connect", f"{type(reason).__name__}: {reason}")
     if isinstance(reason, http.client.HTTPException):
@@ -267,7 +265,7 @@ def post_json(url: str, data: bytes, key: Optional[str], *, timeout: float, max_
         failure.message = redact(failure.message, key)
         raise
     except Exception as err:  # noqa: BLE001 - every transport error is classified
-        if watchdog.expired:
+        if watchdog.expired or isinstance(getattr(err, "reason", err), TimeoutError):  # a read waited timeout s: late
             raise late from None
         failure = _classify(err, url)
         failure.message = redact(failure.message, key)
