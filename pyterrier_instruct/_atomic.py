@@ -164,3 +164,20 @@ def _fsync_tree(folder: str) -> None:
         for name in files:
             fsync_file(os.path.join(root, name))
         fsync_dir(root)
+
+
+def _remove_folder(path: str, pid: int) -> None:
+    if os.getpid() == pid:  # not from a forked child that inherited the exit hook
+        shutil.rmtree(path, ignore_errors=True)
+        if os.path.isfile(path + ".lock"):  # the lock file replaced_folder leaves beside it
+            os.remove(path + ".lock")
+
+
+def temporary_folder(prefix: str) -> str:
+    """A new folder in the system's temporary directory, removed when the process that made it exits (a killed
+    process leaves it)."""
+    import atexit
+    import tempfile
+    path = tempfile.mkdtemp(prefix=prefix)
+    atexit.register(_remove_folder, path, os.getpid())
+    return path

@@ -19,14 +19,13 @@ import contextlib
 import json
 import os
 import sqlite3
-import tempfile
 import threading
 import time
 from typing import Iterable, Iterator, List, Optional, Sequence
 
 import pyterrier as pt
 
-from ._atomic import write_json
+from ._atomic import temporary_folder, write_json
 
 #: the database file inside a store's folder
 DB_NAME = "store.sqlite3"
@@ -44,7 +43,8 @@ class SqliteStore(pt.Artifact):
     """Base of the package's SQLite artifacts (subclasses set :attr:`ARTIFACT_TYPE` and :attr:`SCHEMA`).
 
     Args:
-        path: the store's folder (created on first use); ``None``: a new temporary folder.
+        path: the store's folder (created on first use); ``None``: a new temporary folder, removed when this process
+            exits.
     """
     ARTIFACT_TYPE = "store"
     ARTIFACT_FORMAT = "instruct"
@@ -55,7 +55,7 @@ class SqliteStore(pt.Artifact):
     SCHEMA = ""
 
     def __init__(self, path: Optional[str] = None):
-        super().__init__(tempfile.mkdtemp(prefix=f"pti-{self.ARTIFACT_TYPE}-") if path is None else os.fspath(path))
+        super().__init__(temporary_folder(f"pti-{self.ARTIFACT_TYPE}-") if path is None else os.fspath(path))
         self._conn: Optional[sqlite3.Connection] = None
         self._pid: Optional[int] = None
         self._mutex = threading.RLock()

@@ -135,3 +135,20 @@ def test_the_artifact_entry_points_name_the_cache_stores():
         module, cls = entries[name].split(":")
         store = getattr(importlib.import_module(module), cls)
         assert issubclass(store, SqliteStore) and f"{store.ARTIFACT_TYPE}.{store.ARTIFACT_FORMAT}" == name
+
+
+def test_a_temporary_store_is_removed_when_its_process_exits(tmp_path):
+    """``path=None``: a folder in the temporary directory, removed at exit by the process that made it (not by a child
+    that inherited it); a store at a given path stays."""
+    code = ("import os, sys; from pyterrier_instruct.calls import CallStore\n"
+            "temporary, kept = CallStore(), CallStore(sys.argv[1])\n"
+            "for store in (temporary, kept):\n"
+            "    store.connection()  # created and opened\n"
+            "if os.fork() == 0: os._exit(0)\n"
+            "os.wait(); print(temporary.path); assert os.path.isdir(temporary.path)")
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "kept")], capture_output=True, text=True,
+                          env=dict(os.environ, TMPDIR=str(tmp_path)), timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    path = done.stdout.strip().splitlines()[-1]
+    assert Path(path).parent == tmp_path and not os.path.exists(path)
+    assert (tmp_path / "kept" / "pt_meta.json").is_file()

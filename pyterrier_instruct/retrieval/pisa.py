@@ -8,21 +8,18 @@ cannot break it (tests/test_retrieval.py); a query with no indexable term return
 """
 from __future__ import annotations
 
-import atexit
 import contextlib
 import itertools
 import os
 import re
-import shutil
 import sys
-import tempfile
 from typing import Dict, Iterable, Iterator, Optional
 
 import pandas as pd
 import pyterrier as pt
 
 from ..base import check_text
-from .._atomic import replaced_folder, settled
+from .._atomic import replaced_folder, settled, temporary_folder
 from .._config import Configured
 from .._corpus import recorded
 from .._progress import library_progress
@@ -87,20 +84,6 @@ def _docs(corpus: Iterable[Dict], text_field: str, refused: Optional[list] = Non
         if title:
             text = f"{title} {text}"
         yield {"docno": docno, "text": text.strip()}
-
-
-def _remove_folder(path: str, pid: int) -> None:
-    if os.getpid() == pid:  # not from a forked child that inherited the exit hook
-        shutil.rmtree(path, ignore_errors=True)
-        if os.path.isfile(path + ".lock"):  # the lock file replaced_folder leaves beside it
-            os.remove(path + ".lock")
-
-
-def temporary_folder(prefix: str) -> str:
-    """A new folder in the system's temporary directory, removed when the process that made it exits."""
-    path = tempfile.mkdtemp(prefix=prefix)
-    atexit.register(_remove_folder, path, os.getpid())
-    return path
 
 
 def bm25_index(corpus: Iterable[Dict], path: Optional[str] = None, *, text_field: str = "text",
