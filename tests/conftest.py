@@ -9,6 +9,11 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 os.environ["HF_DATASETS_OFFLINE"] = "1"
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# One thread per process for torch/OpenMP and BLAS (set before they load; child processes, kernels and Ray workers
+# inherit it): the tiny models gain nothing from a second thread, and under `pytest -n N` every extra thread competes
+# with the other workers for the same cores. A caller's own setting stands.
+for _threads in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    os.environ.setdefault(_threads, "1")
 # Dataset ids resolve to the miniature benchmarks in their released layouts, which the package's generator
 # (pyterrier_instruct.testing.layouts) writes into a temporary folder at configuration (pytest_configure); the cache
 # is never a user's one.

@@ -119,7 +119,8 @@ def test_ifir_judge_warns_alike(caplog):
 
 def test_install_puts_torch_on_one_thread_unless_told_otherwise(tmp_path, monkeypatch):
     import torch
-    threads = torch.get_num_threads()
+    original, threads = torch.get_num_threads(), 2  # the tests' own processes run on one (tests/conftest.py)
+    torch.set_num_threads(threads)
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     try:
         testing.install(tmp_path, models=[], datasets=False)
@@ -129,4 +130,4 @@ def test_install_puts_torch_on_one_thread_unless_told_otherwise(tmp_path, monkey
         testing.install(tmp_path, models=[], datasets=False)
         assert torch.get_num_threads() == threads  # the user's setting stands
     finally:
-        torch.set_num_threads(threads)
+        torch.set_num_threads(original)

@@ -512,3 +512,35 @@ def test_rbo_equals_pyterrier_alphas():
         a, b = run(), run()
         for p in (0.9, 0.99):
             assert dict(_rbo(a, b, p)) == pytest.approx(dict(pta.rbo(a, b, p=p)))
+
+
+def _markdown_tables(text: str, first: str) -> list:
+    """Every Markdown table of ``text`` whose header starts with ``| first |``, as lists of rows of cells."""
+    tables, rows = [], None
+    for line in text.splitlines() + [""]:
+        if line.startswith(f"| {first} |"):
+            rows = [line]
+        elif rows is not None and line.startswith("|"):
+            rows.append(line)
+        elif rows is not None:
+            tables.append([[c.strip() for c in r.strip().strip("|").split("|")] for r in rows if "---" not in r])
+            rows = None
+    return tables
+
+
+def test_the_readme_and_docs_leaderboard_is_what_the_command_prints(tmp_path, monkeypatch, capsys):
+    """README.md and docs/suite.md show ``pyterrier-instruct suite --systems bm25,monot5 --standins``'s leaderboard:
+    the same cells as the command prints now."""
+    from pathlib import Path
+
+    from pyterrier_instruct.reproduce import cli
+    monkeypatch.setenv("PYTERRIER_INSTRUCT_STANDINS", str(tmp_path / "standins"))
+    monkeypatch.setenv("PYTERRIER_INSTRUCT_DATA", os.environ["PYTERRIER_INSTRUCT_DATA"])  # restored after --standins
+    assert cli.main(["suite", "--systems", "bm25,monot5", "--standins", "--quiet", "--out", str(tmp_path / "out")]) == 0
+    (printed,) = _markdown_tables(capsys.readouterr().out, "system")
+    header, rows = printed[0], printed[1:]
+    root = Path(__file__).resolve().parents[1]
+    for page in ("README.md", "docs/suite.md"):
+        (shown,) = _markdown_tables((root / page).read_text(encoding="utf-8"), "system")
+        columns = [header.index(c) for c in shown[0]]  # the page may leave columns out (notes), never add one
+        assert [[row[i] for i in columns] for row in rows] == shown[1:], page

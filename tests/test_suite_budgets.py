@@ -121,7 +121,8 @@ def test_reasonrank_cut_while_reasoning_is_counted_unfinished(tmp_path, nevir_do
     windows = nevir_docs // 2  # NevIR: two passages a query, one window each
     note, stats = _suite(reasonrank(1), tmp_path / "one")
     assert (stats["unfinished"], stats["repaired"], stats["windows"]) == (windows, windows, windows)
-    assert note == f"nevir: {windows} windows whose permutation was repaired"
+    assert note == (f"nevir: {windows} windows whose permutation was repaired, {windows} windows whose reasoning "
+                    "never closed within the budget")
     note, stats = _suite(reasonrank(64), tmp_path / "enough")
     assert stats.get("unfinished", 0) == stats.get("repaired", 0) == 0 and stats["clean"] == windows and note == ""
 

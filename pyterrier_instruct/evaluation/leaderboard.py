@@ -383,7 +383,8 @@ def suite(systems: Mapping[str, object], benchmarks: Union[str, Sequence[str]] =
     board["notes"] = ["; ".join(notes[n]) for n in names]
     found = [f for f in perquery if f is not None]
     board.attrs.update(
-        tables=tables, status=status, cost=pd.DataFrame(cost), measures={b: BENCHMARKS[b].main for b in selected},
+        tables=tables, status=status, cost=pd.DataFrame(cost, columns=None if cost else COST_KEYS),
+        measures={b: BENCHMARKS[b].main for b in selected},
         data="stand-in" if any(labelled.values()) else "real", stand_in_data=bool(standins or stand_ins),
         secondary=pd.DataFrame([{"system": n, **secondary[n]} for n in names]),
         perquery=pd.concat(found, ignore_index=True) if found else pd.DataFrame(columns=PERQUERY),
@@ -462,6 +463,10 @@ def _earlier_cost(out: str) -> Dict[Tuple[str, str], dict]:
         return {}
     rows = pd.read_csv(path, dtype={"system": str, "benchmark": str}).to_dict(orient="records")
     return {(r["system"], r["benchmark"]): r for r in rows}
+
+
+#: the first columns of ``cost.csv`` (an empty table keeps them: every system failed)
+COST_KEYS = ["system", "benchmark", "runs", "seconds", "queries", "queries/s"]
 
 
 def _cost_row(name, benchmark, seconds, queries, computed, earlier, usage, prices) -> dict:
