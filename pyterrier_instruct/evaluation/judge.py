@@ -244,9 +244,11 @@ class IFIRJudge:
             for name, value in last.items():
                 self.stats[name] += value
             self.last = last
-        from ..measures.cost import observe  # what a run costs: a backend with its own store counts what it computes
-        own = getattr(self.backend, "store", None) is None
-        observe(self.store, keys if own else [k for k in keys if k in found], new if own else 0)
+        # what a run costs (measures/cost.py): this store's look-ups, but where the backend has a store of its own,
+        # the calls it answered are counted there, so here only those this store answered without it
+        from ..measures.cost import observe
+        alone = getattr(self.backend, "store", None) is None
+        observe(self.store, keys if alone else [k for k in keys if k in found], new if alone else 0)
         if errors:
             log.warning("INSTFOL judge %s: %d of %d judge request(s) failed, first: %s; their rank positions are "
                         "dropped from both lists (not stored: judged again next time)", self.judge_model, len(errors),

@@ -203,8 +203,8 @@ def _secondary(benchmark: str, table: pd.DataFrame, measure: str, model: str) ->
             if (len(main) > 1 or c not in main) and "/level" not in c}
 
 
-#: each benchmark's main measure per query as its report computes it (``None``: its scoring gives means only)
 def _query_measure(benchmark: str):
+    """The benchmark's main measure per query as its report computes it (``None``: its scoring gives means only)."""
     import ir_measures
 
     from ..measures import WISE, IFIR_nDCG, PairedAccuracy, Robustness, pMRR
