@@ -92,24 +92,25 @@ def test_two_processes_share_one_cache(tiny, tmp_path):
     np.testing.assert_allclose(vectors, fresh, atol=1e-5)
 
 
-def _write_batches(path, done, ready, target):
+def _write_batches(path, done, ready, start):
     cache = VectorCache(path)
     space = cache.space("m", "r1")
-    for batch in range(100_000):
+    for batch in range(start, 100_000):
         texts = [f"{batch}-{i}" for i in range(50)]
         cache.add(space, texts, np.full((50, 64), batch, dtype=np.float32))
         done.value = batch + 1
-        if done.value >= target:
+        if done.value >= start + 3:
             ready.set()
 
 
 def test_a_killed_writer_loses_at_most_the_batch_in_flight(tmp_path):
     path = str(tmp_path / "cache")
     for trial in range(3):
-        done, ready = SPAWN.Value("i", 0, lock=False), SPAWN.Event()  # no lock a kill could leave held
-        writer = SPAWN.Process(target=_write_batches, args=(path, done, ready, 3 * (trial + 1)))
+        start = _rows(path) // 50 if trial else 0  # each writer goes on past what the killed ones committed,
+        done, ready = SPAWN.Value("i", start, lock=False), SPAWN.Event()  # however far they ran before the kill
+        writer = SPAWN.Process(target=_write_batches, args=(path, done, ready, start))  # (no lock a kill could hold)
         writer.start()
-        assert ready.wait(120)  # this trial's writer has committed batches beyond the earlier trials'
+        assert ready.wait(120)  # this trial's writer has committed 3 batches of its own
         os.kill(writer.pid, signal.SIGKILL)
         writer.join(30)
         committed = done.value
