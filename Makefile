@@ -46,13 +46,15 @@ docs: $(VENV)/.docs  # the API reference PyTerrier's site includes, with pt_docs
 	$(PY) -m sphinx -W --keep-going -q -b html pyterrier_instruct/pt_docs build/pt_docs
 	@echo "open build/pt_docs/index.html"
 
-# the tests on every core (pytest-xdist): a module's tests on one worker, the Ray tests together, heaviest lanes first
+# the tests on every core (pytest-xdist): a module's tests on one worker, the Ray tests together, heaviest lanes first.
+# Bytecode is cached (.gitignore'd __pycache__/) even where PYTHONDONTWRITEBYTECODE is set: each worker, child process
+# and Ray actor then reads the compiled package and pytest's rewritten test modules instead of compiling them again.
 JOBS ?= auto
 test: install  # every lane (docs/testing.md)
-	$(PY) -m pytest -q -n $(JOBS)
+	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -n $(JOBS)
 
 test-%: install  # one lane: make test-unit, test-models, test-tools, test-e2e, test-external
-	$(PY) -m pytest -q -m $* -n $(JOBS)
+	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -m $* -n $(JOBS)
 
 bench: install
 	$(PY) benchmarks/bench_pmrr.py
