@@ -18,7 +18,6 @@ import pyterrier as pt
 import pytest
 
 pytest.importorskip("ray")
-pytest.importorskip("ray.data")
 
 import pyterrier_instruct as pti  # noqa: E402
 from pyterrier_instruct.base import InstructReranker  # noqa: E402
