@@ -273,7 +273,6 @@ def rank_llm_026():
 def ray_cluster():
     """One local Ray cluster for the test session: 2 CPUs, no GPU, listening on 127.0.0.1 only; shut down at the end."""
     pytest.importorskip("ray")
-    pytest.importorskip("ray.data")
     import ray
     from pyterrier_instruct.scale import local_cluster
     started = not ray.is_initialized()

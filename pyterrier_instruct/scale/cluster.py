@@ -23,11 +23,9 @@ _LOCAL_ONLY = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 
 
 def ray_module():
-    """``import ray`` (Ray Data included), or the ImportError naming ``pip install 'pyterrier-instruct[ray]'``."""
+    """``import ray``, or the ImportError naming ``pip install 'pyterrier-instruct[ray]'``."""
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    ray = require("ray", "ray")
-    require("ray.data", "ray")
-    return ray
+    return require("ray", "ray")
 
 
 @contextlib.contextmanager

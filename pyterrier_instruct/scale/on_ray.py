@@ -1,19 +1,15 @@
 """``pti.on_ray(transformer, workers=N)``: a transformer's heavy stage run by an actor pool on a Ray cluster.
 
-The wrapped transformer's own ``transform`` runs in the driver, its expensive part handed to Ray Data
-(``map_batches(BlockWorker, compute=ActorPoolStrategy(size=workers))``): one model copy per actor, loaded on its first
-block. Rerankers get blocks of whole queries (output equal to the single-process run's), bi-encoders the distinct
-query/passage strings, others blocks of rows. Faults, HTTP concurrency and multi-GPU vLLM actors: docs/scaling.md.
+The wrapped transformer's own ``transform`` runs in the driver, its expensive part handed to a pool of ``workers`` Ray
+actors (:class:`~.worker.BlockWorker`, restarted with their unfinished blocks retried): one model copy per actor,
+loaded on its first block. Rerankers get blocks of whole queries (output equal to the single-process run's),
+bi-encoders the distinct query/passage strings, others blocks of rows. Faults, HTTP concurrency and multi-GPU vLLM actors: docs/scaling.md.
 """
 from __future__ import annotations
 
-import contextlib
 import copy
-import inspect
-import logging
 import pickle
 import time
-import warnings
 from collections import Counter
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
@@ -22,12 +18,12 @@ import pandas as pd
 import pyterrier as pt
 
 from .._config import Configured
-from .._progress import library_progress
 from .._progress import tqdm as progress_bar
 from . import blocks as B
 from .worker import BlockWorker, add_counts, http_backends, model_paths, vllm_backends, vllm_gpus
 
-log = logging.getLogger(__name__)
+#: blocks handed to each actor at a time (one running, one waiting, so an actor never waits for the driver)
+IN_FLIGHT = 2
 
 
 class OnRay(Configured, pt.Transformer):
@@ -232,36 +228,61 @@ class OnRay(Configured, pt.Transformer):
         ray = connect(self.address)
         workers, gpus, span, strategy = self._resources(transformer)
         workers = max(1, min(workers, n_blocks))
-        items = [{"block": int(i), "payload": pickle.dumps(p, protocol=pickle.HIGHEST_PROTOCOL)} for i, p in payloads]
         http = http_backends(transformer)
         args = (transformer, mode, model_paths(transformer), workers if http else None, span > 1)
         groups: List[object] = []
         started, per_worker = time.time(), Counter()
         bar = progress_bar(total=n_blocks, desc=f"on_ray {type(transformer).__name__}", unit="block",
                            disable=not self.verbose or not n_blocks)
-        with _data_context(library_progress()), bar:
-            ds = ray.data.from_items(items, override_num_blocks=len(items))
-            with warnings.catch_warnings():  # Ray 2.60 deprecates per-actor remote arguments, with no replacement yet
-                from ray.util.annotations import RayDeprecationWarning
-                warnings.simplefilter("ignore", RayDeprecationWarning)
-                ds = ds.map_batches(BlockWorker, fn_constructor_args=args, batch_size=1, batch_format="numpy",
-                                    compute=ray.data.ActorPoolStrategy(size=workers),
-                                    num_cpus=float(self.cpus_per_worker), num_gpus=0.0 if span > 1 else gpus,
-                                    runtime_env=self.runtime_env,
-                                    **_actor_args(ds.map_batches, self.max_retries, span, strategy, gpus, groups))
-            try:
-                for batch in ds.iter_batches(batch_size=None, batch_format="numpy"):
-                    columns = (batch[c] for c in ("block", "result", "counts", "worker"))
-                    for block, result, counts, where in zip(*columns):
-                        add_counts(transformer, pickle.loads(counts))
-                        per_worker[str(where)] += 1
-                        bar.update(1)
-                        yield int(block), pickle.loads(result)
-            finally:
-                for group in groups:
-                    ray.util.remove_placement_group(group)
+        # the transformer travels inline with each actor's creation (small: pickled without its model); arguments
+        # in the object store would be lost to a restarted actor once the driver dropped them
+        actors = [ray.remote(BlockWorker).options(**self._actor_options(span, strategy, gpus, groups)).remote(*args)
+                  for _ in range(workers)]
+        todo = ((int(i), pickle.dumps(p, protocol=pickle.HIGHEST_PROTOCOL)) for i, p in payloads)
+        running: Dict[object, object] = {}  # task -> its actor
+
+        def submit(actor) -> None:
+            item = next(todo, None)
+            if item is not None:
+                running[actor.run.remote(*item)] = actor
+
+        try:
+            with bar:
+                for actor in actors * IN_FLIGHT:  # a next block waits in each actor while it runs one
+                    submit(actor)
+                while running:
+                    (task,), _ = ray.wait(list(running), num_returns=1)
+                    actor = running.pop(task)
+                    block, result, counts, where = ray.get(task)
+                    submit(actor)
+                    add_counts(transformer, pickle.loads(counts))
+                    per_worker[where] += 1
+                    bar.update(1)
+                    yield block, pickle.loads(result)
+        finally:
+            for actor in actors:
+                ray.kill(actor)
+            for group in groups:
+                ray.util.remove_placement_group(group)
         self.last_run = {"mode": mode, "blocks": n_blocks, "workers": workers,
                          "seconds": round(time.time() - started, 3), "blocks_per_worker": dict(per_worker)}
+
+    def _actor_options(self, span: int, strategy: str, gpus: float, groups: list) -> Dict[str, object]:
+        """Each actor's resources, restarts and task retries (Ray's ``max_restarts``/``max_task_retries``); for a vLLM
+        engine over ``span`` > 1 GPUs, a placement group of ``span`` GPU bundles (``strategy``: one node for tensor
+        parallelism), which the engine's own Ray workers are scheduled into."""
+        options: Dict[str, object] = {"num_cpus": float(self.cpus_per_worker), "num_gpus": 0.0 if span > 1 else gpus,
+                                      "max_restarts": self.max_retries, "max_task_retries": self.max_retries}
+        if self.runtime_env:
+            options["runtime_env"] = self.runtime_env
+        if span > 1:
+            from ray.util.placement_group import placement_group
+            from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+            group = placement_group([{"GPU": max(gpus, 1.0), "CPU": 1.0}] * span, strategy=strategy)
+            groups.append(group)
+            options["scheduling_strategy"] = PlacementGroupSchedulingStrategy(
+                group, placement_group_capture_child_tasks=True)
+        return options
 
 
 def _check_complete(done: np.ndarray, what: str) -> None:
@@ -278,48 +299,6 @@ def _runs_by_parts(transformer) -> bool:
     from ..base import InstructReranker
     return (isinstance(transformer, InstructReranker) or _is_dense(transformer)
             or _is_dense(getattr(transformer, "model", None)))
-
-
-def _actor_args(map_batches, retries: int, span: int, strategy: str, gpus: float, groups: list) -> Dict[str, object]:
-    """``map_batches`` arguments for each actor: restarts and block retries; for a vLLM engine over ``span`` > 1 GPUs, a
-    placement group of ``span`` GPU bundles (``strategy``: one node for tensor parallelism), which the engine's own Ray
-    workers are scheduled into. Passed through Ray Data's ``ray_remote_args_fn``; a Ray without it keeps its own
-    defaults (actors restarted, blocks retried, without limit)."""
-    if "ray_remote_args_fn" not in inspect.signature(map_batches).parameters:
-        if span > 1:
-            raise RuntimeError("this Ray Data has no ray_remote_args_fn: a vLLM engine over several GPUs cannot get "
-                                      "its placement group; use tensor_parallel_size=1 per worker")
-        return {}
-
-    def remote_args() -> dict:
-        args: Dict[str, object] = {"max_restarts": retries, "max_task_retries": retries}
-        if span > 1:
-            from ray.util.placement_group import placement_group
-            from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
-            group = placement_group([{"GPU": max(gpus, 1.0), "CPU": 1.0}] * span, strategy=strategy)
-            groups.append(group)
-            args["scheduling_strategy"] = PlacementGroupSchedulingStrategy(
-                group, placement_group_capture_child_tasks=True)
-        return args
-    return {"ray_remote_args_fn": remote_args}
-
-
-@contextlib.contextmanager
-def _data_context(verbose: bool):
-    """Ray Data's progress bars and logs only when ``verbose`` (:func:`~pyterrier_instruct.library_progress`;
-    restored afterwards)."""
-    import ray.data
-    context = ray.data.DataContext.get_current()
-    bars, logger = context.enable_progress_bars, logging.getLogger("ray.data")
-    level = logger.level
-    context.enable_progress_bars = bool(verbose)
-    if not verbose:
-        logger.setLevel(logging.WARNING)
-    try:
-        yield
-    finally:
-        context.enable_progress_bars = bars
-        logger.setLevel(level)
 
 
 def on_ray(transformer: pt.Transformer, workers: Optional[int] = None, gpus_per_worker: Optional[float] = None,

@@ -121,7 +121,7 @@ def add_counts(transformer, delta: Dict[str, object]) -> None:
 
 # -- the actor ---------------------------------------------------------------------------------------------------------
 class BlockWorker:
-    """A Ray Data actor: ``__call__`` maps a batch of blocks (``block``, ``payload``) to their results.
+    """A Ray actor: :meth:`run` turns one block into its result.
 
     Args:
         transformer: the wrapped transformer (arrives pickled without its model).
@@ -153,20 +153,17 @@ class BlockWorker:
                 if vllm_gpus(backend) > 1:
                     backend.llm_kwargs.setdefault("distributed_executor_backend", "ray")
 
-    def __call__(self, batch: Dict[str, np.ndarray]) -> Dict[str, np.ndarray]:
-        results, counts = [], []
-        for block, payload in zip(batch["block"], batch["payload"]):
-            frame = pickle.loads(payload)  # a frame (rerank, frame) or an array of strings (queries, passages)
-            before = counted(self.transformer)
-            try:
-                result = self._run(frame)
-            except Exception as err:
-                raise RuntimeError(f"{self.where}, block {int(block)} ({len(frame)} rows) of {self.transformer!r}: "
-                                   f"{type(err).__name__}: {err}") from err
-            results.append(pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
-            counts.append(pickle.dumps(difference(counted(self.transformer), before)))
-        return {"block": np.asarray(batch["block"]), "result": _objects(results), "counts": _objects(counts),
-                "worker": _objects([self.where] * len(results))}
+    def run(self, block: int, payload: bytes) -> Tuple[int, bytes, bytes, str]:
+        """One block (a pickled frame or string array): ``(block, pickled result, pickled counts, this worker)``."""
+        frame = pickle.loads(payload)  # a frame (rerank, frame) or an array of strings (queries, passages)
+        before = counted(self.transformer)
+        try:
+            result = self._run(frame)
+        except Exception as err:
+            raise RuntimeError(f"{self.where}, block {block} ({len(frame)} rows) of {self.transformer!r}: "
+                               f"{type(err).__name__}: {err}") from err
+        return (block, pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL),
+                pickle.dumps(difference(counted(self.transformer), before)), self.where)
 
     def _run(self, frame):
         t = self.transformer
@@ -181,8 +178,3 @@ class BlockWorker:
             return np.asarray(t.encode_passages(frame, fill_cache=False), dtype=np.float32)
         return t.transform(frame)
 
-
-def _objects(values: list) -> np.ndarray:
-    out = np.empty(len(values), dtype=object)
-    out[:] = values
-    return out
