@@ -269,8 +269,10 @@ def test_every_public_transformer_type_pickles(models, mini, topics, tmp_path):
 
 
 def test_families_swap_inside_one_experiment(models, mini, topics):
-    """Rerankers of three families (pointwise, listwise, dense) compose with one first stage in one pt.Experiment."""
+    """Rerankers of three families (pointwise, listwise, dense) compose with one first stage in one pt.Experiment (on
+    3 of instruct-mini's 10 og/changed pairs)."""
     paired = mini.get_topics()
+    paired = paired[paired["base_qid"].isin(paired["base_qid"].unique()[:3])]
     first = mini.candidates() % 6
     systems = [first, first >> FAMILIES["MonoT5"](models), first >> FAMILIES["RankZephyr"](models),
                first >> FAMILIES["Promptriever"](models)]
@@ -297,7 +299,7 @@ WITH_BARS = {
 @pytest.mark.parametrize("name", list(WITH_BARS))
 def test_progress_bar_by_default_only_for_work_and_silenced_by_verbose_false(name, models, mini, topics, capsys):
     make = WITH_BARS[name]
-    cands = mini.candidates()(topics)
+    cands = (mini.candidates() % 6)(topics)  # a bar needs work, not much of it
     capsys.readouterr()
     quiet = make(models, verbose=False)
     quiet(cands)

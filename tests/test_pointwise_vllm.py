@@ -6,7 +6,6 @@ the engine's ``max_model_len``. With vLLM importable and a GPU, the last test ch
 engine."""
 import os
 import pickle
-import subprocess
 import sys
 
 import numpy as np
@@ -282,34 +281,34 @@ def test_repr_eq_pickle_empty_frame_and_a_ready_backend(tiny, frame, stand_in):
     np.testing.assert_allclose(again(frame)["score"], got, rtol=0, atol=1e-4)
 
 
-def test_a_fresh_process_with_an_empty_vllm_cache(tiny, tmp_path):
-    """Issue 45: a fresh process whose ``import vllm`` gives the stand-in through a shim on ``PYTHONPATH`` (as
-    tests/test_pipeline_files.py runs pipelines/listwise_vllm.py; tests/test_ray.py's Ray workers have a ``vllm/``
-    package), with an empty ``HOME`` and ``VLLM_CACHE_ROOT``, runs the listwise vLLM path first. vLLM inspects the
-    architecture in a subprocess of its own, which must import vLLM itself, not the shim: before, "Model architectures
-    ['MistralForCausalLM'] failed to be inspected" over "Tried to register an operator (vllm_ir::...) multiple times",
-    unless another test had filled ``~/.cache/vllm/modelinfos``."""
+def test_an_empty_vllm_cache_inspects_through_vllm_itself_despite_a_shim(tiny, tmp_path, monkeypatch):
+    """Issue 45: with a shim ``vllm.py`` first on ``PYTHONPATH`` (as tests/test_pipeline_files.py runs
+    pipelines/listwise_vllm.py, whose fresh process gets the stand-in through it; tests/test_ray.py's Ray workers have a
+    ``vllm/`` package) and an empty ``VLLM_CACHE_ROOT``, the listwise vLLM path runs. vLLM inspects the architecture in
+    a subprocess of its own, which inherits that ``PYTHONPATH`` and must import vLLM itself, not the shim: before,
+    "Model architectures ['MistralForCausalLM'] failed to be inspected" over "Tried to register an operator
+    (vllm_ir::...) multiple times", unless another test had filled ``modelinfos``. What must be fresh is the cache (on
+    disk and vLLM's in-process memo of it), not this process."""
+    import fake_vllm
     from stubs import ZEPHYR_TEMPLATE, with_chat_template
+    from vllm.model_executor.models import registry
     zephyr = with_chat_template(tiny["mistral"], tmp_path / "zephyr", ZEPHYR_TEMPLATE)
     tests = os.path.dirname(os.path.abspath(__file__))
     shim = tmp_path / "shim"
     shim.mkdir()
     (shim / "vllm.py").write_text(f"import sys\nsys.path.insert(0, {tests!r})\nimport fake_vllm\n"
                                   "sys.modules['vllm'] = fake_vllm\n")
-    run = ("import pandas as pd\nimport pyterrier_instruct as pti\n"
-           "frame = pd.DataFrame({'qid': 'q0', 'query': 'salmon dams', 'instruction': 'fish ladders',"
-           " 'score': [4., 3, 2, 1], 'docno': ['d0', 'd1', 'd2', 'd3'],"
-           " 'text': ['fish ladder', 'river dam', 'water report', 'upper basin']})\n"
-           f"out = pti.RankZephyr({zephyr!r}, backend='vllm', window_size=4, stride=2)(frame)\n"
-           "print(' '.join(out.sort_values('rank').docno))\n")
     cache = tmp_path / "vllm-cache"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(shim), os.path.dirname(tests)]),
-           "HOME": str(tmp_path / "home"), "VLLM_CACHE_ROOT": str(cache), "XDG_CACHE_HOME": str(tmp_path / "xdg")}
-    done = subprocess.run([sys.executable, "-c", run], env=env, cwd=tmp_path, capture_output=True, text=True,
-                          timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.split()[-4:] == ["d3", "d2", "d1", "d0"]  # the stand-in answers a window in reverse
-    # inspected in this process's run (the cache was empty), and remembered there
+    monkeypatch.setitem(sys.modules, "vllm", fake_vllm)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (str(shim), os.environ.get("PYTHONPATH")) if p))
+    monkeypatch.setenv("VLLM_CACHE_ROOT", str(cache))
+    registry._try_inspect_model_cls.cache_clear()  # inspected in this process by an earlier test: forget it
+    frame = pd.DataFrame({"qid": "q0", "query": "salmon dams", "instruction": "fish ladders", "score": [4., 3, 2, 1],
+                          "docno": ["d0", "d1", "d2", "d3"],
+                          "text": ["fish ladder", "river dam", "water report", "upper basin"]})
+    out = pti.RankZephyr(zephyr, backend="vllm", window_size=4, stride=2, verbose=False)(frame)
+    assert out.sort_values("rank").docno.tolist() == ["d3", "d2", "d1", "d0"]  # the stand-in answers in reverse
+    # inspected in a subprocess (the cache was empty), and remembered there
     assert [p.name for p in (cache / "modelinfos").iterdir()] == [
         "vllm-model_executor-models-mistral-MistralForCausalLM.json"]
 
