@@ -60,6 +60,21 @@ def mini_bm25(mini):
     return pti.BM25(mini.get_corpus_iter())
 
 
+@pytest.fixture(scope="session")
+def minilm_vectors(mini, tmp_path_factory):
+    """A ``cache_dir`` holding all-MiniLM-L6-v2's vectors of every instruct-mini document, encoded once a session: a
+    ``SBertBiEncoder.all_minilm_l6_v2(cache_dir=minilm_vectors)`` encodes only queries (issue 45: the modules that
+    score instruct-mini with the real MiniLM encoded the same 280 documents each)."""
+    import pandas as pd
+
+    import pyterrier_instruct as pti
+    folder = str(tmp_path_factory.mktemp("minilm-vectors"))
+    model = pti.SBertBiEncoder.all_minilm_l6_v2(cache_dir=folder, verbose=False)
+    model.doc_encoder()(pd.DataFrame(list(mini.get_corpus_iter(verbose=False))))
+    assert model.stats.passage_texts == 280
+    return folder
+
+
 #: Test lanes (``pytest -m <lane>``; pyproject.toml describes them, docs/testing.md lists them): each test is in the
 #: first lane whose fixtures it uses (directly or through other fixtures), whose module it is in, or whose words its
 #: own code holds; "unit" otherwise.

@@ -17,16 +17,24 @@ needs_minilm = pytest.mark.skipif(_installed_minilm() is None, reason="gt-all-mi
 
 
 @pytest.fixture(scope="module")
-def minilm_runs(mini):
-    """One MiniLM model: the candidates reranked (og and changed), the corpus indexed (its vectors come from the
-    document cache the reranking filled: 280 documents encoded once in all), the topics retrieved."""
-    model = SBertBiEncoder.all_minilm_l6_v2()
+def minilm_runs(mini, minilm_vectors):
+    """One MiniLM model: the candidates reranked (og and changed), the corpus indexed, the topics retrieved; the
+    documents' vectors from the session's cache of them (encoded once; test_lazy_retriever_builds_its_index_from_the_
+    document_cache fills the cache by reranking)."""
+    model = SBertBiEncoder.all_minilm_l6_v2(cache_dir=minilm_vectors)
     topics = mini.get_topics()
     rerank = (mini.candidates() >> model)(topics)
     index = model.index(mini.get_corpus_iter())
-    assert model.stats.passage_texts == 280 and model.stats.cache_hits == 280
+    assert model.stats.passage_texts == 0 and model.stats.cache_hits == 2 * 280 and model.stats.query_texts == 20
     retrieve = model.retriever(index, num_results=1000)(topics)
     return {"model": model, "index": index, "rerank": rerank, "retrieve": retrieve}
+
+
+def _encode_distinct(ref, texts: pd.Series) -> np.ndarray:
+    """sentence-transformers' vectors of ``texts``, each distinct text encoded once (og and changed share their
+    candidates, a query its rows)."""
+    distinct = texts.drop_duplicates()
+    return pd.DataFrame(ref.encode(distinct.tolist()), index=distinct.to_numpy()).loc[texts.to_numpy()].to_numpy()
 
 
 @needs_minilm
@@ -35,8 +43,8 @@ def test_minilm_equals_sentence_transformers(mini, minilm_runs):
     frame = minilm_runs["rerank"]
     ref = st.SentenceTransformer(_installed_minilm(), device="cpu")
     sample = frame[frame.base_qid == "106"]
-    q = ref.encode((sample["query"] + " " + sample["instruction"]).str.strip().tolist())
-    d = ref.encode((sample["title"] + " " + sample["text"]).str.strip().tolist())
+    q = _encode_distinct(ref, (sample["query"] + " " + sample["instruction"]).str.strip())
+    d = _encode_distinct(ref, (sample["title"] + " " + sample["text"]).str.strip())
     np.testing.assert_allclose(sample["score"].to_numpy(), (q * d).sum(1), atol=1e-5)
     index, model = minilm_runs["index"], minilm_runs["model"]
     rows = pd.Series(np.arange(len(index)), index=index.docnos)[sample.docno].to_numpy()

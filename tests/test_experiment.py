@@ -199,30 +199,41 @@ def _tiny_paired(n=4):
 
 
 def test_column_order_follows_the_given_order_for_every_hash_seed():
+    """Columns follow the given order whatever the order of a set of the measures: each child process (a hash seed is
+    fixed at start) evaluates every order of both lists; seeds 1 and 2 order the sets of both lists differently
+    (``set_orders`` shows it), so an order taken from a set would differ between them."""
     code = (
-        "import sys, pyterrier_instruct as pti; assert 'pyterrier' not in sys.modules\n"
+        "import itertools, sys, pyterrier_instruct as pti; assert 'pyterrier' not in sys.modules\n"
         "import pyterrier as pt\n"  # the layer installs itself when pyterrier is imported after pyterrier_instruct
         "from ir_measures import AP, nDCG\n"
         "sys.path.insert(0, sys.argv[1]); from test_experiment import _tiny_paired\n"
         "topics, qrels, run = _tiny_paired()\n"
         "for ms in ([pti.OG(AP@1000), pti.pMRR, pti.OG(nDCG@5)], [nDCG@5, pti.pMRR, AP@1000]):\n"
-        "    print('|'.join(pt.Experiment([run], topics, qrels, ms, names=['r']).columns))\n"
+        "    print('set', '|'.join(map(str, set(ms))))\n"
+        "    for order in itertools.permutations(ms):\n"
+        "        print('|'.join(map(str, order)), '|'.join(pt.Experiment([run], topics, qrels, list(order), "
+        "names=['r']).columns))\n"
     )
     import os
-    outputs = set()
-    for seed in range(1, 6):
+    set_orders = []
+    for seed in (1, 2):
         env = dict(os.environ, PYTHONHASHSEED=str(seed))
         done = subprocess.run([sys.executable, "-W", "ignore", "-c", code, os.path.dirname(__file__)], env=env,
                               capture_output=True, text=True, check=True)
-        outputs.add(done.stdout)
-    assert outputs == {"name|OG(AP@1000)|pMRR|OG(nDCG@5)\nname|nDCG@5|pMRR|AP@1000\n"}
+        lines = [line.split(" ") for line in done.stdout.splitlines()]
+        set_orders.append([order for kind, order in lines if kind == "set"])
+        given = [(order, columns) for order, columns in lines if order != "set"]
+        assert len(given) == 12 and all(columns == "name|" + order for order, columns in given), given
+        assert given[0] == ("OG(AP@1000)|pMRR|OG(nDCG@5)", "name|OG(AP@1000)|pMRR|OG(nDCG@5)")
+        assert given[6] == ("nDCG@5|pMRR|AP@1000", "name|nDCG@5|pMRR|AP@1000")
+    assert all(a != b for a, b in zip(*set_orders)), set_orders
 
 
 # --- plain experiments are PyTerrier's own ----------------------------------------------------------------------------
 
 def _plain_outputs(mini, runs):
-    """Plain (trec_eval-only) experiments in every output form, as text."""
-    topics, qrels = mini.get_topics(), mini.get_qrels()
+    """Plain (trec_eval-only) experiments in every output form, as text (6 paired topics: batches of 3 split them)."""
+    topics, qrels = mini.get_topics().head(6), mini.get_qrels()
     systems, names, ms = list(runs.values()), list(runs), [AP @ 1000, nDCG @ 5, "P_5"]
     extra = pd.concat([topics, pd.DataFrame({"qid": ["999-og"], "query": ["unjudged"], "instruction": [""]})])
     frames = [runs["PoolBM25"](topics), runs["BM25+instr"](topics)]
@@ -337,39 +348,45 @@ def test_batch_size_that_splits_a_robustness_group_is_refused():
 # --- the upstream patch does what the layer does ----------------------------------------------------------------------
 
 PATCH = Path(__file__).parents[1] / "docs" / "upstream" / "pyterrier-mean-of-measures.patch"
-MIXED_SCRIPT = (
-    "import sys, warnings; warnings.simplefilter('ignore')\n"
-    "import pyterrier as pt, pyterrier_instruct as pti\n"
+def _mixed_outputs() -> str:
+    """Experiments mixing the package's measures with standard ones (baseline, per-query), as text."""
+    topics, qrels, run = _tiny_paired(6)
+    other = run.assign(score=run["score"][::-1].to_numpy())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        mean = pt.Experiment([run, other], topics, qrels, [pti.pMRR, AP @ 1000, nDCG @ 5], names=["a", "b"], baseline=0)
+        perquery = pt.Experiment([run, other], topics, qrels, [pti.OG(nDCG @ 5), pti.pMRR], names=["a", "b"],
+                                 perquery=True)
+    return mean.to_csv() + "\n" + perquery.to_csv() + "\n"
+
+
+#: PyTerrier patched (its folder first on the path), the layer uninstalled: the experiments in a fresh process
+PATCHED_SCRIPT = (
+    "import sys\n"
+    "import pyterrier as pt\n"
     "from pyterrier_instruct import _pt_compat\n"
-    "from ir_measures import AP, nDCG\n"
-    "if sys.argv[2] == 'patched': _pt_compat.uninstall()\n"
-    "sys.path.insert(0, sys.argv[1]); from test_experiment import _tiny_paired\n"
-    "topics, qrels, run = _tiny_paired(6)\n"
-    "other = run.assign(score=run['score'][::-1].to_numpy())\n"
-    "ms = [pti.pMRR, AP@1000, nDCG@5]\n"
+    "_pt_compat.uninstall()\n"
+    "sys.path.insert(0, sys.argv[1]); from test_experiment import _mixed_outputs\n"
     "print(pt.__file__, _pt_compat.STATUS)\n"
-    "print(pt.Experiment([run, other], topics, qrels, ms, names=['a', 'b'], baseline=0).to_csv())\n"
-    "print(pt.Experiment([run, other], topics, qrels, [pti.OG(nDCG@5), pti.pMRR], names=['a', 'b'], "
-    "perquery=True).to_csv())\n"
+    "print(_mixed_outputs(), end='')\n"
 )
 
 
 @pytest.mark.skipif(pt.__version__ != "1.1.2", reason="the patch is against PyTerrier 1.1.2's source")
 def test_upstream_patch_applies_to_pyterrier_and_gives_the_layers_results(tmp_path):
+    """The patched PyTerrier alone (a child process) gives the layer's text (this process, the layer active)."""
     import os
     import shutil
     tool = shutil.which("patch")
     assert tool is not None, "the `patch` program is needed to check docs/upstream/pyterrier-mean-of-measures.patch"
     shutil.copytree(Path(pt.__file__).parent, tmp_path / "pyterrier", ignore=shutil.ignore_patterns("__pycache__"))
     subprocess.run([tool, "-p1", "--quiet", "-i", str(PATCH)], cwd=tmp_path, check=True)
-    here = os.path.dirname(__file__)
-    outputs = {}
-    for kind, path in (("layer", ""), ("patched", str(tmp_path))):
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (path, os.environ.get("PYTHONPATH", "")) if p))
-        done = subprocess.run([sys.executable, "-c", MIXED_SCRIPT, here, kind], env=env, capture_output=True, text=True,
-                              check=True)
-        first, _, rest = done.stdout.partition("\n")
-        outputs[kind] = rest
-        assert (str(tmp_path) in first) == (kind == "patched")
-        assert first.endswith("active" if kind == "layer" else "uninstalled")
-    assert outputs["patched"] == outputs["layer"] and ",pMRR,AP@1000,nDCG@5,pMRR +" in outputs["layer"]
+    path = os.pathsep.join(p for p in (str(tmp_path), os.environ.get("PYTHONPATH", "")) if p)
+    env = dict(os.environ, PYTHONPATH=path)
+    done = subprocess.run([sys.executable, "-c", PATCHED_SCRIPT, os.path.dirname(__file__)], env=env,
+                          capture_output=True, text=True, check=True)
+    first, _, patched = done.stdout.partition("\n")
+    assert str(tmp_path) in first and first.endswith("uninstalled")
+    assert _pt_compat.STATUS == "active" and str(tmp_path) not in pt.__file__
+    layer = _mixed_outputs()
+    assert patched == layer and ",pMRR,AP@1000,nDCG@5,pMRR +" in layer

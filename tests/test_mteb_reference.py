@@ -133,9 +133,10 @@ def reference(files, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def ours(mini):
-    """Our reranked run over the paired topics (qid ``<base>-og`` / ``<base>-changed``)."""
-    scorer = pti.SBertBiEncoder.all_minilm_l6_v2().scorer()
+def ours(mini, minilm_vectors):
+    """Our reranked run over the paired topics (qid ``<base>-og`` / ``<base>-changed``); the documents' vectors from the
+    session's cache of them."""
+    scorer = pti.SBertBiEncoder.all_minilm_l6_v2(cache_dir=minilm_vectors).scorer()
     return (mini.candidates() >> scorer)(mini.get_topics())
 
 

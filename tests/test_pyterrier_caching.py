@@ -31,8 +31,8 @@ class Raising(pt.Transformer):
 
 
 @pytest.fixture(scope="module")
-def minilm():
-    return pti.SBertBiEncoder.all_minilm_l6_v2(verbose=False)
+def minilm(minilm_vectors):
+    return pti.SBertBiEncoder.all_minilm_l6_v2(cache_dir=minilm_vectors, verbose=False)  # the documents' vectors cached
 
 
 @pytest.fixture(scope="module")
