@@ -2,7 +2,7 @@
 
 ``verbose`` (on by default): this package's bars (scoring, encoding, indexing, Ray blocks), made by :func:`tqdm` below.
 :func:`library_progress` (or ``PYTERRIER_INSTRUCT_LIBRARY_BARS=1``; off by default): the bars and logs of the
-libraries underneath (transformers, vLLM, Ray Data, PISA, Anserini). Bars follow ``pt.utils.set_tqdm`` when set, else
+libraries underneath (transformers, vLLM, PISA, Anserini). Bars follow ``pt.utils.set_tqdm`` when set, else
 ``tqdm.auto``; text bars into a file stay on one line each (``position=0``). :func:`silenced` (``--quiet``) turns off
 every bar of this package.
 """
@@ -21,7 +21,7 @@ _library: Optional[bool] = None
 
 def library_progress(enabled: Optional[bool] = None) -> bool:
     """Shows (``True``) or hides (``False``) the progress bars and logs of the libraries and engines this package
-    drives (transformers, vLLM, Ray Data, PISA, Anserini); ``None`` only reads the setting. Returns the setting now
+    drives (transformers, vLLM, PISA, Anserini); ``None`` only reads the setting. Returns the setting now
     in force: what was set here last, else ``$PYTERRIER_INSTRUCT_LIBRARY_BARS`` (``1``/``true``/``yes``/``on``), else
     off. Independent of ``verbose``, which covers this package's own bars. Takes effect from the next model load or
     run (a transformers model already loaded keeps its bars as they were)."""

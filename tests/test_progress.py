@@ -1,5 +1,5 @@
 """``verbose`` means one thing: this package's progress bars for work that takes time, on by default and silenced by
-``verbose=False``. The bars and logs of the libraries underneath (transformers, vLLM, Ray Data, PISA, Anserini) have
+``verbose=False``. The bars and logs of the libraries underneath (transformers, vLLM, PISA, Anserini) have
 their own switch, :func:`pyterrier_instruct.library_progress` (``$PYTERRIER_INSTRUCT_LIBRARY_BARS``)."""
 from __future__ import annotations
 

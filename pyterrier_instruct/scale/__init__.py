@@ -1,6 +1,6 @@
 """Past one machine: a transformer's heavy stage on a Ray cluster (``pip install 'pyterrier-instruct[ray]'``).
 
-:func:`on_ray` wraps; :mod:`.blocks` cuts frames into query-aligned blocks; :mod:`.worker` is the Ray Data actor;
+:func:`on_ray` wraps; :mod:`.blocks` cuts frames into query-aligned blocks; :mod:`.worker` is the Ray actor;
 :mod:`.dense` encodes a corpus sharded and resumable; :mod:`.cluster` connects or starts a local cluster (127.0.0.1).
 Ray is imported when a wrapper first runs.
 """
