@@ -86,8 +86,8 @@ def run_all(cwd, first_cells=(), extra_cells=()):
     """Executes every notebook of NAMES top to bottom in ONE kernel (after ``first_cells``; ``extra_cells`` are run
     after ``first_cells`` and kept apart under the key ``"extra"``), one after the other, the namespace reset
     (``%reset -f``) and the working directory a fresh ``cwd/<name>`` before each: a notebook still sees none of the
-    names another defined, and the kernel's start and the imports are paid once. Returns ``{name: (text output,
-    images)}``; a cell's error is recorded in its notebook's outputs (the other notebooks still run) and raised by
+    names another defined, and the kernel's start and the imports are paid once. Returns ``{name: its executed
+    cells}``; a cell's error is recorded in its notebook's outputs (the other notebooks still run) and raised by
     :func:`outputs`."""
     cells = [nbformat.v4.new_code_cell(source) for source in (KERNEL_CHECK, *first_cells)]
     spans = {"extra": (len(cells), len(cells) + len(extra_cells))}
