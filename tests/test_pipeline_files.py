@@ -19,7 +19,9 @@ FILES = sorted(p.name for p in (ROOT / "pipelines").glob("*.py"))
 RUNS = {
     "followir.py": (["--k", "10", "--max-output-tokens", "8"],
                     ["BM25 » MonoT5", "BM25 » FollowIR-7B", "BM25 » Qwen3-Reranker", "BM25 » rank1", "pMRR p-value"]),
-    "infosearch.py": ([], ["BM25 (pool)", "MonoT5", "FollowIR-7B", "WISE", "SICR", "InfoSearch_pMRR"]),
+    # every row labelled (tests/test_standin_labels.py; was: "MonoT5" alone)
+    "infosearch.py": ([], ["BM25 (pool) [stand-in]", "MonoT5 [stand-in]", "FollowIR-7B [stand-in]", "WISE", "SICR",
+                           "InfoSearch_pMRR"]),
     "ifir.py": (["--k", "10"], ["IFIR_nDCG@20", "BM25 [stand-in]: INSTFOL@20", "BM25 » MonoT5 [stand-in]: INSTFOL@20"]),
     "bright.py": (["--tasks", "biology", "--k", "10", "--max-output-tokens", "8"],
                   ["bright/biology", "BM25 » rank1", "nDCG@10"]),

@@ -528,14 +528,15 @@ def _markdown_tables(text: str, first: str) -> list:
     return tables
 
 
-def test_the_readme_and_docs_leaderboard_is_what_the_command_prints(tmp_path, monkeypatch, capsys):
+def test_the_readme_and_docs_leaderboard_is_what_the_command_prints(tmp_path, monkeypatch, capsys, standin_root):
     """README.md and docs/suite.md show ``pyterrier-instruct suite --systems bm25,monot5 --standins``'s leaderboard:
-    the same cells as the command prints now."""
+    the same cells as the command prints now (its stand-ins: the session's root, as testing.install builds it)."""
     from pathlib import Path
 
     from pyterrier_instruct.reproduce import cli
-    monkeypatch.setenv("PYTERRIER_INSTRUCT_STANDINS", str(tmp_path / "standins"))
+    monkeypatch.setenv("PYTERRIER_INSTRUCT_STANDINS", str(standin_root))
     monkeypatch.setenv("PYTERRIER_INSTRUCT_DATA", os.environ["PYTERRIER_INSTRUCT_DATA"])  # restored after --standins
+    monkeypatch.delenv("PYTERRIER_INSTRUCT_MODELS", raising=False)  # restored after --standins
     assert cli.main(["suite", "--systems", "bm25,monot5", "--standins", "--quiet", "--out", str(tmp_path / "out")]) == 0
     (printed,) = _markdown_tables(capsys.readouterr().out, "system")
     header, rows = printed[0], printed[1:]
