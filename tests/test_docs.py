@@ -18,13 +18,19 @@ PAGES = [ROOT / "README.md"] + sorted((ROOT / "docs").rglob("*.md"))
 BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
 
 
+def page_blocks(page: Path) -> list:
+    return [match.group(1) for match in BLOCK.finditer(page.read_text(encoding="utf-8"))]
+
+
 def blocks():
     for page in PAGES:
-        for n, match in enumerate(BLOCK.finditer(page.read_text(encoding="utf-8")), 1):
-            yield pytest.param(page, match.group(1), id=f"{page.relative_to(ROOT)}#{n}")
+        for n, _ in enumerate(page_blocks(page), 1):
+            yield pytest.param(page, n, id=f"{page.relative_to(ROOT)}#{n}")
 
 
-_NAMESPACES: dict = {}
+_NAMESPACES: dict = {}  # page -> the namespace its blocks share
+_RAN: dict = {}  # page -> {block number: None, or the exception it raised}
+_ENV: dict = {}  # page -> the environment its blocks left (a reader's session keeps it; the other pages do not see it)
 
 
 @pytest.fixture(scope="module")
@@ -52,13 +58,43 @@ def standins(standin_models):
             server.close()
 
 
-@pytest.mark.parametrize("page,code", list(blocks()))
-def test_block_runs(page, code, scratch, monkeypatch, request):
+@pytest.mark.parametrize("page,n", list(blocks()))
+def test_block_runs(page, n, scratch, monkeypatch, request):
+    """Block ``n`` of ``page``, the page's earlier blocks run first, each once and in page order, wherever this test
+    comes in the run (alone, reversed, shuffled): a reader runs a page top to bottom."""
     monkeypatch.chdir(scratch)
-    if "local_cluster(" in code:  # docs/scaling.md starts one unless Ray runs: the session's (tests/conftest.py)
-        request.getfixturevalue("ray_cluster")
     namespace = _NAMESPACES.setdefault(page, {"__name__": f"docs:{page.name}"})
-    exec(compile(code, f"{page.name}", "exec"), namespace)
+    ran = _RAN.setdefault(page, {})
+    before = dict(os.environ)
+    _set_environ(_ENV.get(page, before))
+    try:
+        _run_blocks(page, n, namespace, ran, request)
+    finally:
+        _ENV[page] = dict(os.environ)
+        _set_environ(before)
+
+
+def _set_environ(values: dict) -> None:
+    os.environ.clear()
+    os.environ.update(values)
+
+
+def _run_blocks(page, n, namespace, ran, request):
+    for k, code in enumerate(page_blocks(page)[:n], 1):
+        if k not in ran:
+            if "local_cluster(" in code:  # docs/scaling.md starts one unless Ray runs: the session's (conftest.py)
+                request.getfixturevalue("ray_cluster")
+            try:
+                exec(compile(code, f"{page.name}#{k}", "exec"), namespace)
+            except BaseException as err:
+                ran[k] = err
+                raise
+            ran[k] = None
+        if ran[k] is not None:
+            if k == n:
+                raise ran[k]
+            raise RuntimeError(f"{page.relative_to(ROOT)}#{k}, which block #{n} follows, failed: "
+                               f"{type(ran[k]).__name__}: {ran[k]}") from ran[k]
 
 
 def test_links_resolve():
