@@ -139,12 +139,68 @@ def _as_vllm():
             sys.modules["vllm"] = current
 
 
+#: The architectures of the tests' tiny checkpoints. vLLM inspects each in a child process of its own (~12 CPU-s, most of
+#: it ``import vllm``) unless ``$VLLM_CACHE_ROOT/modelinfos`` holds the answer: the first engine on a cold cache has
+#: :func:`inspect_once` inspect them all in ONE child instead, vLLM's own code computing and writing each file.
+ARCHITECTURES = ("LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM",
+                 "TransformersForSequenceClassification")
+#: That child: what vLLM's own child (``registry._run``) runs, the load of the model class, called in place of
+#: ``registry._run_in_subprocess`` by vLLM's ``_LazyRegisteredModel.inspect_model_cls`` for each architecture named.
+INSPECT_ALL = (f"import sys; sys.path.insert(0, {str(SIDE)!r}); import vllm; sys.path.remove({str(SIDE)!r})\n"
+               "from vllm.plugins import load_general_plugins\n"
+               "from vllm.model_executor.models import registry\n"
+               "load_general_plugins()\n"
+               "registry._run_in_subprocess = lambda fn: fn()\n"
+               "for arch in sys.argv[1:]:\n"
+               "    registry.ModelRegistry.models[arch].inspect_model_cls()\n")
+_inspected = set()  # the cache folders this process found holding every answer in ARCHITECTURES
+
+
+class _Cold(Exception):
+    pass
+
+
+def _cold(fn):
+    raise _Cold
+
+
+def inspect_once():
+    """Fills ``$VLLM_CACHE_ROOT/modelinfos`` for :data:`ARCHITECTURES` in one child process (under a file lock: xdist
+    workers and Ray actors share the folder) unless vLLM finds every answer there already."""
+    import subprocess
+    from filelock import FileLock
+    with _as_vllm():
+        from vllm.model_executor.models import registry
+    folder = registry._LazyRegisteredModel._get_cache_dir()
+    if not ARCHITECTURES or folder in _inspected:
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(folder) + ".lock"):
+        run, registry._run_in_subprocess = registry._run_in_subprocess, _cold  # vLLM's own cache check, no child
+        cold = []
+        try:
+            for arch in ARCHITECTURES:
+                try:
+                    registry.ModelRegistry.models[arch].inspect_model_cls()
+                except _Cold:
+                    cold.append(arch)
+        finally:
+            registry._run_in_subprocess = run
+        if cold:
+            done = subprocess.run([sys.executable, "-c", INSPECT_ALL, *cold], capture_output=True, text=True)
+            if done.returncode:
+                raise RuntimeError(f"inspecting {cold} in one child failed:\n{done.stderr[-3000:]}")
+    _inspected.add(folder)
+
+
 def _inspecting(create):
-    """``EngineArgs.create_model_config`` with vLLM itself as ``vllm`` and :data:`INSPECT_COMMAND`: vLLM inspects the
-    architecture in a subprocess, pickling its own modules by reference (the engine calls it, and so does a backend
-    that builds the engine's ``ModelConfig`` without the engine, for its tokenizer)."""
+    """``EngineArgs.create_model_config`` with vLLM itself as ``vllm``, the tests' architectures inspected once
+    (:func:`inspect_once`) and :data:`INSPECT_COMMAND` for any other: vLLM inspects an architecture in a subprocess,
+    pickling its own modules by reference (the engine calls it, and so does a backend that builds the engine's
+    ``ModelConfig`` without the engine, for its tokenizer)."""
     @functools.wraps(create)
     def create_model_config(self, *args, **kwargs):
+        inspect_once()
         with _as_vllm():
             from vllm.model_executor.models import registry
             registry._SUBPROCESS_COMMAND = INSPECT_COMMAND

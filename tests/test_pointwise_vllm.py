@@ -288,10 +288,14 @@ def test_an_empty_vllm_cache_inspects_through_vllm_itself_despite_a_shim(tiny, t
     a subprocess of its own, which inherits that ``PYTHONPATH`` and must import vLLM itself, not the shim: before,
     "Model architectures ['MistralForCausalLM'] failed to be inspected" over "Tried to register an operator
     (vllm_ir::...) multiple times", unless another test had filled ``modelinfos``. What must be fresh is the cache (on
-    disk and vLLM's in-process memo of it), not this process."""
+    disk and vLLM's in-process memo of it), not this process. The file vLLM's own child writes is byte for byte the one
+    the harness's single child (fake_vllm.inspect_once, for every architecture of the tests at once) wrote for it."""
     import fake_vllm
     from stubs import ZEPHYR_TEMPLATE, with_chat_template
     from vllm.model_executor.models import registry
+    fake_vllm.inspect_once()  # the session's cache, filled by the harness's one child where it was cold
+    session = registry._LazyRegisteredModel._get_cache_dir()
+    monkeypatch.setattr(fake_vllm, "ARCHITECTURES", ())  # here vLLM inspects on its own
     zephyr = with_chat_template(tiny["mistral"], tmp_path / "zephyr", ZEPHYR_TEMPLATE)
     tests = os.path.dirname(os.path.abspath(__file__))
     shim = tmp_path / "shim"
@@ -309,8 +313,9 @@ def test_an_empty_vllm_cache_inspects_through_vllm_itself_despite_a_shim(tiny, t
     out = pti.RankZephyr(zephyr, backend="vllm", window_size=4, stride=2, verbose=False)(frame)
     assert out.sort_values("rank").docno.tolist() == ["d3", "d2", "d1", "d0"]  # the stand-in answers in reverse
     # inspected in a subprocess (the cache was empty), and remembered there
-    assert [p.name for p in (cache / "modelinfos").iterdir()] == [
-        "vllm-model_executor-models-mistral-MistralForCausalLM.json"]
+    name = "vllm-model_executor-models-mistral-MistralForCausalLM.json"
+    assert [p.name for p in (cache / "modelinfos").iterdir()] == [name]
+    assert (cache / "modelinfos" / name).read_bytes() == (session / name).read_bytes()
 
 
 @pytest.mark.skipif(not is_available("vllm"), reason="vLLM's engine needs a GPU and an installed vLLM; its Python "
