@@ -7,6 +7,7 @@
 #
 #   bash benchmarks/gpu_run.sh                 # ~5 minutes on one H100 (8 queries x 250 candidates per model)
 #   QUERIES=20 MODEL_TIMEOUT=500 bash benchmarks/gpu_run.sh
+#   MODELS=qwen3-reranker-8b bash benchmarks/gpu_run.sh    # one of the models only
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -18,7 +19,7 @@ export PYTHONPATH="$SITE:$PWD${PYTHONPATH:+:$PYTHONPATH}" HF_HUB_OFFLINE=1 TOKEN
 "$PY" benchmarks/gpu_wheels.py install --wheels "$WHEELS" --site "$SITE"
 "$PY" -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available(), torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'cpu')"
 rows=()
-for model in followir-7b qwen3-reranker-8b; do
+for model in ${MODELS:-followir-7b qwen3-reranker-8b}; do
   rm -f "$OUT/$model.json"
   # a model that runs past its limit keeps the rows it finished (written after each run)
   timeout "${MODEL_TIMEOUT:-270}" "$PY" benchmarks/gpu_pointwise.py --backends hf --models "$model" \

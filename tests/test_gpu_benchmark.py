@@ -27,12 +27,15 @@ def bench(monkeypatch):
 
 
 def test_tiny_run_prints_every_column(bench, tmp_path, capsys):
-    table = bench.main(["--tiny", "--models", "followir-7b", "--docs", "3", "--out", str(tmp_path / "rows.json")])
-    assert table["run"].tolist() == ["transformers", "transformers share_prefix", "vllm"]
+    table = bench.main(["--tiny", "--models", "followir-7b,qwen3-reranker-8b", "--docs", "3",
+                        "--out", str(tmp_path / "rows.json")])
+    runs = ["transformers", "transformers share_prefix", "vllm"]
+    assert list(zip(table["model"], table["run"])) == [(m, r) for m in ("followir-7b", "qwen3-reranker-8b") for r in runs]
     assert (table["docs"] == 6).all() and (table["docs_per_s"] > 0).all() and (table["prompt_tokens_per_s"] > 0).all()
-    hits = dict(zip(table["run"], table["prefix_hit_rate"]))
-    # vLLM's cache also serves the template's head across queries; share_prefix reuses within a query only
-    assert hits["transformers"] == 0 and 0 < hits["transformers share_prefix"] < 1 and 0 < hits["vllm"] < 1
+    for model, rows in table.groupby("model"):
+        hits = dict(zip(rows["run"], rows["prefix_hit_rate"]))
+        # vLLM's cache also serves the template's head across queries; share_prefix reuses within a query only
+        assert hits["transformers"] == 0 and 0 < hits["transformers share_prefix"] < 1 and 0 < hits["vllm"] < 1, model
     assert table["fraction_of_peak"].isna().all()  # no GPU: no peak to compare with
     out = capsys.readouterr().out
     assert "| model | run | docs |" in out and "device: cpu" in out and (tmp_path / "rows.json").exists()
@@ -60,7 +63,9 @@ def _load(name):
 
 
 def test_gpu_run_script_installs_nothing_here_and_writes_the_table(tmp_path):
-    env = dict(os.environ, PYTHON=sys.executable, OUT=str(tmp_path / "out"), WHEELS=str(tmp_path / "no-wheels"))
+    """The script end to end on one model (a process each; test_tiny_run_prints_every_column runs both in one)."""
+    env = dict(os.environ, PYTHON=sys.executable, OUT=str(tmp_path / "out"), WHEELS=str(tmp_path / "no-wheels"),
+               MODELS="qwen3-reranker-8b")
     done = subprocess.run(["bash", str(BENCH.parent / "gpu_run.sh"), "--tiny", "--docs", "2"], env=env,
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -69,10 +74,10 @@ def test_gpu_run_script_installs_nothing_here_and_writes_the_table(tmp_path):
     assert table[0] == "device: cpu"
     assert table[1].startswith("| model | run | docs | prompt_tokens | seconds | docs_per_s | prompt_tokens_per_s")
     assert [tuple(c.strip() for c in line.split("|")[1:3]) for line in table[3:]] == [
-        ("followir-7b", "transformers"), ("followir-7b", "transformers share_prefix"),
         ("qwen3-reranker-8b", "transformers"), ("qwen3-reranker-8b", "transformers share_prefix")]
-    rows = json.loads((tmp_path / "out" / "followir-7b.json").read_text())
+    rows = json.loads((tmp_path / "out" / "qwen3-reranker-8b.json").read_text())
     assert [r["docs"] for r in rows] == [4, 4] and all(r["prompt_tokens_per_s"] > 0 for r in rows)
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["gpu_pointwise.md", "qwen3-reranker-8b.json"]
 
 
 def test_gpu_wheels_installs_only_what_is_missing(tmp_path):
