@@ -42,10 +42,14 @@ def test_tiny_run_prints_every_column(bench, tmp_path, capsys):
 
 
 def test_throughput_benchmark_runs_a_family(capsys):
+    import torch
     spec = importlib.util.spec_from_file_location("bench_throughput", BENCH.parent / "bench_throughput.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    rows = module.main(["--only", "causal", "--rows", "6", "--repeat", "1", "--peer-batch-sizes", "1,2"])
+    threads = torch.get_num_threads()  # the suite's (tests/conftest.py): main sets its --threads for the process
+    rows = module.main(["--only", "causal", "--rows", "6", "--repeat", "1", "--peer-batch-sizes", "1,2",
+                        "--threads", str(threads)])
+    assert torch.get_num_threads() == threads
     (r,) = rows
     assert r["n"] == 6 and r["peer_best_at"] in (1, 2) and r["delta"] < 1e-5 and r["gemm"] is None
     assert r["gemm_rate"] > 0
