@@ -175,7 +175,7 @@ def inspect_once():
     if not ARCHITECTURES or folder in _inspected:
         return
     folder.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(folder) + ".lock"):
+    with FileLock(str(folder) + ".lock"), _as_vllm():
         run, registry._run_in_subprocess = registry._run_in_subprocess, _cold  # vLLM's own cache check, no child
         cold = []
         try:
