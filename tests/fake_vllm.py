@@ -139,8 +139,8 @@ def _as_vllm():
             sys.modules["vllm"] = current
 
 
-#: The architectures of the tests' tiny checkpoints. vLLM inspects each in a child process of its own (~12 CPU-s, most of
-#: it ``import vllm``) unless ``$VLLM_CACHE_ROOT/modelinfos`` holds the answer: the first engine on a cold cache has
+#: The architectures of the tests' tiny checkpoints. vLLM inspects each in a child process of its own (~12 CPU-s, most
+#: of it ``import vllm``) unless ``$VLLM_CACHE_ROOT/modelinfos`` holds the answer: the first engine on a cold cache has
 #: :func:`inspect_once` inspect them all in ONE child instead, vLLM's own code computing and writing each file.
 ARCHITECTURES = ("LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM",
                  "TransformersForSequenceClassification")

@@ -29,8 +29,8 @@ def bench(monkeypatch):
 def test_tiny_run_prints_every_column(bench, tmp_path, capsys):
     table = bench.main(["--tiny", "--models", "followir-7b,qwen3-reranker-8b", "--docs", "3",
                         "--out", str(tmp_path / "rows.json")])
-    runs = ["transformers", "transformers share_prefix", "vllm"]
-    assert list(zip(table["model"], table["run"])) == [(m, r) for m in ("followir-7b", "qwen3-reranker-8b") for r in runs]
+    runs, models = ["transformers", "transformers share_prefix", "vllm"], ["followir-7b", "qwen3-reranker-8b"]
+    assert list(zip(table["model"], table["run"])) == [(m, r) for m in models for r in runs]
     assert (table["docs"] == 6).all() and (table["docs_per_s"] > 0).all() and (table["prompt_tokens_per_s"] > 0).all()
     for model, rows in table.groupby("model"):
         hits = dict(zip(rows["run"], rows["prefix_hit_rate"]))
