@@ -23,8 +23,8 @@ MEASURES = [pti.pMRR, nDCG @ 5]
 # the systems of these tests, built the same way in this process and in the subprocesses (a fixed random run each)
 _SYSTEMS = """
 import numpy as np, pandas as pd, pyterrier as pt, pyterrier_instruct as pti
-from test_experiment import _tiny_paired
-topics, qrels, run = _tiny_paired(6)
+from paired_toys import tiny_paired
+topics, qrels, run = tiny_paired(6)
 def system(seed):
     scores = np.random.default_rng(seed).random(len(run))
     return pt.Transformer.from_df(pt.model.add_ranks(run.assign(score=scores)))
