@@ -107,7 +107,7 @@ def _write_batches(path, done, ready, start):
 
 def test_a_killed_writer_loses_at_most_the_batch_in_flight(tmp_path):
     path = str(tmp_path / "cache")
-    for trial in range(3):
+    for trial in range(2):  # a writer on a fresh folder, then one on the folder a SIGKILL left
         start = _rows(path) // 50 if trial else 0  # each writer goes on past what the killed ones committed,
         done, ready = SPAWN.Value("i", start, lock=False), SPAWN.Event()  # however far they ran before the kill
         writer = SPAWN.Process(target=_write_batches, args=(path, done, ready, start))  # (no lock a kill could hold)
