@@ -14,6 +14,7 @@ from ir_measures import AP, nDCG
 from scipy import stats
 
 import pyterrier_instruct as pti
+from paired_toys import tiny_paired as _tiny_paired  # other tests import it from here too
 from pyterrier_instruct import _pt_compat
 
 
@@ -188,16 +189,6 @@ def test_perquery_still_backfills_topics_absent_from_the_qrels(mini, runs):
     assert pq[pq.value.isna()].qid.unique().tolist() == ["999-og"]
 
 
-def _tiny_paired(n=4):
-    qrels = pti.paired_qrels({v: pd.DataFrame({"qid": [str(q) for q in range(n) for _ in range(3)],
-                                               "docno": [f"d{j}" for _ in range(n) for j in range(3)],
-                                               "label": [1, 1 if v == "og" else 0, 0] * n}) for v in ("og", "changed")})
-    rng = np.random.default_rng(0)
-    run = qrels[["qid", "docno"]].assign(score=rng.random(len(qrels)), instruction="i")
-    topics = pd.DataFrame({"qid": pd.unique(qrels["qid"]), "query": "q", "instruction": "i"})
-    return topics, qrels, run
-
-
 def test_column_order_follows_the_given_order_for_every_hash_seed():
     """Columns follow the given order whatever the order of a set of the measures: each child process (a hash seed is
     fixed at start) evaluates every order of both lists; seeds 1 and 2 order the sets of both lists differently
@@ -206,8 +197,8 @@ def test_column_order_follows_the_given_order_for_every_hash_seed():
         "import itertools, sys, pyterrier_instruct as pti; assert 'pyterrier' not in sys.modules\n"
         "import pyterrier as pt\n"  # the layer installs itself when pyterrier is imported after pyterrier_instruct
         "from ir_measures import AP, nDCG\n"
-        "sys.path.insert(0, sys.argv[1]); from test_experiment import _tiny_paired\n"
-        "topics, qrels, run = _tiny_paired()\n"
+        "sys.path.insert(0, sys.argv[1]); from paired_toys import tiny_paired\n"
+        "topics, qrels, run = tiny_paired()\n"
         "for ms in ([pti.OG(AP@1000), pti.pMRR, pti.OG(nDCG@5)], [nDCG@5, pti.pMRR, AP@1000]):\n"
         "    print('set', '|'.join(map(str, set(ms))))\n"
         "    for order in itertools.permutations(ms):\n"

@@ -1,6 +1,7 @@
-"""The notebooks run top to bottom in a kernel of this interpreter (all four one after the other in one kernel, the
-namespace reset between them), print their key results and are committed without outputs; with the neural and plotting
-extras hidden they say what they skip and still run without an error."""
+"""The notebooks run top to bottom in a kernel of this interpreter (all four one after the other in one kernel and one
+working folder, as a user runs them from ``notebooks/``, the namespace reset between them), print their key results and
+are committed without outputs; 02 reads the document vectors 01 kept in ``minilm-vectors/`` instead of encoding them
+again; with the neural and plotting extras hidden they say what they skip and still run without an error."""
 import json
 import math
 import os
@@ -46,7 +47,8 @@ sys.meta_path.insert(0, HideExtras())
 EXPECTED = {
     "01_quickstart": [r"10 base queries, 20 paired topics", r"candidates >> all-MiniLM-L6-v2",
                       r"\| BM25 \(query\) \| \d+\.\d \| \+0\.0 \|"],
-    "02_followir": [r"all-MiniLM-L6-v2: 50 changed documents", r"PoolBM25: 50 changed documents"],
+    "02_followir": [r"all-MiniLM-L6-v2: 50 changed documents", r"PoolBM25: 50 changed documents",
+                    r"all-MiniLM-L6-v2: 0 documents encoded, 280 read from minilm-vectors/"],  # 01's vectors
     "03_infosearch_wise": [r"12 instances × 3 modes = 36 topics, 20 documents, 5 candidates per instance",
                            r"WISE \(BM25 \(query\)\) = \+0\.0   SICR = 0\.0",
                            r"WISE \(PoolBM25\) = -34\.9   SICR = 0\.0",
@@ -84,18 +86,16 @@ def kernel(tmp_path_factory):
 
 def run_all(cwd, first_cells=(), extra_cells=()):
     """Executes every notebook of NAMES top to bottom in ONE kernel (after ``first_cells``; ``extra_cells`` are run
-    after ``first_cells`` and kept apart under the key ``"extra"``), one after the other, the namespace reset
-    (``%reset -f``) and the working directory a fresh ``cwd/<name>`` before each: a notebook still sees none of the
-    names another defined, and the kernel's start and the imports are paid once. Returns ``{name: its executed
-    cells}``; a cell's error is recorded in its notebook's outputs (the other notebooks still run) and raised by
-    :func:`outputs`."""
+    after ``first_cells`` and kept apart under the key ``"extra"``), one after the other in the working folder ``cwd``
+    (as a user runs them from ``notebooks/``: the files one keeps, e.g. ``minilm-vectors/``, the next finds), the
+    namespace reset (``%reset -f``) before each: a notebook still sees none of the names another defined, and the
+    kernel's start and the imports are paid once. Returns ``{name: its executed cells}``; a cell's error is recorded in
+    its notebook's outputs (the other notebooks still run) and raised by :func:`outputs`."""
     cells = [nbformat.v4.new_code_cell(source) for source in (KERNEL_CHECK, *first_cells)]
     spans = {"extra": (len(cells), len(cells) + len(extra_cells))}
     cells += [nbformat.v4.new_code_cell(source) for source in extra_cells]
     for name in NAMES:
-        folder = Path(cwd) / name
-        folder.mkdir()
-        cells.append(nbformat.v4.new_code_cell(f'%reset -f\n__import__("os").chdir({str(folder)!r})'))
+        cells.append(nbformat.v4.new_code_cell(f'%reset -f\n__import__("os").chdir({str(cwd)!r})'))
         nb = nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
         spans[name] = (len(cells), len(cells) + len(nb.cells))
         cells += nb.cells

@@ -16,6 +16,7 @@ import pytest
 
 import pyterrier_instruct as pti
 from pyterrier_instruct._store import SqliteStore, StoreError
+import store_toys
 from store_toys import ROWS, TOPICS, retrieve, score
 
 ROOT = str(Path(__file__).resolve().parents[1])
@@ -55,24 +56,23 @@ def test_insert_or_ignore_and_chunked_lookups_survive_pickling(tmp_path):
     assert copy._conn is not store._conn
 
 
-def _run(*args, wait: bool = True):
-    """``python store_toys.py <args>`` in a fresh interpreter (this worktree's package first on the path)."""
+def _run(*args) -> subprocess.Popen:
+    """``python store_toys.py <args>`` started in a fresh interpreter (this worktree's package first on the path)."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]), HF_HUB_OFFLINE="1")
-    proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("store_toys.py")), *map(str, args)], env=env,
+    return subprocess.Popen([sys.executable, str(Path(__file__).with_name("store_toys.py")), *map(str, args)], env=env,
                             text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    if not wait:
-        return proc
-    out, err = proc.communicate(timeout=180)
-    return proc.returncode, out, err
 
 
 def test_two_processes_fill_one_scorer_cache(tmp_path):
     """Was (pyterrier-caching): FileExistsError or IntegrityError after all the scoring (this test: 5 of 6 runs). Both
-    finish, each row is computed at most once per process and stored once, both read the same scores."""
-    a, b = (_run("fill_scores", tmp_path, me, other, wait=False) for me, other in (("a", "b"), ("b", "a")))
-    for proc in (a, b):
+    (a child and this process) finish, each row is computed at most once per process and stored once, both read the
+    same scores."""
+    proc = _run("fill_scores", tmp_path, "a", "b")
+    try:
+        store_toys.fill_scores(str(tmp_path), "b", "a")
+    finally:
         out, err = proc.communicate(timeout=180)
-        assert proc.returncode == 0, err[-2000:]
+    assert proc.returncode == 0, err[-2000:]
     results = [json.loads((tmp_path / f"{me}.json").read_text()) for me in "ab"]
     for got in results:
         computed = [tuple(p) for p in got["computed"]]
@@ -92,24 +92,27 @@ def _all_hits(folder) -> None:
     pd.testing.assert_frame_equal(cache(TOPICS), retrieve(TOPICS))
 
 
-def test_two_writers_on_disjoint_queries_store_every_query_once(tmp_path):
-    """Was (dbm.dumb): queries lost in 6 of 6 runs of this test (1 and 37 of 40 left in two), a crash in 1."""
-    procs = [_run("fill_runs", tmp_path, me, other, which, wait=False) for me, other, which in (("a", "b", 0),
-                                                                                                    ("b", "a", 1))]
-    for proc in procs:
+def test_two_writers_on_disjoint_queries_store_every_query_once(tmp_path, capsys):
+    """Was (dbm.dumb): queries lost in 6 of 6 runs of this test (1 and 37 of 40 left in two), a crash in 1. The writers:
+    a child and this process."""
+    proc = _run("fill_runs", tmp_path, "a", "b", 0)
+    try:
+        store_toys.fill_runs(str(tmp_path), "b", "a", "1")
+    finally:
         out, err = proc.communicate(timeout=180)
-        assert proc.returncode == 0 and len(out.split()) == 20, err[-2000:]
+    assert proc.returncode == 0 and len(out.split()) == 20, err[-2000:]
+    assert capsys.readouterr().out.split() == [str(i) for i in range(1, 40, 2)]
     with sqlite3.connect(tmp_path / "cache" / "store.sqlite3") as db:
         assert db.execute("SELECT COUNT(*), COUNT(DISTINCT key) FROM runs").fetchone() == (40, 40)
     _all_hits(tmp_path)
 
 
-def test_a_killed_writer_loses_only_the_query_in_flight(tmp_path):
+def test_a_killed_writer_loses_only_the_query_in_flight(tmp_path, capsys):
     """SIGKILL a writer after k answered queries, for several k (each child starts over: hits, then new queries):
     every query answered before the kill is still a hit and the store opens fine (dbm.dumb: hits 0 of 500)."""
     answered = set()
     for k in (2, 9, 23):
-        proc = _run("fill_runs", tmp_path, "w", "-", "all", wait=False)
+        proc = _run("fill_runs", tmp_path, "w", "-", "all")
         seen = [int(proc.stdout.readline()) for _ in range(k)]
         proc.send_signal(signal.SIGKILL)
         proc.communicate(timeout=60)
@@ -120,8 +123,8 @@ def test_a_killed_writer_loses_only_the_query_in_flight(tmp_path):
         assert (hits.hits, hits.misses) == (len(answered), 0)
     with sqlite3.connect(tmp_path / "cache" / "store.sqlite3") as db:
         assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
-    code, out, err = _run("fill_runs", tmp_path, "w", "-", "all")  # a new writer finishes the rest
-    assert code == 0 and len(out.split()) == 40, err[-2000:]
+    store_toys.fill_runs(str(tmp_path), "w", "-", "all")  # a new writer (this process) finishes the rest
+    assert capsys.readouterr().out.split() == [str(i) for i in range(40)]
     _all_hits(tmp_path)
 
 
