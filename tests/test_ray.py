@@ -22,6 +22,8 @@ pytest.importorskip("ray")
 
 import pyterrier_instruct as pti  # noqa: E402
 from pyterrier_instruct.base import InstructReranker  # noqa: E402
+from pyterrier_instruct.scale import OnRay, cluster  # noqa: E402
+from pyterrier_instruct.scale import worker as W  # noqa: E402
 from stubs import ChatServer  # noqa: E402
 
 KEY_ENV = "PTI_RAY_TEST_KEY"
@@ -60,6 +62,20 @@ class EachFamily(pt.Transformer):
 
     def transform(self, inp):
         return pd.concat([r(inp).assign(family=n) for n, r in enumerate(self.rerankers)], ignore_index=True)
+
+
+class HereBlocks(OnRay):
+    """``on_ray``'s driver with its actors' code run in this process: each run's blocks go, pickled, to one
+    ``BlockWorker`` (the transformer pickled to it, without its model), and their results and counts come back
+    pickled, as from Ray. Tests using it set ``cluster.worker_identity`` (it asks Ray where it runs)."""
+
+    def run_blocks(self, transformer, mode, payloads, n_blocks):
+        actor = W.BlockWorker(pickle.loads(pickle.dumps(transformer)), mode, W.model_paths(transformer))
+        for block, payload in payloads:
+            _, result, counts, _ = actor.run(block, pickle.dumps(payload))
+            W.add_counts(transformer, pickle.loads(counts))
+            yield block, pickle.loads(result)
+        self.last_run = {"mode": mode, "blocks": n_blocks}
 
 
 def reverse_windows(prompts, max_new_tokens):
@@ -156,19 +172,7 @@ def test_dense_work_goes_to_the_workers_whole_queries_or_strings(tiny, mini, fra
     the single-process run. The actors' code (``BlockWorker``, the model pickled to it) runs in this process: which work
     goes where needs no cluster; the tests around send the same blocks (frames, string arrays) to Ray, the BiEncoder
     itself in ``test_families_on_one_actor``."""
-    from pyterrier_instruct.scale import OnRay, cluster
-    from pyterrier_instruct.scale import worker as W
     monkeypatch.setattr(cluster, "worker_identity", lambda: "this process")
-
-    class HereBlocks(OnRay):
-        def run_blocks(self, transformer, mode, payloads, n_blocks):
-            actor = W.BlockWorker(pickle.loads(pickle.dumps(transformer)), mode, W.model_paths(transformer))
-            for block, payload in payloads:
-                _, result, counts, _ = actor.run(block, pickle.dumps(payload))
-                W.add_counts(transformer, pickle.loads(counts))
-                yield block, pickle.loads(result)
-            self.last_run = {"mode": mode, "blocks": n_blocks}
-
     topics, cands = frames
     model = pti.BiEncoder(tiny["bert"], verbose=False)
     here = HereBlocks(model, workers=1)
@@ -217,11 +221,12 @@ def test_families_on_one_actor(ray_cluster, tiny, qwen, frames, tmp_path):
             assert got["reasoning"].tolist() == ref["reasoning"].tolist()
 
 
-def test_corpus_encoding_resumes_and_feeds_flexindex(ray_cluster, tiny, mini, tmp_path):
+def test_corpus_encoding_resumes_and_feeds_flexindex(ray_cluster, tiny, mini, tmp_path, monkeypatch):
     """The driver fails while reading the corpus (after the first wave of 2 shards): those shards are on disk with their
-    done-markers; the re-run encodes only the rest, and the index equals the in-process one. A FlexIndex is then fed
-    from the kept shards without encoding anything. (A retriever's queries encoded by the workers:
-    ``test_dense_work_goes_to_the_workers_whole_queries_or_strings``.)"""
+    done-markers; the re-run on the cluster encodes only the rest, and the index equals the in-process one. A FlexIndex
+    is then fed from the kept shards without encoding anything. The failed run is the driver's, so its workers' code
+    runs in this process (``HereBlocks``: where the first wave was encoded is not what resuming reads). (A retriever's
+    queries encoded by the workers: ``test_dense_work_goes_to_the_workers_whole_queries_or_strings``.)"""
     docs = list(mini.get_corpus_iter())
     model = pti.BiEncoder(tiny["bert"])
     path = str(tmp_path / "index")
@@ -230,9 +235,10 @@ def test_corpus_encoding_resumes_and_feeds_flexindex(ray_cluster, tiny, mini, tm
         yield from docs[:40]
         raise OSError("corpus read failed")
 
-    remote = pti.on_ray(model, workers=1)
+    monkeypatch.setattr(cluster, "worker_identity", lambda: "this process")
     with pytest.raises(OSError, match="corpus read failed"):
-        remote.index(failing(), path, shard_size=16, wave_shards=2)
+        HereBlocks(model, workers=1).index(failing(), path, shard_size=16, wave_shards=2)
+    remote = pti.on_ray(model, workers=1)
     from pyterrier_instruct.dense.cache import VectorCache
     shards = VectorCache(str(tmp_path / "index" / "shards"))  # the first wave's 2 shards, each stored whole
     space = shards.space(model.doc_key(), model.revision())
