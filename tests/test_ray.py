@@ -5,6 +5,7 @@ its finished shards; the reproduction CLI runs with ``--ray`` and keeps its save
 from __future__ import annotations
 
 import os
+import pickle
 import re
 import shutil
 import socket
@@ -21,14 +22,18 @@ pytest.importorskip("ray")
 
 import pyterrier_instruct as pti  # noqa: E402
 from pyterrier_instruct.base import InstructReranker  # noqa: E402
+from pyterrier_instruct.scale import OnRay, cluster  # noqa: E402
+from pyterrier_instruct.scale import worker as W  # noqa: E402
 from stubs import ChatServer  # noqa: E402
 
 KEY_ENV = "PTI_RAY_TEST_KEY"
 
 
 class HashScorer(InstructReranker):
-    """A model-free reranker (score: a hash of query, instruction and docno). With ``kill_dir``, the first process
-    that scores query ``victim`` exits at once (``os._exit``), once: a marker file in ``kill_dir`` records its pid."""
+    """A model-free reranker (score: a hash of query, instruction and docno; ``reasoning``, an extra output as rank1's,
+    the hashed key). With ``kill_dir``, the first process that scores query ``victim`` exits at once (``os._exit``),
+    once: a marker file in ``kill_dir`` records its pid."""
+    extra_outputs = ("reasoning",)
 
     def __init__(self, kill_dir=None, victim=None, text_field="text", instruction="", verbose=False):
         self.kill_dir, self.victim = kill_dir, victim
@@ -45,7 +50,7 @@ class HashScorer(InstructReranker):
                 os.close(fd)
                 os._exit(1)
         keys = df["query"] + "|" + df["instruction"] + "|" + df["docno"].astype(str)
-        return np.array([zlib.crc32(k.encode()) / 2 ** 32 for k in keys])
+        return np.array([zlib.crc32(k.encode()) / 2 ** 32 for k in keys]), {"reasoning": keys.tolist()}
 
 
 class EachFamily(pt.Transformer):
@@ -57,6 +62,20 @@ class EachFamily(pt.Transformer):
 
     def transform(self, inp):
         return pd.concat([r(inp).assign(family=n) for n, r in enumerate(self.rerankers)], ignore_index=True)
+
+
+class HereBlocks(OnRay):
+    """``on_ray``'s driver with its actors' code run in this process: each run's blocks go, pickled, to one
+    ``BlockWorker`` (the transformer pickled to it, without its model), and their results and counts come back
+    pickled, as from Ray. Tests using it set ``cluster.worker_identity`` (it asks Ray where it runs)."""
+
+    def run_blocks(self, transformer, mode, payloads, n_blocks):
+        actor = W.BlockWorker(pickle.loads(pickle.dumps(transformer)), mode, W.model_paths(transformer))
+        for block, payload in payloads:
+            _, result, counts, _ = actor.run(block, pickle.dumps(payload))
+            W.add_counts(transformer, pickle.loads(counts))
+            yield block, pickle.loads(result)
+        self.last_run = {"mode": mode, "blocks": n_blocks}
 
 
 def reverse_windows(prompts, max_new_tokens):
@@ -147,20 +166,34 @@ def test_listwise_keeps_cross_query_window_batching(ray_cluster, frames):
     assert remote.stats["backend_calls"] == 2 * blocks  # per block: one call per position, not one per query
 
 
-def test_dense_scoring(ray_cluster, tiny, frames):
-    _, cands = frames
-    model = pti.BiEncoder(tiny["bert"])
-    remote = pti.on_ray(model, workers=1)
-    same_run(remote(cands), model(cands))
-    assert remote.last_run["mode"] == "rerank"
+def test_dense_work_goes_to_the_workers_whole_queries_or_strings(tiny, mini, frames, monkeypatch):
+    """A dense model as a reranker (R → R) hands the workers its whole ``_score`` (queries and passages encoded together
+    there: mode ``rerank``); a dense retriever its query strings (mode ``queries``, the exact search here). Each gives
+    the single-process run. The actors' code (``BlockWorker``, the model pickled to it) runs in this process: which work
+    goes where needs no cluster; the tests around send the same blocks (frames, string arrays) to Ray, the BiEncoder
+    itself in ``test_families_on_one_actor``."""
+    monkeypatch.setattr(cluster, "worker_identity", lambda: "this process")
+    topics, cands = frames
+    model = pti.BiEncoder(tiny["bert"], verbose=False)
+    here = HereBlocks(model, workers=1)
+    same_run(here(cands), model(cands))
+    assert here.last_run == {"mode": "rerank", "blocks": 4}  # a quarter of the one worker's share each
+    index = model.index(mini.get_corpus_iter())
+    retriever = HereBlocks(model.retriever(index, num_results=5), workers=1)
+    got, want = retriever(topics), model.retriever(index, num_results=5)(topics)
+    assert retriever.last_run["mode"] == "queries"
+    assert got["qid"].tolist() == want["qid"].tolist() and got["docno"].tolist() == want["docno"].tolist()
+    np.testing.assert_allclose(got["score"].to_numpy(), want["score"].to_numpy(), atol=1e-6)
 
 
 def test_families_on_one_actor(ray_cluster, tiny, qwen, frames, tmp_path):
-    """Qwen3Reranker, MxbaiRerankV2, Qwen3Embedding, FIRST, ReasonRank, Setwise and Rank-R1 travel to one actor
-    without their weights (``EachFamily`` pickles them, each without its loaded model) and score there as here, each
-    family's own ``transform`` and ``_score`` running on the actor: same rows, order, scores, ranks and reasoning. The
-    wrapper's ``_score`` path (the driver's ``transform``, the actors' scores and extra outputs) is the same code for
-    every family: MonoT5, ListwiseReranker, BiEncoder, Rank1 and HashScorer take it in the tests around."""
+    """Qwen3Reranker, MxbaiRerankV2, Qwen3Embedding, BiEncoder, FIRST, ReasonRank, Setwise, Rank-R1 and Rank1 travel to
+    one actor without their weights (``EachFamily`` pickles them, each without its loaded model; Rank1 without its
+    backend's model and tokenizer) and score there as here, each family's own ``transform`` and ``_score`` running on
+    the actor: same rows, order, scores, ranks and reasoning. The wrapper's ``_score`` path (the driver's
+    ``transform``, the actors' scores and extra outputs) is the same code for every family: MonoT5, FollowIR7B,
+    ListwiseReranker and HashScorer (with an extra output, as Rank1's reasoning) take it in the tests around."""
+    import tiny_models
     from pyterrier_instruct.testing.models import QWEN_CHAT_TEMPLATE
     from stubs import ZEPHYR_TEMPLATE, with_chat_template
     _, cands = frames
@@ -168,11 +201,12 @@ def test_families_on_one_actor(ray_cluster, tiny, qwen, frames, tmp_path):
     zephyr = with_chat_template(tiny["mistral"], tmp_path / "zephyr", ZEPHYR_TEMPLATE)
     chat = with_chat_template(qwen["qwen2"], tmp_path / "qwen-chat", QWEN_CHAT_TEMPLATE)
     models = [pti.Qwen3Reranker(qwen["reranker"], verbose=False), pti.MxbaiRerankV2(qwen["qwen2"], verbose=False),
-              pti.Qwen3Embedding(qwen["embedding"], verbose=False),
+              pti.Qwen3Embedding(qwen["embedding"], verbose=False), pti.BiEncoder(tiny["bert"], verbose=False),
               pti.FIRST(zephyr, window_size=4, stride=2, depth=8, verbose=False),
               pti.ReasonRank(zephyr, window_size=4, stride=2, depth=8, max_output_tokens=3, verbose=False),
               pti.Setwise(tiny["t5"], scoring="likelihood", num_child=3, k=4, verbose=False),
-              pti.RankR1(chat, num_child=3, k=2, max_output_tokens=3, verbose=False)]
+              pti.RankR1(chat, num_child=3, k=2, max_output_tokens=3, verbose=False),
+              pti.Rank1(tiny_models.tiny_rank1(tmp_path / "rank1"), max_output_tokens=6, verbose=False)]
     refs = [model(cands) for model in models]
     remote = pti.on_ray(EachFamily(models), workers=1, block_rows=len(cands), verbose=False)
     out = remote(cands)
@@ -187,22 +221,12 @@ def test_families_on_one_actor(ray_cluster, tiny, qwen, frames, tmp_path):
             assert got["reasoning"].tolist() == ref["reasoning"].tolist()
 
 
-def test_rank1_on_ray(ray_cluster, frames, tmp_path):
-    """Rank1 travels to an actor without its weights (its backend's model and tokenizer dropped) and gives the same
-    scores and reasoning."""
-    import tiny_models
-    _, cands = frames
-    cands = cands[cands["qid"].isin(cands["qid"].unique()[:2])]
-    model = pti.Rank1(tiny_models.tiny_rank1(tmp_path), max_output_tokens=6, verbose=False)
-    out, ref = pti.on_ray(model, workers=1)(cands), model(cands)
-    same_run(out, ref)
-    assert out["reasoning"].tolist() == ref["reasoning"].tolist()
-
-
-def test_corpus_encoding_resumes_and_feeds_flexindex(ray_cluster, tiny, mini, tmp_path):
+def test_corpus_encoding_resumes_and_feeds_flexindex(ray_cluster, tiny, mini, tmp_path, monkeypatch):
     """The driver fails while reading the corpus (after the first wave of 2 shards): those shards are on disk with their
-    done-markers; the re-run encodes only the rest, and the index equals the in-process one. A FlexIndex is then fed
-    from the kept shards without encoding anything."""
+    done-markers; the re-run on the cluster encodes only the rest, and the index equals the in-process one. A FlexIndex
+    is then fed from the kept shards without encoding anything. The failed run is the driver's, so its workers' code
+    runs in this process (``HereBlocks``: where the first wave was encoded is not what resuming reads). (A retriever's
+    queries encoded by the workers: ``test_dense_work_goes_to_the_workers_whole_queries_or_strings``.)"""
     docs = list(mini.get_corpus_iter())
     model = pti.BiEncoder(tiny["bert"])
     path = str(tmp_path / "index")
@@ -211,9 +235,10 @@ def test_corpus_encoding_resumes_and_feeds_flexindex(ray_cluster, tiny, mini, tm
         yield from docs[:40]
         raise OSError("corpus read failed")
 
-    remote = pti.on_ray(model, workers=1)
+    monkeypatch.setattr(cluster, "worker_identity", lambda: "this process")
     with pytest.raises(OSError, match="corpus read failed"):
-        remote.index(failing(), path, shard_size=16, wave_shards=2)
+        HereBlocks(model, workers=1).index(failing(), path, shard_size=16, wave_shards=2)
+    remote = pti.on_ray(model, workers=1)
     from pyterrier_instruct.dense.cache import VectorCache
     shards = VectorCache(str(tmp_path / "index" / "shards"))  # the first wave's 2 shards, each stored whole
     space = shards.space(model.doc_key(), model.revision())
@@ -227,16 +252,9 @@ def test_corpus_encoding_resumes_and_feeds_flexindex(ray_cluster, tiny, mini, tm
     np.testing.assert_allclose(np.asarray(index.vectors), ref.vectors, atol=1e-6)
     index.check(model)
 
-    # retrieval: queries encoded on the cluster, the exact search here
-    topics = mini.get_topics()
-    retriever = remote.retriever(index, num_results=5)
-    want = model.retriever(index, num_results=5)(topics)
-    got = retriever(topics)
-    assert retriever.last_run["mode"] == "queries"
-    assert got["docno"].tolist() == want["docno"].tolist()
-    np.testing.assert_allclose(got["score"].to_numpy(), want["score"].to_numpy(), atol=1e-6)
-
     from pyterrier_dr import FlexIndex
+    topics = mini.get_topics()
+    want = model.retriever(index, num_results=5)(topics)
     flex = FlexIndex(str(tmp_path / "flex.flex"))
     flex.indexer().index(remote.encode_corpus(iter(docs), str(tmp_path / "index" / "shards"), shard_size=16))
     assert remote.last_index == {"shards": shards, "reused": shards, "encoded": 0}  # read from the kept shards
@@ -262,12 +280,13 @@ def with_vllm_stand_in(tmp_path, make, frame,
     return ref, {"PYTHONPATH": os.pathsep.join(p for p in path if p)}
 
 
-def test_vllm_parallel_sizes_reach_each_actor(ray_cluster, tiny, frames, tmp_path):
-    """vLLM's ``tensor_parallel_size``/``pipeline_parallel_size`` pass through to the engine inside each actor (the
-    stand-in of tests/fake_vllm.py records its arguments), data parallel across actors, output as in one process."""
+def test_vllm_on_ray_sizes_reach_the_engine_and_same_run(ray_cluster, tiny, frames, tmp_path):
+    """FollowIR7B(backend='vllm') on an actor with its own engine (the stand-in of tests/fake_vllm.py, which runs the
+    tiny model and records each engine's arguments): vLLM's ``tensor_parallel_size``/``pipeline_parallel_size`` pass
+    through to the engine inside the actor, one engine per actor (not per block), block by block the same run as in one
+    process; the actor's engine counts come back to the driver's backend. (Several actors, each with its own copy of
+    the transformer: test_pointwise_blocks_equal_single_process; each actor's import of vLLM is ~10 CPU-seconds.)"""
     import json
-    from stubs import ZEPHYR_TEMPLATE, with_chat_template
-    zephyr = with_chat_template(tiny["mistral"], tmp_path / "zephyr", ZEPHYR_TEMPLATE)
     shim = (  # the stand-in, recording each engine's arguments in $PTI_VLLM_LOG
         "import json, os, uuid\n"
         "import fake_vllm\n"
@@ -280,30 +299,19 @@ def test_vllm_parallel_sizes_reach_each_actor(ray_cluster, tiny, frames, tmp_pat
         "                       if isinstance(v, (int, str, float, bool))}, f)\n")
     log = tmp_path / "engines"
     log.mkdir()
-    make = lambda: pti.RankZephyr(zephyr, backend="vllm", window_size=4, stride=2, depth=6,  # noqa: E731
+    make = lambda: pti.FollowIR7B(tiny["mistral"], backend="vllm", verbose=False,  # noqa: E731
                                   backend_options={"tensor_parallel_size": 2, "pipeline_parallel_size": 2})
     cands = frames[1][frames[1]["qid"].isin(frames[1]["qid"].unique()[:4])]
     ref, env = with_vllm_stand_in(tmp_path, make, cands, shim)
     env["PTI_VLLM_LOG"] = str(log)
-    remote = pti.on_ray(make(), workers=2, block_rows=2 * 28, runtime_env={"env_vars": env})
-    same_run(remote(cands), ref, atol=0)
-    engines = [json.loads(p.read_text()) for p in log.glob("*.json")]
-    assert remote.last_run["workers"] == 2
-    # one engine per actor, each actor given a block at once
-    assert len(engines) == len(remote.last_run["blocks_per_worker"]) == 2
-    assert all(e["tensor_parallel_size"] == 2 and e["pipeline_parallel_size"] == 2 for e in engines)
-
-
-def test_pointwise_vllm_on_ray_equals_one_process(ray_cluster, tiny, frames, tmp_path):
-    """FollowIR7B(backend='vllm') on an actor with its own engine (the stand-in of tests/fake_vllm.py, which runs the
-    tiny model), block by block: the same run as in one process."""
-    make = lambda: pti.FollowIR7B(tiny["mistral"], backend="vllm", verbose=False)  # noqa: E731
-    cands = frames[1][frames[1]["qid"].isin(frames[1]["qid"].unique()[:4])]
-    ref, env = with_vllm_stand_in(tmp_path, make, cands)
     remote = pti.on_ray(make(), workers=1, block_rows=2 * 28, runtime_env={"env_vars": env})
     same_run(remote(cands), ref, atol=1e-6)
-    assert remote.last_run["blocks"] >= 2
-    # the actors' engine counts come back to the driver's backend: every row one request, the prefix cache used
+    engines = [json.loads(p.read_text()) for p in log.glob("*.json")]
+    assert remote.last_run["blocks"] == 2 and sum(remote.last_run["blocks_per_worker"].values()) == 2
+    # one engine per actor, built on its first block and kept for the next
+    assert len(engines) == len(remote.last_run["blocks_per_worker"]) == 1
+    assert all(e["tensor_parallel_size"] == 2 and e["pipeline_parallel_size"] == 2 for e in engines)
+    # the actor's engine counts come back to the driver's backend: every row one request, the prefix cache used
     stats = remote.transformer.backend.stats
     assert stats["requests"] == len(cands) and 0 < stats["cached_tokens"] < stats["prompt_tokens"]
 
@@ -344,7 +352,8 @@ def test_openai_backend_keeps_one_global_concurrency_limit(ray_cluster, frames):
 
 def test_killed_actor_is_restarted_and_its_blocks_retried(ray_cluster, frames, tmp_path):
     """The only actor exits in the middle of the run (on the block holding the victim query); Ray restarts it and
-    retries its unfinished blocks: every row comes back once, equal to the clean run."""
+    retries its unfinished blocks: every row comes back once, equal to the clean run, its extra output (``reasoning``,
+    as rank1's) with its scores."""
     _, cands = frames
     ref = HashScorer()(cands)
     victim = cands["qid"].unique()[5]
@@ -353,6 +362,7 @@ def test_killed_actor_is_restarted_and_its_blocks_retried(ray_cluster, frames, t
     killed = (tmp_path / "killed").read_text()
     assert killed.isdigit()  # an actor really died
     same_run(out, ref, atol=0)
+    assert out["reasoning"].tolist() == ref["reasoning"].tolist()
     assert not out.duplicated(["qid", "docno"]).any() and len(out) == len(cands)
     done = remote.last_run["blocks_per_worker"]
     assert sum(done.values()) == remote.last_run["blocks"] == cands["qid"].nunique()
