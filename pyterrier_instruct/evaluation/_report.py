@@ -137,20 +137,18 @@ def systems_per_dataset(systems, names: Optional[Sequence[str]], keys: Sequence[
 
 
 def experiment_means(systems, names, topics, qrels, measures, dataset: str, labels: Mapping) -> pd.DataFrame:
-    """Runs every system once on ``topics``, then one ``pt.Experiment`` per measure over the results, and
+    """Runs every system once on ``topics``, then one ``pt.Experiment`` over the results with every measure, and
     returns the long frame ``model, dataset, measure, value`` (``labels[str(measure)]`` as the name).
 
-    One call per measure because ``pt.Experiment`` averages over the qids of its per-query table and
-    needs every measure on every qid, while these measures have their own populations (p-MRR: instances
-    with a negative; Robustness: groups).
+    One call for all measures: with a measure of this package in the list, ``pt.Experiment`` averages each measure over
+    the qids it has a value for (``_pt_compat``), so measures with their own populations (p-MRR: instances with a
+    negative; Robustness: groups) share it, and the measures of one evaluation share its normalised run and caches.
     """
     import pyterrier as pt
     results = [system(topics) if not isinstance(system, pd.DataFrame) else system for system in systems]
-    rows = []
-    for measure in measures:
-        res = pt.Experiment(results, topics, qrels, [measure], names=names, verbose=False)
-        col = str(measure)
-        rows += [(model, dataset, labels.get(col, col), float(value)) for model, value in zip(res["name"], res[col])]
+    res = pt.Experiment(results, topics, qrels, list(measures), names=names, verbose=False)
+    rows = [(model, dataset, labels.get(str(m), str(m)), float(value))
+            for m in measures for model, value in zip(res["name"], res[str(m)])]
     return pd.DataFrame(rows, columns=["model", "dataset", "measure", "value"])
 
 
