@@ -137,18 +137,24 @@ def systems_per_dataset(systems, names: Optional[Sequence[str]], keys: Sequence[
 
 
 def experiment_means(systems, names, topics, qrels, measures, dataset: str, labels: Mapping) -> pd.DataFrame:
-    """Runs every system once on ``topics``, then one ``pt.Experiment`` over the results with every measure, and
-    returns the long frame ``model, dataset, measure, value`` (``labels[str(measure)]`` as the name).
+    """Runs every system once on ``topics``, then ``pt.Experiment`` over the results, and returns the long frame
+    ``model, dataset, measure, value`` (``labels[str(measure)]`` as the name).
 
-    One call for all measures: with a measure of this package in the list, ``pt.Experiment`` averages each measure over
-    the qids it has a value for (``_pt_compat``), so measures with their own populations (p-MRR: instances with a
-    negative; Robustness: groups) share it, and the measures of one evaluation share its normalised run and caches.
+    One call with every measure where the ``pt.Experiment`` layer of ``_pt_compat`` is active: it averages each measure
+    over the qids it has a value for, so measures with their own populations (p-MRR: instances with a negative;
+    Robustness: groups) share one evaluation (its normalised run and caches). Elsewhere (an untested PyTerrier, which
+    averages every measure over every qid) one call per measure.
     """
     import pyterrier as pt
+
+    from .. import _pt_compat
     results = [system(topics) if not isinstance(system, pd.DataFrame) else system for system in systems]
-    res = pt.Experiment(results, topics, qrels, list(measures), names=names, verbose=False)
-    rows = [(model, dataset, labels.get(str(m), str(m)), float(value))
-            for m in measures for model, value in zip(res["name"], res[str(m)])]
+    groups = [list(measures)] if _pt_compat.STATUS == "active" else [[m] for m in measures]
+    rows = []
+    for group in groups:
+        res = pt.Experiment(results, topics, qrels, group, names=names, verbose=False)
+        rows += [(model, dataset, labels.get(str(m), str(m)), float(value))
+                 for m in group for model, value in zip(res["name"], res[str(m)])]
     return pd.DataFrame(rows, columns=["model", "dataset", "measure", "value"])
 
 
