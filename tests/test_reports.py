@@ -143,6 +143,23 @@ def test_infosearch_report_evaluates_all_measures_in_one_experiment_per_dimensio
     pd.testing.assert_frame_equal(together, apart)
 
 
+def test_the_measures_of_one_evaluation_split_the_variants_once(monkeypatch):
+    """Issue 45: OG/Changed/Reversed, pMRR, Robustness and the InfoSearch measures evaluated together split the paired
+    qrels and run by variant once (they share the evaluation's cache), with the values each gives alone."""
+    from pyterrier_instruct import instructions
+    from pyterrier_instruct.measures import SICR, WISE, Changed, OG, Reversed, Robustness
+    topics, qrels, runs = _infosearch(3, "kw", n=4)
+    measures = [OG(ir_measures.nDCG @ 10), Changed(ir_measures.RR @ 1), Reversed(ir_measures.nDCG @ 10), pti.pMRR,
+                Robustness(variant="changed") @ 10, WISE(), SICR()]
+    run = runs["a"].merge(topics, on="qid")
+    alone = {m: ir_measures.calc_aggregate([m], qrels, run)[m] for m in measures}
+    splits, split = [], instructions.split_qids  # what by_variant splits a frame's qids with
+    monkeypatch.setattr(instructions, "split_qids", lambda qids: splits.append(len(qids)) or split(qids))
+    together = ir_measures.calc_aggregate(measures, qrels, run)
+    assert splits == [len(qrels), len(run)]
+    assert together == alone
+
+
 def test_instructir_report():
     rng = np.random.default_rng(5)
     qrels, run = [], []
