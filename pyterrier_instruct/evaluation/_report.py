@@ -137,14 +137,9 @@ def systems_per_dataset(systems, names: Optional[Sequence[str]], keys: Sequence[
 
 
 def experiment_means(systems, names, topics, qrels, measures, dataset: str, labels: Mapping) -> pd.DataFrame:
-    """Runs every system once on ``topics``, then ``pt.Experiment`` over the results, and returns the long frame
-    ``model, dataset, measure, value`` (``labels[str(measure)]`` as the name).
-
-    One call with every measure where the ``pt.Experiment`` layer of ``_pt_compat`` is active: it averages each measure
-    over the qids it has a value for, so measures with their own populations (p-MRR: instances with a negative;
-    Robustness: groups) share one evaluation (its normalised run and caches). Elsewhere (an untested PyTerrier, which
-    averages every measure over every qid) one call per measure.
-    """
+    """Runs every system once on ``topics``; returns the long frame ``model, dataset, measure, value`` (a measure named
+    ``labels[str(m)]``): one ``pt.Experiment`` with every measure where ``_pt_compat`` is active (it means each over
+    its own qids: p-MRR's instances, Robustness' groups; one evaluation's caches shared), else one per measure."""
     import pyterrier as pt
 
     from .. import _pt_compat
