@@ -438,10 +438,12 @@ def test_pmrr_experiment_on_instruct_mini(models, mini):
     first = pti.FIRST(backend=backend, window_size=6, stride=3, verbose=False)
     reason = pti.ReasonRank(backend=Scripted(models["qwen"]), window_size=6, stride=3, max_output_tokens=2,
                             verbose=False)
-    pipes = [mini.candidates() % 6 >> first, mini.candidates() % 6 >> reason]
+    runs = {}  # each system's run as the experiment made it (issue 45: not made again to check it)
+    pipes = [mini.candidates() % 6 >> system >> pt.apply.generic(lambda run, n=name: runs.update({n: run}) or run)
+             for name, system in (("FIRST", first), ("ReasonRank", reason))]
     res = pt.Experiment(pipes, topics, mini.get_qrels(), [pti.pMRR], names=["FIRST", "ReasonRank"])
-    for row, pipe in zip(res.itertuples(), pipes):
-        run = pipe(topics)
+    assert res["name"].tolist() == list(runs)
+    for row, run in zip(res.itertuples(), runs.values()):
         og, ch = (run[run.variant == v].assign(qid=lambda d: d.base_qid) for v in ("og", "changed"))
         assert row.pMRR == pytest.approx(pti.pmrr(og, ch, mini.changed_docs()), abs=1e-12)
     assert res.pMRR.ne(0).any()

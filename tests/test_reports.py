@@ -122,6 +122,44 @@ def test_infosearch_report_tables_equal_the_measure_functions():
         infosearch_report(systems, dims, table=4)
 
 
+def test_infosearch_report_evaluates_all_measures_in_one_experiment_per_dimension(monkeypatch):
+    """Issue 45: one ``pt.Experiment`` per dimension with every measure (it was one per measure), each measure still
+    averaged over its own qids: the means equal one experiment per measure, which is what runs where the layer of
+    ``_pt_compat`` is off (an untested PyTerrier)."""
+    from pyterrier_instruct import _pt_compat
+    from pyterrier_instruct.evaluation.infosearch import infosearch_measures
+    topics, qrels, runs = _infosearch(7, "aud", n=4)
+    systems = {name: pt.Transformer.from_df(run) for name, run in runs.items()}
+    calls, experiment = [], pt.Experiment
+    monkeypatch.setattr(pt, "Experiment", lambda *a, **k: calls.append(len(a[3])) or experiment(*a, **k))
+    tables = {}
+    for status in ("inactive: an untested PyTerrier", "active"):
+        monkeypatch.setattr(_pt_compat, "STATUS", status)
+        tables[status] = infosearch_report(systems, {"audience": _Dataset(topics, qrels, "audience")})
+    measures = len(infosearch_measures())
+    assert calls == [1] * measures + [measures]
+    apart, together = (t.attrs["long"] for t in tables.values())
+    assert len(together) == 2 * measures and together["value"].notna().all()
+    pd.testing.assert_frame_equal(together, apart)
+
+
+def test_the_measures_of_one_evaluation_split_the_variants_once(monkeypatch):
+    """Issue 45: OG/Changed/Reversed, pMRR, Robustness and the InfoSearch measures evaluated together split the paired
+    qrels and run by variant once (they share the evaluation's cache), with the values each gives alone."""
+    from pyterrier_instruct import instructions
+    from pyterrier_instruct.measures import SICR, WISE, Changed, OG, Reversed, Robustness
+    topics, qrels, runs = _infosearch(3, "kw", n=4)
+    measures = [OG(ir_measures.nDCG @ 10), Changed(ir_measures.RR @ 1), Reversed(ir_measures.nDCG @ 10), pti.pMRR,
+                Robustness(variant="changed") @ 10, WISE(), SICR()]
+    run = runs["a"].merge(topics, on="qid")
+    alone = {m: ir_measures.calc_aggregate([m], qrels, run)[m] for m in measures}
+    splits, split = [], instructions.split_qids  # what by_variant splits a frame's qids with
+    monkeypatch.setattr(instructions, "split_qids", lambda qids: splits.append(len(qids)) or split(qids))
+    together = ir_measures.calc_aggregate(measures, qrels, run)
+    assert splits == [len(qrels), len(run)]
+    assert together == alone
+
+
 def test_instructir_report():
     rng = np.random.default_rng(5)
     qrels, run = [], []

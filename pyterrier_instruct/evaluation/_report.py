@@ -137,20 +137,19 @@ def systems_per_dataset(systems, names: Optional[Sequence[str]], keys: Sequence[
 
 
 def experiment_means(systems, names, topics, qrels, measures, dataset: str, labels: Mapping) -> pd.DataFrame:
-    """Runs every system once on ``topics``, then one ``pt.Experiment`` per measure over the results, and
-    returns the long frame ``model, dataset, measure, value`` (``labels[str(measure)]`` as the name).
-
-    One call per measure because ``pt.Experiment`` averages over the qids of its per-query table and
-    needs every measure on every qid, while these measures have their own populations (p-MRR: instances
-    with a negative; Robustness: groups).
-    """
+    """Runs every system once on ``topics``; returns the long frame ``model, dataset, measure, value`` (a measure named
+    ``labels[str(m)]``): one ``pt.Experiment`` with every measure where ``_pt_compat`` is active (it means each over
+    its own qids: p-MRR's instances, Robustness' groups; one evaluation's caches shared), else one per measure."""
     import pyterrier as pt
+
+    from .. import _pt_compat
     results = [system(topics) if not isinstance(system, pd.DataFrame) else system for system in systems]
+    groups = [list(measures)] if _pt_compat.STATUS == "active" else [[m] for m in measures]
     rows = []
-    for measure in measures:
-        res = pt.Experiment(results, topics, qrels, [measure], names=names, verbose=False)
-        col = str(measure)
-        rows += [(model, dataset, labels.get(col, col), float(value)) for model, value in zip(res["name"], res[col])]
+    for group in groups:
+        res = pt.Experiment(results, topics, qrels, group, names=names, verbose=False)
+        rows += [(model, dataset, labels.get(str(m), str(m)), float(value))
+                 for m in group for model, value in zip(res["name"], res[str(m)])]
     return pd.DataFrame(rows, columns=["model", "dataset", "measure", "value"])
 
 

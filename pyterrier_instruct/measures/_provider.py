@@ -14,7 +14,7 @@ import pandas as pd
 from ir_measures import Metric, measures, providers
 
 from .._experiment_context import active, user_stacklevel
-from ..instructions import split_qid
+from ..instructions import by_variant, split_qid
 from ._runs import normalised, warn_unmatched
 
 #: an empty run (a variant the run lacks)
@@ -57,6 +57,13 @@ class PairedMeasure(ir_measures.measures.Measure):
 
     def aggregator(self):
         return ir_measures.measures.MeanAgg()
+
+    @staticmethod
+    def variants(qrels: pd.DataFrame, run: pd.DataFrame, cache: dict):
+        """``(by_variant(qrels), by_variant(run))``, split once per evaluation: the measures of one share ``cache``."""
+        if "variants" not in cache:
+            cache["variants"] = (by_variant(qrels), by_variant(run))
+        return cache["variants"]
 
     def unit(self, qid: str) -> Optional[str]:
         """The evaluation unit a topic qid belongs to when the measure's value spans several qids (every qid of a

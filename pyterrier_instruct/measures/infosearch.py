@@ -18,7 +18,7 @@ import pandas as pd
 from ir_measures import measures
 
 from .._experiment_context import user_stacklevel
-from ..instructions import VARIANTS, by_variant, paired_qid
+from ..instructions import VARIANTS, paired_qid
 from ._provider import EMPTY_RUN, PairedMeasure, register_measure, unpaired
 from ._runs import QrelsLike, RunLike, label_pairs, ranks_and_scores, run_frame, warn_unmatched
 from .pmrr import pmrr_values
@@ -290,9 +290,7 @@ class _InfoSearchMeasure(PairedMeasure):
     COMPARES_VARIANTS = True
 
     def table(self, qrels: pd.DataFrame, run: pd.DataFrame, cache: dict) -> RankTable:
-        if "variants" not in cache:  # split the paired frames once per evaluation
-            cache["variants"] = (by_variant(qrels), by_variant(run))
-        q, r = cache["variants"]
+        q, r = self.variants(qrels, run, cache)
         if "og" not in q or "changed" not in q:
             raise unpaired(str(self), ("og", "changed"), q)
         with_rev = self.NEEDS_REVERSED or "reversed" in r  # p-MRR shares the three-run table when there is one

@@ -19,7 +19,7 @@ import pandas as pd
 from ir_measures import measures
 
 from .._experiment_context import active, user_stacklevel
-from ..instructions import by_variant, paired_qid
+from ..instructions import paired_qid
 from ._provider import EMPTY_RUN, MissingVariantWarning, PairedMeasure, register_measure, unpaired
 from ._runs import QrelsLike, RunLike, label_pairs, qrels_frame, ranks_of, run_frame, warn_unmatched
 
@@ -133,11 +133,10 @@ class _pMRR(PairedMeasure):
     }
 
     def paired_impl(self, qrels: pd.DataFrame, run: pd.DataFrame, cache: dict):
-        q = by_variant(qrels)
+        q, r = self.variants(qrels, run, cache)
         if "og" not in q or "changed" not in q:
             raise unpaired("pMRR", ("og", "changed"), q)
         diff = changed_docs(q["og"], q["changed"])
-        r = by_variant(run)
         og_run, ch_run = r.get("og", EMPTY_RUN), r.get("changed", EMPTY_RUN)
         with_docs = set(diff["qid"])
         missing = sorted(with_docs - (set(og_run["qid"]) & set(ch_run["qid"])))

@@ -12,7 +12,7 @@ import ir_measures
 import pandas as pd
 from ir_measures import measures
 
-from ..instructions import VARIANTS, by_variant, split_qid
+from ..instructions import VARIANTS, split_qid
 from ._provider import EMPTY_RUN, PairedMeasure, register_measure, unpaired
 from ._runs import QrelsLike, RunLike, per_query_values, qrels_frame, run_frame, warn_unmatched
 
@@ -93,10 +93,10 @@ class _Robustness(PairedMeasure):
     def paired_impl(self, qrels, run, cache):
         variant = self.params.get("variant")
         if variant is not None:
-            variants = by_variant(qrels)
+            variants, runs = self.variants(qrels, run, cache)
             if variant not in variants:
                 raise unpaired(str(self), (variant,), variants)
-            qrels, run = variants[variant], by_variant(run).get(variant, EMPTY_RUN)
+            qrels, run = variants[variant], runs.get(variant, EMPTY_RUN)
         result = robustness_eval(run, qrels, self.params["cutoff"], warn=False)  # the provider checked the ids
         return result["per_group_min"].items()
 

@@ -6,7 +6,7 @@ import ir_measures
 import pandas as pd
 from ir_measures import measures
 
-from ..instructions import by_variant, paired_qid
+from ..instructions import paired_qid
 from ._provider import EMPTY_RUN, PairedMeasure, register_measure, unpaired
 
 
@@ -44,10 +44,11 @@ class _OnVariant(PairedMeasure):
 
     def paired_impl(self, qrels: pd.DataFrame, run: pd.DataFrame, cache: dict):
         inner, v = self.params["measure"], self.VARIANT
-        part_qrels = by_variant(qrels).get(v)
+        q, r = self.variants(qrels, run, cache)
+        part_qrels = q.get(v)
         if part_qrels is None:
-            raise unpaired(repr(self), (v,), by_variant(qrels))
-        part_run = by_variant(run).get(v, EMPTY_RUN)
+            raise unpaired(repr(self), (v,), q)
+        part_run = r.get(v, EMPTY_RUN)
         part_qrels = part_qrels.rename(columns={"qid": "query_id", "docno": "doc_id", "label": "relevance"})
         part_run = part_run.rename(columns={"qid": "query_id", "docno": "doc_id"})
         for metric in ir_measures.iter_calc([inner], part_qrels, part_run):
