@@ -306,7 +306,7 @@ def ray_cluster():
 
 # Issue 45 (alone in a fresh HOME): no test writes the user's home. In the session folder: mteb's ~/.cache/mteb (made
 # when imported), IPython's ~/.ipython (the notebooks' kernels). Kept beside the stand-in root: vLLM's
-# ~/.cache/vllm/modelinfos (one child process for all the tests' architectures: fake_vllm.inspect_once), matplotlib's
+# ~/.cache/vllm/modelinfos (all the tests' architectures, in-process: fake_vllm.inspect_once), matplotlib's
 # ~/.cache and ~/.config/matplotlib (the font list). Off: onnxruntime's telemetry (imported by pyserini, it writes
 # ~/.cache/Microsoft/DeveloperTools). The session's Ray cluster gets a token here instead of writing ~/.ray/auth_token.
 import secrets  # noqa: E402

@@ -141,18 +141,11 @@ def _as_vllm():
 
 #: The architectures of the tests' tiny checkpoints. vLLM inspects each in a child process of its own (~12 CPU-s, most
 #: of it ``import vllm``) unless ``$VLLM_CACHE_ROOT/modelinfos`` holds the answer: the first engine on a cold cache has
-#: :func:`inspect_once` inspect them all in ONE child instead, vLLM's own code computing and writing each file.
+#: :func:`inspect_once` inspect them all in THIS process instead, which has imported vLLM already: vLLM's own
+#: ``_LazyRegisteredModel.inspect_model_cls`` computes and writes each file, with ``registry._run_in_subprocess``
+#: replaced by a direct call (what vLLM's own child, ``registry._run``, does with the function it is sent).
 ARCHITECTURES = ("LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM",
                  "TransformersForSequenceClassification")
-#: That child: what vLLM's own child (``registry._run``) runs, the load of the model class, called in place of
-#: ``registry._run_in_subprocess`` by vLLM's ``_LazyRegisteredModel.inspect_model_cls`` for each architecture named.
-INSPECT_ALL = (f"import sys; sys.path.insert(0, {str(SIDE)!r}); import vllm; sys.path.remove({str(SIDE)!r})\n"
-               "from vllm.plugins import load_general_plugins\n"
-               "from vllm.model_executor.models import registry\n"
-               "load_general_plugins()\n"
-               "registry._run_in_subprocess = lambda fn: fn()\n"
-               "for arch in sys.argv[1:]:\n"
-               "    registry.ModelRegistry.models[arch].inspect_model_cls()\n")
 _inspected = set()  # the cache folders this process found holding every answer in ARCHITECTURES
 
 
@@ -165,9 +158,8 @@ def _cold(fn):
 
 
 def inspect_once():
-    """Fills ``$VLLM_CACHE_ROOT/modelinfos`` for :data:`ARCHITECTURES` in one child process (under a file lock: xdist
+    """Fills ``$VLLM_CACHE_ROOT/modelinfos`` for :data:`ARCHITECTURES` in this process (under a file lock: xdist
     workers and Ray actors share the folder) unless vLLM finds every answer there already."""
-    import subprocess
     from filelock import FileLock
     with _as_vllm():
         from vllm.model_executor.models import registry
@@ -176,20 +168,22 @@ def inspect_once():
         return
     folder.mkdir(parents=True, exist_ok=True)
     with FileLock(str(folder) + ".lock"), _as_vllm():
+        from vllm.plugins import load_general_plugins
         run, registry._run_in_subprocess = registry._run_in_subprocess, _cold  # vLLM's own cache check, no child
-        cold = []
         try:
+            cold = []
             for arch in ARCHITECTURES:
                 try:
                     registry.ModelRegistry.models[arch].inspect_model_cls()
                 except _Cold:
                     cold.append(arch)
+            if cold:
+                load_general_plugins()  # as vLLM's child does first
+                registry._run_in_subprocess = lambda fn: fn()
+                for arch in cold:
+                    registry.ModelRegistry.models[arch].inspect_model_cls()
         finally:
             registry._run_in_subprocess = run
-        if cold:
-            done = subprocess.run([sys.executable, "-c", INSPECT_ALL, *cold], capture_output=True, text=True)
-            if done.returncode:
-                raise RuntimeError(f"inspecting {cold} in one child failed:\n{done.stderr[-3000:]}")
     _inspected.add(folder)
 
 

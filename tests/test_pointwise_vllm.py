@@ -289,11 +289,11 @@ def test_an_empty_vllm_cache_inspects_through_vllm_itself_despite_a_shim(tiny, t
     "Model architectures ['MistralForCausalLM'] failed to be inspected" over "Tried to register an operator
     (vllm_ir::...) multiple times", unless another test had filled ``modelinfos``. What must be fresh is the cache (on
     disk and vLLM's in-process memo of it), not this process. The file vLLM's own child writes is byte for byte the one
-    the harness's single child (fake_vllm.inspect_once, for every architecture of the tests at once) wrote for it."""
+    the harness (fake_vllm.inspect_once, every architecture of the tests at once, in-process) wrote for it."""
     import fake_vllm
     from stubs import ZEPHYR_TEMPLATE, with_chat_template
     from vllm.model_executor.models import registry
-    fake_vllm.inspect_once()  # the session's cache, filled by the harness's one child where it was cold
+    fake_vllm.inspect_once()  # the session's cache, filled by the harness where it was cold
     session = registry._LazyRegisteredModel._get_cache_dir()
     monkeypatch.setattr(fake_vllm, "ARCHITECTURES", ())  # here vLLM inspects on its own
     zephyr = with_chat_template(tiny["mistral"], tmp_path / "zephyr", ZEPHYR_TEMPLATE)
