@@ -169,6 +169,9 @@ class StandInVLLM:
 def test_rank1_on_vllm_equals_its_reference_logic(rank1_model, frame, monkeypatch):
     """The same rows through VLLMBackend (rank1's SamplingParams) on a stand-in engine: the reference's scores."""
     import sys
+
+    import fake_vllm  # noqa: F401  vLLM's own Python (.venv/vllm_0.33) loaded: the backend builds its tokenizer from
+    # vLLM's ModelConfig (vllm.engine.arg_utils.EngineArgs), which StandInVLLM, vLLM 0.7.2's offline API, does not hold
     monkeypatch.setitem(sys.modules, "vllm", StandInVLLM)
     ref = reference(rank1_model, frame["query"], frame["instruction"], passages(frame), 3)
     model = pti.Rank1(rank1_model, backend="vllm", max_output_tokens=3, verbose=False)
