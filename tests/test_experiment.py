@@ -14,7 +14,7 @@ from ir_measures import AP, nDCG
 from scipy import stats
 
 import pyterrier_instruct as pti
-from paired_toys import tiny_paired as _tiny_paired  # other tests import it from here too
+from paired_toys import tiny_paired
 from pyterrier_instruct import _pt_compat
 
 
@@ -341,7 +341,7 @@ def test_batch_size_that_splits_a_robustness_group_is_refused():
 PATCH = Path(__file__).parents[1] / "docs" / "upstream" / "pyterrier-mean-of-measures.patch"
 def _mixed_outputs() -> str:
     """Experiments mixing the package's measures with standard ones (baseline, per-query), as text."""
-    topics, qrels, run = _tiny_paired(6)
+    topics, qrels, run = tiny_paired(6)
     other = run.assign(score=run["score"][::-1].to_numpy())
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

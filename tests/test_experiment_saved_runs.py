@@ -10,14 +10,14 @@ import pandas as pd
 import pyterrier as pt
 import pytest
 from ir_measures import nDCG
-from test_experiment import _tiny_paired
+from paired_toys import tiny_paired
 
 import pyterrier_instruct as pti
 from pyterrier_instruct.evaluation.runs import FINGERPRINT_SUFFIX
 
 
 def _systems():
-    topics, qrels, run = _tiny_paired(6)
+    topics, qrels, run = tiny_paired(6)
     other = run.assign(score=run["score"][::-1].to_numpy())
     a, b = (pt.Transformer.from_df(pt.model.add_ranks(r)) for r in (run, other))
     return topics, qrels, a, b

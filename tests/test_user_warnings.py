@@ -12,7 +12,7 @@ import pandas as pd
 import pyterrier as pt
 import pytest
 from ir_measures import AP, RR, nDCG
-from test_experiment import _tiny_paired
+from paired_toys import tiny_paired
 
 import pyterrier_instruct as pti
 from pyterrier_instruct.datasets.catalog import BRIGHT_TASKS
@@ -33,7 +33,7 @@ def _only(record, text):
 
 
 def test_warnings_name_the_users_line(tmp_path):
-    topics, qrels, run = _tiny_paired(4)
+    topics, qrels, run = tiny_paired(4)
     bare = run.drop(columns="instruction")
     system = pt.Transformer.from_df(pt.model.add_ranks(bare))
     # PyTerrier's own warning (stacklevel=2 in pt.Experiment), with and without the package's measures
